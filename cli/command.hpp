@@ -1,0 +1,70 @@
+#pragma once
+// The command interface every cli/<cmd>.cpp implements (STYLE.md practices 1, 2, 5).
+//
+// A command file defines an options struct, `Runner register_<cmd>(CLI::App& app)` that adds its
+// options/subcommands to `app` and returns the runner bound to them, and `run_<cmd>(Context&,
+// const Options&)` that calls one library function and renders. The command table
+// (command_table.cpp) lists every command once; help, completions and the man-page check read it.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/output.hpp"
+#include "lib/base/result.hpp"
+
+namespace archctl::config { struct Config; }
+
+namespace archctl::cli {
+
+// Flags common to every command (DESIGN.md §10).
+struct GlobalOptions {
+    std::string config_file;  // --config: replaces the user-file layer
+    std::string state_dir;    // --state
+    bool json = false;        // --json
+    bool quiet = false;       // -q
+    int verbose = 0;          // -v (repeatable)
+    bool yes = false;         // --yes, where a command asks
+};
+
+// What a command ended with. main.cpp maps it to an exit code in one place:
+// done 0, partial 10, error 1, usage 2.
+enum class ExitKind { done, partial, error, usage };
+
+struct Outcome {
+    ExitKind kind = ExitKind::done;
+    nlohmann::json result = nlohmann::json::object();  // merged into the --json document
+    std::optional<Error> error;                        // set for error/usage
+    std::string stop_reason;                           // set for partial: why it stopped
+    std::string resume_hint;                           // set for partial: how to continue
+
+    static Outcome done(nlohmann::json result = nlohmann::json::object());
+    static Outcome failed(Error error, nlohmann::json result = nlohmann::json::object());
+    static Outcome usage(Error error);
+    static Outcome partial(std::string reason, std::string hint,
+                           nlohmann::json result = nlohmann::json::object());
+};
+
+// Per-invocation services handed to a runner.
+class Context {
+public:
+    Context(const GlobalOptions& global, Output& out) : m_global(global), m_out(out) {}
+
+    const GlobalOptions& global() const { return m_global; }
+    Output& out() { return m_out; }
+
+    // The effective configuration (all layers), loaded once on first use. Warnings go to stderr.
+    Result<const config::Config*> config();
+
+private:
+    const GlobalOptions& m_global;
+    Output& m_out;
+    std::shared_ptr<const config::Config> m_config;
+};
+
+using Runner = std::function<Outcome(Context&)>;
+
+}  // namespace archctl::cli

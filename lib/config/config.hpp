@@ -1,0 +1,96 @@
+#pragma once
+// Layered configuration (DESIGN.md §10).
+//
+// Layers, later wins: built-in defaults → user file ($ARCHCTL_CONFIG, else
+// $XDG_CONFIG_HOME/archctl/config.toml, else ~/.config/archctl/config.toml; --config replaces this
+// layer) → <state>/config.toml → ARCHCTL_* environment → flags. Every effective value remembers the
+// layer that set it, so `archctl config` can say where a setting came from. Unknown keys in a
+// known table warn (naming file, table, key and the closest known key); unknown tables are
+// ignored; a malformed file or value is an error naming file, line and key.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.hpp"
+
+namespace archctl::config {
+
+// A credential: inline in a config file, or read from a *_file. The value never reaches output.
+struct Secret {
+    std::string value;        // the secret itself; never print, log or serialize
+    std::string file;         // the *_file path it came from, empty when inline
+    bool set() const { return !value.empty(); }
+    // "<set, from password_file>" / "<set>" / "<unset>": what `config` shows instead of the value.
+    std::string describe(const std::string& file_key) const;
+};
+
+struct QbittorrentSettings {
+    std::string url;
+    std::string username = "admin";
+    Secret password;
+    std::string ca_file;        // extra CA bundle for TLS verification
+    bool insecure_tls = false;  // explicit opt-out, warned about on use
+};
+
+struct SyncthingSettings {
+    std::string url;
+    Secret api_key;
+    std::string ca_file;
+    bool insecure_tls = false;
+    std::vector<std::string> addresses;  // this node's Syncthing addresses as peers should dial them
+                                         // (empty: read its listen addresses from its config)
+};
+
+enum class Role { cache, archive };
+std::string to_string(Role role);
+
+struct NodeConfig {
+    std::string name;
+    Role role = Role::cache;
+    std::string qb_root;            // node path; placements live below it
+    std::string sync_root;          // node path; route folders live below it
+    std::vector<std::string> exec;  // empty: transport "local"; else argv of `archctl node serve`
+    QbittorrentSettings qbittorrent;
+    SyncthingSettings syncthing;
+    bool local() const { return exec.empty(); }
+};
+
+enum class RoutePolicy { on_demand, eager_mesh };
+
+struct Config {
+    std::string state_dir;                 // resolved: flag/env/config/default
+    std::uint64_t min_free = 2ull << 30;   // transfer.min_free, bytes; 0 disables the floor
+    bool verify_transit = false;           // transfer.verify_transit
+    RoutePolicy route_policy = RoutePolicy::on_demand;
+    std::int64_t provision_timeout_s = 30 * 60;  // routes.provision_timeout
+    std::int64_t route_check_max_age_s = 24 * 3600;  // routes.check_max_age
+    std::int64_t tombstone_days = 30;      // retention.tombstone_days
+    std::string progress = "auto";         // ARCHCTL_PROGRESS: auto|0|line|panel
+    std::map<std::string, NodeConfig> nodes;
+
+    // key (dotted, e.g. "transfer.min_free", "nodes.nas.qbittorrent.url") → layer that set it:
+    // "default", "user:<path>", "state:<path>", "env:ARCHCTL_X", "flag".
+    std::map<std::string, std::string> origin;
+    // key → display value (secrets already masked). Drives `archctl config`.
+    std::map<std::string, std::string> display;
+
+    const NodeConfig* node(const std::string& name) const;
+};
+
+// What the command line contributes (the flag layer and layer selection).
+struct LoadOptions {
+    std::string config_file;                // --config FILE
+    std::string state_dir;                  // --state DIR
+    std::optional<std::uint64_t> min_free;  // --min-free
+    // Environment lookup seam for tests; defaults to ::getenv.
+    const char* (*getenv)(const char*) = nullptr;
+};
+
+// Load and validate every layer. Warnings (unknown keys, readable secrets) are appended to
+// `warnings` as complete lines without the "archctl: warning: " prefix.
+Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnings);
+
+}  // namespace archctl::config
