@@ -6,7 +6,9 @@
 // const Options&)` that calls one library function and renders. The command table
 // (command_table.cpp) lists every command once; help, completions and the man-page check read it.
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -58,11 +60,14 @@ public:
 
     // The effective configuration (all layers), loaded once on first use. Warnings go to stderr.
     Result<const config::Config*> config();
+    // A command's --min-free flag: the flag layer of transfer.min_free. Call before config().
+    void set_flag_min_free(std::uint64_t bytes) { m_flag_min_free = bytes; }
 
 private:
     const GlobalOptions& m_global;
     Output& m_out;
     std::shared_ptr<const config::Config> m_config;
+    std::optional<std::uint64_t> m_flag_min_free;
 };
 
 using Runner = std::function<Outcome(Context&)>;

@@ -3,6 +3,7 @@
 // (kept when ARCHCTL_TEST_KEEP=1, for debugging).
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace archctl::test {
 

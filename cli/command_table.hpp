@@ -1,0 +1,26 @@
+#pragma once
+// The one command table (STYLE.md practice 2): every command of DESIGN.md §3, its group, its
+// one-line summary and its registration function. Help, completions and the man-page check all
+// read it, so a command exists in one place.
+
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+
+namespace archctl::cli {
+
+enum class Group { porcelain, plumbing };
+
+struct CommandSpec {
+    const char* name;
+    Group group;
+    const char* summary;
+    // Adds options/subcommands to the (already created) subcommand and returns its runner;
+    // nullptr when the command is not available in this build.
+    Runner (*register_fn)(CLI::App& app);
+};
+
+const std::vector<CommandSpec>& command_table();
+
+}  // namespace archctl::cli

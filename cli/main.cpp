@@ -1,0 +1,175 @@
+// archctl: build the app from the command table, dispatch, map the outcome to an exit code.
+// This is the one place that turns outcomes into exit codes (0 done, 10 clean partial stop,
+// 1 error, 2 usage) and prints the single --json document.
+
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/command_table.hpp"
+#include "lib/base/signals.hpp"
+#include "lib/base/version.hpp"
+
+namespace archctl::cli {
+namespace {
+
+constexpr int k_exit_done = 0;
+constexpr int k_exit_error = 1;
+constexpr int k_exit_usage = 2;
+constexpr int k_exit_partial = 10;
+
+int exit_code(ExitKind kind) {
+    switch (kind) {
+        case ExitKind::done: return k_exit_done;
+        case ExitKind::partial: return k_exit_partial;
+        case ExitKind::error: return k_exit_error;
+        case ExitKind::usage: return k_exit_usage;
+    }
+    return k_exit_error;
+}
+
+void add_global_options(CLI::App& app, GlobalOptions& g) {
+    app.add_option("--config", g.config_file, "use FILE instead of the user config file")->type_name("FILE");
+    app.add_option("--state", g.state_dir, "state directory (default $XDG_STATE_HOME/archctl)")->type_name("DIR");
+    app.add_flag("--json", g.json, "print one JSON document on stdout (human text goes to stderr)");
+    app.add_flag("-q,--quiet", g.quiet, "print only results and errors");
+    app.add_flag("-v,--verbose", g.verbose, "more detail (repeatable)");
+}
+
+void allow_global_options_everywhere(CLI::App& app) {
+    for (CLI::App* sub : app.get_subcommands({})) {
+        if (sub->get_prefix_command()) continue;  // an unavailable command keeps every argument
+        sub->fallthrough();
+        allow_global_options_everywhere(*sub);
+    }
+}
+
+Runner unavailable(const std::string& name) {
+    return [name](Context&) {
+        return Outcome::failed(Error("NOT_AVAILABLE", fmt::format("'{}' is not available in this build", name)));
+    };
+}
+
+void print_human(const Outcome& o) {
+    if (o.kind == ExitKind::partial) {
+        std::fprintf(stderr, "archctl: stopped: %s\n", o.stop_reason.c_str());
+        if (!o.resume_hint.empty()) std::fprintf(stderr, "hint: %s\n", o.resume_hint.c_str());
+    } else if (o.error) {
+        std::fprintf(stderr, "archctl: error: %s\n", o.error->message.c_str());
+        if (!o.error->hint.empty()) std::fprintf(stderr, "hint: %s\n", o.error->hint.c_str());
+    }
+}
+
+void print_json(const Outcome& o, const std::string& command) {
+    nlohmann::json doc = {{"schema", 1}, {"ok", !o.error.has_value()}, {"exit_code", exit_code(o.kind)}};
+    if (!command.empty()) doc["command"] = command;
+    if (o.result.is_object())
+        for (auto& [k, v] : o.result.items())
+            if (!doc.contains(k)) doc[k] = v;
+    if (o.kind == ExitKind::partial) doc["stopped"] = {{"reason", o.stop_reason}, {"hint", o.resume_hint}};
+    if (o.error) {
+        nlohmann::json e = {{"code", o.error->code}, {"message", o.error->message}};
+        if (!o.error->hint.empty()) e["hint"] = o.error->hint;
+        doc["error"] = e;
+    }
+    std::string text = doc.dump(2);
+    std::fprintf(stdout, "%s\n", text.c_str());
+    std::fflush(stdout);
+}
+
+int finish(const Outcome& o, bool json, const std::string& command) {
+    print_human(o);
+    if (json) print_json(o, command);
+    return exit_code(o.kind);
+}
+
+bool argv_has_json(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--json") == 0) return true;
+    return false;
+}
+
+std::string command_path(CLI::App& app) {
+    std::string path;
+    CLI::App* cur = &app;
+    for (;;) {
+        auto subs = cur->get_subcommands();
+        if (subs.empty()) break;
+        cur = subs.front();
+        path += (path.empty() ? "" : " ") + cur->get_name();
+    }
+    return path;
+}
+
+// CLI11's message, in the project's style, naming the command whose help to read.
+Error usage_error(CLI::App& app, const CLI::ParseError& e) {
+    std::string command = command_path(app);
+    if (command.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) && !app.remaining().empty())
+        return Error("USAGE", fmt::format("unknown command '{}'", app.remaining().front()), "see 'archctl --help'");
+    std::string message = e.what();
+    if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+    return Error("USAGE", message, fmt::format("see 'archctl {}--help'", command.empty() ? "" : command + " "));
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{"archctl moves BitTorrent payloads between qBittorrent nodes over Syncthing routes.\n"
+                 "Every command is idempotent: rerun it and it continues from what is durably true.",
+                 "archctl"};
+    app.set_version_flag("--version", fmt::format("archctl {}", k_version));
+    app.require_subcommand(0, 1);
+    GlobalOptions global;
+    add_global_options(app, global);
+
+    std::map<CLI::App*, Runner> runners;
+    for (const CommandSpec& spec : command_table()) {
+        CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
+        sub->group(spec.group == Group::porcelain ? "Porcelain commands" : "Plumbing commands");
+        if (spec.register_fn) {
+            runners[sub] = spec.register_fn(*sub);
+        } else {
+            // Accept any arguments so the answer is "not available", never a usage error.
+            sub->prefix_command();
+            runners[sub] = unavailable(spec.name);
+        }
+    }
+    allow_global_options_everywhere(app);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        return finish(Outcome::usage(usage_error(app, e)), argv_has_json(argc, argv), "");
+    }
+
+    if (app.get_subcommands().empty()) {
+        std::fputs(app.help().c_str(), stderr);
+        return k_exit_usage;
+    }
+    CLI::App* chosen = app.get_subcommands().front();
+    if (chosen->get_prefix_command()) global.json = global.json || argv_has_json(argc, argv);
+    // A command with nested subcommands (route, job, node, torrent) registers one runner for all.
+    Output out(global.json, global.quiet, global.verbose);
+    Context ctx(global, out);
+    install_interrupt_handlers();
+    Outcome outcome = runners.at(chosen)(ctx);
+    return finish(outcome, global.json, command_path(app));
+}
+
+}  // namespace
+}  // namespace archctl::cli
+
+int main(int argc, char** argv) {
+    try {
+        return archctl::cli::run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "archctl: error: internal error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,32 @@
+#include "cli/output.hpp"
+
+namespace archctl::cli {
+namespace {
+
+void put(std::FILE* f, const std::string& text) {
+    std::fputs(text.c_str(), f);
+    if (text.empty() || text.back() != '\n') std::fputc('\n', f);
+    std::fflush(f);
+}
+
+}  // namespace
+
+void Output::result(const std::string& text) {
+    if (m_json) {
+        if (!m_quiet) put(stderr, text);
+        return;
+    }
+    put(stdout, text);
+}
+
+void Output::info(const std::string& text) {
+    if (!m_quiet) put(stderr, text);
+}
+
+void Output::debug(const std::string& text) {
+    if (m_verbose > 0) put(stderr, text);
+}
+
+void Output::warn(const std::string& text) { put(stderr, "archctl: warning: " + text); }
+
+}  // namespace archctl::cli

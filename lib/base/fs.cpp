@@ -1,0 +1,109 @@
+#include "lib/base/fs.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/atomic_file.hpp"
+#include "lib/base/crash_point.hpp"
+
+namespace archctl {
+
+void UniqueFd::reset(int fd) {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = fd;
+}
+
+Error errno_error(std::string_view what, const std::string& path, int err) {
+    return Error(err == ENOENT ? "NOT_FOUND" : "IO",
+                 fmt::format("{} '{}': {}", what, path, std::strerror(err)));
+}
+
+Result<std::string> read_file(const std::string& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno_error("cannot open", path, errno);
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_error("cannot read", path, errno);
+        }
+        if (n == 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+}
+
+Status write_all(int fd, std::string_view data, const std::string& path_for_errors) {
+    while (!data.empty()) {
+        ssize_t n = ::write(fd, data.data(), data.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_error("cannot write", path_for_errors, errno);
+        }
+        data.remove_prefix(static_cast<size_t>(n));
+    }
+    return {};
+}
+
+Status fsync_dir(const std::string& dir) {
+    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return errno_error("cannot open directory", dir, errno);
+    if (::fsync(fd.get()) != 0 && errno != EINVAL) return errno_error("cannot fsync directory", dir, errno);
+    return {};
+}
+
+Status make_dirs(const std::string& dir, unsigned mode) {
+    if (dir.empty()) return {};
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return {};
+        return Error("IO", fmt::format("cannot create directory '{}': a file is in the way", dir));
+    }
+    std::string parent = parent_dir(dir);
+    if (parent != dir && parent != "." && parent != "/") ARCHCTL_TRY_STATUS(make_dirs(parent, mode));
+    if (::mkdir(dir.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST)
+        return errno_error("cannot create directory", dir, errno);
+    return {};
+}
+
+std::string parent_dir(const std::string& path) {
+    auto end = path.find_last_not_of('/');
+    if (end == std::string::npos) return "/";
+    auto slash = path.rfind('/', end);
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+bool path_exists(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+Status write_file_atomic(const std::string& path, std::string_view data, unsigned mode) {
+    ARCHCTL_TRY_ASSIGN(AtomicFile file, AtomicFile::create(path, mode));
+    ARCHCTL_TRY_STATUS(file.write(data));
+    return file.commit();
+}
+
+Status write_file_exclusive(const std::string& path, std::string_view data, unsigned mode) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, static_cast<mode_t>(mode)));
+    if (!fd.valid()) {
+        if (errno == EEXIST) return Error("EXISTS", fmt::format("cannot create '{}': it already exists", path));
+        return errno_error("cannot create", path, errno);
+    }
+    crash_point("exclusive.created");
+    ARCHCTL_TRY_STATUS(write_all(fd.get(), data, path));
+    if (::fsync(fd.get()) != 0) return errno_error("cannot fsync", path, errno);
+    crash_point("exclusive.synced");
+    return fsync_dir(parent_dir(path));
+}
+
+}  // namespace archctl

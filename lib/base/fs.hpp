@@ -1,0 +1,63 @@
+#pragma once
+// Thin, error-returning wrappers over POSIX file calls, and an owning file descriptor.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "lib/base/result.hpp"
+
+namespace archctl {
+
+// Owns one file descriptor; closes it on destruction.
+class UniqueFd {
+public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd) : m_fd(fd) {}
+    ~UniqueFd() { reset(); }
+    UniqueFd(UniqueFd&& other) noexcept : m_fd(other.release()) {}
+    UniqueFd& operator=(UniqueFd&& other) noexcept {
+        if (this != &other) reset(other.release());
+        return *this;
+    }
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+
+    int get() const { return m_fd; }
+    bool valid() const { return m_fd >= 0; }
+    int release() { int fd = m_fd; m_fd = -1; return fd; }
+    void reset(int fd = -1);
+
+private:
+    int m_fd = -1;
+};
+
+// "<what> '<path>': <strerror(err)>" as an Error with code IO (or NOT_FOUND for ENOENT).
+Error errno_error(std::string_view what, const std::string& path, int err);
+
+// Whole-file read. NOT_FOUND when the file does not exist.
+Result<std::string> read_file(const std::string& path);
+
+// Write all bytes to fd, retrying on EINTR/short writes.
+Status write_all(int fd, std::string_view data, const std::string& path_for_errors);
+
+// fsync the directory that holds `path` (or `path` itself when it is a directory).
+Status fsync_dir(const std::string& dir);
+
+// Create a directory and missing parents (mode 0755 unless given); ok if it exists.
+Status make_dirs(const std::string& dir, unsigned mode = 0755);
+
+// Parent directory of a path ("a/b" → "a", "b" → ".").
+std::string parent_dir(const std::string& path);
+
+// True when the path exists (lstat succeeds).
+bool path_exists(const std::string& path);
+
+// Durable whole-file replace: AtomicFile write + commit in one call.
+Status write_file_atomic(const std::string& path, std::string_view data, unsigned mode = 0644);
+
+// Durable create-only write: fails with EXISTS if the file is already there (O_EXCL),
+// then fsyncs the file and its directory.
+Status write_file_exclusive(const std::string& path, std::string_view data, unsigned mode = 0644);
+
+}  // namespace archctl

@@ -1,0 +1,60 @@
+#pragma once
+// Append-only JSON-lines journal (STYLE.md practice 8).
+//
+// Line 1 is a version record {"journal": <kind>, "version": N}; every later line is one JSON
+// record. Appends use O_APPEND; durability follows the sync policy (every record, or batched by
+// count). Reading drops a torn last line (a crash mid-append) with a warning and reports every
+// complete record. Folding records into a ledger is the caller's atomic rewrite at a step boundary.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/fs.hpp"
+#include "lib/base/result.hpp"
+
+namespace archctl {
+
+enum class SyncPolicy { every_record, batched };
+
+struct JournalContents {
+    int version = 0;
+    std::vector<nlohmann::json> records;
+    std::vector<std::string> warnings;  // e.g. "dropped a torn last line in '<path>'"
+};
+
+class JournalWriter {
+public:
+    // Opens (creating with its version line if absent) the journal at `path`.
+    static Result<JournalWriter> open(const std::string& path, const std::string& kind, int version,
+                                      SyncPolicy policy = SyncPolicy::every_record,
+                                      unsigned batch_records = 64);
+
+    JournalWriter(JournalWriter&&) noexcept = default;
+    JournalWriter& operator=(JournalWriter&&) noexcept = default;
+    ~JournalWriter();
+
+    // Append one record (one line). Durable on return under every_record; under batched, after
+    // the batch fills or flush().
+    [[nodiscard]] Status append(const nlohmann::json& record);
+    [[nodiscard]] Status flush();
+
+    const std::string& path() const { return m_path; }
+
+private:
+    JournalWriter(std::string path, UniqueFd fd, SyncPolicy policy, unsigned batch);
+
+    std::string m_path;
+    UniqueFd m_fd;
+    SyncPolicy m_policy = SyncPolicy::every_record;
+    unsigned m_batch = 64;
+    unsigned m_pending = 0;
+};
+
+// Read a journal. NOT_FOUND if absent; CORRUPT if a line other than the last is not JSON or the
+// version line is missing or of another kind.
+Result<JournalContents> read_journal(const std::string& path, const std::string& kind);
+
+}  // namespace archctl

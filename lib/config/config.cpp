@@ -1,0 +1,413 @@
+#include "lib/config/config.hpp"
+
+#include <cstdlib>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "lib/base/fs.hpp"
+#include "lib/base/units.hpp"
+#include "lib/config/schema.hpp"
+
+namespace archctl::config {
+namespace {
+
+// One setting as a layer supplied it, before it is turned into Config fields.
+struct Value {
+    ValueType type = ValueType::string;
+    std::string text;                   // strings, and sizes/durations as written
+    std::int64_t integer = 0;           // integers, sizes/durations in bytes/seconds
+    bool boolean = false;
+    std::vector<std::string> items;     // string arrays
+    std::string origin;                 // "default", "user:<path>", ...
+};
+
+using Values = std::map<std::string, Value>;
+
+const char* env(const LoadOptions& o, const char* name) {
+    const char* v = o.getenv ? o.getenv(name) : std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+std::string home_dir(const LoadOptions& o) {
+    const char* h = env(o, "HOME");
+    return h ? h : "/root";
+}
+
+Error file_error(const std::string& path, const toml::source_region& where, const std::string& key,
+                 const std::string& what) {
+    return Error("CONFIG_INVALID",
+                 fmt::format("cannot read config '{}': line {}: {}: {}", path, where.begin.line, key, what));
+}
+
+// Convert one TOML node to a Value of the schema type.
+Result<Value> convert(const toml::node& node, const KeySpec& spec, const std::string& key, const std::string& path) {
+    Value v;
+    v.type = spec.type;
+    auto fail = [&](const char* expected) { return file_error(path, node.source(), key, expected); };
+    switch (spec.type) {
+        case ValueType::string:
+            if (!node.is_string()) return fail("expected a string");
+            v.text = node.as_string()->get();
+            break;
+        case ValueType::boolean:
+            if (!node.is_boolean()) return fail("expected true or false");
+            v.boolean = node.as_boolean()->get();
+            break;
+        case ValueType::integer:
+            if (!node.is_integer()) return fail("expected an integer");
+            v.integer = node.as_integer()->get();
+            break;
+        case ValueType::size:
+        case ValueType::duration: {
+            bool size = spec.type == ValueType::size;
+            if (node.is_integer() && node.as_integer()->get() >= 0) {
+                v.integer = node.as_integer()->get();
+                v.text = std::to_string(v.integer);
+                break;
+            }
+            if (!node.is_string()) return fail(size ? "expected a size such as \"500M\" or \"20G\"" : "expected a duration such as \"30m\"");
+            v.text = node.as_string()->get();
+            if (size) {
+                auto parsed = parse_size(v.text);
+                if (!parsed.ok()) return fail("expected a size such as \"500M\" or \"20G\"");
+                v.integer = static_cast<std::int64_t>(parsed.value());
+            } else {
+                auto parsed = parse_duration_seconds(v.text);
+                if (!parsed.ok()) return fail("expected a duration such as \"30s\", \"30m\" or \"2h\"");
+                v.integer = parsed.value();
+            }
+            break;
+        }
+        case ValueType::string_array: {
+            const toml::array* arr = node.as_array();
+            if (!arr) return fail("expected an array of strings");
+            for (const toml::node& item : *arr) {
+                if (!item.is_string()) return fail("expected an array of strings");
+                v.items.push_back(item.as_string()->get());
+            }
+            break;
+        }
+    }
+    return v;
+}
+
+// Walk a parsed TOML table, validating against the schema and recording values into `out`.
+Status flatten(const toml::table& table, const std::string& prefix, const std::string& path, const std::string& origin,
+               Values& out, std::vector<std::string>& warnings) {
+    for (const auto& [k, node] : table) {
+        std::string key(k.str());
+        std::string dotted = prefix.empty() ? key : prefix + "." + key;
+        if (node.is_table()) {
+            if (!known_table(dotted)) continue;  // unknown tables are ignored (newer config)
+            ARCHCTL_TRY_STATUS(flatten(*node.as_table(), dotted, path, origin, out, warnings));
+            continue;
+        }
+        const KeySpec* spec = find_key(dotted);
+        if (!spec) {
+            std::string near = closest_key(prefix, key);
+            warnings.push_back(fmt::format("unknown key '{}' in [{}] of '{}'{}", key, prefix.empty() ? "top level" : prefix,
+                                           path, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+            continue;
+        }
+        ARCHCTL_TRY_ASSIGN(Value v, convert(node, *spec, dotted, path));
+        v.origin = origin;
+        out[dotted] = std::move(v);
+    }
+    return {};
+}
+
+bool group_or_world_readable(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && (st.st_mode & 044) != 0;
+}
+
+// Load one file layer. A missing user/state file is simply absent; a missing --config is an error.
+enum class Presence { optional, required };
+
+Status load_file(const std::string& path, const std::string& origin, Presence presence, Values& out,
+                 std::vector<std::string>& warnings) {
+    if (!path_exists(path)) {
+        if (presence == Presence::optional) return {};
+        return Error("CONFIG_INVALID", fmt::format("cannot read config '{}': no such file", path),
+                     "check the --config path");
+    }
+    toml::table table;
+    try {
+        table = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        return Error("CONFIG_INVALID", fmt::format("cannot read config '{}': line {}: {}", path,
+                                                   e.source().begin.line, std::string(e.description())));
+    }
+    Values layer;
+    ARCHCTL_TRY_STATUS(flatten(table, "", path, origin, layer, warnings));
+    bool inline_secret = false;
+    for (auto& [key, value] : layer) {
+        const KeySpec* spec = find_key(key);
+        if (spec && spec->secret) inline_secret = true;
+        out[key] = std::move(value);
+    }
+    if (inline_secret && group_or_world_readable(path))
+        warnings.push_back(fmt::format("config '{}' holds secrets and is readable by others (chmod 600 it)", path));
+    return {};
+}
+
+std::string default_state_dir(const LoadOptions& o) {
+    if (const char* x = env(o, "XDG_STATE_HOME")) return std::string(x) + "/archctl";
+    return home_dir(o) + "/.local/state/archctl";
+}
+
+std::string user_config_path(const LoadOptions& o) {
+    if (!o.config_file.empty()) return o.config_file;
+    if (const char* c = env(o, "ARCHCTL_CONFIG")) return c;
+    if (const char* x = env(o, "XDG_CONFIG_HOME")) return std::string(x) + "/archctl/config.toml";
+    return home_dir(o) + "/.config/archctl/config.toml";
+}
+
+Value text_value(std::string text, std::string origin) {
+    Value v;
+    v.text = std::move(text);
+    v.origin = std::move(origin);
+    return v;
+}
+
+Status apply_env(const LoadOptions& o, Values& values) {
+    if (const char* m = env(o, "ARCHCTL_MIN_FREE")) {
+        auto parsed = parse_size(m);
+        if (!parsed.ok())
+            return Error("CONFIG_INVALID", fmt::format("invalid environment variable ARCHCTL_MIN_FREE='{}': {}", m,
+                                                       "expected a size such as 500M or 20G"));
+        Value v = text_value(m, "env:ARCHCTL_MIN_FREE");
+        v.type = ValueType::size;
+        v.integer = static_cast<std::int64_t>(parsed.value());
+        values["transfer.min_free"] = v;
+    }
+    if (const char* t = env(o, "ARCHCTL_VERIFY_TRANSIT")) {
+        std::string s = t;
+        if (s != "0" && s != "1" && s != "true" && s != "false")
+            return Error("CONFIG_INVALID", fmt::format("invalid environment variable ARCHCTL_VERIFY_TRANSIT='{}': expected 0 or 1", s));
+        Value v = text_value(s, "env:ARCHCTL_VERIFY_TRANSIT");
+        v.type = ValueType::boolean;
+        v.boolean = s == "1" || s == "true";
+        values["transfer.verify_transit"] = v;
+    }
+    if (const char* p = env(o, "ARCHCTL_PROGRESS")) {
+        std::string s = p;
+        if (s != "0" && s != "line" && s != "panel" && s != "auto")
+            return Error("CONFIG_INVALID", fmt::format("invalid environment variable ARCHCTL_PROGRESS='{}': expected 0, line or panel", s));
+        values["progress"] = text_value(s, "env:ARCHCTL_PROGRESS");
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string Secret::describe(const std::string& file_key) const {
+    if (!set()) return "<unset>";
+    return file.empty() ? "<set>" : fmt::format("<set, from {} {}>", file_key, file);
+}
+
+std::string to_string(Role role) { return role == Role::cache ? "cache" : "archive"; }
+
+const NodeConfig* Config::node(const std::string& name) const {
+    auto it = nodes.find(name);
+    return it == nodes.end() ? nullptr : &it->second;
+}
+
+namespace {
+Status build(const Values& values, Config& config, std::vector<std::string>& warnings);
+}
+
+Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnings) {
+    Values values;
+    auto set_default = [&](const std::string& key, ValueType type, std::string text, std::int64_t integer = 0) {
+        Value v = text_value(std::move(text), "default");
+        v.type = type;
+        v.integer = integer;
+        values[key] = v;
+    };
+    set_default("transfer.min_free", ValueType::size, "2G", std::int64_t{2} << 30);
+    set_default("transfer.verify_transit", ValueType::boolean, "false");
+    set_default("routes.policy", ValueType::string, "on_demand");
+    set_default("routes.provision_timeout", ValueType::duration, "30m", 1800);
+    set_default("routes.check_max_age", ValueType::duration, "24h", 86400);
+    set_default("retention.tombstone_days", ValueType::integer, "30", 30);
+    set_default("progress", ValueType::string, "auto");
+
+    std::string user = user_config_path(options);
+    Presence user_presence = options.config_file.empty() && !env(options, "ARCHCTL_CONFIG") ? Presence::optional
+                                                                                              : Presence::required;
+    ARCHCTL_TRY_STATUS(load_file(user, "user:" + user, user_presence, values, warnings));
+
+    // The state directory decides where the state layer lives: flag > env > user file > default.
+    std::string state_dir;
+    std::string state_origin;
+    if (!options.state_dir.empty()) { state_dir = options.state_dir; state_origin = "flag"; }
+    else if (const char* s = env(options, "ARCHCTL_STATE")) { state_dir = s; state_origin = "env:ARCHCTL_STATE"; }
+    else if (values.count("state_dir")) { state_dir = values["state_dir"].text; state_origin = values["state_dir"].origin; }
+    else { state_dir = default_state_dir(options); state_origin = "default"; }
+
+    std::string state_file = state_dir + "/config.toml";
+    Values state_layer;
+    ARCHCTL_TRY_STATUS(load_file(state_file, "state:" + state_file, Presence::optional, state_layer, warnings));
+    if (state_layer.erase("state_dir"))
+        warnings.push_back(fmt::format("'state_dir' in '{}' is ignored: the state directory cannot move itself", state_file));
+    for (auto& [k, v] : state_layer) values[k] = std::move(v);
+    ARCHCTL_TRY_STATUS(apply_env(options, values));
+    if (options.min_free) {
+        Value v = text_value(std::to_string(*options.min_free), "flag");
+        v.type = ValueType::size;
+        v.integer = static_cast<std::int64_t>(*options.min_free);
+        values["transfer.min_free"] = v;
+    }
+    Value sd = text_value(state_dir, state_origin);
+    values["state_dir"] = sd;
+
+    Config config;
+    ARCHCTL_TRY_STATUS(build(values, config, warnings));
+    return config;
+}
+
+namespace {
+
+Result<Secret> read_secret(const Values& values, const std::string& inline_key, const std::string& file_key,
+                           std::vector<std::string>& warnings) {
+    Secret s;
+    auto file = values.find(file_key);
+    if (file != values.end()) {
+        auto text = read_file(file->second.text);
+        if (!text.ok())
+            return Error("CONFIG_INVALID", fmt::format("cannot read {} '{}': {}", file_key, file->second.text,
+                                                       text.error().code == "NOT_FOUND" ? "no such file" : "unreadable"));
+        std::string v = text.value();
+        while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
+        s.value = v;
+        s.file = file->second.text;
+        if (group_or_world_readable(s.file))
+            warnings.push_back(fmt::format("secrets file '{}' is readable by others (chmod 600 it)", s.file));
+        return s;
+    }
+    auto in = values.find(inline_key);
+    if (in != values.end()) s.value = in->second.text;
+    return s;
+}
+
+std::string str(const Values& values, const std::string& key, const std::string& fallback = {}) {
+    auto it = values.find(key);
+    return it == values.end() ? fallback : it->second.text;
+}
+
+bool flag(const Values& values, const std::string& key) {
+    auto it = values.find(key);
+    return it != values.end() && it->second.boolean;
+}
+
+Status require(const Values& values, const std::string& node, const std::string& key) {
+    std::string full = "nodes." + node + "." + key;
+    if (!values.count(full) || values.at(full).text.empty())
+        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}' has no '{}'", node, key),
+                     fmt::format("set {} in the config file", full));
+    return {};
+}
+
+Result<NodeConfig> build_node(const Values& values, const std::string& name, std::vector<std::string>& warnings) {
+    for (const char* key : {"role", "qb_root", "sync_root", "qbittorrent.url", "syncthing.url"})
+        ARCHCTL_TRY_STATUS(require(values, name, key));
+    std::string p = "nodes." + name + ".";
+    NodeConfig n;
+    n.name = name;
+    std::string role = str(values, p + "role");
+    if (role == "cache") n.role = Role::cache;
+    else if (role == "archive") n.role = Role::archive;
+    else return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': role '{}' is not 'cache' or 'archive'", name, role));
+    n.qb_root = str(values, p + "qb_root");
+    n.sync_root = str(values, p + "sync_root");
+    for (const std::string* root : {&n.qb_root, &n.sync_root})
+        if (root->front() != '/')
+            return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': root '{}' is not an absolute path", name, *root));
+    std::string transport = str(values, p + "transport", "local");
+    if (values.count(p + "exec")) n.exec = values.at(p + "exec").items;
+    if (transport == "local" && !n.exec.empty() && values.count(p + "transport"))
+        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': transport is 'local' but exec is set", name));
+    if (transport == "exec" && n.exec.empty())
+        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': transport 'exec' needs exec = [\"ssh\", ...]", name));
+    if (transport != "local" && transport != "exec")
+        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': transport '{}' is not 'local' or 'exec'", name, transport));
+    n.qbittorrent.url = str(values, p + "qbittorrent.url");
+    n.qbittorrent.username = str(values, p + "qbittorrent.username", "admin");
+    ARCHCTL_TRY_ASSIGN(n.qbittorrent.password, read_secret(values, p + "qbittorrent.password", p + "qbittorrent.password_file", warnings));
+    n.qbittorrent.ca_file = str(values, p + "qbittorrent.ca_file");
+    n.qbittorrent.insecure_tls = flag(values, p + "qbittorrent.insecure_tls");
+    n.syncthing.url = str(values, p + "syncthing.url");
+    ARCHCTL_TRY_ASSIGN(n.syncthing.api_key, read_secret(values, p + "syncthing.api_key", p + "syncthing.api_key_file", warnings));
+    n.syncthing.ca_file = str(values, p + "syncthing.ca_file");
+    n.syncthing.insecure_tls = flag(values, p + "syncthing.insecure_tls");
+    if (values.count(p + "syncthing.addresses")) n.syncthing.addresses = values.at(p + "syncthing.addresses").items;
+    return n;
+}
+
+std::string display_value(const std::string& key, const Value& v, const Config& config) {
+    const KeySpec* spec = find_key(key);
+    if (spec && spec->secret) return "<set>";
+    switch (v.type) {
+        case ValueType::boolean: return v.boolean ? "true" : "false";
+        case ValueType::integer: return std::to_string(v.integer);
+        case ValueType::size: return v.integer == 0 ? "0 (disabled)" : format_size(static_cast<std::uint64_t>(v.integer));
+        case ValueType::duration: return format_duration(v.integer);
+        case ValueType::string_array: {
+            std::string s = "[";
+            for (size_t i = 0; i < v.items.size(); ++i) s += (i ? ", \"" : "\"") + v.items[i] + "\"";
+            return s + "]";
+        }
+        case ValueType::string: break;
+    }
+    (void)config;
+    return v.text;
+}
+
+Status build(const Values& values, Config& config, std::vector<std::string>& warnings) {
+    config.state_dir = values.at("state_dir").text;
+    config.min_free = static_cast<std::uint64_t>(values.at("transfer.min_free").integer);
+    config.verify_transit = values.at("transfer.verify_transit").boolean || values.at("transfer.verify_transit").text == "true";
+    std::string policy = values.at("routes.policy").text;
+    if (policy == "on_demand") config.route_policy = RoutePolicy::on_demand;
+    else if (policy == "eager_mesh") config.route_policy = RoutePolicy::eager_mesh;
+    else return Error("CONFIG_INVALID", fmt::format("invalid config: routes.policy '{}' is not 'on_demand' or 'eager_mesh' ({})",
+                                                    policy, values.at("routes.policy").origin));
+    config.provision_timeout_s = values.at("routes.provision_timeout").integer;
+    config.route_check_max_age_s = values.at("routes.check_max_age").integer;
+    config.tombstone_days = values.at("retention.tombstone_days").integer;
+    config.progress = values.at("progress").text;
+
+    std::vector<std::string> names;
+    for (const auto& [key, v] : values) {
+        if (key.rfind("nodes.", 0) != 0) continue;
+        std::string name = key.substr(6, key.find('.', 6) - 6);
+        if (names.empty() || names.back() != name) names.push_back(name);
+    }
+    for (const std::string& name : names) {
+        ARCHCTL_TRY_ASSIGN(NodeConfig node, build_node(values, name, warnings));
+        config.nodes[name] = std::move(node);
+    }
+    for (const auto& [key, v] : values) {
+        config.origin[key] = v.origin;
+        config.display[key] = display_value(key, v, config);
+    }
+    // Secrets from files: show where they came from, never the value.
+    for (const auto& [name, node] : config.nodes) {
+        std::string p = "nodes." + name + ".";
+        if (!node.qbittorrent.password.file.empty()) {
+            config.display[p + "qbittorrent.password"] = node.qbittorrent.password.describe("password_file");
+            config.origin[p + "qbittorrent.password"] = values.at(p + "qbittorrent.password_file").origin;
+        }
+        if (!node.syncthing.api_key.file.empty()) {
+            config.display[p + "syncthing.api_key"] = node.syncthing.api_key.describe("api_key_file");
+            config.origin[p + "syncthing.api_key"] = values.at(p + "syncthing.api_key_file").origin;
+        }
+    }
+    return {};
+}
+
+}  // namespace
+}  // namespace archctl::config

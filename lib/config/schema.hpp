@@ -1,0 +1,29 @@
+#pragma once
+// The config schema (DESIGN.md §10) as data: every known key, its type, and the known tables, so
+// validation, unknown-key warnings ("did you mean") and `archctl config` share one list.
+
+#include <string>
+#include <vector>
+
+namespace archctl::config {
+
+enum class ValueType { string, boolean, integer, size, duration, string_array };
+
+struct KeySpec {
+    const char* pattern;  // dotted; "*" matches one node name: "nodes.*.qbittorrent.url"
+    ValueType type;
+    bool secret = false;  // value never printed
+};
+
+const std::vector<KeySpec>& schema();
+
+// The spec for a dotted key, or nullptr when unknown.
+const KeySpec* find_key(const std::string& dotted);
+
+// True when `table` (dotted, with the node name substituted) is a table the schema knows.
+bool known_table(const std::string& table);
+
+// The closest known key name inside `table` for a misspelled `key` (empty when none is close).
+std::string closest_key(const std::string& table, const std::string& key);
+
+}  // namespace archctl::config

@@ -1,0 +1,27 @@
+#include <doctest/doctest.h>
+
+#include "lib/base/hash.hpp"
+
+using namespace archctl;
+
+TEST_CASE("xxh3-128 streaming equals one-shot and known value") {
+    // Known value: xxhsum -H2 of the empty input.
+    CHECK(xxh3_128_hex("") == "99aa06d3014798d86001c324468d497f");
+    std::string data(100000, 'x');
+    Xxh3Hasher h;
+    h.update(data.data(), 7);
+    h.update(data.data() + 7, data.size() - 7);
+    CHECK(h.hex_digest() == xxh3_128_hex(data));
+    CHECK(h.hex_digest().size() == 32);
+}
+
+TEST_CASE("hex round trip") {
+    std::string raw("\x00\xff\x10", 3), back;
+    CHECK(to_hex(raw) == "00ff10");
+    CHECK(from_hex("00FF10", back));
+    CHECK(back == raw);
+    CHECK_FALSE(from_hex("0g", back));
+    CHECK_FALSE(from_hex("abc", back));
+    CHECK(is_hex("deadBEEF"));
+    CHECK_FALSE(is_hex("xyz"));
+}

@@ -1,0 +1,145 @@
+// The built binary: exit-code mapping, the --json document, help, and `archctl config`.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include "tests/support/scratch.hpp"
+
+using namespace archctl;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> isolated_env(const test::Scratch& s) {
+    return {"HOME=" + s.path().string(), "XDG_CONFIG_HOME=" + (s / "xdg").string(), "XDG_STATE_HOME=" + (s / "xstate").string(),
+            "ARCHCTL_CONFIG=", "ARCHCTL_STATE=", "ARCHCTL_MIN_FREE="};
+}
+
+test::RunResult run_archctl(const test::Scratch& s, std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+    args.insert(args.begin(), test::archctl_bin());
+    std::vector<std::string> env;
+    for (const auto& e : isolated_env(s)) {
+        std::string name = e.substr(0, e.find('=') + 1);
+        bool overridden = false;
+        for (const auto& x : extra_env) overridden = overridden || x.rfind(name, 0) == 0;
+        if (!overridden) env.push_back(e);
+    }
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    return test::run(args, env);
+}
+
+}  // namespace
+
+TEST_CASE("--version and --help exit 0; help groups porcelain and plumbing") {
+    test::Scratch s;
+    auto v = run_archctl(s, {"--version"});
+    CHECK(v.exit_code == 0);
+    CHECK(v.out.rfind("archctl ", 0) == 0);
+    auto h = run_archctl(s, {"--help"});
+    CHECK(h.exit_code == 0);
+    auto porcelain = h.out.find("Porcelain commands:");
+    auto plumbing = h.out.find("Plumbing commands:");
+    REQUIRE(porcelain != std::string::npos);
+    REQUIRE(plumbing != std::string::npos);
+    CHECK(porcelain < plumbing);
+    for (const char* cmd : {"plan", "archive", "unarchive", "evict", "resume", "status", "route", "job", "config"})
+        CHECK(h.out.find(std::string("  ") + cmd + " ") < plumbing);
+    for (const char* cmd : {"node", "torrent"}) CHECK(h.out.find(std::string("  ") + cmd + " ") > plumbing);
+}
+
+TEST_CASE("usage errors exit 2, with a one-document --json error") {
+    test::Scratch s;
+    auto r = run_archctl(s, {"bogus"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("archctl: error: unknown command 'bogus'") != std::string::npos);
+    auto j = run_archctl(s, {"config", "--no-such-flag", "--json"});
+    CHECK(j.exit_code == 2);
+    json doc = json::parse(j.out);
+    CHECK(doc["schema"] == 1);
+    CHECK(doc["ok"] == false);
+    CHECK(doc["error"]["code"] == "USAGE");
+    CHECK(doc["error"]["message"].get<std::string>().find("--no-such-flag") != std::string::npos);
+    CHECK(run_archctl(s, {}).exit_code == 2);
+}
+
+TEST_CASE("commands not in this build say so and exit 1, no fake output") {
+    test::Scratch s;
+    auto r = run_archctl(s, {"plan", "archive", "1838bf9a70c1", "--to", "nas"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("archctl: error: 'plan' is not available in this build") != std::string::npos);
+    auto j = run_archctl(s, {"--json", "evict", "abc", "--from", "seedbox"});
+    CHECK(j.exit_code == 1);
+    json doc = json::parse(j.out);
+    CHECK(doc["ok"] == false);
+    CHECK(doc["error"]["code"] == "NOT_AVAILABLE");
+    CHECK(doc["error"]["message"] == "'evict' is not available in this build");
+}
+
+TEST_CASE("config shows each value's winning layer, and --json gives the same facts") {
+    test::Scratch s;
+    std::string user = s.write("xdg/archctl/config.toml",
+                               "[routes]\npolicy = \"eager_mesh\"\n[transfer]\nmin_free = \"3G\"\n"
+                               "[retention]\ntombstone_days = 7\n").string();
+    std::string state_dir = (s / "st").string();
+    std::string state = s.write("st/config.toml", "[retention]\ntombstone_days = 14\n[routes]\nprovision_timeout = \"10m\"\n").string();
+    auto r = run_archctl(s, {"config", "--state", state_dir}, {"ARCHCTL_MIN_FREE=10G"});
+    REQUIRE(r.exit_code == 0);
+    auto line_of = [&](const std::string& key) {
+        auto at = r.out.find(key + " ");
+        REQUIRE(at != std::string::npos);
+        return r.out.substr(at, r.out.find('\n', at) - at);
+    };
+    CHECK(line_of("transfer.min_free").find("10.0 GiB") != std::string::npos);
+    CHECK(line_of("transfer.min_free").find("env:ARCHCTL_MIN_FREE") != std::string::npos);
+    CHECK(line_of("routes.policy").find("user:" + user) != std::string::npos);
+    CHECK(line_of("retention.tombstone_days").find("state:" + state) != std::string::npos);
+    CHECK(line_of("state_dir").find("flag") != std::string::npos);
+    CHECK(line_of("routes.check_max_age").find("default") != std::string::npos);
+
+    auto j = run_archctl(s, {"config", "--json", "--state", state_dir}, {"ARCHCTL_MIN_FREE=10G"});
+    REQUIRE(j.exit_code == 0);
+    json doc = json::parse(j.out);
+    CHECK(doc["ok"] == true);
+    std::map<std::string, std::pair<std::string, std::string>> got;
+    for (const auto& e : doc["settings"]) got[e["key"]] = {e["value"], e["origin"]};
+    CHECK(got["transfer.min_free"] == std::make_pair(std::string("10.0 GiB"), std::string("env:ARCHCTL_MIN_FREE")));
+    CHECK(got["routes.policy"].second == "user:" + user);
+    CHECK(got["retention.tombstone_days"] == std::make_pair(std::string("14"), "state:" + state));
+    CHECK(got["routes.provision_timeout"].second == "state:" + state);
+}
+
+TEST_CASE("config never prints secrets, in text or JSON") {
+    test::Scratch s;
+    std::string pw = s.write("nas.qb", "pw-9f8e7d6c-distinctive\n").string();
+    ::chmod(pw.c_str(), 0600);
+    std::string user = s.write("xdg/archctl/config.toml",
+            "[nodes.nas]\nrole=\"archive\"\nqb_root=\"/tank/t\"\nsync_root=\"/tank/s\"\n"
+            "[nodes.nas.qbittorrent]\nurl=\"http://127.0.0.1:1\"\npassword_file=\"" + pw + "\"\n"
+            "[nodes.nas.syncthing]\nurl=\"http://127.0.0.1:2\"\napi_key=\"key-1a2b3c4d-distinctive\"\n").string();
+    ::chmod(user.c_str(), 0600);
+    for (bool as_json : {false, true}) {
+        std::vector<std::string> args = {"config"};
+        if (as_json) args.push_back("--json");
+        auto r = run_archctl(s, args);
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.out.find("distinctive") == std::string::npos);
+        CHECK(r.err.find("distinctive") == std::string::npos);
+        CHECK(r.out.find("<set, from password_file " + pw + ">") != std::string::npos);
+        CHECK(r.out.find("nodes.nas.syncthing.api_key") != std::string::npos);
+    }
+}
+
+TEST_CASE("a malformed config is exit 1 with file and line, and a typo warns") {
+    test::Scratch s;
+    std::string user = s.write("xdg/archctl/config.toml", "[transfer]\nmin_free = 12.5\n").string();
+    auto r = run_archctl(s, {"config"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("archctl: error: cannot read config '" + user + "': line 2: transfer.min_free") != std::string::npos);
+    s.write("xdg/archctl/config.toml", "[transfer]\nmin_fre = \"1G\"\n");
+    auto w = run_archctl(s, {"config"});
+    CHECK(w.exit_code == 0);
+    CHECK(w.err.find("archctl: warning: unknown key 'min_fre' in [transfer]") != std::string::npos);
+    CHECK(w.err.find("did you mean 'min_free'?") != std::string::npos);
+}
