@@ -1,0 +1,274 @@
+#include "lib/clients/http/http_client.hpp"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <cctype>
+#include <mutex>
+
+namespace archctl::clients::http {
+namespace {
+
+void global_init() {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+CURL* handle(void* p) { return static_cast<CURL*>(p); }
+
+std::size_t append_body(char* data, std::size_t size, std::size_t count, void* user) {
+    static_cast<std::string*>(user)->append(data, size * count);
+    return size * count;
+}
+
+TransportFailure failure_of(CURLcode code) {
+    switch (code) {
+        case CURLE_COULDNT_CONNECT: return TransportFailure::refused;
+        case CURLE_OPERATION_TIMEDOUT: return TransportFailure::timeout;
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+            return TransportFailure::reset;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            return TransportFailure::resolve;
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CIPHER:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_ISSUER_ERROR:
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        case CURLE_SSL_INVALIDCERTSTATUS:
+        case CURLE_USE_SSL_FAILED:
+            return TransportFailure::tls;
+        default:
+            return TransportFailure::other;
+    }
+}
+
+std::string error_code_of(TransportFailure failure) {
+    switch (failure) {
+        case TransportFailure::timeout: return "HTTP_TIMEOUT";
+        case TransportFailure::tls: return "HTTP_TLS";
+        default: return "HTTP_UNREACHABLE";
+    }
+}
+
+std::string join_url(const std::string& base, const std::string& path) {
+    std::string url = base;
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    if (!path.empty() && path.front() != '/') url.push_back('/');
+    return url + path;
+}
+
+std::string first_line(std::string_view text, std::size_t max_chars) {
+    std::string line(text.substr(0, text.find_first_of("\r\n")));
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())) != 0) line.pop_back();
+    if (line.size() > max_chars) line = line.substr(0, max_chars) + "…";
+    return line;
+}
+
+}  // namespace
+
+std::string to_string(Method method) {
+    switch (method) {
+        case Method::get: return "GET";
+        case Method::post: return "POST";
+        case Method::put: return "PUT";
+        case Method::patch: return "PATCH";
+        case Method::del: return "DELETE";
+    }
+    return "GET";
+}
+
+std::string url_encode(std::string_view text) {
+    static constexpr char k_hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+            out.push_back(c);
+        } else {
+            out.push_back('%');
+            out.push_back(k_hex[u >> 4]);
+            out.push_back(k_hex[u & 0x0f]);
+        }
+    }
+    return out;
+}
+
+std::string encode_params(const Params& params) {
+    std::string out;
+    for (const auto& [name, value] : params) {
+        if (!out.empty()) out.push_back('&');
+        out += url_encode(name);
+        out.push_back('=');
+        out += url_encode(value);
+    }
+    return out;
+}
+
+HttpClient::HttpClient(ClientSettings settings) : m_settings(std::move(settings)) {
+    global_init();
+    m_curl = curl_easy_init();
+    if (!m_settings.sleep) m_settings.sleep = real_sleeper();
+    const bool https = m_settings.base_url.rfind("https://", 0) == 0;
+    if (m_settings.tls == TlsVerification::insecure && https && m_settings.warn) {
+        m_settings.warn(fmt::format("TLS certificate verification is off for {} (insecure_tls = true)", subject()));
+    }
+}
+
+HttpClient::~HttpClient() {
+    if (m_curl != nullptr) curl_easy_cleanup(handle(m_curl));
+}
+
+std::string HttpClient::subject() const {
+    return fmt::format("{} on '{}' ({})", m_settings.service, m_settings.node, display_url(m_settings.base_url));
+}
+
+void HttpClient::clear_cookies() {
+    std::lock_guard lock(m_mutex);
+    if (m_curl != nullptr) curl_easy_setopt(handle(m_curl), CURLOPT_COOKIELIST, "ALL");
+}
+
+void HttpClient::configure(const Request& request, curl_slist** headers, curl_mime** mime,
+                           std::string& form_body) {
+    CURL* curl = handle(m_curl);
+    std::string url = join_url(m_settings.base_url, request.path);
+    if (!request.query.empty()) url += "?" + encode_params(request.query);
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_COOKIEFILE, "");  // in-memory cookie engine, no file
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_settings.connect_timeout.count()));
+    const auto total = request.total_timeout.value_or(m_settings.total_timeout);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(total.count()));
+    const bool verify = m_settings.tls == TlsVerification::verify;
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, verify ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L);
+    if (!m_settings.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, m_settings.ca_file.c_str());
+
+    *headers = curl_slist_append(*headers, "Expect:");
+    for (const auto& h : request.headers) *headers = curl_slist_append(*headers, h.c_str());
+
+    switch (request.body_kind) {
+        case BodyKind::none:
+            if (request.method != Method::get) {
+                curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
+                curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, "");
+            }
+            break;
+        case BodyKind::form:
+            form_body = encode_params(request.form);
+            *headers = curl_slist_append(*headers, "Content-Type: application/x-www-form-urlencoded");
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(form_body.size()));
+            curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, form_body.c_str());
+            break;
+        case BodyKind::raw: {
+            const std::string type = "Content-Type: " + request.content_type;
+            *headers = curl_slist_append(*headers, type.c_str());
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+            curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, request.body.c_str());
+            break;
+        }
+        case BodyKind::multipart: {
+            *mime = curl_mime_init(curl);
+            for (const auto& [name, value] : request.form) {
+                curl_mimepart* part = curl_mime_addpart(*mime);
+                curl_mime_name(part, name.c_str());
+                curl_mime_data(part, value.data(), value.size());
+            }
+            for (const auto& file : request.files) {
+                curl_mimepart* part = curl_mime_addpart(*mime);
+                curl_mime_name(part, file.field.c_str());
+                curl_mime_filename(part, file.filename.c_str());
+                if (!file.content_type.empty()) curl_mime_type(part, file.content_type.c_str());
+                curl_mime_data(part, file.data.data(), file.data.size());
+            }
+            curl_easy_setopt(curl, CURLOPT_MIMEPOST, *mime);
+            break;
+        }
+    }
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, *headers);
+    switch (request.method) {
+        case Method::get: curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L); break;
+        case Method::post: break;
+        case Method::put: curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT"); break;
+        case Method::patch: curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PATCH"); break;
+        case Method::del: curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE"); break;
+    }
+}
+
+Attempt HttpClient::perform(const Request& request, Response& response) {
+    CURL* curl = handle(m_curl);
+    curl_easy_reset(curl);  // keeps live connections and cookies
+    curl_slist* headers = nullptr;
+    curl_mime* mime = nullptr;
+    std::string form_body;
+    configure(request, &headers, &mime, form_body);
+
+    response = Response{};
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+
+    const auto started = std::chrono::steady_clock::now();
+    ++m_requests;
+    const CURLcode code = curl_easy_perform(curl);
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+    curl_slist_free_all(headers);
+    if (mime != nullptr) curl_mime_free(mime);
+
+    Attempt attempt;
+    if (code != CURLE_OK) {
+        attempt.failure = failure_of(code);
+        attempt.detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(code);
+    } else {
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &attempt.status);
+        response.status = attempt.status;
+        char* type = nullptr;
+        if (curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type != nullptr) response.content_type = type;
+    }
+    if (m_settings.log) {
+        const std::string outcome = code == CURLE_OK ? std::to_string(attempt.status) : describe(attempt.failure);
+        m_settings.log(m_redactor.redact(fmt::format("{} '{}': {} {} -> {} ({} ms)", m_settings.service, m_settings.node,
+                                                     to_string(request.method), request.path, outcome, elapsed.count())));
+    }
+    return attempt;
+}
+
+Result<Response> HttpClient::send(const Request& request) {
+    std::lock_guard lock(m_mutex);
+    if (m_curl == nullptr) return Error("HTTP_INIT", fmt::format("cannot reach {}: libcurl could not start", subject()));
+    Response response;
+    const Attempt last = with_retry(m_settings.retry, request.retry,
+                                    [&] { return perform(request, response); }, m_settings.sleep);
+    if (last.failure == TransportFailure::none) return response;
+    std::string cause = describe(last.failure);
+    if (last.failure == TransportFailure::tls || last.failure == TransportFailure::other ||
+        last.failure == TransportFailure::resolve) {
+        cause += " (" + first_line(last.detail, 200) + ")";
+    }
+    std::string hint;
+    if (last.failure == TransportFailure::tls) hint = "set ca_file for this node, or insecure_tls = true to skip verification";
+    return Error(error_code_of(last.failure), m_redactor.redact(fmt::format("cannot reach {}: {}", subject(), cause)), hint);
+}
+
+Error HttpClient::status_error(const Request& request, const Response& response, std::string code) const {
+    std::string message = fmt::format("{} on '{}': {} {} answered {}", m_settings.service, m_settings.node,
+                                      to_string(request.method), request.path, response.status);
+    const std::string body = first_line(response.body, 160);
+    if (!body.empty()) message += ": " + body;
+    return Error(std::move(code), m_redactor.redact(message));
+}
+
+}  // namespace archctl::clients::http

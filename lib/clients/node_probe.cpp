@@ -1,0 +1,157 @@
+#include "lib/clients/node_probe.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <future>
+
+namespace archctl::clients {
+namespace {
+
+struct QbResult {
+    ServiceProbe probe;
+    std::optional<std::size_t> torrents;
+    std::uint64_t requests = 0;
+};
+
+struct StResult {
+    ServiceProbe probe;
+    std::string device_id;
+    std::uint64_t requests = 0;
+};
+
+QbResult probe_qbittorrent(const config::NodeConfig& node, const ProbeOptions& options) {
+    QbResult out;
+    out.probe.url = http::display_url(node.qbittorrent.url);
+    if (node.qbittorrent.url.empty()) {
+        out.probe.error = Error("CONFIG_MISSING", fmt::format("no qBittorrent URL configured for node '{}'", node.name));
+        return out;
+    }
+    qbittorrent::Client client(qbittorrent_settings(node, options.tuning));
+    auto caps = client.capabilities();
+    if (caps) {
+        out.probe.version = caps->app().numeric();
+        out.probe.api_version = caps->webapi().text;
+        auto torrents = client.all_torrents();
+        if (torrents) {
+            out.torrents = torrents->size();
+            out.probe.reachable = true;
+        } else {
+            out.probe.error = torrents.take_error();
+        }
+    } else {
+        out.probe.error = caps.take_error();
+    }
+    out.requests = client.request_count();
+    return out;
+}
+
+StResult probe_syncthing(const config::NodeConfig& node, const ProbeOptions& options) {
+    StResult out;
+    out.probe.url = http::display_url(node.syncthing.url);
+    if (node.syncthing.url.empty()) {
+        out.probe.error = Error("CONFIG_MISSING", fmt::format("no Syncthing URL configured for node '{}'", node.name));
+        return out;
+    }
+    syncthing::Client client(syncthing_settings(node, options.tuning));
+    auto version = client.version();
+    if (version) {
+        out.probe.version = version->version;
+        auto status = client.status();
+        if (status) {
+            out.device_id = status->my_id;
+            out.probe.reachable = true;
+        } else {
+            out.probe.error = status.take_error();
+        }
+    } else {
+        out.probe.error = version.take_error();
+    }
+    out.requests = client.request_count();
+    return out;
+}
+
+nlohmann::json service_json(const ServiceProbe& s) {
+    nlohmann::json j = {{"url", s.url}, {"reachable", s.reachable}, {"version", s.version}};
+    if (s.error) j["error"] = {{"code", s.error->code}, {"message", s.error->message}};
+    return j;
+}
+
+// "connection refused (http://127.0.0.1:8080)" for transport errors; the message otherwise.
+std::string short_reason(const ServiceProbe& s) {
+    if (!s.error) return "unknown error";
+    const auto& message = s.error->message;
+    if (s.error->code.rfind("HTTP_", 0) == 0) {
+        const auto pos = message.rfind("): ");
+        if (pos != std::string::npos) return fmt::format("{} ({})", message.substr(pos + 3), s.url);
+    }
+    return message;
+}
+
+}  // namespace
+
+NodeProbe probe_node(const config::NodeConfig& node, const ProbeOptions& options) {
+    auto qb = std::async(std::launch::async, [&] { return probe_qbittorrent(node, options); });
+    StResult st = probe_syncthing(node, options);
+    QbResult qbr = qb.get();
+    NodeProbe probe;
+    probe.name = node.name;
+    probe.role = config::to_string(node.role);
+    probe.qbittorrent = std::move(qbr.probe);
+    probe.torrent_count = qbr.torrents;
+    probe.syncthing = std::move(st.probe);
+    probe.device_id = std::move(st.device_id);
+    probe.requests = qbr.requests + st.requests;
+    return probe;
+}
+
+std::vector<NodeProbe> probe_nodes(const config::Config& config, const ProbeOptions& options) {
+    std::vector<std::future<NodeProbe>> pending;
+    pending.reserve(config.nodes.size());
+    for (const auto& [name, node] : config.nodes) {
+        pending.push_back(std::async(std::launch::async, [&node, &options] { return probe_node(node, options); }));
+    }
+    std::vector<NodeProbe> out;
+    out.reserve(pending.size());
+    for (auto& f : pending) out.push_back(f.get());
+    return out;
+}
+
+nlohmann::json to_json(const NodeProbe& p) {
+    nlohmann::json qb = service_json(p.qbittorrent);
+    qb["webapi_version"] = p.qbittorrent.api_version;
+    qb["torrent_count"] = p.torrent_count ? nlohmann::json(*p.torrent_count) : nlohmann::json(nullptr);
+    nlohmann::json st = service_json(p.syncthing);
+    st["device_id"] = p.device_id;
+    return {{"name", p.name}, {"role", p.role}, {"reachable", p.reachable()}, {"qbittorrent", std::move(qb)},
+            {"syncthing", std::move(st)}};
+}
+
+std::string render_nodes(const std::vector<NodeProbe>& probes) {
+    std::size_t name_width = 4;
+    for (const auto& p : probes) name_width = std::max(name_width, p.name.size());
+    std::string out = "nodes\n";
+    if (probes.empty()) return out + "  (none configured)\n";
+    for (const auto& p : probes) {
+        std::string line = fmt::format("  {:<{}}  {:<7}  ", p.name, name_width, p.role);
+        if (!p.qbittorrent.reachable && !p.syncthing.reachable) {
+            line += "unreachable: " + short_reason(p.qbittorrent);
+            if (short_reason(p.syncthing) != short_reason(p.qbittorrent)) line += "; Syncthing: " + short_reason(p.syncthing);
+            out += line + "\n";
+            continue;
+        }
+        const std::string qb = p.qbittorrent.reachable
+            ? fmt::format("qBittorrent {} (API {})", p.qbittorrent.version, p.qbittorrent.api_version)
+            : "qBittorrent unreachable: " + short_reason(p.qbittorrent);
+        const std::string st = p.syncthing.reachable
+            ? fmt::format("Syncthing {} ({})", p.syncthing.version, p.device_id.substr(0, 7))
+            : "Syncthing unreachable: " + short_reason(p.syncthing);
+        line += fmt::format("{:<31}  {:<28}", qb, st);
+        if (p.torrent_count) line += fmt::format("  {:>5} torrent{}", *p.torrent_count, *p.torrent_count == 1 ? " " : "s");
+        line += p.reachable() ? "  ok" : "  down";
+        out += line + "\n";
+    }
+    return out;
+}
+
+}  // namespace archctl::clients

@@ -1,0 +1,60 @@
+#pragma once
+// Node probing for `archctl status`: is each node's qBittorrent and Syncthing reachable, which
+// versions run there, which Syncthing device it is and how many torrents qBittorrent holds.
+//
+// Every node (and each of its two services) is probed concurrently, so a node that is down costs
+// one connect timeout, not one per node. A failure is part of the result, never an abort.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/clients/node_clients.hpp"
+#include "lib/config/config.hpp"
+
+namespace archctl::clients {
+
+struct ServiceProbe {
+    std::string url;  // shown without credentials or query
+    bool reachable = false;
+    std::optional<Error> error;  // why not (already redacted)
+    std::string version;         // "4.5.2" / "v1.19.2-ds1"
+    std::string api_version;     // qBittorrent WebAPI version
+};
+
+struct NodeProbe {
+    std::string name;
+    std::string role;
+    ServiceProbe qbittorrent;
+    std::optional<std::size_t> torrent_count;
+    ServiceProbe syncthing;
+    std::string device_id;
+    std::uint64_t requests = 0;  // HTTP requests this probe sent
+
+    [[nodiscard]] bool reachable() const { return qbittorrent.reachable && syncthing.reachable; }
+};
+
+struct ProbeOptions {
+    Tuning tuning = [] {
+        Tuning t;
+        t.connect_timeout = std::chrono::milliseconds(3000);
+        t.total_timeout = std::chrono::milliseconds(15000);
+        t.retry.attempts = 2;
+        t.retry.base_delay = std::chrono::milliseconds(250);
+        return t;
+    }();
+};
+
+[[nodiscard]] NodeProbe probe_node(const config::NodeConfig& node, const ProbeOptions& options);
+// All configured nodes, in name order, probed concurrently.
+[[nodiscard]] std::vector<NodeProbe> probe_nodes(const config::Config& config, const ProbeOptions& options);
+
+[[nodiscard]] nlohmann::json to_json(const NodeProbe& probe);
+// The `nodes` block of `archctl status` (UX.md), one line per node, ending in a newline.
+[[nodiscard]] std::string render_nodes(const std::vector<NodeProbe>& probes);
+
+}  // namespace archctl::clients

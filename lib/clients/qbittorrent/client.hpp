@@ -1,0 +1,109 @@
+#pragma once
+// qbittorrent::Client: archctl's adapter for one qBittorrent WebUI API (v2, qBittorrent 4.5–5.x).
+//
+// First contact logs in (cookie session through libcurl's cookie engine) and reads
+// app/version + app/webapiVersion; Capabilities then picks endpoint and parameter names. Any
+// call answered 403 (session expired, qBittorrent restarted) logs in again once and repeats.
+// Login failures are explicit errors: QB_AUTH (wrong credentials, body "Fails." on ≤5.1, 401 on
+// 5.2+) and QB_BANNED (too many failed logins). The password is registered with the HTTP
+// client's redactor and never appears in any message.
+//
+// Not thread-safe: one Client per thread (sync/maindata state also belongs to one login).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/clients/http/http_client.hpp"
+#include "lib/clients/qbittorrent/capabilities.hpp"
+#include "lib/clients/qbittorrent/maindata.hpp"
+#include "lib/clients/qbittorrent/types.hpp"
+
+namespace archctl::clients::qbittorrent {
+
+struct Settings {
+    http::ClientSettings http;  // base_url = the WebUI URL; service defaults to "qBittorrent"
+    std::string username = "admin";
+    std::string password;
+    std::string password_file;  // where the password came from (for messages); empty if inline
+};
+
+class Client {
+public:
+    explicit Client(Settings settings);
+
+    // Log in now (normally done lazily by the first call). Errors: QB_AUTH, QB_BANNED,
+    // QB_FORBIDDEN, HTTP_* transport errors.
+    [[nodiscard]] Status login();
+
+    // Versions and the capability table, read once per client (logs in first if needed).
+    [[nodiscard]] Result<Capabilities> capabilities();
+
+    // torrents/info for the given qB ids, batched (hashes=a|b|…). Ids that qBittorrent does not
+    // know are simply absent from the result. An empty list asks nothing and returns nothing.
+    [[nodiscard]] Result<std::vector<TorrentInfo>> torrents(const std::vector<std::string>& ids);
+    // torrents/info without filter: every torrent.
+    [[nodiscard]] Result<std::vector<TorrentInfo>> all_torrents();
+    // torrents/properties; QB_NOT_FOUND for an unknown id.
+    [[nodiscard]] Result<TorrentProperties> properties(const std::string& id);
+    // torrents/files (qB indices, pad files excluded); [] while metadata is missing.
+    [[nodiscard]] Result<std::vector<TorrentFile>> files(const std::string& id);
+    // torrents/export: the bencoded .torrent bytes. QB_UNSUPPORTED before WebAPI 2.8.11.
+    [[nodiscard]] Result<std::string> export_torrent(const std::string& id);
+
+    // torrents/add from .torrent bytes (multipart, unique part filename): stopped or started,
+    // automatic management off, explicit save path, content layout, no download path, hash check
+    // unless `skip_checking`. Adding is asynchronous: poll torrents() for the id afterwards.
+    // QB_ADD_REFUSED when qBittorrent added nothing (e.g. already present), QB_INVALID_TORRENT (415).
+    [[nodiscard]] Status add(const AddTorrent& torrent);
+
+    // torrents/filePrio for `indices` (qB indices). QB_CONFLICT (409) for a bad index or missing
+    // metadata, QB_NOT_FOUND for an unknown id.
+    [[nodiscard]] Status set_file_priority(const std::string& id, const std::vector<std::uint32_t>& indices,
+                                           FilePriority priority);
+    [[nodiscard]] Status recheck(const std::vector<std::string>& ids);
+    // torrents/stop|start on 5.x, torrents/pause|resume on 4.x (from the capability table).
+    [[nodiscard]] Status stop(const std::vector<std::string>& ids);
+    [[nodiscard]] Status start(const std::vector<std::string>& ids);
+    // torrents/delete; data stays on disk unless DeleteData::yes_for_tests.
+    [[nodiscard]] Status remove(const std::vector<std::string>& ids, DeleteData data);
+    // torrents/addPeers ("host:port" each); returns qBittorrent's per-torrent counts.
+    [[nodiscard]] Result<nlohmann::json> add_peers(const std::vector<std::string>& ids,
+                                                   const std::vector<std::string>& peers);
+
+    // One sync/maindata round: sends data.rid(), merges the reply into `data`.
+    [[nodiscard]] Status sync(MainData& data);
+
+    [[nodiscard]] Result<nlohmann::json> preferences();
+    // app/setPreferences with any subset of keys (unknown keys are ignored by qBittorrent).
+    [[nodiscard]] Status set_preferences(const nlohmann::json& changes);
+    [[nodiscard]] Result<BuildInfo> build_info();
+
+    [[nodiscard]] std::uint64_t request_count() const { return m_http.request_count(); }
+    [[nodiscard]] http::HttpClient& http() { return m_http; }
+
+private:
+    // Send with the session: logs in first if needed, logs in again once on 403.
+    Result<http::Response> call(const http::Request& request);
+    // call() and require a 2xx status.
+    Result<http::Response> call_ok(const http::Request& request, const std::string& subject = {});
+    Result<nlohmann::json> call_json(const http::Request& request, const std::string& subject = {});
+    Status action(const std::string& endpoint, http::Params form, const std::string& subject = {});
+    Error login_error(const http::Response& response) const;
+
+    Settings m_settings;
+    http::HttpClient m_http;
+    bool m_logged_in = false;
+    std::optional<Capabilities> m_capabilities;
+    std::uint64_t m_uploads = 0;
+};
+
+// Join ids with '|' as qBittorrent's `hashes` parameter wants.
+[[nodiscard]] std::string join_ids(const std::vector<std::string>& ids);
+
+}  // namespace archctl::clients::qbittorrent

@@ -1,0 +1,164 @@
+#include "lib/clients/qbittorrent/types.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace archctl::clients::qbittorrent {
+namespace {
+
+// Both spellings are accepted whatever the server version (a 4.x name never means something
+// else on 5.x), so the mapping needs no version.
+const std::map<std::string, RunState, std::less<>>& state_table() {
+    static const std::map<std::string, RunState, std::less<>> table = {
+        {"uploading", RunState::running},      {"stalledUP", RunState::running},
+        {"forcedUP", RunState::running},       {"pausedUP", RunState::stopped},
+        {"stoppedUP", RunState::stopped},      {"pausedDL", RunState::stopped},
+        {"stoppedDL", RunState::stopped},      {"checkingUP", RunState::checking},
+        {"checkingDL", RunState::checking},    {"checkingResumeData", RunState::checking},
+        {"downloading", RunState::downloading}, {"stalledDL", RunState::downloading},
+        {"forcedDL", RunState::downloading},   {"error", RunState::error},
+        {"missingFiles", RunState::missing_files}, {"moving", RunState::moving},
+        {"metaDL", RunState::metadata},        {"forcedMetaDL", RunState::metadata},
+        {"queuedUP", RunState::queued},        {"queuedDL", RunState::queued},
+    };
+    return table;
+}
+
+std::string str(const nlohmann::json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::int64_t int64(const nlohmann::json& o, const char* key) {
+    auto it = o.find(key);
+    if (it == o.end() || !it->is_number()) return 0;
+    if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+    return it->get<std::int64_t>();
+}
+
+double real(const nlohmann::json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+bool boolean(const nlohmann::json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_boolean() && it->get<bool>();
+}
+
+}  // namespace
+
+RunState parse_run_state(const std::string& state) {
+    const auto& table = state_table();
+    auto it = table.find(state);
+    return it == table.end() ? RunState::unknown : it->second;
+}
+
+std::string to_string(RunState state) {
+    switch (state) {
+        case RunState::running: return "running";
+        case RunState::stopped: return "stopped";
+        case RunState::checking: return "checking";
+        case RunState::downloading: return "downloading";
+        case RunState::error: return "error";
+        case RunState::missing_files: return "missing_files";
+        case RunState::moving: return "moving";
+        case RunState::metadata: return "metadata";
+        case RunState::queued: return "queued";
+        case RunState::unknown: return "unknown";
+    }
+    return "unknown";
+}
+
+bool is_busy(RunState state) {
+    return state == RunState::checking || state == RunState::moving || state == RunState::metadata ||
+           state == RunState::unknown;
+}
+
+bool is_started(RunState state) {
+    return state == RunState::running || state == RunState::downloading || state == RunState::metadata ||
+           state == RunState::queued;
+}
+
+std::vector<std::uint32_t> selected_files(const std::vector<TorrentFile>& files) {
+    std::vector<std::uint32_t> out;
+    for (const auto& f : files) if (f.priority > 0) out.push_back(f.index);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::vector<std::uint32_t> complete_files(const std::vector<TorrentFile>& files) {
+    std::vector<std::uint32_t> out;
+    for (const auto& f : files) if (f.priority > 0 && f.progress == 1.0) out.push_back(f.index);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+TorrentInfo parse_torrent_info(const nlohmann::json& o, const std::string& id) {
+    TorrentInfo t;
+    if (!o.is_object()) return t;
+    t.id = id.empty() ? str(o, "hash") : id;
+    t.infohash_v1 = str(o, "infohash_v1");
+    t.infohash_v2 = str(o, "infohash_v2");
+    t.name = str(o, "name");
+    t.save_path = str(o, "save_path");
+    t.content_path = str(o, "content_path");
+    t.download_path = str(o, "download_path");
+    t.state = str(o, "state");
+    t.run_state = parse_run_state(t.state);
+    t.progress = real(o, "progress");
+    t.amount_left = int64(o, "amount_left");
+    t.size = int64(o, "size");
+    t.total_size = int64(o, "total_size");
+    t.auto_tmm = boolean(o, "auto_tmm");
+    return t;
+}
+
+std::vector<TorrentFile> parse_files(const nlohmann::json& array) {
+    std::vector<TorrentFile> files;
+    if (!array.is_array()) return files;
+    files.reserve(array.size());
+    for (const auto& o : array) {
+        if (!o.is_object()) continue;
+        TorrentFile f;
+        f.index = static_cast<std::uint32_t>(std::max<std::int64_t>(int64(o, "index"), 0));
+        f.name = str(o, "name");
+        f.size = int64(o, "size");
+        f.progress = real(o, "progress");
+        f.priority = static_cast<int>(int64(o, "priority"));
+        files.push_back(std::move(f));
+    }
+    return files;
+}
+
+TorrentProperties parse_properties(const nlohmann::json& o) {
+    TorrentProperties p;
+    if (!o.is_object()) return p;
+    p.id = str(o, "hash");
+    p.name = str(o, "name");
+    p.infohash_v1 = str(o, "infohash_v1");
+    p.infohash_v2 = str(o, "infohash_v2");
+    p.save_path = str(o, "save_path");
+    p.download_path = str(o, "download_path");
+    p.total_size = int64(o, "total_size");
+    p.piece_size = int64(o, "piece_size");
+    p.pieces_num = int64(o, "pieces_num");
+    p.pieces_have = int64(o, "pieces_have");
+    p.raw = o;
+    return p;
+}
+
+BuildInfo parse_build_info(const nlohmann::json& o) {
+    BuildInfo b;
+    if (!o.is_object()) return b;
+    b.qt = str(o, "qt");
+    b.libtorrent = str(o, "libtorrent");
+    b.boost = str(o, "boost");
+    b.openssl = str(o, "openssl");
+    b.zlib = str(o, "zlib");
+    b.bitness = static_cast<int>(int64(o, "bitness"));
+    b.raw = o;
+    return b;
+}
+
+}  // namespace archctl::clients::qbittorrent

@@ -1,0 +1,114 @@
+#pragma once
+// syncthing::Client: archctl's adapter for one Syncthing REST API (1.19 → 2.x).
+//
+// Every request carries `X-API-Key` (the key is registered with the redactor). Config writes
+// follow Syncthing's semantics: PUT of a folder/device replaces the whole object (built from
+// defaults), so put_folder()/put_device() send the full object from to_json(); PATCH merges
+// top-level keys. db/scan is synchronous and uses a long timeout; events() is a long poll whose
+// HTTP timeout is the poll timeout plus a margin. EventStream keeps one cursor per event mask.
+//
+// Not thread-safe: one Client per thread (use a separate Client for a blocking event poll).
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/clients/http/http_client.hpp"
+#include "lib/clients/syncthing/event_cursor.hpp"
+#include "lib/clients/syncthing/types.hpp"
+
+namespace archctl::clients::syncthing {
+
+struct Settings {
+    http::ClientSettings http;  // base_url = GUI address; service defaults to "Syncthing"
+    std::string api_key;
+    std::chrono::milliseconds scan_timeout{30 * 60 * 1000};  // db/scan waits for the scan
+};
+
+struct EventQuery {
+    std::int64_t since = 0;
+    std::vector<std::string> types;  // empty: Syncthing's default set
+    std::chrono::seconds timeout{60};  // long-poll timeout (0: return at once)
+    int limit = 0;                     // 0: no limit; N keeps the newest N
+};
+
+class Client {
+public:
+    explicit Client(Settings settings);
+
+    // GET /rest/system/ping: liveness and API key check.
+    [[nodiscard]] Status ping();
+    [[nodiscard]] Result<SystemStatus> status();
+    [[nodiscard]] Result<VersionInfo> version();
+    [[nodiscard]] Result<std::vector<Connection>> connections();
+
+    [[nodiscard]] Result<std::vector<Device>> devices();
+    // nullopt when the device is not configured.
+    [[nodiscard]] Result<std::optional<Device>> device(const std::string& device_id);
+    // PUT /rest/config/devices/{id}: create or replace (body carries the ID).
+    [[nodiscard]] Status put_device(const Device& device);
+    [[nodiscard]] Status patch_device(const std::string& device_id, const nlohmann::json& changes);
+    [[nodiscard]] Status delete_device(const std::string& device_id);
+
+    [[nodiscard]] Result<std::vector<Folder>> folders();
+    [[nodiscard]] Result<std::optional<Folder>> folder(const std::string& folder_id);
+    // PUT /rest/config/folders/{id}: create or replace. Fails with ST_INVALID when the folder
+    // has no path (Syncthing would fall back to its template path).
+    [[nodiscard]] Status put_folder(const Folder& folder);
+    [[nodiscard]] Status patch_folder(const std::string& folder_id, const nlohmann::json& changes);
+    // Removes the folder from config only; no files are touched.
+    [[nodiscard]] Status delete_folder(const std::string& folder_id);
+
+    [[nodiscard]] Result<nlohmann::json> options();
+    [[nodiscard]] Status patch_options(const nlohmann::json& changes);
+
+    [[nodiscard]] Result<FolderStatus> db_status(const std::string& folder_id);
+    // db/completion of `device_id` for `folder_id` (as this Syncthing knows it).
+    [[nodiscard]] Result<Completion> completion(const std::string& folder_id, const std::string& device_id);
+    // db/file; nullopt when the file is not in the index.
+    [[nodiscard]] Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path);
+    // POST db/scan (optionally only `subs`, relative paths); returns when the scan is done.
+    [[nodiscard]] Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {});
+    [[nodiscard]] Result<NeedList> need(const std::string& folder_id);
+    [[nodiscard]] Result<std::vector<FolderError>> folder_errors(const std::string& folder_id);
+    [[nodiscard]] Result<std::vector<PendingDevice>> pending_devices();
+    [[nodiscard]] Result<std::vector<PendingFolder>> pending_folders();
+
+    // One long poll of /rest/events.
+    [[nodiscard]] Result<std::vector<Event>> events(const EventQuery& query);
+
+    [[nodiscard]] std::uint64_t request_count() const { return m_http.request_count(); }
+    [[nodiscard]] http::HttpClient& http() { return m_http; }
+
+private:
+    http::Request request(http::Method method, const std::string& path, http::Params query = {}) const;
+    http::Request json_request(http::Method method, const std::string& path, const nlohmann::json& body) const;
+    Result<http::Response> call_ok(const http::Request& request, const std::string& subject = {});
+    Result<nlohmann::json> call_json(const http::Request& request, const std::string& subject = {});
+    // GET that yields nullopt on 404.
+    Result<std::optional<nlohmann::json>> get_optional(const http::Request& request);
+
+    Settings m_settings;
+    http::HttpClient m_http;
+};
+
+// A typed event stream over one Client: one EventCursor per event mask, restart detection by
+// ids going backwards and by system startTime after an empty (timed-out) poll.
+class EventStream {
+public:
+    explicit EventStream(Client& client) : m_client(client) {}
+
+    // Wait up to `timeout` for events of `types` newer than this mask's cursor.
+    [[nodiscard]] Result<EventBatch> next(const std::vector<std::string>& types, std::chrono::seconds timeout);
+
+private:
+    Client& m_client;
+    std::map<std::string, EventCursor> m_cursors;
+};
+
+}  // namespace archctl::clients::syncthing

@@ -1,0 +1,110 @@
+#include <doctest/doctest.h>
+
+#include "lib/clients/qbittorrent/capabilities.hpp"
+#include "lib/clients/qbittorrent/types.hpp"
+#include "tests/unit/clients/fixtures.hpp"
+
+using namespace archctl::clients::qbittorrent;
+
+namespace {
+Capabilities caps(const char* app, const char* api) { return Capabilities(*Version::parse(app), *Version::parse(api)); }
+}  // namespace
+
+TEST_CASE("versions parse leniently and compare per component") {
+    auto v = Version::parse(" v4.5.2\n");
+    REQUIRE(v);
+    CHECK(v->numeric() == "4.5.2");
+    CHECK(v->text == "v4.5.2");
+    CHECK(Version::parse("v5.0.0beta1")->numeric() == "5.0.0");
+    CHECK(Version::parse("2.8.19")->numeric() == "2.8.19");
+    CHECK_FALSE(Version::parse("banana"));
+    CHECK(*Version::parse("2.9") < *Version::parse("2.10"));
+    CHECK(*Version::parse("2.11") >= *Version::parse("2.11.0"));
+    CHECK(*Version::parse("2.8.19") < *Version::parse("2.11.0"));
+}
+
+TEST_CASE("capability table: 4.5.2 (WebAPI 2.8.19)") {
+    const auto c = caps("v4.5.2", "2.8.19");
+    CHECK(c.has(Feature::export_torrent));
+    CHECK_FALSE(c.has(Feature::stop_start));
+    CHECK_FALSE(c.has(Feature::login_status_codes));
+    CHECK(c.stop_endpoint() == "torrents/pause");
+    CHECK(c.start_endpoint() == "torrents/resume");
+    CHECK(c.skip_check_param() == "skip_checking");
+}
+
+TEST_CASE("capability table: 4.4 has no export") {
+    CHECK_FALSE(caps("v4.4.5", "2.8.5").has(Feature::export_torrent));
+}
+
+TEST_CASE("capability table: 5.0 / 5.1 / 5.2 / post-5.2") {
+    const auto five = caps("v5.0.3", "2.11.2");
+    CHECK(five.has(Feature::stop_start));
+    CHECK(five.stop_endpoint() == "torrents/stop");
+    CHECK(five.start_endpoint() == "torrents/start");
+    CHECK_FALSE(five.has(Feature::no_content_replies));
+    CHECK(caps("v5.1.4", "2.11.4").stop_endpoint() == "torrents/stop");
+    const auto five_two = caps("v5.2.0", "2.15.1");
+    CHECK(five_two.has(Feature::no_content_replies));
+    CHECK(five_two.has(Feature::login_status_codes));
+    CHECK(five_two.has(Feature::add_returns_json));
+    CHECK(five_two.skip_check_param() == "skip_checking");
+    CHECK(caps("v5.3.0alpha1", "2.16.0").skip_check_param() == "seedMode");
+}
+
+TEST_CASE("state mapping: 4.5.2 names from recorded torrents/info") {
+    const auto array = archctl::test::fixture_json("qb_info_4.5.2.json");
+    std::vector<TorrentInfo> infos;
+    for (const auto& o : array) infos.push_back(parse_torrent_info(o));
+    REQUIRE(infos.size() == 3);
+    CHECK(infos[0].run_state == RunState::stopped);
+    CHECK(infos[0].progress == 1.0);
+    CHECK(infos[0].infohash_v2.empty());
+    CHECK(infos[1].run_state == RunState::stopped);
+    CHECK(infos[1].id == "3afaf5c0178dfcfa9a0210fbf9bccb28e590407c");
+    CHECK(infos[1].infohash_v1 == "0c9573f63fcbd0d37fb58224c25cc44e43b735af");
+    CHECK(infos[1].amount_left == 1081354);
+    CHECK(infos[2].run_state == RunState::checking);
+    CHECK(infos[2].infohash_v1.empty());
+    CHECK(is_busy(infos[2].run_state));
+}
+
+TEST_CASE("state mapping: 5.x names from recorded torrents/info") {
+    const auto array = archctl::test::fixture_json("qb_info_5.x.json");
+    std::map<std::string, RunState> by_name;
+    for (const auto& o : array) {
+        const auto t = parse_torrent_info(o);
+        by_name[t.name] = t.run_state;
+    }
+    CHECK(by_name["a"] == RunState::stopped);      // stoppedUP
+    CHECK(by_name["b"] == RunState::stopped);      // stoppedDL
+    CHECK(by_name["c"] == RunState::running);      // stalledUP
+    CHECK(by_name["d"] == RunState::queued);       // queuedDL
+    CHECK(by_name["e"] == RunState::metadata);     // forcedMetaDL
+    CHECK(by_name["f"] == RunState::missing_files);
+    CHECK(by_name["g"] == RunState::moving);
+    CHECK(by_name["h"] == RunState::unknown);      // allocating: listed in the wiki, never emitted
+    CHECK(by_name["i"] == RunState::checking);
+    CHECK(by_name["j"] == RunState::downloading);  // forcedDL
+    CHECK(by_name["k"] == RunState::error);
+    CHECK(is_busy(RunState::unknown));
+    CHECK_FALSE(is_started(RunState::stopped));
+    CHECK(is_started(RunState::downloading));
+}
+
+TEST_CASE("file list: selected = priority > 0, complete = selected and progress exactly 1") {
+    const auto files = parse_files(archctl::test::fixture_json("qb_files_hybrid.json"));
+    REQUIRE(files.size() == 6);
+    CHECK(files[5].name == "payload/ünïcödé ファイル.txt");
+    CHECK(files[0].size == 6303801);
+    CHECK(selected_files(files) == std::vector<std::uint32_t>{0, 1, 2, 4, 5});
+    CHECK(complete_files(files) == std::vector<std::uint32_t>{1, 2});
+}
+
+TEST_CASE("parsers tolerate junk") {
+    CHECK(parse_files(nlohmann::json::object()).empty());
+    CHECK(parse_torrent_info(nlohmann::json::array()).id.empty());
+    const auto t = parse_torrent_info(nlohmann::json{{"hash", 5}, {"progress", "x"}, {"state", nullptr}});
+    CHECK(t.id.empty());
+    CHECK(t.run_state == RunState::unknown);
+}

@@ -1,0 +1,178 @@
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+#include "lib/clients/syncthing/client.hpp"
+#include "lib/clients/syncthing/event_cursor.hpp"
+#include "tests/unit/clients/canned_server.hpp"
+#include "tests/unit/clients/fixtures.hpp"
+
+using namespace archctl::clients::syncthing;
+using archctl::test::CannedReply;
+using archctl::test::CannedServer;
+using archctl::test::SeenRequest;
+
+namespace {
+
+Event ev(std::int64_t id, std::string type = "StateChanged") {
+    Event e;
+    e.id = id;
+    e.global_id = id + 100;
+    e.type = std::move(type);
+    return e;
+}
+
+Settings settings_for(const std::string& url) {
+    Settings s;
+    s.http.node = "archive1";
+    s.http.base_url = url;
+    s.http.retry = {1, std::chrono::milliseconds(1), std::chrono::milliseconds(1)};
+    s.api_key = "St-key-9b1e-distinct";
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("event cursor advances, sorts, and reports gaps") {
+    EventCursor cursor({"ItemFinished", "FolderCompletion"});
+    CHECK(cursor.mask() == "ItemFinished,FolderCompletion");
+    CHECK(cursor.since() == 0);
+    auto first = cursor.accept({ev(2), ev(1), ev(3)});
+    CHECK_FALSE(first.restarted);
+    CHECK_FALSE(first.gap);
+    REQUIRE(first.events.size() == 3);
+    CHECK(first.events.front().id == 1);
+    CHECK(cursor.since() == 3);
+    CHECK(cursor.accept({}).events.empty());
+    CHECK(cursor.since() == 3);
+    auto gap = cursor.accept({ev(9), ev(10)});
+    CHECK(gap.gap);
+    CHECK(cursor.since() == 10);
+}
+
+TEST_CASE("event cursor: ids going backwards mean a restart") {
+    EventCursor cursor;
+    (void)cursor.accept({ev(500), ev(501)});
+    auto batch = cursor.accept({ev(1), ev(2)});
+    CHECK(batch.restarted);
+    CHECK_FALSE(batch.gap);
+    CHECK(batch.events.size() == 2);
+    CHECK(cursor.since() == 2);
+}
+
+TEST_CASE("event cursor: a changed startTime resets to 0") {
+    EventCursor cursor;
+    CHECK_FALSE(cursor.observe_start_time("2026-12-01T10:00:00Z"));
+    (void)cursor.accept({ev(40)});
+    CHECK_FALSE(cursor.observe_start_time("2026-12-01T10:00:00Z"));
+    CHECK(cursor.since() == 40);
+    CHECK(cursor.observe_start_time("2026-12-01T11:00:00Z"));
+    CHECK(cursor.since() == 0);
+}
+
+TEST_CASE("recorded events parse, null error included") {
+    const auto events = parse_events(archctl::test::fixture_json("st_events.json"));
+    REQUIRE(events.size() == 3);
+    CHECK(events[1].type == "ItemFinished");
+    CHECK(events[1].data["error"].is_null());
+    CHECK(events[2].global_id == 47);
+    const auto completion = parse_completion(events[2].data);
+    CHECK(completion.completion == 100.0);
+    CHECK(completion.sequence == 9);
+    CHECK(completion.remote_state.empty());  // 1.19 has no remoteState
+}
+
+TEST_CASE("folder read-modify-write keeps unknown keys and device entry details") {
+    const auto raw = archctl::test::fixture_json("st_folder_1.19.json");
+    Folder f = Folder::from_json(raw);
+    CHECK(f.id == "lab1");
+    CHECK(f.devices.size() == 2);
+    CHECK(f.fs_watcher_delay_s == 10);
+    CHECK(f.versioning_type.empty());
+    f.fs_watcher_delay_s = 1;
+    f.ignore_perms = true;
+    f.devices.pop_back();
+    f.devices.push_back("BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB");
+    f.devices.push_back("CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC");
+    const auto out = f.to_json();
+    CHECK(out["weakHashThresholdPct"] == 25);
+    CHECK(out["minDiskFree"]["unit"] == "%");
+    CHECK(out["versioning"]["cleanupIntervalS"] == 3600);
+    CHECK(out["fsWatcherDelayS"] == 1);
+    CHECK(out["ignorePerms"] == true);
+    REQUIRE(out["devices"].size() == 3);
+    CHECK(out["devices"][1]["encryptionPassword"] == "x-kept-as-is");
+    CHECK(out["devices"][2] == nlohmann::json{{"deviceID", "CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC-CCCCCCC"}});
+}
+
+TEST_CASE("client: API key header, 404 as absent, null errors, scan params") {
+    CannedServer server([](const SeenRequest& req) -> CannedReply {
+        if (req.headers.count("x-api-key") == 0 || req.headers.at("x-api-key") != "St-key-9b1e-distinct") return {403, "CSRF Error\n"};
+        if (req.path == "/rest/system/ping") return {200, R"({"ping":"pong"})"};
+        if (req.path == "/rest/db/file") return {404, "No such object in the index\n"};
+        if (req.path == "/rest/folder/errors") return {200, R"({"errors":null,"folder":"lab1","page":1,"perpage":65536})"};
+        if (req.path == "/rest/config/folders/nope") return {404, "No folder with given ID\n"};
+        if (req.path == "/rest/db/scan") return {200, ""};
+        return {500, "unexpected\n"};
+    });
+    Client client(settings_for(server.url()));
+    CHECK(client.ping().ok());
+    auto file = client.file("lab1", "sub/a b.txt");
+    REQUIRE(file.ok());
+    CHECK_FALSE(file->has_value());
+    auto errors = client.folder_errors("lab1");
+    REQUIRE(errors.ok());
+    CHECK(errors->empty());
+    auto folder = client.folder("nope");
+    REQUIRE(folder.ok());
+    CHECK_FALSE(folder->has_value());
+    REQUIRE(client.scan("lab1", {"job/p", "job/m"}).ok());
+    const auto seen = server.requests();
+    CHECK(seen.back().method == "POST");
+    CHECK(seen.back().target == "/rest/db/scan?folder=lab1&sub=job%2Fp&sub=job%2Fm");
+
+    Folder no_path;
+    no_path.id = "x";
+    CHECK(client.put_folder(no_path).error().code == "ST_INVALID");
+
+    auto bad = Settings(settings_for(server.url()));
+    bad.api_key = "wrong-key-value";
+    Client wrong(bad);
+    auto st = wrong.ping();
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == "ST_AUTH");
+    CHECK(st.error().message.find("wrong-key-value") == std::string::npos);
+}
+
+TEST_CASE("event stream: an empty poll after a restart resets the cursor") {
+    std::atomic<int> status_calls{0};
+    std::atomic<int> poll{0};
+    CannedServer server([&](const SeenRequest& req) -> CannedReply {
+        if (req.path == "/rest/system/status") {
+            return {200, ++status_calls < 2 ? R"({"myID":"A","startTime":"t1"})" : R"({"myID":"A","startTime":"t2"})"};
+        }
+        if (req.path == "/rest/events") {
+            if (++poll == 1) return {200, R"([{"id":7,"globalID":70,"type":"ItemFinished","time":"x","data":{}}])"};
+            return {200, "[]"};
+        }
+        return {404, ""};
+    });
+    Client client(settings_for(server.url()));
+    EventStream stream(client);
+    auto first = stream.next({"ItemFinished"}, std::chrono::seconds(0));
+    REQUIRE(first.ok());
+    CHECK(first->events.size() == 1);
+    auto second = stream.next({"ItemFinished"}, std::chrono::seconds(0));
+    REQUIRE(second.ok());
+    CHECK(second->restarted);
+    auto third = stream.next({"ItemFinished"}, std::chrono::seconds(0));
+    REQUIRE(third.ok());
+    const auto seen = server.requests();
+    std::vector<std::string> polls;
+    for (const auto& r : seen) if (r.path == "/rest/events") polls.push_back(r.target);
+    REQUIRE(polls.size() == 3);
+    CHECK(polls[0].find("since=0") != std::string::npos);
+    CHECK(polls[0].find("events=ItemFinished") != std::string::npos);
+    CHECK(polls[1].find("since=7") != std::string::npos);
+    CHECK(polls[2].find("since=0") != std::string::npos);
+}
