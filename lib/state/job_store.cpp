@@ -1,0 +1,81 @@
+#include "lib/state/job_store.hpp"
+
+#include <algorithm>
+#include <dirent.h>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "lib/base/clock.hpp"
+#include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
+
+namespace archctl::state {
+namespace {
+
+Result<nlohmann::json> read_json(const std::string& path) {
+    ARCHCTL_TRY_ASSIGN(std::string text, read_file(path));
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) return Error("CORRUPT", fmt::format("corrupt state file '{}': not JSON", path));
+    return j;
+}
+
+}  // namespace
+
+Status JobStore::create(const std::string& job_id, const nlohmann::json& definition) {
+    std::string dir = m_dir.job(job_id);
+    ARCHCTL_TRY_STATUS(make_dirs(dir, 0700));
+    ARCHCTL_TRY_STATUS(fsync_dir(m_dir.jobs()));
+    crash_point("job.dir_created");
+    ARCHCTL_TRY_STATUS(write_file_exclusive(dir + "/definition.json", definition.dump(2) + "\n", 0644));
+    crash_point("job.defined");
+    return {};
+}
+
+Result<nlohmann::json> JobStore::definition(const std::string& job_id) const {
+    return read_json(m_dir.job(job_id) + "/definition.json");
+}
+
+Result<nlohmann::json> JobStore::ledger(const std::string& job_id) const {
+    return read_json(m_dir.job(job_id) + "/ledger.json");
+}
+
+Status JobStore::write_ledger(const std::string& job_id, const nlohmann::json& ledger) {
+    return write_file_atomic(m_dir.job(job_id) + "/ledger.json", ledger.dump(2) + "\n");
+}
+
+Status JobStore::append_event(const std::string& job_id, const std::string& type, nlohmann::json fields) {
+    ARCHCTL_TRY_ASSIGN(JournalWriter w, JournalWriter::open(m_dir.job(job_id) + "/events.jsonl", "events", 1));
+    nlohmann::json record = {{"at", format_rfc3339(system_now())}, {"type", type}};
+    for (auto& [k, v] : fields.items()) record[k] = v;
+    ARCHCTL_TRY_STATUS(w.append(record));
+    crash_point("job.event");
+    return {};
+}
+
+Result<JournalContents> JobStore::events(const std::string& job_id) const {
+    return read_journal(m_dir.job(job_id) + "/events.jsonl", "events");
+}
+
+Result<std::vector<std::string>> JobStore::list() const {
+    std::vector<std::string> ids;
+    DIR* d = ::opendir(m_dir.jobs().c_str());
+    if (!d) return errno_error("cannot list jobs in", m_dir.jobs(), errno);
+    while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        if (path_exists(m_dir.job(name) + "/definition.json")) ids.push_back(name);
+    }
+    ::closedir(d);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+Status JobStore::remove(const std::string& job_id) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_dir.job(job_id), ec);
+    if (ec) return Error("IO", fmt::format("cannot remove job '{}': {}", job_id, ec.message()));
+    return fsync_dir(m_dir.jobs());
+}
+
+}  // namespace archctl::state

@@ -1,0 +1,50 @@
+#pragma once
+// Job records on disk: the immutable definition, the mutable ledger, the append-only events.
+//
+// Creation order (a crash at any point leaves a state the next run understands):
+//   1. jobs/<id>/ created                    → an empty directory: ignored by list_jobs
+//   2. definition.json written O_EXCL        → the job exists
+//   3. events.jsonl first event appended
+// The ledger is absent until the first step boundary; a missing or corrupt ledger is rebuilt by
+// the caller from the definition, the journals and live reads (never lossy).
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/journal.hpp"
+#include "lib/base/result.hpp"
+#include "lib/state/state_dir.hpp"
+
+namespace archctl::state {
+
+class JobStore {
+public:
+    explicit JobStore(const StateDir& dir) : m_dir(dir) {}
+
+    // Write the definition of a new job (fails with EXISTS if it already has one).
+    Status create(const std::string& job_id, const nlohmann::json& definition);
+    Result<nlohmann::json> definition(const std::string& job_id) const;
+
+    // The ledger; NOT_FOUND when none was written yet, CORRUPT when unreadable.
+    Result<nlohmann::json> ledger(const std::string& job_id) const;
+    Status write_ledger(const std::string& job_id, const nlohmann::json& ledger);
+
+    // Append one event {"at": ..., "type": ..., ...fields}.
+    Status append_event(const std::string& job_id, const std::string& type, nlohmann::json fields = nlohmann::json::object());
+    Result<JournalContents> events(const std::string& job_id) const;
+
+    // Ids of every job that has a definition, oldest first.
+    Result<std::vector<std::string>> list() const;
+
+    // Remove a job's records entirely (after its tombstone is written).
+    Status remove(const std::string& job_id);
+
+    std::string dir_of(const std::string& job_id) const { return m_dir.job(job_id); }
+
+private:
+    StateDir m_dir;
+};
+
+}  // namespace archctl::state

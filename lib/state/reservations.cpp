@@ -1,0 +1,90 @@
+#include "lib/state/reservations.hpp"
+
+#include <cerrno>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
+#include "lib/base/hash.hpp"
+
+namespace archctl::state {
+namespace {
+
+Status check_alias(const std::string& alias) {
+    if ((alias.size() != 40 && alias.size() != 64) || !is_hex(alias))
+        return Error("BAD_VALUE", fmt::format("invalid resource alias '{}': expected 40 or 64 hex characters", alias));
+    return {};
+}
+
+std::string path_of(const StateDir& dir, const std::string& alias) { return dir.reservations() + "/" + alias; }
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> holder(const StateDir& dir, const std::string& alias) {
+    ARCHCTL_TRY_STATUS(check_alias(alias));
+    auto text = read_file(path_of(dir, alias));
+    if (!text.ok()) {
+        if (text.error().code == "NOT_FOUND") return std::optional<std::string>();
+        return text.take_error();
+    }
+    std::string id = trim(text.value());
+    if (id.empty()) return std::optional<std::string>();  // torn create: nobody holds it
+    return std::optional<std::string>(id);
+}
+
+Status reserve(const StateDir& dir, const std::vector<std::string>& aliases, const std::string& job_id) {
+    std::vector<std::string> created;
+    auto undo = [&] {
+        for (const auto& a : created) ::unlink(path_of(dir, a).c_str());
+    };
+    for (const std::string& alias : aliases) {
+        ARCHCTL_TRY_STATUS(check_alias(alias));
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            Status s = write_file_exclusive(path_of(dir, alias), job_id + "\n", 0644);
+            if (s.ok()) {
+                created.push_back(alias);
+                crash_point("reservation.created");
+                break;
+            }
+            if (s.error().code != "EXISTS") {
+                undo();
+                return s;
+            }
+            auto held = holder(dir, alias);
+            if (!held.ok()) {
+                undo();
+                return held.take_error();
+            }
+            if (held.value() && *held.value() == job_id) break;  // ours already
+            if (!held.value()) {                                  // torn, empty: reclaim once
+                ::unlink(path_of(dir, alias).c_str());
+                continue;
+            }
+            undo();
+            return Error("RESERVED", fmt::format("resource '{}' is held by job {}", alias.substr(0, 12), *held.value()),
+                         fmt::format("see 'archctl job show {}'", *held.value()));
+        }
+    }
+    return {};
+}
+
+Status release(const StateDir& dir, const std::vector<std::string>& aliases, const std::string& job_id) {
+    for (const std::string& alias : aliases) {
+        auto held = holder(dir, alias);
+        if (!held.ok()) return held.take_error();
+        if (!held.value() || *held.value() != job_id) continue;
+        if (::unlink(path_of(dir, alias).c_str()) != 0 && errno != ENOENT)
+            return errno_error("cannot release reservation", path_of(dir, alias), errno);
+        crash_point("reservation.released");
+    }
+    return fsync_dir(dir.reservations());
+}
+
+}  // namespace archctl::state

@@ -1,0 +1,140 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "lib/base/fs.hpp"
+#include "lib/state/job_store.hpp"
+#include "lib/state/placements.hpp"
+#include "lib/state/reservations.hpp"
+#include "lib/state/tokens.hpp"
+#include "lib/state/tombstones.hpp"
+#include "tests/support/scratch.hpp"
+
+using namespace archctl;
+using namespace archctl::state;
+
+namespace {
+const std::string k_v1 = "78d5a6edfa4e00000000000000000000000000aa";
+const std::string k_v2 = "1838bf9a70c10000000000000000000000000000000000000000000000000000";
+}  // namespace
+
+TEST_CASE("the layout is created and job ids sort by time") {
+    test::Scratch s;
+    auto dir = StateDir::open((s / "state").string());
+    REQUIRE(dir.ok());
+    for (const char* sub : {"jobs", "reservations", "placements", "routes", "tokens", "tombstones"})
+        CHECK(std::filesystem::is_directory(s / "state" / sub));
+    std::string a = new_job_id();
+    CHECK(a.size() == 20);
+    CHECK(a[8] == '-');
+    CHECK(a[15] == '-');
+}
+
+TEST_CASE("reservations are exclusive per alias and all-or-nothing") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    REQUIRE(reserve(dir, {k_v1, k_v2}, "job-a").ok());
+    CHECK(reserve(dir, {k_v1, k_v2}, "job-a").ok());  // idempotent rerun
+    // A v1-only observation of the same torrent cannot schedule concurrently.
+    Status other = reserve(dir, {k_v1}, "job-b");
+    REQUIRE_FALSE(other.ok());
+    CHECK(other.error().code == "RESERVED");
+    CHECK(other.error().message.find("job-a") != std::string::npos);
+    // All or nothing: a partial success is undone.
+    const std::string fresh = "ffffffffffffffffffffffffffffffffffffffff";
+    CHECK_FALSE(reserve(dir, {fresh, k_v2}, "job-b").ok());
+    CHECK_FALSE(holder(dir, fresh).value().has_value());
+    CHECK(*holder(dir, k_v2).value() == "job-a");
+    // Release only removes our own.
+    REQUIRE(release(dir, {k_v1, k_v2}, "job-b").ok());
+    CHECK(*holder(dir, k_v1).value() == "job-a");
+    REQUIRE(release(dir, {k_v1, k_v2}, "job-a").ok());
+    CHECK_FALSE(holder(dir, k_v1).value().has_value());
+    CHECK(reserve(dir, {"not-hex"}, "job-c").error().code == "BAD_VALUE");
+}
+
+TEST_CASE("concurrent reservers: exactly one wins") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    std::atomic<int> wins{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i)
+        threads.emplace_back([&, i] {
+            if (reserve(dir, {k_v1, k_v2}, "job-" + std::to_string(i)).ok()) ++wins;
+        });
+    for (auto& t : threads) t.join();
+    CHECK(wins == 1);
+}
+
+TEST_CASE("job definition is immutable; ledger is replaced; events append") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    JobStore jobs(dir);
+    std::string id = new_job_id();
+    REQUIRE(jobs.create(id, {{"op", "archive"}}).ok());
+    CHECK(jobs.create(id, {{"op", "other"}}).error().code == "EXISTS");
+    CHECK(jobs.definition(id).value()["op"] == "archive");
+    CHECK(jobs.ledger(id).error().code == "NOT_FOUND");
+    REQUIRE(jobs.write_ledger(id, {{"step", "stage"}}).ok());
+    REQUIRE(jobs.write_ledger(id, {{"step", "sync"}}).ok());
+    CHECK(jobs.ledger(id).value()["step"] == "sync");
+    REQUIRE(jobs.append_event(id, "created", {{"by", "test"}}).ok());
+    REQUIRE(jobs.append_event(id, "stage.started").ok());
+    auto ev = jobs.events(id);
+    REQUIRE(ev.ok());
+    REQUIRE(ev->records.size() == 2);
+    CHECK(ev->records[0]["type"] == "created");
+    CHECK(ev->records[0]["by"] == "test");
+    // An empty job directory (crash before the definition) is not a job.
+    std::filesystem::create_directories(s / "jobs" / "20990101-000000-dead");
+    auto ids = jobs.list().value();
+    REQUIRE(ids.size() == 1);
+    CHECK(ids[0] == id);
+    s.write("jobs/" + id + "/ledger.json", "{torn");
+    CHECK(jobs.ledger(id).error().code == "CORRUPT");
+    REQUIRE(jobs.remove(id).ok());
+    CHECK(jobs.list().value().empty());
+}
+
+TEST_CASE("placement generations advance once per commit, idempotently") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    PlacementStore p(dir);
+    CHECK_FALSE(p.get(k_v1, "nas").value().has_value());
+    CHECK(p.advance({k_v1, k_v2}, "nas", "fp1", "job-a", {{"qb_id", "x"}}).value() == 1);
+    CHECK(p.advance({k_v1, k_v2}, "nas", "fp1", "job-a", {}).value() == 1);  // rerun of the same commit
+    CHECK(p.advance({k_v1, k_v2}, "nas", "fp2", "job-b", {}).value() == 2);
+    auto rec = p.get(k_v2, "nas").value();
+    REQUIRE(rec);
+    CHECK(rec->generation == 2);
+    CHECK(rec->fingerprint == "fp2");
+    CHECK(rec->job_id == "job-b");
+    CHECK_FALSE(p.get(k_v1, "other").value().has_value());
+}
+
+TEST_CASE("tokens are single use, expire and bind to the plan digest") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    auto t = mint_token(dir, {"digest-1", "archive x a → b", std::chrono::seconds(3600)});
+    REQUIRE(t.ok());
+    CHECK(t->size() == 6);
+    CHECK(spend_token(dir, *t, "digest-2").error().code == "TOKEN_MISMATCH");
+    REQUIRE(spend_token(dir, *t, "digest-1").ok());
+    CHECK(spend_token(dir, *t, "digest-1").error().code == "TOKEN_SPENT");
+    CHECK(spend_token(dir, "abcdef", "digest-1").error().code == "TOKEN_UNKNOWN");
+    auto old = mint_token(dir, {"d", "x", std::chrono::seconds(-10)});
+    CHECK(spend_token(dir, *old, "d").error().code == "TOKEN_EXPIRED");
+}
+
+TEST_CASE("tombstones are kept for the retention period") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    REQUIRE(write_tombstone(dir, {"job-new", "req", "done", ""}).ok());
+    REQUIRE(write_tombstone(dir, {"job-old", "req2", "done", "2020-01-01T00:00:00Z"}).ok());
+    CHECK(read_tombstones(dir).value().size() == 2);
+    CHECK(purge_tombstones(dir, 30).value() == 1);
+    auto left = read_tombstones(dir).value();
+    REQUIRE(left.size() == 1);
+    CHECK(left[0].job_id == "job-new");
+}
