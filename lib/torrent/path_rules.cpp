@@ -1,0 +1,290 @@
+#include "lib/torrent/path_rules.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace archctl::torrent {
+namespace {
+
+// Decodes one UTF-8 sequence at s[i]; returns its length, or 0 when malformed.
+std::size_t decode_one(std::string_view s, std::size_t i, char32_t& cp) {
+    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    unsigned char b0 = byte(i);
+    std::size_t len = 0;
+    char32_t min = 0;
+    if (b0 < 0x80) {
+        cp = b0;
+        return 1;
+    } else if ((b0 & 0xE0) == 0xC0) {
+        len = 2, cp = b0 & 0x1F, min = 0x80;
+    } else if ((b0 & 0xF0) == 0xE0) {
+        len = 3, cp = b0 & 0x0F, min = 0x800;
+    } else if ((b0 & 0xF8) == 0xF0) {
+        len = 4, cp = b0 & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (i + len > s.size()) return 0;
+    for (std::size_t k = 1; k < len; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (byte(i + k) & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+    if (cp < 0x80) {
+        out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+}
+
+bool is_bidi_control(char32_t cp) {
+    return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F;
+}
+
+// ASCII base letters that have a precomposed form with each combining mark (Unicode data for
+// the Latin-1 Supplement, Latin Extended-A/B and Latin Extended Additional blocks).
+struct Composition {
+    char32_t mark;
+    std::string_view bases;
+};
+constexpr std::array<Composition, 13> k_compositions{{
+    {0x0300, "AEINOUWYaeinouwy"},                           // grave
+    {0x0301, "ACEGIKLMNOPRSUWYZacegiklmnoprsuwyz"},         // acute
+    {0x0302, "ACEGHIJOSUWYZaceghijosuwyz"},                 // circumflex
+    {0x0303, "AEINOUVYaeinouvy"},                           // tilde
+    {0x0304, "AEGIOUYaegiouy"},                             // macron
+    {0x0306, "AEGIOUaegiou"},                               // breve
+    {0x0307, "BCDEFGHIMNPRSTWXYZbcdefghmnprstwxyz"},        // dot above
+    {0x0308, "AEHIOUWXYaehiotuwxy"},                        // diaeresis
+    {0x030A, "AUauwy"},                                     // ring above
+    {0x030B, "OUou"},                                       // double acute
+    {0x030C, "ACDEGHIKLNORSTUZacdeghijklnorstuz"},          // caron
+    {0x0327, "CDEGHKLNRSTcdeghklnrst"},                     // cedilla
+    {0x0328, "AEIOUaeiou"},                                 // ogonek
+}};
+
+bool composes(char32_t base, char32_t mark) {
+    if (base >= 0x80) return false;
+    for (const auto& c : k_compositions)
+        if (c.mark == mark) return c.bases.find(static_cast<char>(base)) != std::string_view::npos;
+    return false;
+}
+
+char32_t fold_one(char32_t cp) {
+    if (cp >= 'A' && cp <= 'Z') return cp + 0x20;
+    if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return cp + 0x20;                 // Latin-1
+    if (cp >= 0x100 && cp <= 0x137) return cp | 1;                                // Latin Ext-A pairs
+    if (cp >= 0x139 && cp <= 0x148) return (cp & 1) ? cp + 1 : cp;
+    if (cp >= 0x14A && cp <= 0x177) return cp | 1;
+    if (cp == 0x178) return 0xFF;
+    if (cp >= 0x179 && cp <= 0x17E) return (cp & 1) ? cp + 1 : cp;
+    if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 0x20;              // Greek
+    if (cp >= 0x410 && cp <= 0x42F) return cp + 0x20;                             // Cyrillic
+    if (cp >= 0x400 && cp <= 0x40F) return cp + 0x50;
+    return cp;
+}
+
+bool is_windows_device(std::string_view element) {
+    std::string stem(element.substr(0, element.find('.')));
+    for (auto& c : stem) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 0x20 : c);
+    // Trailing spaces before the extension are ignored by Windows as well.
+    while (!stem.empty() && stem.back() == ' ') stem.pop_back();
+    static const std::set<std::string> k_names{"CON", "PRN", "AUX", "NUL"};
+    if (k_names.count(stem) != 0) return true;
+    return stem.size() == 4 && (stem.starts_with("COM") || stem.starts_with("LPT")) && stem[3] >= '0' &&
+           stem[3] <= '9';
+}
+
+std::optional<std::string> windows_violation(std::string_view element) {
+    for (char c : element)
+        if (std::string_view("<>:\"|?*").find(c) != std::string_view::npos)
+            return fmt::format("element '{}' contains '{}', which Windows does not allow", printable(element), c);
+    if (element.back() == '.' || element.back() == ' ')
+        return fmt::format("element '{}' ends in '{}', which Windows drops", printable(element), element.back());
+    if (is_windows_device(element))
+        return fmt::format("element '{}' is a Windows device name", printable(element));
+    return std::nullopt;
+}
+
+std::optional<std::string> character_violation(std::string_view element) {
+    for (std::size_t i = 0; i < element.size();) {
+        auto b = static_cast<unsigned char>(element[i]);
+        if (b == 0) return fmt::format("element '{}' contains a NUL byte", printable(element));
+        if (b < 0x20 || b == 0x7F)
+            return fmt::format("element '{}' contains control character 0x{:02x}", printable(element), b);
+        char32_t cp = 0;
+        std::size_t len = decode_one(element, i, cp);
+        if (len == 0) return fmt::format("element '{}' is not valid UTF-8", printable(element));
+        if (is_bidi_control(cp))
+            return fmt::format("element '{}' contains bidi control U+{:04X}", printable(element),
+                               static_cast<std::uint32_t>(cp));
+        i += len;
+    }
+    return std::nullopt;
+}
+
+bool is_pad_like(std::string_view element) {
+    return element.find("_____padding_file_") != std::string_view::npos;
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        char32_t cp = 0;
+        std::size_t len = decode_one(s, i, cp);
+        if (len == 0) return false;
+        i += len;
+    }
+    return true;
+}
+
+bool is_nfc_stable(std::string_view s) {
+    char32_t prev = 0;
+    for (std::size_t i = 0; i < s.size();) {
+        char32_t cp = 0;
+        std::size_t len = decode_one(s, i, cp);
+        if (len == 0) return true;  // not UTF-8 at all: reported by the UTF-8 rule instead
+        if (i > 0 && composes(prev, cp)) return false;
+        prev = cp;
+        i += len;
+    }
+    return true;
+}
+
+std::string fold_case(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size();) {
+        char32_t cp = 0;
+        std::size_t len = decode_one(s, i, cp);
+        if (len == 0) {
+            out.push_back(s[i]);
+            ++i;
+            continue;
+        }
+        append_utf8(out, fold_one(cp));
+        i += len;
+    }
+    return out;
+}
+
+std::string printable(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size();) {
+        auto b = static_cast<unsigned char>(s[i]);
+        char32_t cp = 0;
+        std::size_t len = decode_one(s, i, cp);
+        if (len == 0 || b < 0x20 || b == 0x7F) {
+            out += fmt::format("\\x{:02x}", b);
+            ++i;
+        } else if (is_bidi_control(cp)) {
+            out += fmt::format("\\u{:04X}", static_cast<std::uint32_t>(cp));
+            i += len;
+        } else {
+            out.append(s.substr(i, len));
+            i += len;
+        }
+    }
+    return out;
+}
+
+std::string join_path(const std::vector<std::string>& path) {
+    std::string out;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (i != 0) out.push_back('/');
+        out += path[i];
+    }
+    return out;
+}
+
+std::optional<std::string> element_violation(std::string_view element, PathPlatform platform) {
+    if (element.empty()) return std::string("empty element is not allowed");
+    if (element == "." || element == "..") return fmt::format("element '{}' is not allowed", element);
+    for (char c : element)
+        if (c == '/' || c == '\\') return fmt::format("element '{}' contains '{}'", printable(element), c);
+    if (auto v = character_violation(element)) return v;
+    if (element.size() > k_max_element_bytes)
+        return fmt::format("element '{}…' is {} bytes long (limit {})", printable(element.substr(0, 32)),
+                           element.size(), k_max_element_bytes);
+    if (!is_nfc_stable(element))
+        return fmt::format("element '{}' is not in Unicode NFC form (decomposed accents)", printable(element));
+    if (platform == PathPlatform::windows_compatible)
+        if (auto v = windows_violation(element)) return v;
+    return std::nullopt;
+}
+
+std::optional<std::string> path_violation(const std::vector<std::string>& path, PathPlatform platform) {
+    if (path.empty()) return std::string("empty path");
+    const std::string& first = path.front();
+    if (first.size() >= 2 && first[1] == ':' &&
+        ((first[0] >= 'A' && first[0] <= 'Z') || (first[0] >= 'a' && first[0] <= 'z')))
+        return fmt::format("path starts with drive letter '{}'", first.substr(0, 2));
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        if (auto v = element_violation(path[i], platform)) return v;
+        if (is_pad_like(path[i]) || (path[i] == ".pad" && i + 1 < path.size()))
+            return fmt::format("element '{}' is named like a pad file but the file has no 'p' attribute",
+                               printable(path[i]));
+        total += path[i].size() + (i == 0 ? 0 : 1);
+    }
+    if (total > k_max_path_bytes) return fmt::format("path is {} bytes long (limit {})", total, k_max_path_bytes);
+    return std::nullopt;
+}
+
+Error unsafe_path_error(std::string_view torrent_name, std::string_view file, std::string_view rule) {
+    return Error{"TORRENT_UNSAFE_PATH",
+                 fmt::format("unsafe path in torrent '{}': file '{}': {}", printable(torrent_name), printable(file), rule),
+                 "archctl refuses paths that libtorrent would rewrite or that could leave the save path"};
+}
+
+Status check_payload_paths(std::string_view torrent_name, const std::vector<std::vector<std::string>>& paths,
+                           PathPlatform platform) {
+    for (const auto& path : paths)
+        if (auto v = path_violation(path, platform)) return unsafe_path_error(torrent_name, join_path(path), *v);
+
+    // Folded full path → original, for files; folded directory prefixes → a file below them.
+    std::map<std::string, std::string> files;
+    std::map<std::string, std::string> dirs;
+    for (const auto& path : paths) {
+        std::string folded;
+        for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+            folded += fold_case(path[i]);
+            dirs.emplace(folded, join_path(path));
+            folded.push_back('/');
+        }
+        folded += fold_case(path.back());
+        std::string joined = join_path(path);
+        auto [it, inserted] = files.emplace(folded, joined);
+        if (!inserted)
+            return unsafe_path_error(torrent_name, joined,
+                                     fmt::format("same path as '{}' after case folding", printable(it->second)));
+    }
+    for (const auto& [folded, original] : files) {
+        auto d = dirs.find(folded);
+        if (d != dirs.end())
+            return unsafe_path_error(torrent_name, original,
+                                     fmt::format("is also a directory of '{}'", printable(d->second)));
+    }
+    return ok_status();
+}
+
+}  // namespace archctl::torrent

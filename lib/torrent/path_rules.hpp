@@ -1,0 +1,78 @@
+#pragma once
+// Path safety for torrent payload paths (torrent-format.md §9).
+//
+// Every path element of a torrent is validated before any use. archctl refuses what libtorrent
+// would silently rewrite on disk (so the on-disk path would differ from the metainfo) and
+// anything that could escape the save path. The checks are pure (no filesystem access); the
+// use-time rule (O_NOFOLLOW walk below the root) lives in safe_open.hpp.
+//
+// Rejected (error code TORRENT_UNSAFE_PATH, message
+// "unsafe path in torrent 'NAME': file 'a/../b': element '..' is not allowed"):
+//  - an empty path list, an empty element, "." or "..";
+//  - '/', '\' or NUL inside an element; a leading drive letter ("C:");
+//  - bytes < 0x20 or 0x7F; invalid or overlong UTF-8, surrogates, code points > U+10FFFF;
+//  - bidi controls U+202A–U+202E, U+2066–U+2069, U+200E, U+200F;
+//  - an element longer than 255 bytes, a full path longer than 4095 bytes;
+//  - names that are not NFC-stable (see is_nfc_stable for the covered cases);
+//  - pad-like names (".pad" directory, "_____padding_file_") on non-pad files;
+//  - two paths equal after case folding, or a file path that is a directory prefix of another;
+//  - with PathPlatform::windows_compatible also Windows device names, trailing '.' or space and
+//    the characters < > : " | ? *.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/result.hpp"
+
+namespace archctl::torrent {
+
+// Which file systems the path must be safe on.
+enum class PathPlatform { posix, windows_compatible };
+
+inline constexpr std::size_t k_max_element_bytes = 255;
+inline constexpr std::size_t k_max_path_bytes = 4095;
+
+// The first rule `element` breaks, as a phrase for the error message ("element '..' is not
+// allowed"), or nullopt when the element is acceptable.
+[[nodiscard]] std::optional<std::string> element_violation(std::string_view element,
+                                                           PathPlatform platform = PathPlatform::posix);
+
+// The first rule a full path (root folder first) breaks, element rules included; nullopt if ok.
+[[nodiscard]] std::optional<std::string> path_violation(const std::vector<std::string>& path,
+                                                        PathPlatform platform = PathPlatform::posix);
+
+// Checks a torrent's payload paths as a set: each path individually, then case-folded
+// duplicates and file-vs-directory prefix collisions. `paths` are full paths (root folder first
+// for multi-file torrents). Pad files must not be passed.
+[[nodiscard]] Status check_payload_paths(std::string_view torrent_name,
+                                         const std::vector<std::vector<std::string>>& paths,
+                                         PathPlatform platform = PathPlatform::posix);
+
+// Builds the TORRENT_UNSAFE_PATH error for one file and one broken rule.
+[[nodiscard]] Error unsafe_path_error(std::string_view torrent_name, std::string_view file, std::string_view rule);
+
+// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
+[[nodiscard]] bool is_valid_utf8(std::string_view s);
+
+// Limited NFC-stability check. Returns false when an ASCII Latin letter is directly followed by
+// one of the common combining marks (U+0300–U+0304, U+0306–U+0308, U+030A–U+030C, U+0327,
+// U+0328) with which it has a precomposed form — the decomposed spellings macOS and some tools
+// produce ("cafe\u0301"). Not covered (accepted as stable): compositions on non-ASCII bases,
+// Hangul jamo, other combining marks and canonical reordering. Input must be valid UTF-8.
+[[nodiscard]] bool is_nfc_stable(std::string_view s);
+
+// Case folding used for duplicate detection: ASCII, Latin-1 Supplement, Latin Extended-A,
+// basic Greek and Cyrillic capitals map to lower case; everything else is kept. Input must be
+// valid UTF-8.
+[[nodiscard]] std::string fold_case(std::string_view s);
+
+// `s` with control bytes, invalid UTF-8 and bidi controls escaped (\xNN, \u202E), so a hostile
+// name cannot corrupt a terminal or a log line.
+[[nodiscard]] std::string printable(std::string_view s);
+
+// Joins path elements with '/'.
+[[nodiscard]] std::string join_path(const std::vector<std::string>& path);
+
+}  // namespace archctl::torrent

@@ -1,0 +1,327 @@
+#include "lib/torrent/verifier.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "lib/torrent/piece_engine.hpp"
+#include "lib/torrent/safe_open.hpp"
+
+namespace archctl::torrent {
+
+std::string_view verdict_name(FileVerdict v) {
+    switch (v) {
+    case FileVerdict::complete: return "complete";
+    case FileVerdict::missing: return "missing";
+    case FileVerdict::short_file: return "short";
+    case FileVerdict::oversized: return "oversized";
+    case FileVerdict::corrupt: return "corrupt";
+    case FileVerdict::incomplete: return "incomplete";
+    case FileVerdict::needs_skipped: return "needs_skipped";
+    case FileVerdict::unsafe: return "unsafe";
+    case FileVerdict::unreadable: return "unreadable";
+    }
+    return "complete";
+}
+
+std::string_view verdict_name(PieceVerdict v) {
+    switch (v) {
+    case PieceVerdict::ok: return "ok";
+    case PieceVerdict::corrupt: return "corrupt";
+    case PieceVerdict::missing: return "missing";
+    case PieceVerdict::needs_skipped: return "needs_skipped";
+    case PieceVerdict::unreadable: return "unreadable";
+    case PieceVerdict::not_checked: return "not_checked";
+    }
+    return "not_checked";
+}
+
+std::string piece_ranges(const std::vector<std::int64_t>& pieces) {
+    std::vector<std::uint32_t> idx;
+    idx.reserve(pieces.size());
+    for (auto p : pieces) idx.push_back(static_cast<std::uint32_t>(p));
+    return Selection::of(std::move(idx)).to_string();
+}
+
+bool VerifyReport::all_verified() const { return failed_files() == 0; }
+
+std::size_t VerifyReport::failed_files() const {
+    std::size_t n = 0;
+    for (const auto& f : files)
+        if (f.verdict != FileVerdict::complete) ++n;
+    return n;
+}
+
+nlohmann::json VerifyReport::to_json() const {
+    nlohmann::json j;
+    j["verified"] = all_verified();
+    j["selection"] = selection.to_json();
+    j["summary"] = {{"files", files.size()},          {"failed_files", failed_files()},
+                    {"pieces_checked", pieces_checked}, {"pieces_ok", pieces_ok},
+                    {"pieces_corrupt", pieces_corrupt}, {"bytes_read", bytes_read},
+                    {"seconds", seconds}};
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : files) {
+        list.push_back({{"index", f.index},
+                        {"path", f.path},
+                        {"size", f.expected_size},
+                        {"actual_size", f.actual_size ? nlohmann::json(*f.actual_size) : nlohmann::json(nullptr)},
+                        {"verdict", verdict_name(f.verdict)},
+                        {"corrupt_pieces", piece_ranges(f.corrupt_pieces)},
+                        {"needs_skipped_pieces", piece_ranges(f.skipped_pieces)},
+                        {"blocked_pieces", piece_ranges(f.blocked_pieces)},
+                        {"detail", f.detail}});
+    }
+    j["files"] = std::move(list);
+    if (!pieces.empty()) {
+        std::vector<std::vector<std::int64_t>> by(6);
+        for (std::size_t p = 0; p < pieces.size(); ++p) by[static_cast<std::size_t>(pieces[p])].push_back(static_cast<std::int64_t>(p));
+        nlohmann::json pj = nlohmann::json::object();
+        for (std::size_t v = 0; v < by.size(); ++v) pj[std::string(verdict_name(static_cast<PieceVerdict>(v)))] = piece_ranges(by[v]);
+        j["pieces"] = std::move(pj);
+    }
+    return j;
+}
+
+namespace {
+
+// Reads through a per-thread file descriptor, reopened (safely) whenever the file changes.
+class SavePathReader final : public PayloadReader {
+public:
+    SavePathReader(int root_fd, const Metainfo& meta) : m_root(root_fd), m_meta(meta) {}
+
+    Result<std::size_t> read(std::size_t native, std::int64_t offset, std::uint8_t* buffer, std::size_t size) override {
+        if (native != m_current) {
+            OpenedFile f = open_below(m_root, m_meta.files()[native].path);
+            if (f.failure != OpenFailure::none)
+                return Error{"IO", fmt::format("cannot read '{}': {}", printable(m_meta.files()[native].path_string()), f.detail)};
+            m_fd = std::move(f.fd);
+            m_current = native;
+        }
+        while (true) {
+            ssize_t n = ::pread(m_fd.get(), buffer, size, offset);
+            if (n >= 0) return static_cast<std::size_t>(n);
+            if (errno == EINTR) continue;
+            return Error{"IO", fmt::format("cannot read '{}': {}", printable(m_meta.files()[native].path_string()),
+                                           std::strerror(errno))};
+        }
+    }
+
+private:
+    int m_root;
+    const Metainfo& m_meta;
+    std::size_t m_current = static_cast<std::size_t>(-1);
+    UniqueFd m_fd;
+};
+
+// What is known about one payload file before hashing.
+struct FileState {
+    bool selected = false;
+    OpenFailure failure = OpenFailure::none;
+    std::int64_t actual = 0;
+    std::string detail;
+};
+
+constexpr std::uint8_t k_pending = 0xFF;
+
+class VerifyRun {
+public:
+    VerifyRun(const Metainfo& meta, const VerifyOptions& options, Selection selection)
+        : m_meta(meta), m_model(meta), m_options(options), m_selection(std::move(selection)) {}
+
+    Result<VerifyReport> run(const std::filesystem::path& save_path) {
+        auto start = std::chrono::steady_clock::now();
+        ARCHCTL_TRY_ASSIGN(UniqueFd root, open_root_dir(save_path));
+        stat_files(root.get());
+        classify_pieces();
+        hash(root.get());
+        VerifyReport report = build_report();
+        report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return report;
+    }
+
+private:
+    void stat_files(int root) {
+        m_state.resize(m_model.file_count());
+        m_native_to_index.assign(m_meta.files().size(), -1);
+        for (const ModelFile& f : m_model.files()) {
+            m_native_to_index[f.native_index] = static_cast<std::int64_t>(f.index);
+            FileState& s = m_state[f.index];
+            s.selected = m_selection.contains(f.index);
+            if (!s.selected) continue;
+            OpenedFile opened = open_below(root, m_meta.files()[f.native_index].path);
+            s.failure = opened.failure;
+            s.actual = opened.size;
+            s.detail = opened.detail;
+        }
+    }
+
+    // Decides for every piece whether it can be hashed, and why not otherwise.
+    void classify_pieces() {
+        m_pre.assign(static_cast<std::size_t>(m_meta.piece_count()), static_cast<std::uint8_t>(PieceVerdict::not_checked));
+        if (m_meta.has_v2()) m_owner.assign(m_pre.size(), 0);
+        for (const ModelFile& f : m_model.files())
+            if (m_state[f.index].selected)
+                for (std::int64_t p = f.first_piece; p < f.end_piece; ++p) m_pre[static_cast<std::size_t>(p)] = k_pending;
+        const auto& native = m_meta.files();
+        std::size_t cursor = 0;
+        for (std::int64_t p = 0; p < m_meta.piece_count(); ++p) {
+            std::int64_t start = p * m_meta.piece_length();
+            std::int64_t end = start + m_meta.piece_size(p);
+            while (cursor < native.size() && native[cursor].end() <= start) ++cursor;
+            if (m_pre[static_cast<std::size_t>(p)] != k_pending) continue;
+            bool skipped = false, missing = false, unreadable = false;
+            for (std::size_t i = cursor; i < native.size() && native[i].offset < end; ++i) {
+                const FileEntry& e = native[i];
+                if (e.pad || e.size == 0) continue;
+                if (!m_owner.empty()) m_owner[static_cast<std::size_t>(p)] = static_cast<std::uint32_t>(i);
+                const FileState& s = m_state[static_cast<std::size_t>(m_native_to_index[i])];
+                if (!s.selected) {
+                    skipped = true;
+                    continue;
+                }
+                std::int64_t needed = std::min(end, e.end()) - e.offset;
+                if (s.failure == OpenFailure::io) unreadable = true;
+                else if (s.failure != OpenFailure::none || needed > s.actual) missing = true;
+            }
+            PieceVerdict v = missing ? PieceVerdict::missing
+                             : unreadable ? PieceVerdict::unreadable
+                             : skipped ? PieceVerdict::needs_skipped
+                                       : PieceVerdict::ok;
+            if (v != PieceVerdict::ok) m_pre[static_cast<std::size_t>(p)] = static_cast<std::uint8_t>(v);
+        }
+    }
+
+    void hash(int root) {
+        HashJob job;
+        job.files = &m_meta.files();
+        job.piece_length = m_meta.piece_length();
+        job.total_size = m_meta.total_size();
+        job.piece_count = m_meta.piece_count();
+        job.want_v1 = m_meta.has_v1();
+        job.want_v2 = m_meta.has_v2();
+        job.threads = m_options.threads;
+        job.chunk_bytes = m_options.chunk_bytes;
+        job.skip = [this](std::int64_t p) { return m_pre[static_cast<std::size_t>(p)] != k_pending; };
+        job.make_reader = [this, root] { return std::make_unique<SavePathReader>(root, m_meta); };
+        HashStats stats;
+        m_digests = hash_pieces(job, &stats);
+        m_bytes_read = stats.bytes_read;
+    }
+
+    PieceVerdict judge(std::int64_t p) const {
+        auto pi = static_cast<std::size_t>(p);
+        if (m_pre[pi] != k_pending) return static_cast<PieceVerdict>(m_pre[pi]);
+        const PieceDigest& d = m_digests[pi];
+        if (d.outcome == PieceOutcome::short_data) return PieceVerdict::missing;
+        if (d.outcome != PieceOutcome::hashed) return PieceVerdict::unreadable;
+        if (m_meta.has_v1() && d.v1 != m_meta.v1_pieces()[pi]) return PieceVerdict::corrupt;
+        if (m_meta.has_v2() && d.has_v2) {
+            const FileEntry& owner = m_meta.files()[m_owner[pi]];
+            Sha256Digest expected{};
+            if (owner.size <= m_meta.piece_length()) {
+                expected = *owner.pieces_root;
+            } else {
+                const auto* layer = m_meta.piece_layer(*owner.pieces_root);
+                expected = (*layer)[static_cast<std::size_t>(p - owner.offset / m_meta.piece_length())];
+            }
+            if (d.v2 != expected) return PieceVerdict::corrupt;
+        }
+        return PieceVerdict::ok;
+    }
+
+    FileReport file_report(const ModelFile& f, const std::vector<PieceVerdict>& verdicts) const {
+        const FileState& s = m_state[f.index];
+        FileReport r;
+        r.index = f.index;
+        r.path = f.path;
+        r.expected_size = f.size;
+        r.detail = s.detail;
+        if (s.failure == OpenFailure::symlink || s.failure == OpenFailure::not_regular) {
+            r.verdict = FileVerdict::unsafe;
+            return r;
+        }
+        if (s.failure == OpenFailure::missing) {
+            r.verdict = FileVerdict::missing;
+            return r;
+        }
+        if (s.failure == OpenFailure::io) {
+            r.verdict = FileVerdict::unreadable;
+            return r;
+        }
+        r.actual_size = s.actual;
+        bool unreadable = false;
+        for (std::int64_t p = f.first_piece; p < f.end_piece; ++p) {
+            auto pi = static_cast<std::size_t>(p);
+            PieceVerdict v = verdicts[pi];
+            if (v == PieceVerdict::corrupt) r.corrupt_pieces.push_back(p);
+            if (v == PieceVerdict::needs_skipped) r.skipped_pieces.push_back(p);
+            // Classified missing before hashing while this file is whole: another file is short.
+            bool pre_missing = m_pre[pi] == static_cast<std::uint8_t>(PieceVerdict::missing);
+            if (v == PieceVerdict::missing && pre_missing && s.actual >= f.size) r.blocked_pieces.push_back(p);
+            if (v == PieceVerdict::unreadable || (v == PieceVerdict::missing && !pre_missing)) unreadable = true;
+        }
+        if (s.actual < f.size) {
+            r.verdict = FileVerdict::short_file;
+            r.detail = fmt::format("{} of {} bytes on disk", s.actual, f.size);
+        } else if (s.actual > f.size) {
+            r.verdict = FileVerdict::oversized;
+            r.detail = fmt::format("{} bytes on disk, the torrent says {}", s.actual, f.size);
+        } else if (unreadable) {
+            r.verdict = FileVerdict::unreadable;
+            r.detail = "a read failed or the file changed while it was read";
+        } else if (!r.corrupt_pieces.empty()) {
+            r.verdict = FileVerdict::corrupt;
+        } else if (!r.blocked_pieces.empty()) {
+            r.verdict = FileVerdict::incomplete;
+            r.detail = "some pieces also need bytes of a missing or short file";
+        } else if (!r.skipped_pieces.empty()) {
+            r.verdict = FileVerdict::needs_skipped;
+            r.detail = "some pieces also hold bytes of files outside the selection";
+        }
+        return r;
+    }
+
+    VerifyReport build_report() const {
+        VerifyReport report;
+        report.selection = m_selection;
+        report.bytes_read = m_bytes_read;
+        std::vector<PieceVerdict> verdicts(m_pre.size());
+        for (std::size_t p = 0; p < verdicts.size(); ++p) {
+            verdicts[p] = judge(static_cast<std::int64_t>(p));
+            if (m_pre[p] == k_pending && m_digests[p].outcome == PieceOutcome::hashed) ++report.pieces_checked;
+            if (verdicts[p] == PieceVerdict::ok) ++report.pieces_ok;
+            if (verdicts[p] == PieceVerdict::corrupt) ++report.pieces_corrupt;
+        }
+        for (const ModelFile& f : m_model.files())
+            if (m_state[f.index].selected) report.files.push_back(file_report(f, verdicts));
+        if (m_options.pieces == PieceDetail::all) report.pieces = std::move(verdicts);
+        return report;
+    }
+
+    const Metainfo& m_meta;
+    FileModel m_model;
+    const VerifyOptions& m_options;
+    Selection m_selection;
+    std::vector<FileState> m_state;            // by qB index
+    std::vector<std::int64_t> m_native_to_index;
+    std::vector<std::uint8_t> m_pre;           // PieceVerdict, or k_pending when it must be hashed
+    std::vector<std::uint32_t> m_owner;        // v2: native index of the file holding each piece
+    std::vector<PieceDigest> m_digests;
+    std::uint64_t m_bytes_read = 0;
+};
+
+}  // namespace
+
+Result<VerifyReport> verify(const Metainfo& meta, const std::filesystem::path& save_path, const VerifyOptions& options) {
+    FileModel model(meta);
+    Selection selection = options.files ? *options.files : model.all();
+    ARCHCTL_TRY_STATUS(selection.check_within(model.file_count()));
+    return VerifyRun(meta, options, std::move(selection)).run(save_path);
+}
+
+}  // namespace archctl::torrent
