@@ -1,0 +1,100 @@
+#pragma once
+// The transfer plan (pure): live source and target views of one resource → the exact selection
+// arithmetic and the preflight verdicts that `archctl plan` prints and `archive`/`unarchive`
+// execute (DESIGN.md §5, seeds/workflows.md "Job creation").
+//
+//   requested = the request expanded against the source (default: every selected-complete file)
+//   baseline  = target files that are selected and complete (verified by the target's qB)
+//   delta     = requested − baseline
+//   union     = baseline + delta
+//
+// Nothing here talks to a service or touches a disk; callers bring the views. The digest covers
+// every fact the plan relies on, so a confirmation token bound to it is refused once any of them
+// changes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/torrent/file_model.hpp"
+#include "lib/torrent/metainfo.hpp"
+#include "lib/torrent/selection.hpp"
+
+namespace archctl::plan {
+
+enum class Operation { archive, unarchive };
+std::string to_string(Operation op);
+
+// One qBittorrent placement as read live (qB's indices, pad files excluded).
+struct PlacementView {
+    std::string node;
+    std::string qb_id;
+    std::string save_path;          // absolute node path
+    std::string run_state;          // "running", "stopped", ...
+    torrent::Selection selected;    // priority > 0
+    torrent::Selection complete;    // selected and progress == 1.0
+    std::vector<std::string> names; // qB's `name` by index (for the rename check)
+};
+
+struct Request {
+    Operation op = Operation::archive;
+    std::optional<torrent::Selection> files;  // --files 0-3,7
+    std::vector<std::string> file_paths;      // --file P (metainfo path, root folder first)
+    std::vector<std::string> dir_paths;       // --dir P (expands to selected-complete descendants)
+};
+
+// What the nodes can do, as proven live by the node operations.
+struct Capabilities {
+    bool source_can_link = true;     // hard link from the source save path into the route folder
+    bool target_same_fs = true;      // rename from the target route folder into the save path
+    std::uint64_t target_free = 0;   // free bytes at the target save path's filesystem
+    std::uint64_t min_free = 0;      // the floor (0 = disabled)
+};
+
+struct PlanInput {
+    const torrent::Metainfo* meta = nullptr;
+    PlacementView source;
+    std::optional<PlacementView> target;  // nullopt: new target
+    std::string source_qb_root;
+    std::string target_qb_root;
+    Request request;
+    Capabilities caps;
+    std::string route_id;                 // empty: no route yet (provisioned on demand)
+    std::string route_state;              // "ready", "unverified", "missing"
+};
+
+enum class PartfileNeed {
+    none,            // no piece overlaps a selected and a skipped file (always for v2/hybrid)
+    carry_source,    // new v1 target: the union's boundary pieces need the source's partfile
+    target_own,      // existing target: its own partfile must hold the boundary bytes
+};
+
+struct Plan {
+    Operation op = Operation::archive;
+    std::string target_save_path;
+    bool extends_existing = false;
+    torrent::Selection requested, baseline, delta, union_set;
+    std::int64_t requested_bytes = 0, baseline_bytes = 0, delta_bytes = 0, union_bytes = 0;
+    std::uint64_t copy_bytes = 0;         // payload bytes that cannot be hard-linked or renamed
+    bool disk_ok = true;
+    PartfileNeed partfile = PartfileNeed::none;
+    std::vector<std::int64_t> boundary_pieces;
+    std::string digest;                   // sha256 hex over the decision-relevant facts
+
+    bool empty_delta() const { return delta.empty(); }
+    nlohmann::json to_json() const;
+};
+
+// Compute the plan, or the reason it cannot run (a clear, user-facing error).
+[[nodiscard]] Result<Plan> compute(const PlanInput& input);
+
+// "/srv/cache/torrents/linux" re-rooted: the save path's place under the source qB root, kept
+// under the target qB root. PATH_OUTSIDE_ROOT when the source save path is not below its root.
+[[nodiscard]] Result<std::string> rebase_save_path(const std::string& source_save_path, const std::string& source_root,
+                                                   const std::string& target_root);
+
+}  // namespace archctl::plan
