@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <future>
 
 namespace archctl::clients {
@@ -77,17 +76,6 @@ nlohmann::json service_json(const ServiceProbe& s) {
     return j;
 }
 
-// "connection refused (http://127.0.0.1:8080)" for transport errors; the message otherwise.
-std::string short_reason(const ServiceProbe& s) {
-    if (!s.error) return "unknown error";
-    const auto& message = s.error->message;
-    if (s.error->code.rfind("HTTP_", 0) == 0) {
-        const auto pos = message.rfind("): ");
-        if (pos != std::string::npos) return fmt::format("{} ({})", message.substr(pos + 3), s.url);
-    }
-    return message;
-}
-
 }  // namespace
 
 NodeProbe probe_node(const config::NodeConfig& node, const ProbeOptions& options) {
@@ -127,31 +115,14 @@ nlohmann::json to_json(const NodeProbe& p) {
             {"syncthing", std::move(st)}};
 }
 
-std::string render_nodes(const std::vector<NodeProbe>& probes) {
-    std::size_t name_width = 4;
-    for (const auto& p : probes) name_width = std::max(name_width, p.name.size());
-    std::string out = "nodes\n";
-    if (probes.empty()) return out + "  (none configured)\n";
-    for (const auto& p : probes) {
-        std::string line = fmt::format("  {:<{}}  {:<7}  ", p.name, name_width, p.role);
-        if (!p.qbittorrent.reachable && !p.syncthing.reachable) {
-            line += "unreachable: " + short_reason(p.qbittorrent);
-            if (short_reason(p.syncthing) != short_reason(p.qbittorrent)) line += "; Syncthing: " + short_reason(p.syncthing);
-            out += line + "\n";
-            continue;
-        }
-        const std::string qb = p.qbittorrent.reachable
-            ? fmt::format("qBittorrent {} (API {})", p.qbittorrent.version, p.qbittorrent.api_version)
-            : "qBittorrent unreachable: " + short_reason(p.qbittorrent);
-        const std::string st = p.syncthing.reachable
-            ? fmt::format("Syncthing {} ({})", p.syncthing.version, p.device_id.substr(0, 7))
-            : "Syncthing unreachable: " + short_reason(p.syncthing);
-        line += fmt::format("{:<31}  {:<28}", qb, st);
-        if (p.torrent_count) line += fmt::format("  {:>5} torrent{}", *p.torrent_count, *p.torrent_count == 1 ? " " : "s");
-        line += p.reachable() ? "  ok" : "  down";
-        out += line + "\n";
+std::string unreachable_reason(const ServiceProbe& s) {
+    if (!s.error) return "unknown error";
+    const auto& message = s.error->message;
+    if (s.error->code.rfind("HTTP_", 0) == 0) {
+        const auto pos = message.rfind("): ");
+        if (pos != std::string::npos) return fmt::format("{} ({})", message.substr(pos + 3), s.url);
     }
-    return out;
+    return message;
 }
 
 }  // namespace archctl::clients

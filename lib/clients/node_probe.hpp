@@ -54,7 +54,8 @@ struct ProbeOptions {
 [[nodiscard]] std::vector<NodeProbe> probe_nodes(const config::Config& config, const ProbeOptions& options);
 
 [[nodiscard]] nlohmann::json to_json(const NodeProbe& probe);
-// The `nodes` block of `archctl status` (UX.md), one line per node, ending in a newline.
-[[nodiscard]] std::string render_nodes(const std::vector<NodeProbe>& probes);
+// Why a service is unreachable, short: "connection refused (http://127.0.0.1:8080)" for
+// transport failures, the full message otherwise (login failures, bad replies).
+[[nodiscard]] std::string unreachable_reason(const ServiceProbe& service);
 
 }  // namespace archctl::clients

@@ -113,8 +113,9 @@ Error Client::login_error(const http::Response& response) const {
     if (response.status == 401) {
         hint += "; a 401 can also mean qBittorrent's Host-header or CSRF check rejected the request";
     }
-    return Error("QB_AUTH", m_http.redactor().redact(fmt::format(
-                                "login to qBittorrent on '{}' failed: wrong username or password{}", node, where)),
+    // Built from fixed text only (no server data), so it needs no redaction: a password that is an
+    // ordinary word must not garble the message.
+    return Error("QB_AUTH", fmt::format("login to qBittorrent on '{}' failed: wrong username or password{}", node, where),
                  hint);
 }
 
