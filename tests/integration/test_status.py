@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""`archctl status` against a 3-node lab: all up, one qBittorrent down, a wrong password."""
+
+import json
+import os
+import re
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from lab.lab import Lab  # noqa: E402
+
+LAB = None
+CAPTURED = []
+NODES = [("cache1", "cache"), ("archive1", "archive"), ("archive2", "archive")]
+
+
+def setUpModule():
+    global LAB
+    if not os.environ.get("ARCHCTL_BIN"):
+        raise unittest.SkipTest("ARCHCTL_BIN is not set")
+    LAB = Lab(nodes=NODES)
+    LAB.__enter__()
+
+
+def tearDownModule():
+    if LAB is not None:
+        LAB.__exit__(None, None, None)
+        LAB.assert_all_stopped()
+
+
+def archctl(*args, **kw):
+    rc, out, err = LAB.archctl(*args, **kw)
+    CAPTURED.extend([out, err])
+    return rc, out, err
+
+
+class Status(unittest.TestCase):
+    def test_a_all_nodes_up(self):
+        started = time.monotonic()
+        rc, out, err = archctl("status", "--json")
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["schema"], 1)
+        self.assertTrue(doc["ok"])
+        by_name = {n["name"]: n for n in doc["nodes"]}
+        self.assertEqual(sorted(by_name), sorted(n for n, _ in NODES))
+        for name, role in NODES:
+            node = by_name[name]
+            lab_node = LAB.node(name)
+            self.assertTrue(node["reachable"])
+            self.assertEqual(node["role"], role)
+            self.assertEqual(node["qbittorrent"]["version"], "4.5.2")
+            self.assertEqual(node["qbittorrent"]["webapi_version"], "2.8.19")
+            self.assertEqual(node["qbittorrent"]["torrent_count"], 0)
+            self.assertEqual(node["qbittorrent"]["url"], lab_node["qb"]["url"])
+            self.assertTrue(node["syncthing"]["version"].startswith("v1.19.2"))
+            self.assertEqual(node["syncthing"]["device_id"], lab_node["st"]["device_id"])
+        self.assertLess(time.monotonic() - started, 10)
+
+        rc, out, err = archctl("status")
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[0], "nodes")
+        for name, role in NODES:
+            line = next(l for l in lines if l.split()[0:1] == [name])
+            self.assertRegex(line, rf"^  {name}\s+{role}\s+qBittorrent 4\.5\.2 \(API 2\.8\.19\)\s+Syncthing v1\.19\.2\S*"
+                                   rf" \({LAB.node(name)['st']['device_id'][:7]}\)\s+0 torrents\s+ok$")
+
+    def test_b_one_qbittorrent_down(self):
+        LAB.stop_qb("archive1")
+        try:
+            started = time.monotonic()
+            rc, out, err = archctl("status", "--json")
+            elapsed = time.monotonic() - started
+            self.assertEqual(rc, 1, err)
+            doc = json.loads(out)
+            self.assertFalse(doc["ok"])
+            self.assertEqual(doc["error"]["code"], "NODES_UNREACHABLE")
+            self.assertIn("'archive1'", doc["error"]["message"])
+            by_name = {n["name"]: n for n in doc["nodes"]}
+            down = by_name["archive1"]
+            self.assertFalse(down["reachable"])
+            self.assertFalse(down["qbittorrent"]["reachable"])
+            self.assertEqual(down["qbittorrent"]["error"]["code"], "HTTP_UNREACHABLE")
+            url = LAB.node("archive1")["qb"]["url"]
+            self.assertEqual(down["qbittorrent"]["error"]["message"],
+                             f"cannot reach qBittorrent on 'archive1' ({url}): connection refused")
+            self.assertTrue(down["syncthing"]["reachable"])
+            self.assertTrue(by_name["cache1"]["reachable"])
+            self.assertTrue(by_name["archive2"]["reachable"])
+            self.assertLess(elapsed, 10)
+
+            rc, out, err = archctl("status")
+            self.assertEqual(rc, 1)
+            line = next(l for l in out.splitlines() if l.strip().startswith("archive1"))
+            self.assertIn(f"qBittorrent unreachable: connection refused ({url})", line)
+            self.assertTrue(line.endswith("down"))
+            self.assertIn("archctl: error: 1 of 3 nodes unreachable: 'archive1'", err)
+        finally:
+            LAB.start_qb("archive1")
+        rc, _, err = archctl("status")
+        self.assertEqual(rc, 0, err)
+
+    def test_c_wrong_password_names_the_file_not_the_password(self):
+        node = LAB.node("cache1")["qb"]
+        wrong = "wrongpw-" + os.urandom(5).hex()
+        bad_file = os.path.join(LAB.dir, "archctl", "secrets", "cache1.bad.qb")
+        fd = os.open(bad_file, os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(wrong + "\n")
+        with open(LAB.config_path) as f:
+            original = f.read()
+        try:
+            with open(LAB.config_path, "w") as f:
+                f.write(original.replace(node["password_file"], bad_file))
+            rc, out, err = archctl("status", "--json")
+            self.assertEqual(rc, 1)
+            doc = json.loads(out)
+            cache = next(n for n in doc["nodes"] if n["name"] == "cache1")
+            self.assertEqual(cache["qbittorrent"]["error"]["code"], "QB_AUTH")
+            self.assertEqual(cache["qbittorrent"]["error"]["message"],
+                             f"login to qBittorrent on 'cache1' failed: wrong username or password "
+                             f"(password from '{bad_file}')")
+            for text in (out, err):
+                self.assertNotIn(wrong, text)
+        finally:
+            with open(LAB.config_path, "w") as f:
+                f.write(original)
+
+    def test_d_verbose_shows_requests_but_no_secret(self):
+        rc, out, err = archctl("status", "-vv")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("POST /api/v2/auth/login -> 200", err)
+        self.assertRegex(err, r"\d+ HTTP requests to 3 nodes")
+        self.assertNotRegex(err, r"SID=[A-Za-z0-9]")
+
+    def test_z_no_secret_anywhere(self):
+        self.assertGreater(len(CAPTURED), 6)
+        for secret in LAB.secrets():
+            for text in CAPTURED:
+                self.assertNotIn(secret, text)
+        for root, _, files in os.walk(LAB.state_dir):
+            for name in files:
+                with open(os.path.join(root, name), "rb") as f:
+                    data = f.read()
+                for secret in LAB.secrets():
+                    self.assertNotIn(secret.encode(), data)
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    result = unittest.main(verbosity=2, exit=False).result
+    sys.stderr.write(f"test_status: wall time {time.monotonic() - started:.1f}s\n")
+    sys.exit(0 if result.wasSuccessful() else 1)
