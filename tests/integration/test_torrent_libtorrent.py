@@ -215,8 +215,12 @@ class TorrentAgainstLibtorrent(unittest.TestCase):
                         f.seek(offset)
                         f.write(bytes([byte[0] ^ 0xFF]))
                 expected = self.lt_corrupt_pieces(original, src, kind)
-                # Four corruptions in four pieces (v1 pieces may also hold neighbouring files).
-                self.assertEqual(len(expected), 4)
+                # Four corruptions in four pieces; in v1 (readdir order, pieces span files) two of
+                # them may share a piece.
+                if kind == "v1":
+                    self.assertIn(len(expected), (2, 3, 4))
+                else:
+                    self.assertEqual(len(expected), 4)
                 rc, doc, err = archctl("torrent", "verify", original, save, "--pieces", "--json")
                 self.assertEqual(rc, 1, err)
                 self.assertEqual(doc["error"]["code"], "VERIFY_FAILED")
