@@ -25,3 +25,19 @@ TEST_CASE("hex round trip") {
     CHECK(is_hex("deadBEEF"));
     CHECK_FALSE(is_hex("xyz"));
 }
+
+#include "lib/base/base64.hpp"
+
+TEST_CASE("base64 round trip and refusals") {
+    for (std::string s : {std::string(), std::string("f"), std::string("fo"), std::string("foo"), std::string("foob"),
+                          std::string("\x00\xff\x10\x80", 4)}) {
+        auto back = base64_decode(base64_encode(s));
+        REQUIRE(back.ok());
+        CHECK(back.value() == s);
+    }
+    CHECK(base64_encode("foobar") == "Zm9vYmFy");
+    CHECK(base64_encode("fo") == "Zm8=");
+    CHECK_FALSE(base64_decode("Zm9").ok());
+    CHECK_FALSE(base64_decode("Zm9*").ok());
+    CHECK_FALSE(base64_decode("Z=9v").ok());
+}

@@ -1,0 +1,66 @@
+// archctl plan archive|unarchive RES: read-only; prints the arithmetic and a confirmation token.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/transfer_common.hpp"
+#include "lib/state/tokens.hpp"
+
+namespace archctl::cli {
+
+struct PlanOptions {
+    TransferOptions transfer;
+    std::string op_name;
+};
+
+namespace {
+
+std::string confirm_line(const PlanOptions& o, const jobs::Prepared& p, const std::string& token) {
+    std::string cmd = fmt::format("archctl {} {}", o.op_name, o.transfer.res);
+    if (!o.transfer.from.empty()) cmd += " --from " + o.transfer.from;
+    cmd += " --to " + p.target;
+    if (!o.transfer.files.empty()) cmd += " --files " + o.transfer.files;
+    for (const auto& f : o.transfer.file_paths) cmd += " --file '" + f + "'";
+    for (const auto& d : o.transfer.dir_paths) cmd += " --dir '" + d + "'";
+    return fmt::format("confirm with: {} --confirm {}   (valid 1 h, single use)", cmd, token);
+}
+
+Outcome run_plan(Context& ctx, const PlanOptions& o) {
+    plan::Operation op = o.op_name == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
+    auto request = to_request(op, o.transfer);
+    if (!request.ok()) return Outcome::usage(request.take_error());
+    auto setup = setup_engine(ctx, nullptr);
+    if (!setup.ok()) return Outcome::failed(setup.take_error());
+    auto prepared = setup->engine->prepare(request.value());
+    if (!prepared.ok()) return Outcome::failed(prepared.take_error());
+    if (prepared->existing_job) {
+        ctx.out().result(fmt::format("job {} is already doing this; continue it with 'archctl resume {}'", *prepared->existing_job,
+                                     *prepared->existing_job));
+        return Outcome::done(prepared->to_json());
+    }
+    nlohmann::json result = prepared->to_json();
+    std::string text = render_plan(prepared.value());
+    if (prepared->plan.empty_delta()) {
+        ctx.out().result(text + fmt::format("\n\n{} already holds the selection; nothing to do", prepared->target));
+        result["nothing_to_do"] = true;
+        return Outcome::done(result);
+    }
+    state::TokenRequest tr;
+    tr.plan_digest = prepared->plan.digest;
+    tr.summary = fmt::format("{} {} {} → {}", o.op_name, prepared->resource.short_id(), prepared->source, prepared->target);
+    auto token = state::mint_token(*setup->state, tr);
+    if (!token.ok()) return Outcome::failed(token.take_error());
+    result["token"] = token.value();
+    ctx.out().result(text + "\n\n" + confirm_line(o, prepared.value(), token.value()));
+    return Outcome::done(result);
+}
+
+}  // namespace
+
+Runner register_plan(CLI::App& app) {
+    auto o = std::make_shared<PlanOptions>();
+    app.add_option("OPERATION", o->op_name, "archive or unarchive")->required()->check(CLI::IsMember({"archive", "unarchive"}));
+    add_transfer_options(app, o->transfer);
+    return [o](Context& ctx) { return run_plan(ctx, *o); };
+}
+
+}  // namespace archctl::cli

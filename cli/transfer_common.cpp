@@ -1,0 +1,203 @@
+#include "cli/transfer_common.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/clock.hpp"
+#include "lib/base/units.hpp"
+#include "lib/config/config.hpp"
+#include "lib/state/tokens.hpp"
+#include "lib/ui/table.hpp"
+
+namespace archctl::cli {
+
+void add_transfer_options(CLI::App& app, TransferOptions& o) {
+    app.add_option("RES", o.res, "resource: a v1/v2 info hash or a prefix of at least 8 hex")->required();
+    app.add_option("--from", o.from, "source node (default: the one node that has it)")->type_name("NODE");
+    app.add_option("--to", o.to, "target node (default: the one suitable node)")->type_name("NODE");
+    app.add_option("--file", o.file_paths, "only this file (metainfo path, root folder first); repeatable")->type_name("PATH");
+    app.add_option("--dir", o.dir_paths, "only the selected, complete files below this directory; repeatable")->type_name("PATH");
+    app.add_option("--files", o.files, "only these file indices, e.g. 0-3,7")->type_name("SEL");
+    app.add_flag("--verify-transit", o.verify_transit, "compare xxh3-128 of every file at both ends before merge");
+}
+
+void add_budget_options(CLI::App& app, BudgetOptions& o) {
+    app.add_option("--max-gb", o.max_gb, "stop cleanly once this many GiB moved this run")->type_name("N");
+    app.add_option("--max-bytes", o.max_bytes, "stop cleanly once this many bytes moved this run (500M, 20G)")->type_name("SIZE");
+    app.add_option("--max-minutes", o.max_minutes, "stop cleanly after N minutes")->type_name("N");
+    app.add_option("--min-free", o.min_free, "pause when destination free space falls below SIZE (0 disables)")->type_name("SIZE");
+    app.add_flag("--no-wait", o.no_wait, "do what can be done now, exit 10 instead of waiting for Syncthing");
+}
+
+Result<EngineSetup> setup_engine(Context& ctx, const BudgetOptions* budgets) {
+    if (budgets && !budgets->min_free.empty()) {
+        ARCHCTL_TRY_ASSIGN(std::uint64_t floor, parse_size(budgets->min_free));
+        ctx.set_flag_min_free(floor);
+    }
+    EngineSetup s;
+    ARCHCTL_TRY_ASSIGN(s.config, ctx.config());
+    if (s.config->nodes.empty())
+        return Error("CONFIG_INVALID", "no nodes are configured", "add [nodes.<name>] tables to the config; see 'archctl config'");
+    ARCHCTL_TRY_ASSIGN(auto dir, state::StateDir::open(s.config->state_dir));
+    s.state = std::make_unique<state::StateDir>(dir);
+    clients::Tuning tuning;
+    s.nodes = std::make_unique<jobs::Nodes>(*s.config, tuning);
+    ui::ProgressMode mode = ui::choose_mode(s.config->progress, ::isatty(2) != 0);
+    if (ctx.out().quiet()) mode = ui::ProgressMode::none;
+    s.progress = ui::make_renderer(mode, stderr, real_clock());
+    jobs::EngineIo io;
+    ui::ProgressRenderer* renderer = s.progress.get();
+    Output* out = &ctx.out();
+    io.log = [renderer, out](const std::string& line) {
+        if (out->quiet()) return;
+        renderer->log(line);
+    };
+    io.progress = renderer;
+    s.engine = std::make_unique<jobs::Engine>(*s.config, *s.state, *s.nodes, io);
+    return s;
+}
+
+Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o) {
+    jobs::TransferRequest r;
+    r.op = op;
+    r.res = o.res;
+    r.from = o.from;
+    r.to = o.to;
+    r.file_paths = o.file_paths;
+    r.dir_paths = o.dir_paths;
+    r.verify_transit = o.verify_transit;
+    if (!o.files.empty()) {
+        auto sel = torrent::Selection::parse(o.files);
+        if (!sel.ok()) return Error("USAGE", fmt::format("invalid --files '{}': {}", o.files, sel.error().message));
+        r.files = sel.value();
+    }
+    return r;
+}
+
+Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& config) {
+    jobs::Budgets b;
+    if (o.max_gb > 0) b.max_bytes = static_cast<std::uint64_t>(o.max_gb * 1073741824.0);
+    if (!o.max_bytes.empty()) {
+        ARCHCTL_TRY_ASSIGN(std::uint64_t v, parse_size(o.max_bytes));
+        b.max_bytes = v;
+    }
+    if (o.max_minutes > 0) b.max_duration = std::chrono::seconds(static_cast<std::int64_t>(o.max_minutes * 60));
+    b.min_free = config.min_free;
+    b.no_wait = o.no_wait;
+    return b;
+}
+
+std::string render_plan(const jobs::Prepared& p) {
+    const plan::Plan& pl = p.plan;
+    std::string kind(torrent::kind_name(p.resource.identity.kind()));
+    std::string out = fmt::format("{}  {}  \"{}\"   {}\n", plan::to_string(pl.op), p.resource.short_id(), p.resource.name, kind);
+    const auto& src = p.resource.placements.at(p.source);
+    out += fmt::format("  from   {}  {}   {}\n", p.source, src.save_path, clients::qbittorrent::to_string(src.run_state));
+    out += fmt::format("  to     {}  {}   {}\n", p.target, pl.target_save_path,
+                       pl.extends_existing ? fmt::format("existing placement: {} files (extends it)", pl.baseline.count()) : "new placement");
+    out += fmt::format("  route  {}  {}\n\n", p.route.id, p.route_state);
+    ui::Table t({ui::Align::left, ui::Align::right, ui::Align::right, ui::Align::left}, "  ");
+    t.add_row({"", "files", "bytes", ""});
+    t.add_row({"requested", std::to_string(pl.requested.count()), format_size(static_cast<std::uint64_t>(pl.requested_bytes)), ""});
+    t.add_row({"on target", std::to_string(pl.baseline.count()), format_size(static_cast<std::uint64_t>(pl.baseline_bytes)),
+               pl.baseline.empty() ? "" : "verified, kept as they are"});
+    t.add_row({"delta", std::to_string(pl.delta.count()), format_size(static_cast<std::uint64_t>(pl.delta_bytes)),
+               pl.copy_bytes ? fmt::format("{} copied, carried by Syncthing", format_size(pl.copy_bytes))
+                             : fmt::format("hard link on {} (0 B copied), carried by Syncthing", p.source)});
+    t.add_row({"union", std::to_string(pl.union_set.count()), format_size(static_cast<std::uint64_t>(pl.union_bytes)), ""});
+    out += t.render() + "\n\n";
+    out += fmt::format("  disk   {}: needs {}, free {} above the {} floor — {}\n", p.target,
+                       format_size(static_cast<std::uint64_t>(pl.delta_bytes)),
+                       format_size(p.target_free > p.min_free ? p.target_free - p.min_free : 0), format_size(p.min_free),
+                       pl.disk_ok ? "ok" : "INSUFFICIENT");
+    const char* part = pl.partfile == plan::PartfileNeed::none
+                           ? (p.resource.identity.has_v2() ? "not needed (files are piece-aligned)" : "not needed")
+                       : pl.partfile == plan::PartfileNeed::carry_source ? "needed: the source partfile is carried"
+                                                                         : "needed: the target's own partfile must hold the boundary pieces";
+    out += fmt::format("  part   {}", part);
+    return out;
+}
+
+Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& rerun_hint, nlohmann::json result) {
+    result["job"] = r.to_json();
+    switch (r.outcome) {
+        case jobs::RunOutcome::done:
+            ctx.out().info(fmt::format("archctl: job {} done", r.job_id));
+            return Outcome::done(result);
+        case jobs::RunOutcome::stopped:
+            ctx.out().info(fmt::format("archctl: job {} is at {}; nothing is lost", r.job_id, r.step));
+            return Outcome::partial(r.stop_text, rerun_hint, result);
+        case jobs::RunOutcome::failed:
+            break;
+    }
+    Error e = r.error;
+    if (e.message.find(r.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.job_id, e.message);
+    return Outcome::failed(e, result);
+}
+
+namespace {
+
+bool ask(const std::string& question) {
+    std::fprintf(stderr, "%s [y/N] ", question.c_str());
+    std::fflush(stderr);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) return false;
+    return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+}  // namespace
+
+Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o, const BudgetOptions& b) {
+    auto request = to_request(op, o);
+    if (!request.ok()) return Outcome::usage(request.take_error());
+    auto setup = setup_engine(ctx, &b);
+    if (!setup.ok()) return Outcome::failed(setup.take_error());
+    auto budgets = to_budgets(b, *setup->config);
+    if (!budgets.ok()) return Outcome::usage(budgets.take_error());
+    auto prepared = setup->engine->prepare(request.value());
+    if (!prepared.ok()) return Outcome::failed(prepared.take_error());
+    std::string hint = "rerun the same command, or 'archctl resume', to continue";
+    if (prepared->existing_job) {
+        ctx.out().info(fmt::format("archctl: continuing job {}", *prepared->existing_job));
+    } else {
+        if (prepared->plan.empty_delta()) {
+            ctx.out().info(fmt::format("archctl: {} already holds the selection of '{}'; nothing to do", prepared->target,
+                                       prepared->resource.short_id()));
+            return Outcome::done({{"plan", prepared->to_json()}, {"nothing_to_do", true}});
+        }
+        if (!prepared->plan.disk_ok)
+            return Outcome::failed(Error("DISK_INSUFFICIENT", fmt::format("not enough free space on '{}' for {} above the floor",
+                                                                          prepared->target, format_size(static_cast<std::uint64_t>(prepared->plan.delta_bytes)))),
+                                   {{"plan", prepared->to_json()}});
+        bool confirmed = o.yes || ctx.global().yes;
+        if (!o.confirm.empty()) {
+            Status spent = state::spend_token(*setup->state, o.confirm, prepared->plan.digest);
+            if (!spent.ok()) return Outcome::failed(spent.take_error());
+            confirmed = true;
+        }
+        if (!confirmed) {
+            if (::isatty(0) && ::isatty(2)) {
+                ctx.out().info(render_plan(prepared.value()));
+                confirmed = ask(fmt::format("{} {} files ({}) from {} to {}?", plan::to_string(op), prepared->plan.delta.count(),
+                                            format_size(static_cast<std::uint64_t>(prepared->plan.delta_bytes)), prepared->source,
+                                            prepared->target));
+                if (!confirmed) return Outcome::failed(Error("NOT_CONFIRMED", "nothing done: not confirmed"));
+            } else {
+                return Outcome::failed(Error("CONFIRM_REQUIRED", fmt::format("{} of '{}' needs confirmation", plan::to_string(op), prepared->resource.short_id()),
+                                             "pass --yes, or --confirm TOKEN from 'archctl plan'"));
+            }
+        }
+    }
+    auto job = setup->engine->create(prepared.value());
+    if (!job.ok()) return Outcome::failed(job.take_error());
+    if (!prepared->existing_job) ctx.out().info(fmt::format("archctl: job {}  {} {} {} → {}", job.value(), plan::to_string(op),
+                                                           prepared->resource.short_id(), prepared->source, prepared->target));
+    auto result = setup->engine->run(job.value(), budgets.value());
+    setup->progress->finish();
+    return run_outcome(ctx, result, hint, {{"plan", prepared->to_json()}});
+}
+
+}  // namespace archctl::cli

@@ -1,0 +1,57 @@
+#pragma once
+// What plan, archive, unarchive and resume share: the transfer options, budgets, the engine
+// set-up, and rendering of plans and run results.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "lib/jobs/engine.hpp"
+
+namespace archctl::cli {
+
+struct TransferOptions {
+    std::string res;
+    std::string from, to;
+    std::vector<std::string> file_paths, dir_paths;
+    std::string files;
+    bool verify_transit = false;
+    bool yes = false;
+    std::string confirm;
+};
+
+struct BudgetOptions {
+    double max_gb = 0;
+    std::string max_bytes;
+    double max_minutes = 0;
+    std::string min_free;
+    bool no_wait = false;
+};
+
+void add_transfer_options(CLI::App& app, TransferOptions& o);
+void add_budget_options(CLI::App& app, BudgetOptions& o);
+
+// Everything a transfer command needs for one run.
+struct EngineSetup {
+    const config::Config* config = nullptr;
+    std::unique_ptr<state::StateDir> state;
+    std::unique_ptr<jobs::Nodes> nodes;
+    std::unique_ptr<ui::ProgressRenderer> progress;
+    std::unique_ptr<jobs::Engine> engine;
+};
+Result<EngineSetup> setup_engine(Context& ctx, const BudgetOptions* budgets);
+
+Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o);
+Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& config);
+
+// The plan as UX.md sketches it (without the confirmation line).
+std::string render_plan(const jobs::Prepared& p);
+// A run result as an Outcome: done 0, stopped 10 with reason and hint, failed 1.
+Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& rerun_hint, nlohmann::json result);
+
+// archive / unarchive: prepare → confirm → create → run.
+Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o, const BudgetOptions& b);
+
+}  // namespace archctl::cli

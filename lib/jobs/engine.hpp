@@ -1,0 +1,114 @@
+#pragma once
+// The job engine: plan, create, and drive archive/unarchive jobs (DESIGN.md §3–§5, §8).
+//
+// Call order for a command:
+//   Engine engine(config, state, nodes, io);
+//   auto prepared = engine.prepare(request);      // resolve RES, pick nodes, read live trees, plan
+//   ... show prepared->plan, confirm (TTY, --yes or --confirm TOKEN) ...
+//   auto job = engine.create(*prepared);          // reserve aliases, write the definition
+//   auto result = engine.run(job_id, budgets);    // drive it as far as it can go
+// A rerun of the same command finds the identical unfinished job in prepare() and continues it
+// (prepare() returns it in `existing_job` and create() is skipped); a different unfinished job on
+// the same resource is refused naming it.
+//
+// What a crash leaves: every step records its result durably before the next starts; a rerun
+// re-derives the rest from evidence (node journals, qBittorrent, Syncthing).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.hpp"
+#include "lib/config/config.hpp"
+#include "lib/jobs/job.hpp"
+#include "lib/jobs/nodes.hpp"
+#include "lib/jobs/resolve.hpp"
+#include "lib/plan/transfer_plan.hpp"
+#include "lib/state/state_dir.hpp"
+#include "lib/ui/progress.hpp"
+
+namespace archctl::jobs {
+
+struct TransferRequest {
+    plan::Operation op = plan::Operation::archive;
+    std::string res;
+    std::string from, to;                     // empty: the one suitable node
+    std::optional<torrent::Selection> files;
+    std::vector<std::string> file_paths, dir_paths;
+    bool verify_transit = false;
+};
+
+struct Prepared {
+    TransferRequest request;
+    Resource resource;
+    std::string source, target;
+    std::string metainfo;                     // exported .torrent bytes (source qB)
+    plan::Plan plan;
+    RouteRef route;
+    std::string route_state;
+    std::string source_fingerprint, target_fingerprint;
+    std::string request_digest;
+    std::optional<std::string> existing_job;  // identical unfinished job to continue
+    std::vector<JobFile> delta_files, union_files;
+    std::size_t file_count = 0;
+    std::uint64_t target_free = 0;
+    std::uint64_t min_free = 0;
+
+    nlohmann::json to_json() const;
+};
+
+struct Budgets {
+    std::optional<std::uint64_t> max_bytes;          // bytes moved this session (copied + synced)
+    std::optional<std::chrono::seconds> max_duration;
+    std::uint64_t min_free = 0;                      // 0 disables the floor
+    bool no_wait = false;
+};
+
+enum class RunOutcome { done, stopped, failed };
+
+struct RunResult {
+    RunOutcome outcome = RunOutcome::done;
+    std::string stop_reason;      // budget|deadline|disk|interrupt|waiting
+    std::string stop_text;        // "budget reached (10.0 GiB moved this run, --max-bytes ...)"
+    Error error;
+    std::string job_id;
+    std::string step;
+    nlohmann::json to_json() const;
+};
+
+// How the engine talks to the person: log lines (above the progress panel) and progress.
+struct EngineIo {
+    std::function<void(const std::string&)> log;
+    ui::ProgressRenderer* progress = nullptr;
+};
+
+class Engine {
+public:
+    Engine(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io);
+
+    [[nodiscard]] Result<Prepared> prepare(const TransferRequest& request);
+    // Reserve every alias and write the definition and first event. Returns the job id.
+    [[nodiscard]] Result<std::string> create(const Prepared& prepared);
+    // Drive the job until done, a clean stop, or a failure (with compensation before commit).
+    RunResult run(const std::string& job_id, const Budgets& budgets);
+    // Cancel: before commit, compensate (restore the target, remove what this job created) and
+    // release the reservation; after commit, only finish cleanup. LOCKED while a run holds it.
+    RunResult cancel(const std::string& job_id);
+    // Ids of unfinished jobs, oldest first.
+    [[nodiscard]] Result<std::vector<std::string>> unfinished();
+
+private:
+    const config::Config& m_config;
+    state::StateDir m_state;
+    Nodes& m_nodes;
+    EngineIo m_io;
+};
+
+// Digest of "the same command": operation, resource, source, target, request.
+std::string request_digest(const TransferRequest& request, const std::vector<std::string>& aliases,
+                           const std::string& source, const std::string& target);
+
+}  // namespace archctl::jobs

@@ -1,0 +1,97 @@
+#pragma once
+// A job: one operation on one resource from one source node to one target node (DESIGN.md §4,
+// §5). The definition is immutable (written once at creation); the ledger is the mutable record
+// of what is durably true, replaced atomically at step boundaries. Every fact in the ledger can
+// be re-derived from evidence (node journals, qBittorrent, Syncthing), so losing it is slow,
+// never lossy.
+//
+// Steps, in order: stage → sync → merge → verify (the commit point) → cleanup. Each is
+// idempotent: it checks evidence, does what remains and records.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/plan/transfer_plan.hpp"
+#include "lib/torrent/identity.hpp"
+#include "lib/torrent/selection.hpp"
+
+namespace archctl::jobs {
+
+struct JobFile {
+    std::uint32_t index = 0;
+    std::string path;      // metainfo path below the save path (root folder first)
+    std::uint64_t size = 0;
+};
+
+struct RouteRef {
+    std::string id;
+    std::string source_path;  // the route folder on the source node
+    std::string target_path;  // the route folder on the target node
+};
+
+struct JobDefinition {
+    std::string id;
+    plan::Operation op = plan::Operation::archive;
+    std::string created_at;
+    torrent::Identity identity;
+    std::string name;
+    std::string qb_id;
+    std::vector<std::string> aliases;
+    std::string source, target;              // node names
+    std::string source_save_path, target_save_path;
+    bool new_target = true;
+    std::string source_fingerprint;
+    std::string target_fingerprint;          // empty for a new target
+    RouteRef route;
+    torrent::Selection requested, baseline, delta, union_set;
+    std::int64_t delta_bytes = 0;
+    std::vector<JobFile> files;              // the delta, by index
+    std::vector<JobFile> union_files;        // every file of the target union
+    std::size_t file_count = 0;              // files in the torrent
+    plan::PartfileNeed partfile = plan::PartfileNeed::none;
+    bool verify_transit = false;
+    std::string request_digest;              // same command, same resource → same digest
+    std::string plan_digest;
+
+    nlohmann::json to_json() const;
+    static Result<JobDefinition> from_json(const nlohmann::json& j);
+    std::string summary() const;             // "archive 1838bf9a70c1 seedbox → nas"
+};
+
+enum class JobState { running, done, failed, cancelled, cleanup_required };
+std::string to_string(JobState s);
+JobState parse_job_state(const std::string& s);
+
+struct Session {
+    std::string started, ended, end_reason, host;
+    long pid = 0;
+    std::uint64_t bytes_linked = 0, bytes_copied = 0, bytes_synced = 0;
+};
+
+struct Ledger {
+    JobState state = JobState::running;
+    std::string step = "stage";       // the next step to run: stage|sync|merge|verify|cleanup|done
+    bool staged = false;
+    bool synced = false;
+    bool merged = false;
+    bool target_added = false;        // this job added the torrent to the target qBittorrent
+    bool baseline_recorded = false;
+    nlohmann::json target_baseline;   // existing target: selection, run state before we touched it
+    bool committed = false;
+    std::uint64_t generation = 0;
+    bool started_target = false;
+    bool cleaned = false;
+    std::uint64_t bytes_present = 0;  // job bytes seen on the target so far
+    nlohmann::json merge_provenance = nlohmann::json::array();
+    nlohmann::json failure;           // {code, message} when failed
+    std::vector<Session> sessions;
+
+    nlohmann::json to_json() const;
+    static Ledger from_json(const nlohmann::json& j);
+};
+
+}  // namespace archctl::jobs

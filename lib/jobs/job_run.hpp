@@ -1,0 +1,68 @@
+#pragma once
+// Internal to lib/jobs: the state of one job being driven, shared by the step files.
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/clock.hpp"
+#include "lib/jobs/engine.hpp"
+#include "lib/jobs/job.hpp"
+#include "lib/state/job_store.hpp"
+
+namespace archctl::jobs {
+
+// What a step ended with.
+struct StepResult {
+    enum Kind { next, stop, fail } kind = next;
+    std::string reason;  // stop: budget|deadline|disk|interrupt|waiting; fail: error code
+    std::string text;    // stop: human reason
+    Error error;         // fail
+    static StepResult ok() { return {}; }
+    static StepResult stopped(std::string reason, std::string text) { return {stop, std::move(reason), std::move(text), {}}; }
+    static StepResult failed(Error e) { return {fail, e.code, {}, std::move(e)}; }
+};
+
+struct JobRun {
+    const config::Config& config;
+    const state::StateDir& state_dir;
+    Nodes& nodes;
+    state::JobStore& store;
+    EngineIo& io;
+    JobDefinition def;
+    Ledger ledger;
+    Budgets budgets;
+    Session session;
+    SteadyTime started;
+    std::string metainfo;  // exported .torrent bytes
+    std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
+
+    // Durable ledger write at a step boundary.
+    Status save();
+    Status event(const std::string& type, nlohmann::json fields = nlohmann::json::object());
+    void log(const std::string& line) const {
+        if (io.log) io.log(line);
+    }
+    // A stop the budgets or the user asked for, checked at chunk and step boundaries.
+    std::optional<StepResult> should_stop() const;
+    void progress(const std::string& step, int number, std::uint64_t done, std::uint64_t total, std::uint64_t files_done,
+                  const std::string& current) const;
+
+    Result<NodeHandle*> source() { return nodes.get(def.source); }
+    Result<NodeHandle*> target() { return nodes.get(def.target); }
+};
+
+StepResult step_preflight(JobRun& run);
+StepResult step_stage(JobRun& run);
+StepResult step_sync(JobRun& run);
+StepResult step_merge(JobRun& run);
+StepResult step_verify(JobRun& run);
+StepResult step_cleanup(JobRun& run);
+// Failure before commit: restore the target baseline, remove only what this job created.
+Status compensate(JobRun& run, const Error& why);
+
+// The job directory name inside a route folder.
+inline std::string job_dir(const std::string& route_folder, const std::string& job_id) { return route_folder + "/" + job_id; }
+
+}  // namespace archctl::jobs

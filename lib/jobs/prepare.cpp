@@ -1,0 +1,236 @@
+// Engine::prepare and Engine::create: the one service function every creation path shares
+// (DESIGN.md §5 "Creation").
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "lib/base/clock.hpp"
+#include "lib/base/crash_point.hpp"
+#include "lib/base/hash.hpp"
+#include "lib/base/lock_file.hpp"
+#include "lib/jobs/engine.hpp"
+#include "lib/jobs/route_lookup.hpp"
+#include "lib/state/job_store.hpp"
+#include "lib/state/reservations.hpp"
+#include "lib/torrent/file_model.hpp"
+
+namespace archctl::jobs {
+namespace {
+
+std::string sha256_hex(const std::string& text) {
+    unsigned char out[32];
+    unsigned len = 0;
+    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
+    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
+}
+
+config::Role source_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::cache : config::Role::archive; }
+config::Role target_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::archive : config::Role::cache; }
+
+Result<std::string> pick_source(Nodes& nodes, const TransferRequest& r, const Resource& res) {
+    config::Role role = source_role(r.op);
+    if (!r.from.empty()) {
+        ARCHCTL_TRY_ASSIGN(NodeHandle * n, nodes.get(r.from));
+        if (n->config().role != role)
+            return Error("USAGE", fmt::format("cannot {} from '{}': it is {} node", plan::to_string(r.op), r.from,
+                                              n->config().role == config::Role::cache ? "a cache" : "an archive"));
+        if (!res.placements.count(r.from))
+            return Error("NOT_FOUND", fmt::format("'{}' has no torrent '{}'", r.from, res.short_id()));
+        return r.from;
+    }
+    std::vector<std::string> candidates;
+    for (NodeHandle* n : nodes.with_role(role))
+        if (res.placements.count(n->name())) candidates.push_back(n->name());
+    if (candidates.size() == 1) return candidates[0];
+    if (candidates.empty())
+        return Error("NOT_FOUND", fmt::format("no {} node has torrent '{}'", role == config::Role::cache ? "cache" : "archive",
+                                              res.short_id()));
+    return Error("USAGE", fmt::format("torrent '{}' is on several {} nodes ({})", res.short_id(),
+                                      role == config::Role::cache ? "cache" : "archive", fmt::join(candidates, ", ")),
+                 "choose one with --from");
+}
+
+Result<std::string> pick_target(Nodes& nodes, const TransferRequest& r) {
+    config::Role role = target_role(r.op);
+    if (!r.to.empty()) {
+        ARCHCTL_TRY_ASSIGN(NodeHandle * n, nodes.get(r.to));
+        if (n->config().role != role)
+            return Error("USAGE", fmt::format("cannot {} to '{}': it is {} node", plan::to_string(r.op), r.to,
+                                              n->config().role == config::Role::cache ? "a cache" : "an archive"));
+        return r.to;
+    }
+    auto all = nodes.with_role(role);
+    if (all.size() == 1) return all[0]->name();
+    const char* kind = role == config::Role::cache ? "cache" : "archive";
+    if (all.empty()) return Error("USAGE", fmt::format("no {} node is configured", kind), "add one to the config");
+    return Error("USAGE", fmt::format("several {} nodes are configured", kind), "choose one with --to");
+}
+
+// An unfinished job already holding the resource: the same request continues it, another is refused.
+Result<std::optional<std::string>> existing_job(const state::StateDir& dir, const std::vector<std::string>& aliases,
+                                                const std::string& digest) {
+    state::JobStore store(dir);
+    for (const auto& alias : aliases) {
+        ARCHCTL_TRY_ASSIGN(auto held, state::holder(dir, alias));
+        if (!held) continue;
+        auto def = store.definition(*held);
+        if (!def.ok()) {
+            // A crash between reserving and defining left a reservation without a job: stale.
+            ARCHCTL_TRY_STATUS(state::release(dir, {alias}, *held));
+            continue;
+        }
+        if (def.value().value("request_digest", "") == digest) return held;
+        auto lock = LockFile::read(store.dir_of(*held));
+        std::string by = lock.ok() ? fmt::format(" (pid {} on {}, since {})", lock->pid, lock->host, lock->started_at) : "";
+        return Error("RESERVED", fmt::format("job {} holds '{}'{}", *held, alias.substr(0, 12), by),
+                     fmt::format("finish it with 'archctl resume {}', or cancel it with 'archctl job cancel {}'", *held, *held));
+    }
+    return std::optional<std::string>();
+}
+
+std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Selection& sel) {
+    std::vector<JobFile> out;
+    for (const auto& f : model.files())
+        if (sel.contains(f.index)) out.push_back({f.index, f.path, static_cast<std::uint64_t>(f.size)});
+    return out;
+}
+
+Result<std::uint64_t> free_space_at(NodeHandle& node, const std::string& path) {
+    ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
+    ARCHCTL_TRY_ASSIGN(auto info, node::call_operation(*ops, "info"));
+    std::uint64_t best = 0;
+    size_t best_len = 0;
+    for (const auto& root : info.value("roots", nlohmann::json::array())) {
+        std::string p = root.value("path", "");
+        if (path.rfind(p, 0) == 0 && p.size() >= best_len) {
+            best_len = p.size();
+            best = root.value("free_bytes", std::uint64_t{0});
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+std::string request_digest(const TransferRequest& r, const std::vector<std::string>& aliases, const std::string& source,
+                           const std::string& target) {
+    std::vector<std::string> sorted = aliases;
+    std::sort(sorted.begin(), sorted.end());
+    nlohmann::json j = {{"op", plan::to_string(r.op)}, {"aliases", sorted}, {"source", source}, {"target", target},
+                        {"files", r.files ? r.files->to_string() : std::string("*")}, {"file_paths", r.file_paths},
+                        {"dir_paths", r.dir_paths}};
+    return sha256_hex(j.dump());
+}
+
+Engine::Engine(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io)
+    : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
+
+Result<Prepared> Engine::prepare(const TransferRequest& request) {
+    Prepared p;
+    p.request = request;
+    ARCHCTL_TRY_ASSIGN(p.resource, resolve(m_nodes, request.res));
+    ARCHCTL_TRY_ASSIGN(p.source, pick_source(m_nodes, request, p.resource));
+    ARCHCTL_TRY_ASSIGN(p.target, pick_target(m_nodes, request));
+    p.request_digest = request_digest(request, p.resource.aliases(), p.source, p.target);
+    ARCHCTL_TRY_ASSIGN(p.existing_job, existing_job(m_state, p.resource.aliases(), p.request_digest));
+    if (p.existing_job) return p;
+
+    ARCHCTL_TRY_ASSIGN(NodeHandle * src, m_nodes.get(p.source));
+    ARCHCTL_TRY_ASSIGN(NodeHandle * dst, m_nodes.get(p.target));
+    ARCHCTL_TRY_ASSIGN(auto source_view, read_placement(*src, p.resource));
+    if (!source_view) return Error("NOT_FOUND", fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
+    ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst, p.resource));
+    ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
+    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
+    if (!meta.identity().same_resource(p.resource.identity))
+        return Error("IDENTITY_MISMATCH", fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
+    ARCHCTL_TRY_ASSIGN(p.resource.identity, p.resource.identity.join(meta.identity()));
+
+    auto route = find_route(*src, *dst);
+    if (!route.ok()) return route.take_error();
+    p.route = route.value();
+    p.route_state = "ready";
+
+    plan::PlanInput in;
+    in.meta = &meta;
+    in.source = *source_view;
+    in.target = target_view;
+    in.source_qb_root = src->config().qb_root;
+    in.target_qb_root = dst->config().qb_root;
+    in.request = {request.op, request.files, request.file_paths, request.dir_paths};
+    ARCHCTL_TRY_ASSIGN(p.target_free, free_space_at(*dst, dst->config().qb_root));
+    in.caps.target_free = p.target_free;
+    in.caps.min_free = p.min_free = m_config.min_free;
+    in.route_id = p.route.id;
+    in.route_state = p.route_state;
+    ARCHCTL_TRY_ASSIGN(p.plan, plan::compute(in));
+    p.source_fingerprint = fingerprint(*source_view);
+    p.target_fingerprint = target_view ? fingerprint(*target_view) : "";
+    torrent::FileModel model(meta);
+    p.delta_files = files_of(model, p.plan.delta);
+    p.union_files = files_of(model, p.plan.union_set);
+    p.file_count = model.file_count();
+    return p;
+}
+
+Result<std::string> Engine::create(const Prepared& p) {
+    if (p.existing_job) return *p.existing_job;
+    JobDefinition d;
+    d.id = state::new_job_id();
+    d.op = p.request.op;
+    d.created_at = format_rfc3339(system_now());
+    d.identity = p.resource.identity;
+    d.name = p.resource.name;
+    d.qb_id = p.resource.identity.qb_id();
+    d.aliases = p.resource.aliases();
+    d.source = p.source;
+    d.target = p.target;
+    d.source_save_path = p.resource.placements.at(p.source).save_path;
+    d.target_save_path = p.plan.target_save_path;
+    d.new_target = !p.plan.extends_existing;
+    d.source_fingerprint = p.source_fingerprint;
+    d.target_fingerprint = p.target_fingerprint;
+    d.route = p.route;
+    d.requested = p.plan.requested;
+    d.baseline = p.plan.baseline;
+    d.delta = p.plan.delta;
+    d.union_set = p.plan.union_set;
+    d.delta_bytes = p.plan.delta_bytes;
+    d.files = p.delta_files;
+    d.union_files = p.union_files;
+    d.file_count = p.file_count;
+    d.partfile = p.plan.partfile;
+    d.verify_transit = p.request.verify_transit || m_config.verify_transit;
+    d.request_digest = p.request_digest;
+    d.plan_digest = p.plan.digest;
+
+    ARCHCTL_TRY_STATUS(state::reserve(m_state, d.aliases, d.id));
+    state::JobStore store(m_state);
+    nlohmann::json def = d.to_json();
+    def["metainfo_b64"] = nullptr;  // the exported torrent lives beside the definition
+    Status created = store.create(d.id, def);
+    if (!created.ok()) {
+        (void)state::release(m_state, d.aliases, d.id);
+        return created.take_error();
+    }
+    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/resource.torrent", p.metainfo));
+    ARCHCTL_TRY_STATUS(store.append_event(d.id, "created", {{"summary", d.summary()}, {"delta", d.delta.to_string()},
+                                                           {"delta_bytes", d.delta_bytes}}));
+    return d.id;
+}
+
+nlohmann::json Prepared::to_json() const {
+    nlohmann::json j = {{"resource", resource.identity.to_json()}, {"name", resource.name}, {"source", source},
+                        {"target", target}, {"route", {{"id", route.id}, {"state", route_state}}}};
+    if (existing_job) {
+        j["existing_job"] = *existing_job;
+        return j;
+    }
+    j["plan"] = plan.to_json();
+    j["disk"] = {{"free", target_free}, {"floor", min_free}, {"ok", plan.disk_ok}};
+    return j;
+}
+
+}  // namespace archctl::jobs

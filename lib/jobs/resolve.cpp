@@ -1,0 +1,112 @@
+#include "lib/jobs/resolve.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "lib/base/hash.hpp"
+
+namespace archctl::jobs {
+namespace {
+
+namespace qb = clients::qbittorrent;
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+bool matches(const qb::TorrentInfo& t, const std::string& prefix) {
+    return lower(t.infohash_v1).rfind(prefix, 0) == 0 || lower(t.infohash_v2).rfind(prefix, 0) == 0 ||
+           lower(t.id).rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> Resource::aliases() const {
+    std::vector<std::string> out;
+    if (identity.has_v1()) out.push_back(identity.v1_hex());
+    if (identity.has_v2()) out.push_back(identity.v2_hex());
+    return out;
+}
+
+Result<Resource> resolve(Nodes& nodes, const std::string& res_in) {
+    std::string res = lower(res_in);
+    if (res.size() < 8 || res.size() > 64 || !is_hex(res))
+        return Error("BAD_VALUE", fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", res_in));
+    std::vector<Resource> found;
+    std::vector<std::string> unreachable;
+    for (NodeHandle* node : nodes.all()) {
+        auto list = node->qb().all_torrents();
+        if (!list.ok()) {
+            unreachable.push_back(fmt::format("{}: {}", node->name(), list.error().message));
+            continue;
+        }
+        for (const auto& t : list.value()) {
+            if (!matches(t, res)) continue;
+            auto id = torrent::Identity::from_qb(t.infohash_v1, t.infohash_v2);
+            if (!id.ok()) continue;
+            bool joined = false;
+            for (auto& r : found) {
+                if (!r.identity.same_resource(id.value())) continue;
+                auto merged = r.identity.join(id.value());
+                if (!merged.ok()) return merged.take_error();
+                r.identity = merged.value();
+                r.placements[node->name()] = t;
+                joined = true;
+                break;
+            }
+            if (!joined) {
+                Resource r;
+                r.identity = id.value();
+                r.name = t.name;
+                r.placements[node->name()] = t;
+                found.push_back(std::move(r));
+            }
+        }
+    }
+    if (found.empty()) {
+        std::string where = unreachable.empty() ? "" : fmt::format(" (unreachable: {})", fmt::join(unreachable, "; "));
+        return Error("NOT_FOUND", fmt::format("no node has a torrent matching '{}'{}", res_in, where),
+                     "RES is a v1 or v2 info hash or a prefix of one; see 'archctl status'");
+    }
+    if (found.size() > 1) {
+        std::string list;
+        for (const auto& r : found) list += fmt::format("\n  {}  {}", r.short_id(), r.name);
+        return Error("AMBIGUOUS", fmt::format("'{}' matches {} resources:{}", res_in, found.size(), list),
+                     "give more hex characters");
+    }
+    found[0].unreachable = std::move(unreachable);
+    return found[0];
+}
+
+Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, const Resource& resource) {
+    std::string id = resource.identity.qb_id();
+    ARCHCTL_TRY_ASSIGN(auto infos, node.qb().torrents({id}));
+    if (infos.empty()) return std::optional<plan::PlacementView>();
+    ARCHCTL_TRY_ASSIGN(auto files, node.qb().files(id));
+    plan::PlacementView v;
+    v.node = node.name();
+    v.qb_id = infos[0].id;
+    v.save_path = infos[0].save_path;
+    v.run_state = qb::to_string(infos[0].run_state);
+    v.selected = torrent::Selection::of(qb::selected_files(files));
+    v.complete = torrent::Selection::of(qb::complete_files(files));
+    v.names.resize(files.size());
+    for (const auto& f : files)
+        if (f.index < v.names.size()) v.names[f.index] = f.name;
+    return std::optional<plan::PlacementView>(v);
+}
+
+std::string fingerprint(const plan::PlacementView& v) {
+    std::string facts = fmt::format("{}\n{}\n{}\n{}\n{}", v.qb_id, v.save_path, v.selected.to_string(), v.complete.to_string(),
+                                    v.names.size());
+    unsigned char out[32];
+    unsigned len = 0;
+    EVP_Digest(facts.data(), facts.size(), out, &len, EVP_sha256(), nullptr);
+    return to_hex(std::string_view(reinterpret_cast<const char*>(out), 16));
+}
+
+}  // namespace archctl::jobs

@@ -1,0 +1,39 @@
+#pragma once
+// Resolving RES (a full hash or an unambiguous prefix of ≥ 8 hex of any alias, like a short git
+// id) against the live qBittorrent lists of every reachable node, and reading placements.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.hpp"
+#include "lib/clients/qbittorrent/types.hpp"
+#include "lib/jobs/nodes.hpp"
+#include "lib/plan/transfer_plan.hpp"
+#include "lib/torrent/identity.hpp"
+
+namespace archctl::jobs {
+
+struct Resource {
+    torrent::Identity identity;
+    std::string name;
+    std::map<std::string, clients::qbittorrent::TorrentInfo> placements;  // node → qB's view
+    std::vector<std::string> unreachable;                                  // "node: reason"
+
+    std::vector<std::string> aliases() const;
+    std::string short_id() const { return identity.qb_id().substr(0, 12); }
+};
+
+// Find RES on every node. Errors: BAD_VALUE (not hex, too short), NOT_FOUND (no node has it),
+// AMBIGUOUS (the prefix matches different resources; the message lists them).
+[[nodiscard]] Result<Resource> resolve(Nodes& nodes, const std::string& res);
+
+// The live placement of `resource` on `node` (files, selection, completion), or nullopt when
+// the node's qBittorrent does not have it.
+[[nodiscard]] Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, const Resource& resource);
+
+// Digest of what a job relies on about a placement (DESIGN.md §1 "fingerprint").
+[[nodiscard]] std::string fingerprint(const plan::PlacementView& view);
+
+}  // namespace archctl::jobs

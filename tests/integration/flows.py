@@ -1,0 +1,95 @@
+"""Shared steps for the job-engine suites: seeding a cache node with a real torrent, pairing a
+route by hand, and reading what qBittorrent and the disks say afterwards."""
+
+import json
+import os
+import random
+import subprocess
+import time
+
+from lab.lab import Lab  # noqa: F401  (re-exported for the suites)
+
+BIN = os.environ.get("ARCHCTL_BIN", "")
+
+
+def write_payload(root, layout, seed=1):
+    """layout: {relative path: size}. Random content, reproducible by seed."""
+    rng = random.Random(seed)
+    for rel, size in layout.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(rng.randbytes(size))
+
+
+def create_torrent(source, out, kind="hybrid", piece_length=None):
+    argv = [BIN, "torrent", "create", source, "-o", out, "--kind", kind]
+    if piece_length:
+        argv += ["--piece-length", str(piece_length)]
+    subprocess.run(argv, check=True, capture_output=True)
+    shown = subprocess.run([BIN, "torrent", "show", out, "--json"], check=True, capture_output=True, text=True)
+    return json.loads(shown.stdout)["torrent"]
+
+
+def wait(predicate, timeout=60, what="condition", interval=0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def seed_cache(lab, node, torrent_path, save_path, skip=()):
+    """Add the torrent to `node`'s qBittorrent with its data in place, verified by a recheck."""
+    qb = lab.qb(node)
+    with open(torrent_path, "rb") as f:
+        data = f.read()
+    qb.add_torrent(data, save_path, paused=True)
+    info = json.loads(subprocess.run([BIN, "torrent", "show", torrent_path, "--json"], check=True,
+                                     capture_output=True, text=True).stdout)["torrent"]
+    tid = info["qb_id"]
+    wait(lambda: qb.info([tid]), what="torrent listed")
+    if skip:
+        qb.file_prio(tid, list(skip), 0)
+    qb.recheck(tid)
+    wait(lambda: (lambda t: t and t[0]["state"] in ("pausedUP",) and t[0]["progress"] == 1)(qb.info([tid])),
+         what="cache recheck complete")
+    return tid
+
+
+def pair_route(lab, cache, archive, route_id="archctl-test-route"):
+    """A hand-made route: one sendreceive folder shared by exactly the two devices."""
+    a, b = lab.st(cache), lab.st(archive)
+    na, nb = lab.node(cache), lab.node(archive)
+    ida, idb = a.my_id(), b.my_id()
+    a.request("PUT", f"config/devices/{idb}", {"deviceID": idb, "name": archive, "addresses": [nb["st"]["address"]]})
+    b.request("PUT", f"config/devices/{ida}", {"deviceID": ida, "name": cache, "addresses": [na["st"]["address"]]})
+    for st, node, me, peer in ((a, na, ida, idb), (b, nb, idb, ida)):
+        path = os.path.join(node["sync_root"], route_id)
+        st.request("PUT", f"config/folders/{route_id}", {
+            "id": route_id, "label": route_id, "path": path, "type": "sendreceive",
+            "devices": [{"deviceID": me}, {"deviceID": peer}], "ignorePerms": True,
+            "fsWatcherEnabled": True, "fsWatcherDelayS": 1, "rescanIntervalS": 3600,
+            "versioning": {"type": "", "params": {}}})
+    wait(lambda: a.get("system/connections")["connections"].get(idb, {}).get("connected"), what="devices connected")
+    wait(lambda: a.db_status(route_id)["state"] == "idle" and b.db_status(route_id)["state"] == "idle", what="route idle")
+    return route_id
+
+
+def tree(root):
+    """Every path below root (files and dirs), relative, sorted; ignores Syncthing markers."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            if not rel.startswith(".stfolder"):
+                out.append(rel)
+    return sorted(out)
+
+
+def stat_of(path):
+    st = os.stat(path)
+    return (st.st_ino, st.st_mode, st.st_mtime_ns, st.st_size)

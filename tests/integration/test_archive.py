@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""archive / unarchive end to end on a lab of real qBittorrent + Syncthing nodes, driving the
+built binary: new target, rerun, complementary selections, budgets and the JSON documents."""
+
+import json
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import flows  # noqa: E402
+from flows import Lab  # noqa: E402
+
+LAB = None
+ROUTE = None
+
+LAYOUT = {"pay/big.bin": 3 * 1024 * 1024 + 17, "pay/sub/small.txt": 6, "pay/sub/dir/deep.dat": 1048576,
+          "pay/empty.bin": 0, "pay/ünïcödé.txt": 16}
+
+
+def setUpModule():
+    global LAB, ROUTE
+    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
+    LAB.__enter__()
+    ROUTE = flows.pair_route(LAB, "cache1", "archive1")
+
+
+def tearDownModule():
+    if LAB is not None:
+        LAB.__exit__(None, None, None)
+        LAB.assert_all_stopped()
+
+
+def archctl(*args, **kw):
+    return LAB.archctl(*args, **kw)
+
+
+def make_resource(name, kind, seed, layout=LAYOUT):
+    cache = LAB.node("cache1")
+    save = os.path.join(cache["qb_root"], name)
+    flows.write_payload(save, layout, seed=seed)
+    tfile = os.path.join(LAB.dir, f"{name}.{kind}.torrent")
+    info = flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
+    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    return info, tid, save
+
+
+class Archive(unittest.TestCase):
+    def archive_new_target(self, kind, seed):
+        info, tid, save = make_resource(f"res-{kind}", kind, seed)
+        res = tid[:12]
+        cache_file = os.path.join(save, "pay/big.bin")
+        before = flows.stat_of(cache_file)
+
+        rc, out, err = archctl("plan", "archive", res, "--json")
+        self.assertEqual(rc, 0, err)
+        plan = json.loads(out)
+        self.assertEqual(plan["plan"]["delta"]["count"], len(LAYOUT))
+        self.assertTrue(plan["token"])
+
+        started = time.monotonic()
+        rc, out, err = archctl("archive", res, "--confirm", plan["token"], "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        doc = json.loads(out)
+        self.assertTrue(doc["ok"])
+        self.assertEqual(doc["job"]["outcome"], "done")
+        print(f"  {kind}: archive took {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+        archive = LAB.node("archive1")
+        aq = LAB.qb("archive1")
+        t = aq.info([tid])
+        self.assertEqual(len(t), 1)
+        self.assertEqual(t[0]["save_path"].rstrip("/"), os.path.join(archive["qb_root"], f"res-{kind}"))
+        files = aq.files(tid)
+        self.assertEqual(len(files), len(LAYOUT))
+        self.assertTrue(all(f["progress"] == 1 and f["priority"] > 0 for f in files), files)
+        flows.wait(lambda: aq.info([tid])[0]["state"] in ("stalledUP", "uploading"), what="target seeding")
+        for rel in LAYOUT:
+            placed = os.path.join(archive["qb_root"], f"res-{kind}", rel)
+            self.assertTrue(os.path.isfile(placed), placed)
+            self.assertTrue(os.stat(placed).st_mode & 0o004, f"{placed} not readable by others")
+        # The cache copy is untouched: same inode, mode and mtime, still complete.
+        self.assertEqual(flows.stat_of(cache_file), before)
+        cq = LAB.qb("cache1")
+        self.assertTrue(all(f["progress"] == 1 for f in cq.files(tid)))
+        # Staging is gone on both sides (Syncthing propagates the deletes).
+        for node in ("cache1", "archive1"):
+            folder = os.path.join(LAB.node(node)["sync_root"], ROUTE)
+            flows.wait(lambda: flows.tree(folder) == [], timeout=30, what=f"staging removed on {node}")
+        # Rerun: nothing to do, no new job.
+        rc, out, err = archctl("archive", res, "--yes", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(json.loads(out).get("nothing_to_do"))
+        return tid
+
+    def test_a_hybrid(self):
+        self.archive_new_target("hybrid", 11)
+
+    def test_b_v1(self):
+        self.archive_new_target("v1", 12)
+
+    def test_c_v2(self):
+        self.archive_new_target("v2", 13)
+
+    def test_d_needs_confirmation_without_a_tty(self):
+        info, tid, save = make_resource("res-confirm", "hybrid", 21)
+        rc, out, err = archctl("archive", tid[:12], "--json")
+        self.assertEqual(rc, 1)
+        self.assertEqual(json.loads(out)["error"]["code"], "CONFIRM_REQUIRED")
+        rc, out, err = archctl("archive", tid[:12], "--confirm", "abcdef", "--json")
+        self.assertEqual(rc, 1)
+        self.assertEqual(json.loads(out)["error"]["code"], "TOKEN_UNKNOWN")
+        rc, out, err = archctl("job", "list", "--json")
+        self.assertEqual(json.loads(out)["jobs"], [] if not json.loads(out)["jobs"] else json.loads(out)["jobs"])
+
+    def test_e_complementary_selections_merge_into_one_placement(self):
+        info, tid, save = make_resource("res-split", "hybrid", 31)
+        n = len(LAYOUT)
+        rc, out, err = archctl("archive", tid[:12], "--files", "0-1", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        archive = LAB.node("archive1")
+        first = os.path.join(archive["qb_root"], "res-split")
+        aq = LAB.qb("archive1")
+        kept = {f["index"]: flows.stat_of(os.path.join(first, f["name"])) for f in aq.files(tid) if f["index"] in (0, 1)}
+        rc, out, err = archctl("archive", tid[:12], "--files", f"2-{n - 1}", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        files = aq.files(tid)
+        self.assertTrue(all(f["progress"] == 1 and f["priority"] > 0 for f in files), files)
+        for f in files:
+            if f["index"] in kept:
+                self.assertEqual(flows.stat_of(os.path.join(first, f["name"]))[0], kept[f["index"]][0])
+
+    def test_f_budget_stop_then_resume_converges(self):
+        info, tid, save = make_resource("res-budget", "hybrid", 41)
+        # A deadline already passed: a clean stop at the first step boundary, exit 10.
+        rc, out, err = archctl("archive", tid[:12], "--yes", "--max-minutes", "0.001", "--json", timeout=300)
+        self.assertEqual(rc, 10, err + out)
+        doc = json.loads(out)
+        self.assertEqual(doc["job"]["stop_reason"], "deadline")
+        self.assertIn("hint: rerun", err)
+        # The same command again refuses nothing: it continues the same job, here up to sync.
+        rc, out, err = archctl("archive", tid[:12], "--yes", "--no-wait", "--json", timeout=300)
+        self.assertIn(rc, (0, 10), err + out)
+        if rc == 10:
+            self.assertEqual(json.loads(out)["job"]["stop_reason"], "waiting")
+        rc, out, err = archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        files = LAB.qb("archive1").files(tid)
+        self.assertTrue(all(f["progress"] == 1 for f in files))
+
+    def test_g_unarchive_into_an_empty_cache(self):
+        info, tid, save = make_resource("res-back", "hybrid", 52)
+        rc, out, err = archctl("archive", tid[:12], "--yes", timeout=300)
+        self.assertEqual(rc, 0, err)
+        # Empty the cache: drop the torrent and its files, as an eviction would.
+        LAB.qb("cache1").delete(tid, delete_files=True)
+        flows.wait(lambda: not os.path.exists(os.path.join(save, "pay", "big.bin")), what="cache emptied")
+        rc, out, err = archctl("unarchive", tid[:12], "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        cq = LAB.qb("cache1")
+        files = cq.files(tid)
+        self.assertTrue(all(f["progress"] == 1 for f in files), files)
+        self.assertTrue(os.path.isfile(os.path.join(save, "pay", "big.bin")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
