@@ -1,0 +1,451 @@
+// merge / unmerge (target node): move received files into the qB save path (DESIGN.md §5 step 3)
+// and, before a commit, take back exactly what this job placed.
+//
+// merge first records, durably and before any change, the pre-merge state of every delta path
+// and the directories the job will create; a different-size or non-regular entry at a delta
+// path is a conflict that changes nothing. It then moves each received file into place with
+// rename(RENAME_NOREPLACE) out of the route folder (one filesystem, and the received file has no
+// other link), else copies it into a temp file beside the destination (hashing in the same pass,
+// checked against the manifest's xxh3 when it has one), renames that into place and removes the
+// received file. A placed file therefore never shares an inode with anything in a Syncthing
+// folder (flow-facts §3). A same-size regular file already at a delta path is reused untouched
+// (provenance "preexisting"). Every move is preceded by an intent record with the inode that
+// will appear at the destination, so a rerun (or unmerge) recognises the job's own files.
+//
+// The record is a journal at `record_path`, by default `<root>/.archctl/merge-<job-id>.jsonl`
+// under the root that holds the save path (outside every Syncthing folder).
+//
+// Crash points: merge.recorded, merge.intent, merge.placed, merge.received_removed,
+// unmerge.unlinked, unmerge.rmdir, unmerge.done (plus lib/base's journal.synced).
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/hash.hpp"
+#include "lib/base/journal.hpp"
+#include "lib/node/file_ops.hpp"
+#include "lib/node/job_layout.hpp"
+#include "lib/node/operation.hpp"
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* k_merge_journal_kind = "archctl-merge";
+
+struct DeltaFile {
+    std::uint32_t index = 0;
+    std::string path;
+    std::vector<std::string> components;
+    std::uint64_t size = 0;
+};
+
+std::string job_id_of(const std::string& job_dir) { return job_dir.substr(job_dir.rfind('/') + 1); }
+
+Result<std::vector<DeltaFile>> parse_files(const json& files) {
+    std::vector<DeltaFile> out;
+    for (const auto& f : files) {
+        DeltaFile d;
+        d.index = f.at("index").get<std::uint32_t>();
+        d.path = f.at("path").get<std::string>();
+        d.size = f.at("size").get<std::uint64_t>();
+        ARCHCTL_TRY_ASSIGN(d.components, split_relative(d.path));
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+// The record's node path: explicit, or <root holding save_path>/.archctl/merge-<job>.jsonl.
+Result<std::string> record_path_for(const RootSet& roots, const json& args, const std::string& save_path) {
+    if (args.contains("record_path")) return args.at("record_path").get<std::string>();
+    ARCHCTL_TRY_ASSIGN(LocatedPath loc, roots.locate(save_path));
+    std::string job = job_id_of(args.at("job_dir").get<std::string>());
+    ARCHCTL_TRY_STATUS(split_relative(job));
+    std::string root = roots.paths()[loc.root];
+    return fmt::format("{}/.archctl/merge-{}.jsonl", root == "/" ? "" : root, job);
+}
+
+Error conflict(const std::string& path, const std::string& cause) {
+    return Error("MERGE_CONFLICT", fmt::format("cannot merge into '{}': {}", path, cause),
+                 "move the conflicting entry away, or exclude the file from the job");
+}
+
+// Pre-merge state of every delta path, and the directories that do not exist yet.
+struct PreState {
+    json files = json::array();
+    std::vector<std::string> missing_dirs;  // node paths, shallowest first
+};
+
+// How many leading components of `dirs` exist below `root_fd` as real directories.
+Result<std::size_t> existing_prefix(int root_fd, const std::vector<std::string>& dirs, const std::string& root_display,
+                                    std::map<std::string, std::size_t>& memo) {
+    std::string key = join_path(dirs);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    UniqueFd cur(::openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::size_t i = 0;
+    for (; i < dirs.size(); ++i) {
+        std::string shown = fmt::format("{}/{}", root_display, join_path(std::span<const std::string>(dirs.data(), i + 1)));
+        ARCHCTL_TRY_ASSIGN(auto st, stat_in(cur.get(), dirs[i], shown));
+        if (!st) break;
+        if (S_ISLNK(st->st_mode)) return symlink_error(shown);
+        if (!S_ISDIR(st->st_mode)) return conflict(shown, fmt::format("a {} is where a directory is needed", file_type_name(st->st_mode)));
+        UniqueFd next(::openat(cur.get(), dirs[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!next.valid()) return errno_error("cannot open directory", shown, errno);
+        cur = std::move(next);
+    }
+    memo[key] = i;
+    return i;
+}
+
+Result<PreState> record_pre_state(const RootSet& roots, const std::string& save_path, const std::vector<DeltaFile>& files) {
+    ARCHCTL_TRY_ASSIGN(LocatedPath loc, roots.locate(save_path));
+    int root_fd = roots.root_fd(loc.root);
+    const std::string& root = roots.paths()[loc.root];
+    PreState pre;
+    std::map<std::string, std::size_t> memo;
+    std::set<std::string> missing;
+    for (const auto& f : files) {
+        std::vector<std::string> dirs = loc.components;
+        dirs.insert(dirs.end(), f.components.begin(), f.components.end() - 1);
+        ARCHCTL_TRY_ASSIGN(std::size_t have, existing_prefix(root_fd, dirs, root, memo));
+        std::string dest = fmt::format("{}/{}", save_path, f.path);
+        json entry = {{"i", f.index}, {"path", f.path}, {"state", "absent"}};
+        if (have == dirs.size()) {
+            ARCHCTL_TRY_ASSIGN(UniqueFd dir, open_dir_below(root_fd, dirs, root));
+            ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir.get(), f.components.back(), dest));
+            if (st) {
+                if (!S_ISREG(st->st_mode)) return conflict(dest, fmt::format("a {} is at a delta path", file_type_name(st->st_mode)));
+                if (static_cast<std::uint64_t>(st->st_size) != f.size)
+                    return conflict(dest, fmt::format("a file of {} bytes is there, the torrent's file has {}", st->st_size, f.size));
+                entry = {{"i", f.index}, {"path", f.path}, {"state", "preexisting"},
+                         {"size", static_cast<std::uint64_t>(st->st_size)}, {"ino", static_cast<std::uint64_t>(st->st_ino)}};
+            }
+        }
+        for (std::size_t k = have; k < dirs.size(); ++k)
+            missing.insert(fmt::format("{}/{}", root == "/" ? "" : root, join_path(std::span<const std::string>(dirs.data(), k + 1))));
+        pre.files.push_back(std::move(entry));
+    }
+    pre.missing_dirs.assign(missing.begin(), missing.end());
+    std::sort(pre.missing_dirs.begin(), pre.missing_dirs.end(), [](const std::string& a, const std::string& b) {
+        auto depth = [](const std::string& s) { return std::count(s.begin(), s.end(), '/'); };
+        return depth(a) != depth(b) ? depth(a) < depth(b) : a < b;
+    });
+    return pre;
+}
+
+struct MergeState {
+    json pre;                                       // the first record
+    std::map<std::uint32_t, json> intents;          // index → intent record
+    std::set<std::uint32_t> placed;
+};
+
+Result<std::optional<MergeState>> load_record(const std::string& record_fd_path) {
+    auto contents = read_journal(record_fd_path, k_merge_journal_kind);
+    if (!contents.ok()) {
+        if (contents.error().code == "NOT_FOUND") return std::optional<MergeState>();
+        return contents.take_error();
+    }
+    MergeState s;
+    for (auto& rec : contents.value().records) {
+        if (rec.contains("pre")) s.pre = rec;
+        else if (rec.contains("intent")) s.intents[rec.at("intent").get<std::uint32_t>()] = rec;
+        else if (rec.contains("placed")) s.placed.insert(rec.at("placed").get<std::uint32_t>());
+    }
+    if (s.pre.is_null()) return std::optional<MergeState>();  // crashed before the pre-state landed
+    return std::optional<MergeState>(std::move(s));
+}
+
+struct Merger {
+    OpContext& ctx;
+    std::string save_path;
+    std::string job_dir;
+    std::string job_id;
+    UniqueFd payload;  // job/p (may be invalid when every file was placed and the dir is gone)
+    std::map<std::uint32_t, std::string> manifest_hashes;
+    JournalWriter* journal = nullptr;
+    MergeState state;
+    std::uint64_t bytes_copied = 0, bytes_renamed = 0;
+};
+
+std::string temp_name(const Merger& m, std::uint32_t index) { return fmt::format(".archctl-merge-{}-{}.tmp", m.job_id, index); }
+
+Status append(Merger& m, const json& rec, bool sync_now) {
+    ARCHCTL_TRY_STATUS(m.journal->append(rec));
+    if (sync_now) ARCHCTL_TRY_STATUS(m.journal->flush());
+    return {};
+}
+
+Status move_by_rename(Merger& m, const DeltaFile& f, int dest_dir, const struct stat& received) {
+    ARCHCTL_TRY_STATUS(append(m, {{"intent", f.index}, {"how", "rename"}, {"ino", static_cast<std::uint64_t>(received.st_ino)}}, true));
+    m.state.intents[f.index] = {{"intent", f.index}, {"how", "rename"}, {"ino", static_cast<std::uint64_t>(received.st_ino)}};
+    crash_point("merge.intent");
+    std::string name = std::to_string(f.index);
+    if (::renameat2(m.payload.get(), name.c_str(), dest_dir, f.components.back().c_str(), RENAME_NOREPLACE) != 0)
+        return errno_error("cannot move received file into", fmt::format("{}/{}", m.save_path, f.path), errno);
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dest_dir, m.save_path));
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(m.payload.get(), m.job_dir));
+    crash_point("merge.placed");
+    m.bytes_renamed += f.size;
+    return {};
+}
+
+enum class Placed { done, cancelled };
+
+Result<Placed> move_by_copy(Merger& m, const DeltaFile& f, int dest_dir, int received_fd) {
+    std::string dest = fmt::format("{}/{}", m.save_path, f.path);
+    std::string tmp = temp_name(m, f.index);
+    ::unlinkat(dest_dir, tmp.c_str(), 0);
+    UniqueFd out(::openat(dest_dir, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out.valid()) return errno_error("cannot create temp file for", dest, errno);
+    Xxh3Hasher hasher;
+    ChunkGate gate = [&](std::uint64_t chunk) {
+        m.bytes_copied += chunk;
+        return !m.ctx.cancelled();
+    };
+    ARCHCTL_TRY_ASSIGN(CopyOutcome c, copy_and_hash(received_fd, out.get(), 0, hasher, gate, dest));
+    if (c.stopped) {
+        ::unlinkat(dest_dir, tmp.c_str(), 0);
+        return Placed::cancelled;
+    }
+    const std::string& expected = m.manifest_hashes[f.index];
+    if (c.bytes != f.size || (!expected.empty() && hasher.hex_digest() != expected)) {
+        ::unlinkat(dest_dir, tmp.c_str(), 0);
+        return Error("TRANSIT_MISMATCH", fmt::format("cannot merge '{}': the received file differs from the staged one", dest));
+    }
+    if (::fsync(out.get()) != 0) return errno_error("cannot fsync", dest, errno);
+    struct stat st {};
+    ::fstat(out.get(), &st);
+    json intent = {{"intent", f.index}, {"how", "copy"}, {"ino", static_cast<std::uint64_t>(st.st_ino)}};
+    ARCHCTL_TRY_STATUS(append(m, intent, true));
+    m.state.intents[f.index] = intent;
+    crash_point("merge.intent");
+    if (::renameat2(dest_dir, tmp.c_str(), dest_dir, f.components.back().c_str(), RENAME_NOREPLACE) != 0)
+        return errno_error("cannot rename into", dest, errno);
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dest_dir, m.save_path));
+    crash_point("merge.placed");
+    return Placed::done;
+}
+
+// Removes the received copy once its copy is in place (the route folder then carries a delete).
+Status drop_received(Merger& m, const DeltaFile& f) {
+    if (!m.payload.valid()) return {};
+    if (::unlinkat(m.payload.get(), std::to_string(f.index).c_str(), 0) != 0 && errno != ENOENT)
+        return errno_error("cannot remove received file", fmt::format("{}/{}", m.job_dir, payload_name(f.index)), errno);
+    crash_point("merge.received_removed");
+    return {};
+}
+
+Result<Placed> place_one(Merger& m, const DeltaFile& f, const json& pre, int dest_dir) {
+    if (pre.at("state") == "preexisting") return Placed::done;
+    std::string dest = fmt::format("{}/{}", m.save_path, f.path);
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(dest_dir, f.components.back(), dest));
+    auto intent = m.state.intents.find(f.index);
+    if (st) {
+        bool ours = intent != m.state.intents.end() && intent->second.at("ino").get<std::uint64_t>() == st->st_ino;
+        if (!ours) return conflict(dest, "an entry appeared there after the merge recorded it as absent");
+        if (intent->second.at("how") == "copy") ARCHCTL_TRY_STATUS(drop_received(m, f));
+        return Placed::done;
+    }
+    std::string received_display = fmt::format("{}/{}", m.job_dir, payload_name(f.index));
+    if (!m.payload.valid()) return Error("NOT_RECEIVED", fmt::format("cannot merge '{}': '{}' has not arrived", dest, received_display));
+    struct stat rs {};
+    ARCHCTL_TRY_ASSIGN(UniqueFd received, open_regular(m.payload.get(), std::to_string(f.index), received_display, &rs));
+    if (static_cast<std::uint64_t>(rs.st_size) != f.size)
+        return Error("NOT_RECEIVED", fmt::format("cannot merge '{}': '{}' has {} bytes, expected {}", dest, received_display,
+                                                 rs.st_size, f.size));
+    struct stat ds {};
+    ::fstat(dest_dir, &ds);
+    if (ds.st_dev == rs.st_dev && rs.st_nlink == 1) {
+        auto moved = move_by_rename(m, f, dest_dir, rs);
+        if (moved.ok()) return Placed::done;
+        if (moved.error().message.find("Invalid cross-device link") == std::string::npos) return moved.take_error();
+    }
+    ARCHCTL_TRY_ASSIGN(Placed p, move_by_copy(m, f, dest_dir, received.get()));
+    if (p == Placed::done) ARCHCTL_TRY_STATUS(drop_received(m, f));
+    return p;
+}
+
+json provenance(const Merger& m, const DeltaFile& f, const json& pre) {
+    json entry = {{"index", f.index}, {"path", f.path}};
+    if (pre.at("state") == "preexisting") {
+        entry["provenance"] = "preexisting";
+        entry["how"] = "none";
+        entry["ino"] = pre.at("ino");
+    } else {
+        const json& intent = m.state.intents.at(f.index);
+        entry["provenance"] = "created";
+        entry["how"] = intent.at("how");
+        entry["ino"] = intent.at("ino");
+    }
+    return entry;
+}
+
+std::map<std::uint32_t, std::string> manifest_hashes(int job_fd, const std::string& job_dir) {
+    std::map<std::uint32_t, std::string> out;
+    auto text = read_small_in(job_fd, k_manifest_name, job_dir + "/" + k_manifest_name);
+    if (!text.ok()) return out;
+    auto parsed = json::parse(text.value(), nullptr, false);
+    if (parsed.is_discarded()) return out;
+    auto m = Manifest::from_json(parsed);
+    if (m.ok())
+        for (const auto& f : m.value().files) out[f.index] = f.xxh3;
+    return out;
+}
+
+}  // namespace
+
+Result<json> op_merge(OpContext& ctx, const json& args) {
+    std::string save_path = args.at("save_path").get<std::string>();
+    std::string job_dir = args.at("job_dir").get<std::string>();
+    ARCHCTL_TRY_ASSIGN(std::vector<DeltaFile> files, parse_files(args.at("files")));
+    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), args, save_path));
+    ARCHCTL_TRY_ASSIGN(UniqueFd job, ctx.roots().open_dir(job_dir));
+    Merger m{ctx, save_path, job_dir, job_id_of(job_dir), {}, manifest_hashes(job.get(), job_dir), nullptr, {}, 0, 0};
+    if (auto p = open_dir_below(job.get(), std::vector<std::string>{k_payload_dir}, job_dir); p.ok()) m.payload = std::move(p).value();
+
+    // The record's directory may itself be new; it is archctl's own, outside the save path.
+    std::vector<std::string> ignored;
+    auto record_parent = ctx.roots().open_parent(record_path);
+    std::optional<MergeState> loaded;
+    if (record_parent.ok()) {
+        ARCHCTL_TRY_ASSIGN(loaded, load_record(fd_path(record_parent.value().dir.get(), record_parent.value().name)));
+    }
+    bool fresh = !loaded;
+    if (fresh) {
+        ARCHCTL_TRY_ASSIGN(PreState pre, record_pre_state(ctx.roots(), save_path, files));  // conflicts change nothing
+        ARCHCTL_TRY_ASSIGN(record_parent, ctx.roots().open_parent(record_path, CreateDirs::yes, &ignored));
+        MergeState s;
+        s.pre = {{"pre", pre.files}, {"dirs", pre.missing_dirs}, {"save_path", save_path}, {"job_dir", job_dir}};
+        loaded = std::move(s);
+    }
+    ARCHCTL_TRY_ASSIGN(JournalWriter journal, JournalWriter::open(fd_path(record_parent.value().dir.get(), record_parent.value().name),
+                                                                  k_merge_journal_kind, 1, SyncPolicy::batched, 256));
+    m.journal = &journal;
+    m.state = std::move(*loaded);
+    if (fresh) {
+        ARCHCTL_TRY_STATUS(append(m, m.state.pre, true));
+        crash_point("merge.recorded");
+    }
+    std::map<std::uint32_t, json> pre_by_index;
+    for (const auto& p : m.state.pre.at("pre")) pre_by_index[p.at("i").get<std::uint32_t>()] = p;
+
+    ARCHCTL_TRY_ASSIGN(LocatedPath loc, ctx.roots().locate(save_path));
+    DirCache dirs(ctx.roots().root_fd(loc.root), ctx.roots().paths()[loc.root]);
+    json out = json::array();
+    Progress progress;
+    progress.files_total = files.size();
+    for (const auto& f : files) {
+        if (ctx.cancelled()) return json{{"complete", false}, {"stopped", "cancel"}, {"record_path", record_path}};
+        auto pre = pre_by_index.find(f.index);
+        if (pre == pre_by_index.end())
+            return Error("BAD_REQUEST", fmt::format("cannot merge file {}: it is not in this job's merge record '{}'", f.index, record_path));
+        std::vector<std::string> dir_comps = loc.components;
+        dir_comps.insert(dir_comps.end(), f.components.begin(), f.components.end() - 1);
+        ARCHCTL_TRY_ASSIGN(int dest_dir, dirs.dir(dir_comps, CreateDirs::yes, &ignored));
+        ARCHCTL_TRY_ASSIGN(Placed placed, place_one(m, f, pre->second, dest_dir));
+        if (placed == Placed::cancelled) return json{{"complete", false}, {"stopped", "cancel"}, {"record_path", record_path}};
+        if (!m.state.placed.count(f.index)) {
+            ARCHCTL_TRY_STATUS(append(m, {{"placed", f.index}}, false));
+            m.state.placed.insert(f.index);
+        }
+        out.push_back(provenance(m, f, pre->second));
+        ++progress.files;
+        progress.bytes += f.size;
+        progress.bytes_copied = m.bytes_copied;
+        ctx.progress(progress);
+    }
+    ARCHCTL_TRY_STATUS(journal.flush());
+    return json{{"complete", true},          {"stopped", ""},
+                {"files", out},              {"dirs_created", m.state.pre.at("dirs")},
+                {"record_path", record_path}, {"bytes_copied", m.bytes_copied},
+                {"bytes_renamed", m.bytes_renamed}};
+}
+
+namespace {
+
+struct Removal {
+    json removed = json::array();
+    json kept = json::array();
+};
+
+Status unmerge_file(const RootSet& roots, const std::string& save_path, const json& pre, const json& intent,
+                    const std::set<std::string>& referenced, const std::string& job_id, Removal& out) {
+    std::string rel = pre.at("path").get<std::string>();
+    std::string dest = fmt::format("{}/{}", save_path, rel);
+    auto parent = roots.open_parent(dest);
+    if (!parent.ok()) {
+        if (parent.error().code == "NOT_FOUND") return {};
+        return parent.take_error();
+    }
+    int dir = parent.value().dir.get();
+    ::unlinkat(dir, fmt::format(".archctl-merge-{}-{}.tmp", job_id, pre.at("i").get<std::uint32_t>()).c_str(), 0);
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir, parent.value().name, dest));
+    if (!st) return {};
+    auto keep = [&](const char* why) { out.kept.push_back({{"path", dest}, {"reason", why}}); };
+    if (referenced.count(dest)) return keep("referenced by another torrent"), Status{};
+    if (!S_ISREG(st->st_mode) || st->st_ino != intent.at("ino").get<std::uint64_t>()) return keep("not the file this job placed"), Status{};
+    if (st->st_nlink > 1) return keep("the file has other hard links"), Status{};
+    if (::unlinkat(dir, parent.value().name.c_str(), 0) != 0) return errno_error("cannot remove", dest, errno);
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dir, dest));
+    crash_point("unmerge.unlinked");
+    out.removed.push_back(dest);
+    return {};
+}
+
+Status remove_created_dirs(const RootSet& roots, const json& dirs, Removal& out) {
+    std::vector<std::string> sorted = dirs.get<std::vector<std::string>>();
+    std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
+        return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+    });
+    for (const auto& d : sorted) {
+        auto parent = roots.open_parent(d);
+        if (!parent.ok()) continue;
+        if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), AT_REMOVEDIR) != 0) {
+            if (errno == ENOTEMPTY || errno == EEXIST) out.kept.push_back({{"path", d}, {"reason", "directory is not empty"}});
+            else if (errno != ENOENT) return errno_error("cannot remove directory", d, errno);
+            continue;
+        }
+        crash_point("unmerge.rmdir");
+        out.removed.push_back(d);
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<json> op_unmerge(OpContext& ctx, const json& args) {
+    std::string save_path = args.at("save_path").get<std::string>();
+    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), args, save_path));
+    std::set<std::string> referenced = args.value("referenced", std::set<std::string>{});
+    auto parent = ctx.roots().open_parent(record_path);
+    if (!parent.ok() && parent.error().code != "NOT_FOUND") return parent.take_error();
+    std::optional<MergeState> state;
+    if (parent.ok()) {
+        ARCHCTL_TRY_ASSIGN(state, load_record(fd_path(parent.value().dir.get(), parent.value().name)));
+    }
+    if (!state) return json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}};
+    std::string job_id = job_id_of(state->pre.value("job_dir", std::string("job")));
+    Removal removal;
+    for (const auto& pre : state->pre.at("pre")) {
+        if (pre.at("state") == "preexisting") continue;  // never removed
+        auto intent = state->intents.find(pre.at("i").get<std::uint32_t>());
+        if (intent == state->intents.end()) continue;
+        ARCHCTL_TRY_STATUS(unmerge_file(ctx.roots(), save_path, pre, intent->second, referenced, job_id, removal));
+    }
+    ARCHCTL_TRY_STATUS(remove_created_dirs(ctx.roots(), state->pre.at("dirs"), removal));
+    if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0 && errno != ENOENT)
+        return errno_error("cannot remove merge record", record_path, errno);
+    crash_point("unmerge.done");
+    return json{{"record", "removed"}, {"removed", removal.removed}, {"kept", removal.kept}};
+}
+
+}  // namespace archctl::node

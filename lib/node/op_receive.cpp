@@ -1,0 +1,245 @@
+// receive_check (target node): how much of a job has arrived (DESIGN.md §5 step 2).
+//
+// Per expected entry (the request's payload files, and the manifest's auxiliary files once the
+// manifest is there): absent; in_transit (a Syncthing temp file for it exists, its size is not
+// yet the expected one, or the caller's index evidence does not list it yet); present (exact size
+// at its final name, indexed); verified / mismatch (xxh3-128 against the manifest, only with
+// verify_transit). By default no payload byte is read. With verify_transit each file is hashed
+// once: the verdict is cached by (dev, inode, size, mtime) for the life of the node process.
+// Syncthing temp files and conflict copies are never payload; they are listed as ignored.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lib/base/hash.hpp"
+#include "lib/node/file_ops.hpp"
+#include "lib/node/job_layout.hpp"
+#include "lib/node/operation.hpp"
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+enum class Arrival { absent, in_transit, present, verified, mismatch };
+
+const char* arrival_name(Arrival a) {
+    switch (a) {
+        case Arrival::absent: return "absent";
+        case Arrival::in_transit: return "in_transit";
+        case Arrival::present: return "present";
+        case Arrival::verified: return "verified";
+        case Arrival::mismatch: return "mismatch";
+    }
+    return "absent";
+}
+
+struct Expected {
+    std::string name;  // relative to the job directory: "p/3", "a/source.torrent", "manifest.json"
+    std::optional<std::uint64_t> size;
+    std::string xxh3;  // from the manifest, when known
+    std::optional<std::uint32_t> index;
+};
+
+struct Checker {
+    OpContext& ctx;
+    std::string job_display;
+    std::optional<std::set<std::string>> indexed;  // nullopt: the caller gave no index evidence
+    bool verify = false;
+    std::uint64_t bytes_hashed = 0;
+};
+
+// Directory listing of one job subdirectory: name → stat (lstat).
+std::map<std::string, struct stat> list_dir(int dirfd) {
+    std::map<std::string, struct stat> out;
+    int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return out;
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+        ::close(fd);
+        return out;
+    }
+    while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        struct stat st {};
+        if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) out.emplace(name, st);
+    }
+    ::closedir(d);
+    return out;
+}
+
+Result<std::string> cached_hash(Checker& c, int dirfd, const std::string& leaf, const struct stat& st, const std::string& display) {
+    NodeState::FileKey key{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                           static_cast<std::uint64_t>(st.st_size), mtime_ns(st)};
+    {
+        std::lock_guard lock(c.ctx.state().mutex);
+        auto it = c.ctx.state().xxh3_by_file.find(key);
+        if (it != c.ctx.state().xxh3_by_file.end()) return it->second;
+    }
+    ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_regular(dirfd, leaf, display));
+    Xxh3Hasher h;
+    ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(fd.get(), key.size, h, {}, display));
+    c.bytes_hashed += o.bytes;
+    std::string digest = h.hex_digest();
+    std::lock_guard lock(c.ctx.state().mutex);
+    c.ctx.state().xxh3_by_file[key] = digest;
+    return digest;
+}
+
+struct Verdict {
+    Arrival arrival = Arrival::absent;
+    std::uint64_t have_bytes = 0;
+    std::string detail;
+};
+
+Result<Verdict> check_entry(Checker& c, int dirfd, const std::map<std::string, struct stat>& listing, const Expected& e) {
+    std::string leaf = e.name.substr(e.name.rfind('/') + 1);
+    Verdict v;
+    auto temp = listing.find(syncthing_temp_name(leaf));
+    auto tilde = listing.find(fmt::format("~syncthing~{}.tmp", leaf));
+    bool temp_exists = temp != listing.end() || tilde != listing.end();
+    auto final_it = listing.find(leaf);
+    if (final_it == listing.end()) {
+        if (temp_exists) {
+            const struct stat& ts = temp != listing.end() ? temp->second : tilde->second;
+            std::uint64_t allocated = static_cast<std::uint64_t>(ts.st_blocks) * 512;
+            v.have_bytes = e.size ? std::min(allocated, *e.size) : allocated;
+            v.arrival = Arrival::in_transit;
+            v.detail = "syncthing temp file";
+        }
+        return v;
+    }
+    const struct stat& st = final_it->second;
+    if (!S_ISREG(st.st_mode)) {
+        v.arrival = Arrival::mismatch;
+        v.detail = fmt::format("a {}, not a regular file", file_type_name(st.st_mode));
+        return v;
+    }
+    auto size = static_cast<std::uint64_t>(st.st_size);
+    v.have_bytes = e.size ? std::min(size, *e.size) : size;
+    bool indexed = !c.indexed || c.indexed->count(e.name) > 0;
+    if (temp_exists || (e.size && size != *e.size) || !indexed) {
+        v.arrival = (indexed && !temp_exists && e.size && size != *e.size) ? Arrival::mismatch : Arrival::in_transit;
+        v.detail = temp_exists ? "syncthing temp file" : (!indexed ? "not yet in the target index" : fmt::format("size {}", size));
+        if (v.arrival == Arrival::mismatch) v.detail = fmt::format("indexed with size {}, expected {}", size, *e.size);
+        return v;
+    }
+    v.arrival = Arrival::present;
+    if (c.verify && !e.xxh3.empty()) {
+        std::string display = fmt::format("{}/{}", c.job_display, e.name);
+        ARCHCTL_TRY_ASSIGN(std::string digest, cached_hash(c, dirfd, leaf, st, display));
+        v.arrival = digest == e.xxh3 ? Arrival::verified : Arrival::mismatch;
+        if (v.arrival == Arrival::mismatch) v.detail = fmt::format("xxh3 {} differs from the manifest's {}", digest, e.xxh3);
+    } else if (c.verify) {
+        v.detail = "no hash in the manifest";
+    }
+    return v;
+}
+
+// The manifest, when it has arrived complete (final name, no temp file).
+std::optional<Manifest> read_manifest(int job, const std::string& display) {
+    auto text = read_small_in(job, k_manifest_name, display + "/" + k_manifest_name);
+    if (!text.ok()) return std::nullopt;
+    auto parsed = json::parse(text.value(), nullptr, false);
+    if (parsed.is_discarded()) return std::nullopt;
+    auto m = Manifest::from_json(parsed);
+    if (!m.ok()) return std::nullopt;
+    return std::move(m).value();
+}
+
+std::vector<Expected> expected_entries(const json& files, const std::optional<Manifest>& manifest) {
+    std::map<std::uint32_t, std::string> hashes;
+    if (manifest)
+        for (const auto& f : manifest->files) hashes[f.index] = f.xxh3;
+    std::vector<Expected> out;
+    out.push_back(Expected{k_manifest_name, std::nullopt, "", std::nullopt});
+    out.push_back(Expected{k_ready_name, std::nullopt, "", std::nullopt});
+    for (const auto& f : files) {
+        auto index = f.at("index").get<std::uint32_t>();
+        out.push_back(Expected{payload_name(index), f.at("size").get<std::uint64_t>(), hashes[index], index});
+    }
+    if (manifest)
+        for (const auto& a : manifest->aux) out.push_back(Expected{fmt::format("{}/{}", k_aux_dir, a.name), a.size, a.xxh3, std::nullopt});
+    return out;
+}
+
+// Temp files and conflict copies in a listing: never payload, reported.
+void collect_ignored(const std::string& prefix, const std::map<std::string, struct stat>& listing, json& ignored) {
+    for (const auto& [name, st] : listing)
+        if (is_syncthing_artifact(name)) ignored.push_back(prefix.empty() ? name : prefix + "/" + name);
+}
+
+}  // namespace
+
+Result<json> op_receive_check(OpContext& ctx, const json& args) {
+    std::string job_dir = args.at("job_dir").get<std::string>();
+    Checker c{ctx, job_dir, std::nullopt, args.value("verify_transit", false), 0};
+    if (auto it = args.find("indexed"); it != args.end() && !it->is_null())
+        c.indexed = it->get<std::set<std::string>>();
+    std::vector<Expected> expected;
+    auto job = ctx.roots().open_dir(job_dir);
+    if (!job.ok() && job.error().code != "NOT_FOUND") return job.take_error();
+    std::optional<Manifest> manifest;
+    if (job.ok()) manifest = read_manifest(job.value().get(), job_dir);
+    expected = expected_entries(args.at("files"), manifest);
+
+    std::map<std::string, std::map<std::string, struct stat>> listings;  // subdirectory → listing
+    std::map<std::string, UniqueFd> dirs;
+    if (job.ok()) {
+        listings[""] = list_dir(job.value().get());
+        for (const char* sub : {k_payload_dir, k_aux_dir}) {
+            auto fd = open_dir_below(job.value().get(), std::vector<std::string>{sub}, job_dir);
+            if (!fd.ok()) continue;
+            listings[sub] = list_dir(fd.value().get());
+            dirs[sub] = std::move(fd).value();
+        }
+    }
+    json files = json::array();
+    std::uint64_t bytes_present = 0, bytes_total = 0, payload_done = 0, payload_total = 0;
+    bool complete = job.ok() && manifest.has_value();
+    Progress progress;
+    progress.files_total = expected.size();
+    for (const auto& e : expected) {
+        if (ctx.cancelled()) return json{{"complete", false}, {"stopped", "cancel"}};
+        std::string sub = e.name.find('/') == std::string::npos ? "" : e.name.substr(0, e.name.find('/'));
+        Verdict v;
+        if (listings.count(sub)) {
+            int fd = sub.empty() ? job.value().get() : dirs[sub].get();
+            ARCHCTL_TRY_ASSIGN(v, check_entry(c, fd, listings[sub], e));
+        }
+        bool done = v.arrival == Arrival::present || v.arrival == Arrival::verified;
+        complete = complete && done;
+        json entry = {{"name", e.name}, {"state", arrival_name(v.arrival)}, {"have_bytes", v.have_bytes}};
+        if (e.index) entry["index"] = *e.index;
+        if (e.size) entry["size"] = *e.size;
+        if (!v.detail.empty()) entry["detail"] = v.detail;
+        files.push_back(std::move(entry));
+        if (e.index) {
+            bytes_present += v.have_bytes;
+            bytes_total += *e.size;
+            payload_total += 1;
+            payload_done += done ? 1 : 0;
+        }
+        ++progress.files;
+        progress.bytes = bytes_present;
+        ctx.progress(progress);
+    }
+    json ignored = json::array();
+    for (const auto& [sub, listing] : listings) collect_ignored(sub, listing, ignored);
+    return json{{"complete", complete},        {"stopped", ""},
+                {"job_exists", job.ok()},      {"manifest", manifest.has_value()},
+                {"index_evidence", c.indexed.has_value()},
+                {"files", files},              {"ignored", ignored},
+                {"bytes_present", bytes_present}, {"bytes_total", bytes_total},
+                {"files_present", payload_done},  {"files_total", payload_total},
+                {"bytes_hashed", c.bytes_hashed}};
+}
+
+}  // namespace archctl::node

@@ -1,0 +1,553 @@
+// stage (source node): build the job directory of DESIGN.md §5 step 1.
+//
+// Per file: hard link, else reflink, else copy (the copy hashes xxh3-128 in the same pass); a
+// linked or cloned file is not read unless verify_transit asks for one hashing read. Each result
+// is journaled (append-only) with the evidence a rerun checks: size, inode, mtime of the staged
+// file and of its source. Copies go to a temp name, are fsynced and journaled, then renamed into
+// place (a rename keeps the inode, so the record stays valid). A budget or cancel stop lands
+// between chunks: the partial copy is fsynced and journaled with its length, and a rerun resumes
+// it after re-hashing that prefix. Then the auxiliary files, manifest.json (atomically) and
+// READY, last.
+//
+// Crash points: stage.job_dir, stage.linked, stage.reflinked, stage.copied, stage.renamed,
+// stage.partial, stage.aux, stage.manifest, stage.ready (plus lib/base's journal.synced and
+// atomic.* points).
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/hash.hpp"
+#include "lib/base/journal.hpp"
+#include "lib/node/file_ops.hpp"
+#include "lib/node/job_layout.hpp"
+#include "lib/node/operation.hpp"
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+enum class MethodChoice { automatic, hardlink, reflink, copy };
+enum class Stop { none, cancel, budget };
+
+struct SourceFile {
+    std::uint32_t index = 0;
+    std::string path;
+    std::vector<std::string> components;
+    std::uint64_t size = 0;
+};
+
+struct AuxSpec {
+    std::string name;
+    std::optional<std::string> data;  // decoded; nullopt = already present in a/
+};
+
+struct StageArgs {
+    std::string job_dir;
+    std::string source_base;
+    std::vector<SourceFile> files;
+    MethodChoice method = MethodChoice::automatic;
+    bool verify_transit = false;
+    std::uint64_t budget_bytes = 0;  // copied bytes allowed in this request; 0 = no limit
+    std::vector<AuxSpec> aux;
+};
+
+struct Counters {
+    std::uint64_t files_linked = 0, files_reflinked = 0, files_copied = 0, files_reused = 0;
+    std::uint64_t bytes_linked = 0, bytes_reflinked = 0, bytes_copied = 0, bytes_hashed = 0;
+    std::uint64_t bytes_done = 0, files_done = 0;
+};
+
+Result<StageArgs> parse_args(const json& args) {
+    StageArgs a;
+    a.job_dir = args.at("job_dir").get<std::string>();
+    a.source_base = args.at("source_base").get<std::string>();
+    std::string method = args.value("method", "auto");
+    if (method == "auto") a.method = MethodChoice::automatic;
+    else if (method == "hardlink") a.method = MethodChoice::hardlink;
+    else if (method == "reflink") a.method = MethodChoice::reflink;
+    else if (method == "copy") a.method = MethodChoice::copy;
+    else return Error("BAD_REQUEST", fmt::format("invalid stage method '{}': use auto, hardlink, reflink or copy", method));
+    a.verify_transit = args.value("verify_transit", false);
+    a.budget_bytes = args.value("budget_bytes", std::uint64_t{0});
+    std::map<std::uint32_t, bool> seen;
+    for (const auto& f : args.at("files")) {
+        SourceFile sf;
+        sf.index = f.at("index").get<std::uint32_t>();
+        sf.path = f.at("path").get<std::string>();
+        sf.size = f.at("size").get<std::uint64_t>();
+        ARCHCTL_TRY_ASSIGN(sf.components, split_relative(sf.path));
+        if (seen[sf.index]) return Error("BAD_REQUEST", fmt::format("invalid stage request: file index {} listed twice", sf.index));
+        seen[sf.index] = true;
+        a.files.push_back(std::move(sf));
+    }
+    for (const auto& x : args.value("aux", json::array())) {
+        AuxSpec spec;
+        spec.name = x.at("name").get<std::string>();
+        ARCHCTL_TRY_STATUS(check_aux_name(spec.name));
+        if (x.contains("data_b64")) {
+            ARCHCTL_TRY_ASSIGN(spec.data, base64_decode(x.at("data_b64").get<std::string>()));
+        } else if (!x.value("present", false)) {
+            return Error("BAD_REQUEST", fmt::format("invalid auxiliary file '{}': needs data_b64 or present", spec.name));
+        }
+        a.aux.push_back(std::move(spec));
+    }
+    return a;
+}
+
+// Everything one stage run works with.
+struct Stager {
+    OpContext& ctx;
+    const StageArgs& args;
+    DirCache sources;
+    UniqueFd job;
+    UniqueFd payload;
+    std::string job_display;
+    std::map<std::uint32_t, json> journaled;  // latest record per index
+    std::optional<JournalWriter> journal;
+    Counters counters;
+    std::map<std::uint32_t, ManifestFile> staged;
+    bool link_fails_across = false;  // EXDEV seen once: skip further link attempts in auto mode
+
+    std::string staged_display(std::uint32_t index) const { return fmt::format("{}/{}", job_display, payload_name(index)); }
+    std::string source_display(const SourceFile& f) const { return fmt::format("{}/{}", args.source_base, f.path); }
+
+    void report(const std::string& current, std::uint64_t in_flight = 0) {
+        Progress p;
+        p.bytes = counters.bytes_done + in_flight;
+        p.bytes_copied = counters.bytes_copied;
+        p.files = counters.files_done;
+        p.files_total = args.files.size();
+        for (const auto& f : args.files) p.bytes_total += f.size;
+        p.current = current;
+        ctx.progress(p);
+    }
+};
+
+Result<int> source_dir(Stager& s, const SourceFile& f) {
+    return s.sources.dir(std::span<const std::string>(f.components.data(), f.components.size() - 1));
+}
+
+// Every listed file must be a regular file of the listed size before anything is written.
+Status preflight_sources(Stager& s) {
+    for (const auto& f : s.args.files) {
+        ARCHCTL_TRY_ASSIGN(int dir, source_dir(s, f));
+        std::string display = s.source_display(f);
+        ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir, f.components.back(), display));
+        if (!st) return Error("NOT_FOUND", fmt::format("cannot stage '{}': the source file does not exist", display));
+        if (S_ISLNK(st->st_mode))
+            return Error("PATH_SYMLINK", fmt::format("refusing path '{}': it is a symlink", display),
+                         "archctl never follows symlinks below a node root");
+        if (!S_ISREG(st->st_mode))
+            return Error("NOT_REGULAR", fmt::format("refusing path '{}': it is a {}, not a regular file", display,
+                                                    file_type_name(st->st_mode)));
+        if (static_cast<std::uint64_t>(st->st_size) != f.size)
+            return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': size is {}, the request expects {}", display,
+                                                       st->st_size, f.size));
+    }
+    return {};
+}
+
+json done_record(std::uint32_t index, StageMethod m, const struct stat& staged, const struct stat& src, const std::string& xxh3) {
+    return {{"i", index},
+            {"m", method_name(m)},
+            {"size", static_cast<std::uint64_t>(staged.st_size)},
+            {"ino", static_cast<std::uint64_t>(staged.st_ino)},
+            {"mtime", mtime_ns(staged)},
+            {"src_ino", static_cast<std::uint64_t>(src.st_ino)},
+            {"src_mtime", mtime_ns(src)},
+            {"x", xxh3.empty() ? json(nullptr) : json(xxh3)}};
+}
+
+bool same_source(const json& rec, const struct stat& src) {
+    return rec.value("src_ino", std::uint64_t{0}) == static_cast<std::uint64_t>(src.st_ino) &&
+           rec.value("src_mtime", std::int64_t{0}) == mtime_ns(src);
+}
+
+bool matches_record(const json& rec, const struct stat& st) {
+    return S_ISREG(st.st_mode) && rec.value("size", std::uint64_t{0}) == static_cast<std::uint64_t>(st.st_size) &&
+           rec.value("ino", std::uint64_t{0}) == static_cast<std::uint64_t>(st.st_ino) &&
+           rec.value("mtime", std::int64_t{0}) == mtime_ns(st);
+}
+
+Status record(Stager& s, const json& rec, bool sync_now) {
+    s.journaled[rec.at("i").get<std::uint32_t>()] = rec;
+    ARCHCTL_TRY_STATUS(s.journal->append(rec));
+    if (sync_now) ARCHCTL_TRY_STATUS(s.journal->flush());
+    return {};
+}
+
+Status finish_file(Stager& s, const SourceFile& f, StageMethod m, const std::string& xxh3) {
+    s.staged[f.index] = ManifestFile{f.index, f.path, f.size, xxh3, m};
+    s.counters.bytes_done += f.size;
+    ++s.counters.files_done;
+    s.report(payload_name(f.index));
+    return {};
+}
+
+// One hashing read of an already-staged (linked/cloned) file, for verify_transit.
+Result<std::string> hash_whole(Stager& s, int fd, std::uint64_t size, const std::string& display) {
+    Xxh3Hasher h;
+    ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(fd, size, h, {}, display));
+    s.counters.bytes_hashed += o.bytes;
+    return h.hex_digest();
+}
+
+std::string temp_name(std::uint32_t index) { return fmt::format(".{}.part", index); }
+
+// A journaled result whose evidence still holds (possibly after finishing its rename).
+Result<bool> reuse_journaled(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
+    auto it = s.journaled.find(f.index);
+    if (it == s.journaled.end() || !it->second.contains("m")) return false;
+    const json& rec = it->second;
+    std::string name = std::to_string(f.index);
+    ARCHCTL_TRY_ASSIGN(auto final_st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
+    if (!final_st && rec.at("m") != "hardlink") {
+        ARCHCTL_TRY_ASSIGN(auto tmp_st, stat_in(s.payload.get(), temp_name(f.index), s.staged_display(f.index)));
+        if (tmp_st && matches_record(rec, *tmp_st) && same_source(rec, src)) {
+            if (::renameat(s.payload.get(), temp_name(f.index).c_str(), s.payload.get(), name.c_str()) != 0)
+                return errno_error("cannot rename staged file", s.staged_display(f.index), errno);
+            crash_point("stage.renamed");
+            final_st = tmp_st;
+        }
+    }
+    if (!final_st || !matches_record(rec, *final_st) || !same_source(rec, src)) return false;
+    StageMethod m = *parse_method(rec.at("m").get<std::string>());
+    std::string xxh3 = rec.at("x").is_string() ? rec.at("x").get<std::string>() : "";
+    if (s.args.verify_transit && xxh3.empty()) {
+        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
+        ARCHCTL_TRY_STATUS(record(s, done_record(f.index, m, *final_st, src, xxh3), false));
+    }
+    ++s.counters.files_reused;
+    ARCHCTL_TRY_STATUS(finish_file(s, f, m, xxh3));
+    return true;
+}
+
+// Hard link; false when the filesystem refuses (other device, no link support).
+Result<bool> stage_link(Stager& s, const SourceFile& f, int src_dir, int src_fd, const struct stat& src) {
+    std::string name = std::to_string(f.index);
+    if (::linkat(src_dir, f.components.back().c_str(), s.payload.get(), name.c_str(), 0) != 0) {
+        int err = errno;
+        if (err == EXDEV || err == EPERM || err == EMLINK || err == EOPNOTSUPP) {
+            if (err == EXDEV) s.link_fails_across = true;
+            return false;
+        }
+        return errno_error("cannot hard-link into the job", s.staged_display(f.index), err);
+    }
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
+    if (!st || st->st_ino != src.st_ino || st->st_dev != src.st_dev) {
+        ::unlinkat(s.payload.get(), name.c_str(), 0);
+        return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': the file was replaced while it was linked", s.source_display(f)));
+    }
+    crash_point("stage.linked");
+    std::string xxh3;
+    if (s.args.verify_transit) {
+        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
+    }
+    ARCHCTL_TRY_STATUS(record(s, done_record(f.index, StageMethod::hardlink, *st, src, xxh3), false));
+    ++s.counters.files_linked;
+    s.counters.bytes_linked += f.size;
+    ARCHCTL_TRY_STATUS(finish_file(s, f, StageMethod::hardlink, xxh3));
+    return true;
+}
+
+// Makes the temp copy durable, journals it, then renames it into place.
+Status commit_temp(Stager& s, const SourceFile& f, int tmp_fd, const struct stat& src, StageMethod m, const std::string& xxh3) {
+    struct timespec times[2] = {src.st_atim, src.st_mtim};
+    ::futimens(tmp_fd, times);
+    if (::fsync(tmp_fd) != 0) return errno_error("cannot fsync staged file", s.staged_display(f.index), errno);
+    struct stat st {};
+    if (::fstat(tmp_fd, &st) != 0) return errno_error("cannot stat staged file", s.staged_display(f.index), errno);
+    ARCHCTL_TRY_STATUS(record(s, done_record(f.index, m, st, src, xxh3), true));
+    crash_point(m == StageMethod::copy ? "stage.copied" : "stage.reflinked");
+    std::string name = std::to_string(f.index);
+    if (::renameat(s.payload.get(), temp_name(f.index).c_str(), s.payload.get(), name.c_str()) != 0)
+        return errno_error("cannot rename staged file", s.staged_display(f.index), errno);
+    crash_point("stage.renamed");
+    return {};
+}
+
+Result<UniqueFd> create_temp(Stager& s, const SourceFile& f, const struct stat& src) {
+    std::string tmp = temp_name(f.index);
+    ::unlinkat(s.payload.get(), tmp.c_str(), 0);
+    UniqueFd fd(::openat(s.payload.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, src.st_mode & 0777));
+    if (!fd.valid()) return errno_error("cannot create staged file", s.staged_display(f.index), errno);
+    return fd;
+}
+
+Result<bool> stage_reflink(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
+    ARCHCTL_TRY_ASSIGN(UniqueFd tmp, create_temp(s, f, src));
+    ARCHCTL_TRY_ASSIGN(bool cloned, try_reflink(src_fd, tmp.get(), s.staged_display(f.index)));
+    if (!cloned) {
+        ::unlinkat(s.payload.get(), temp_name(f.index).c_str(), 0);
+        return false;
+    }
+    std::string xxh3;
+    if (s.args.verify_transit) {
+        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
+    }
+    ARCHCTL_TRY_STATUS(commit_temp(s, f, tmp.get(), src, StageMethod::reflink, xxh3));
+    ++s.counters.files_reflinked;
+    s.counters.bytes_reflinked += f.size;
+    ARCHCTL_TRY_STATUS(finish_file(s, f, StageMethod::reflink, xxh3));
+    return true;
+}
+
+// A cleanly stopped partial copy that can be continued: its temp file and length.
+std::optional<std::uint64_t> resumable_prefix(Stager& s, const SourceFile& f, const struct stat& src) {
+    auto it = s.journaled.find(f.index);
+    if (it == s.journaled.end() || !it->second.contains("partial")) return std::nullopt;
+    const json& rec = it->second;
+    auto tmp = stat_in(s.payload.get(), temp_name(f.index), s.staged_display(f.index));
+    if (!tmp.ok() || !tmp.value() || !S_ISREG(tmp.value()->st_mode)) return std::nullopt;
+    std::uint64_t have = rec.at("partial").get<std::uint64_t>();
+    if (!same_source(rec, src) || rec.value("ino", std::uint64_t{0}) != tmp.value()->st_ino ||
+        static_cast<std::uint64_t>(tmp.value()->st_size) < have || have > f.size)
+        return std::nullopt;
+    return have;
+}
+
+Result<Stop> stage_copy(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
+    std::string display = s.staged_display(f.index);
+    Xxh3Hasher hasher;
+    std::uint64_t offset = 0;
+    UniqueFd tmp;
+    if (auto prefix = resumable_prefix(s, f, src)) {
+        tmp.reset(::openat(s.payload.get(), temp_name(f.index).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+        if (!tmp.valid()) return errno_error("cannot reopen partial copy", display, errno);
+        if (::ftruncate(tmp.get(), static_cast<off_t>(*prefix)) != 0) return errno_error("cannot truncate partial copy", display, errno);
+        ARCHCTL_TRY_ASSIGN(CopyOutcome h, hash_range(tmp.get(), *prefix, hasher, {}, display));
+        s.counters.bytes_hashed += h.bytes;
+        offset = h.bytes;
+    } else {
+        ARCHCTL_TRY_ASSIGN(tmp, create_temp(s, f, src));
+    }
+    Stop stop = Stop::none;
+    std::uint64_t in_file = offset;
+    ChunkGate gate = [&](std::uint64_t chunk) {
+        s.counters.bytes_copied += chunk;
+        in_file += chunk;
+        s.report(payload_name(f.index), in_file);
+        if (s.ctx.cancelled()) stop = Stop::cancel;
+        else if (s.args.budget_bytes && s.counters.bytes_copied >= s.args.budget_bytes) stop = Stop::budget;
+        return stop == Stop::none;
+    };
+    ARCHCTL_TRY_ASSIGN(CopyOutcome copied, copy_and_hash(src_fd, tmp.get(), offset, hasher, gate, s.source_display(f)));
+    if (copied.stopped) {
+        if (::fsync(tmp.get()) != 0) return errno_error("cannot fsync partial copy", display, errno);
+        struct stat st {};
+        ::fstat(tmp.get(), &st);
+        ARCHCTL_TRY_STATUS(record(s, {{"i", f.index}, {"partial", offset + copied.bytes},
+                                      {"ino", static_cast<std::uint64_t>(st.st_ino)},
+                                      {"src_ino", static_cast<std::uint64_t>(src.st_ino)}, {"src_mtime", mtime_ns(src)}},
+                                  true));
+        crash_point("stage.partial");
+        return stop;
+    }
+    if (offset + copied.bytes != f.size)
+        return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': read {} bytes, expected {}", s.source_display(f),
+                                                   offset + copied.bytes, f.size));
+    std::string xxh3 = hasher.hex_digest();
+    ARCHCTL_TRY_STATUS(commit_temp(s, f, tmp.get(), src, StageMethod::copy, xxh3));
+    ++s.counters.files_copied;
+    ARCHCTL_TRY_STATUS(finish_file(s, f, StageMethod::copy, xxh3));
+    return Stop::none;
+}
+
+// A link made before its record reached the journal is adopted (same inode as the source);
+// any other unproven staged entry is removed and redone.
+Result<bool> adopt_or_clear(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
+    std::string name = std::to_string(f.index);
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
+    if (!st) return false;
+    if (S_ISREG(st->st_mode) && st->st_ino == src.st_ino && st->st_dev == src.st_dev &&
+        s.args.method != MethodChoice::copy && s.args.method != MethodChoice::reflink) {
+        std::string xxh3;
+        if (s.args.verify_transit) {
+            ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
+        }
+        ARCHCTL_TRY_STATUS(record(s, done_record(f.index, StageMethod::hardlink, *st, src, xxh3), false));
+        ++s.counters.files_reused;
+        ARCHCTL_TRY_STATUS(finish_file(s, f, StageMethod::hardlink, xxh3));
+        return true;
+    }
+    if (::unlinkat(s.payload.get(), name.c_str(), 0) != 0)
+        return errno_error("cannot remove stale staged file", s.staged_display(f.index), errno);
+    return false;
+}
+
+Result<Stop> stage_one(Stager& s, const SourceFile& f) {
+    ARCHCTL_TRY_ASSIGN(int dir, source_dir(s, f));
+    struct stat src {};
+    ARCHCTL_TRY_ASSIGN(UniqueFd src_fd, open_regular(dir, f.components.back(), s.source_display(f), &src));
+    if (static_cast<std::uint64_t>(src.st_size) != f.size)
+        return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': size is {}, the request expects {}", s.source_display(f),
+                                                   src.st_size, f.size));
+    ARCHCTL_TRY_ASSIGN(bool reused, reuse_journaled(s, f, src_fd.get(), src));
+    if (reused) return Stop::none;
+    ARCHCTL_TRY_ASSIGN(bool adopted, adopt_or_clear(s, f, src_fd.get(), src));
+    if (adopted) return Stop::none;
+
+    MethodChoice m = s.args.method;
+    if (m == MethodChoice::automatic || m == MethodChoice::hardlink) {
+        if (m == MethodChoice::hardlink || !s.link_fails_across) {
+            ARCHCTL_TRY_ASSIGN(bool linked, stage_link(s, f, dir, src_fd.get(), src));
+            if (linked) return Stop::none;
+        }
+        if (m == MethodChoice::hardlink)
+            return Error("LINK_FAILED", fmt::format("cannot hard-link '{}' into '{}': the filesystem refused", s.source_display(f),
+                                                    s.job_display),
+                         "source and job directory must be on one filesystem; use method auto to fall back to a copy");
+    }
+    if (m == MethodChoice::automatic || m == MethodChoice::reflink) {
+        ARCHCTL_TRY_ASSIGN(bool cloned, stage_reflink(s, f, src_fd.get(), src));
+        if (cloned) return Stop::none;
+        if (m == MethodChoice::reflink)
+            return Error("REFLINK_UNSUPPORTED", fmt::format("cannot reflink '{}' into '{}': the filesystem refused",
+                                                            s.source_display(f), s.job_display));
+    }
+    if (s.args.budget_bytes && s.counters.bytes_copied >= s.args.budget_bytes) return Stop::budget;
+    return stage_copy(s, f, src_fd.get(), src);
+}
+
+Status make_dir_in(int dirfd, const char* name, const std::string& display) {
+    if (::mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST) return errno_error("cannot create directory", display, errno);
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dirfd, display));
+    return {};
+}
+
+Result<UniqueFd> open_job_subdir(int job, const char* name, const std::string& display) {
+    ARCHCTL_TRY_STATUS(make_dir_in(job, name, display));
+    std::vector<std::string> comps{name};
+    return open_dir_below(job, comps, display);
+}
+
+Status load_journal(Stager& s) {
+    std::string path = fd_path(s.job.get(), k_stage_journal_name);
+    auto contents = read_journal(path, k_stage_journal_kind);
+    if (!contents.ok() && contents.error().code != "NOT_FOUND") return contents.take_error();
+    if (contents.ok())
+        for (auto& rec : contents.value().records)
+            if (rec.contains("i")) s.journaled[rec.at("i").get<std::uint32_t>()] = rec;
+    ARCHCTL_TRY_ASSIGN(JournalWriter w, JournalWriter::open(path, k_stage_journal_kind, 1, SyncPolicy::batched, 1024));
+    s.journal.emplace(std::move(w));
+    return {};
+}
+
+Result<std::vector<ManifestAux>> stage_aux(Stager& s) {
+    std::vector<ManifestAux> out;
+    if (s.args.aux.empty()) return out;
+    ARCHCTL_TRY_ASSIGN(UniqueFd aux_dir, open_job_subdir(s.job.get(), k_aux_dir, s.job_display + "/" + k_aux_dir));
+    for (const auto& spec : s.args.aux) {
+        std::string display = fmt::format("{}/{}/{}", s.job_display, k_aux_dir, spec.name);
+        if (spec.data) {
+            auto existing = read_small_in(aux_dir.get(), spec.name, display);
+            if (!existing.ok() || existing.value() != *spec.data) {
+                ARCHCTL_TRY_STATUS(write_atomic_in(aux_dir.get(), spec.name, *spec.data, display));
+                crash_point("stage.aux");
+            }
+        }
+        struct stat st {};
+        ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_regular(aux_dir.get(), spec.name, display, &st));
+        Xxh3Hasher h;
+        ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(fd.get(), static_cast<std::uint64_t>(st.st_size), h, {}, display));
+        out.push_back(ManifestAux{spec.name, o.bytes, h.hex_digest()});
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    return out;
+}
+
+bool same_request(const Manifest& m, const StageArgs& a) {
+    if (m.files.size() != a.files.size()) return false;
+    std::map<std::uint32_t, const SourceFile*> by_index;
+    for (const auto& f : a.files) by_index[f.index] = &f;
+    for (const auto& f : m.files) {
+        auto it = by_index.find(f.index);
+        if (it == by_index.end() || it->second->path != f.path || it->second->size != f.size) return false;
+    }
+    return true;
+}
+
+json counters_json(const Counters& c) {
+    return {{"files_linked", c.files_linked},     {"files_reflinked", c.files_reflinked},
+            {"files_copied", c.files_copied},     {"files_reused", c.files_reused},
+            {"bytes_linked", c.bytes_linked},     {"bytes_reflinked", c.bytes_reflinked},
+            {"bytes_copied", c.bytes_copied},     {"bytes_hashed", c.bytes_hashed},
+            {"files_done", c.files_done},         {"bytes_done", c.bytes_done}};
+}
+
+// READY present: the stage finished earlier; the manifest must describe this same request.
+Result<std::optional<json>> finished_earlier(Stager& s) {
+    ARCHCTL_TRY_ASSIGN(auto ready, stat_in(s.job.get(), k_ready_name, s.job_display + "/" + k_ready_name));
+    if (!ready) return std::optional<json>();
+    ARCHCTL_TRY_ASSIGN(std::string text, read_small_in(s.job.get(), k_manifest_name, s.job_display + "/" + k_manifest_name));
+    auto parsed = json::parse(text, nullptr, false);
+    if (parsed.is_discarded()) return Error("CORRUPT", fmt::format("invalid manifest '{}/{}'", s.job_display, k_manifest_name));
+    ARCHCTL_TRY_ASSIGN(Manifest m, Manifest::from_json(parsed));
+    if (!same_request(m, s.args))
+        return Error("JOB_MISMATCH", fmt::format("cannot stage into '{}': it holds a finished job with other files", s.job_display));
+    Counters c;
+    c.files_done = m.files.size();
+    for (const auto& f : m.files) c.bytes_done += f.size;
+    json result = {{"complete", true}, {"stopped", ""}, {"already_ready", true}, {"manifest_xxh3", xxh3_128_hex(text)}};
+    result.update(counters_json(c));
+    return std::optional<json>(result);
+}
+
+Result<json> write_manifest(Stager& s, std::vector<ManifestAux> aux) {
+    Manifest m;
+    m.job = s.job_display.substr(s.job_display.rfind('/') + 1);
+    for (auto& [index, f] : s.staged) m.files.push_back(f);
+    m.aux = std::move(aux);
+    std::string text = m.to_json().dump(1) + "\n";
+    ARCHCTL_TRY_STATUS(write_atomic_in(s.job.get(), k_manifest_name, text, s.job_display + "/" + k_manifest_name));
+    crash_point("stage.manifest");
+    std::string digest = xxh3_128_hex(text);
+    ARCHCTL_TRY_STATUS(write_atomic_in(s.job.get(), k_ready_name, json{{"manifest_xxh3", digest}}.dump() + "\n",
+                                       s.job_display + "/" + k_ready_name));
+    crash_point("stage.ready");
+    json result = {{"complete", true}, {"stopped", ""}, {"already_ready", false}, {"manifest_xxh3", digest}};
+    result.update(counters_json(s.counters));
+    return result;
+}
+
+}  // namespace
+
+Result<json> op_stage(OpContext& ctx, const json& raw) {
+    ARCHCTL_TRY_ASSIGN(StageArgs args, parse_args(raw));
+    ARCHCTL_TRY_ASSIGN(RootSet::Parent route, ctx.roots().open_parent(args.job_dir));
+    ARCHCTL_TRY_ASSIGN(UniqueFd base, ctx.roots().open_dir(args.source_base));
+    Stager s{ctx, args, DirCache(base.get(), args.source_base), {}, {}, args.job_dir, {}, {}, {}, {}, false};
+    ARCHCTL_TRY_STATUS(preflight_sources(s));
+    ARCHCTL_TRY_STATUS(make_dir_in(route.dir.get(), route.name.c_str(), args.job_dir));
+    ARCHCTL_TRY_ASSIGN(s.job, open_dir_below(route.dir.get(), std::vector<std::string>{route.name}, args.job_dir));
+    ARCHCTL_TRY_ASSIGN(auto earlier, finished_earlier(s));
+    if (earlier) return std::move(*earlier);
+    ARCHCTL_TRY_ASSIGN(s.payload, open_job_subdir(s.job.get(), k_payload_dir, args.job_dir + "/" + k_payload_dir));
+    crash_point("stage.job_dir");
+    ARCHCTL_TRY_STATUS(load_journal(s));
+
+    Stop stop = Stop::none;
+    for (const auto& f : args.files) {
+        if (ctx.cancelled()) stop = Stop::cancel;
+        if (stop != Stop::none) break;
+        ARCHCTL_TRY_ASSIGN(stop, stage_one(s, f));
+    }
+    ARCHCTL_TRY_STATUS(s.journal->flush());
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(s.payload.get(), args.job_dir + "/" + k_payload_dir));
+    if (stop != Stop::none) {
+        json result = {{"complete", false}, {"stopped", stop == Stop::cancel ? "cancel" : "budget"}};
+        result.update(counters_json(s.counters));
+        return result;
+    }
+    ARCHCTL_TRY_ASSIGN(auto aux, stage_aux(s));
+    return write_manifest(s, std::move(aux));
+}
+
+}  // namespace archctl::node

@@ -1,0 +1,108 @@
+#pragma once
+// The node protocol (DESIGN.md §2): JSON lines over a byte stream.
+//
+// A connection opens with one `hello` line from the node: protocol version, archctl version,
+// pid, and per root its filesystem type and id and the proven capabilities (hard link, reflink,
+// copy_file_range, sparse files). The caller then sends requests; each carries an id, an
+// operation name and its arguments. While an operation runs the node may send any number of
+// `progress` lines for that id (bytes and files so far, so a caller can render a panel and
+// enforce byte budgets), then exactly one `response` line: ok with a result object, or an error
+// with a code and message. A `cancel` line naming a running request's id stops it at the next
+// chunk boundary; the operation then answers ok with `"complete": false, "stopped": "cancel"`,
+// leaving a state that a rerun of the same request resumes from.
+//
+//   node → caller  {"type":"hello","protocol":1,"archctl":"0.1.0","pid":42,"roots":[...]}
+//   caller → node  {"type":"request","id":7,"op":"stage","args":{...}}
+//   caller → node  {"type":"cancel","id":7}
+//   node → caller  {"type":"progress","id":7,"bytes":..,"bytes_total":..,"files":..,...}
+//   node → caller  {"type":"response","id":7,"ok":true,"result":{...},"io":{"rchar":..,"read_bytes":..}}
+//   node → caller  {"type":"response","id":7,"ok":false,"error":{"code":"PATH_OUTSIDE_ROOT","message":".."}}
+//
+// Every response carries the node process's own read counters for the operation (`io`), so tests
+// and benchmarks can check the payload read budget of DESIGN.md §11 on either transport.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+
+namespace archctl::node {
+
+inline constexpr int k_protocol_version = 1;
+
+// What a root supports, proven by creating files in it (device ids lie across bind mounts).
+struct Capabilities {
+    bool hardlink = false;
+    bool reflink = false;
+    bool copy_file_range = false;
+    bool sparse = false;
+    std::string probe_error;  // set when the probe could not run (e.g. read-only directory)
+};
+
+struct RootInfo {
+    std::string path;
+    std::string fs_type;  // "ext4", "tmpfs", "xfs", ... or "0x<magic>"
+    std::string fs_id;    // statvfs f_fsid, hex
+    Capabilities capabilities;
+};
+
+struct Hello {
+    int protocol = k_protocol_version;
+    std::string archctl_version;
+    long pid = 0;
+    std::vector<RootInfo> roots;
+};
+
+struct Request {
+    std::uint64_t id = 0;
+    std::string op;
+    nlohmann::json args = nlohmann::json::object();
+};
+
+struct Cancel {
+    std::uint64_t id = 0;  // the request to stop
+};
+
+struct Progress {
+    std::uint64_t id = 0;
+    std::uint64_t bytes = 0;         // payload bytes handled so far (linked, cloned, copied, hashed)
+    std::uint64_t bytes_total = 0;
+    std::uint64_t files = 0;
+    std::uint64_t files_total = 0;
+    std::uint64_t bytes_copied = 0;  // of `bytes`, those that were copied (the budgeted kind)
+    std::string current;             // file being worked on, e.g. "p/11"
+};
+
+// The node's own read counters over one operation (/proc/self/io deltas).
+struct IoCounters {
+    std::uint64_t rchar = 0;       // bytes read by read()-like calls, page cache included
+    std::uint64_t read_bytes = 0;  // bytes fetched from storage
+};
+
+struct Response {
+    std::uint64_t id = 0;
+    bool ok = true;
+    nlohmann::json result = nlohmann::json::object();
+    Error error;  // meaningful when !ok
+    IoCounters io;
+
+    static Response success(std::uint64_t id, nlohmann::json result);
+    static Response failure(std::uint64_t id, Error error);
+};
+
+using Message = std::variant<Hello, Request, Cancel, Progress, Response>;
+
+// One line (no trailing newline) for each message type.
+[[nodiscard]] std::string encode(const Message& message);
+// Parses one line. Errors: PROTOCOL (not JSON, unknown type, missing fields).
+[[nodiscard]] Result<Message> decode(std::string_view line);
+
+nlohmann::json to_json(const Capabilities& c);
+nlohmann::json to_json(const RootInfo& r);
+
+}  // namespace archctl::node

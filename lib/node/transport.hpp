@@ -1,0 +1,70 @@
+#pragma once
+// Transports: how the control side reaches a node (DESIGN.md §2). One interface, two kinds:
+//
+//   local  the node's operations run in this process, through the same JSON request, progress
+//          and response lines as the wire (each message is encoded and decoded), so behaviour is
+//          identical to exec;
+//   exec   a configured argv (e.g. ["ssh","nas","archctl","node","serve","--root","/srv/a"]) is
+//          spawned without a shell and spoken to over its stdin/stdout; its stderr is captured
+//          and quoted when the far end dies.
+//
+// Usage:
+//   auto t = connect_exec({.node_name = "nas", .argv = {...}});
+//   auto r = call_operation(**t, "tree", {{"base", "/srv/a/x"}, {"paths", {"f"}}});
+//
+// A transport runs one call at a time. cancel() may be called from any thread, including from
+// a ProgressSink callback (the usual way to enforce a byte budget while an operation runs).
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/process.hpp"
+#include "lib/base/result.hpp"
+#include "lib/node/protocol.hpp"
+
+namespace archctl::node {
+
+class ProgressSink {
+public:
+    virtual ~ProgressSink() = default;
+    virtual void on_progress(const Progress& progress) = 0;
+};
+
+class Transport {
+public:
+    virtual ~Transport() = default;
+
+    virtual const std::string& node_name() const = 0;
+    virtual const Hello& hello() const = 0;
+    // Sends `request` (id 0 = assign the next one) and waits for its response. Errors are
+    // transport failures (NODE_UNREACHABLE, PROTOCOL); an operation's own failure is a Response
+    // with ok == false.
+    [[nodiscard]] virtual Result<Response> call(const Request& request, ProgressSink* sink = nullptr) = 0;
+    // Asks the running call to stop at its next chunk boundary; no effect when idle.
+    virtual void cancel() = 0;
+};
+
+// call() and flatten: the result object of an ok response, the response's error otherwise.
+[[nodiscard]] Result<nlohmann::json> call_operation(Transport& transport, const std::string& op,
+                                                    nlohmann::json args = nlohmann::json::object(),
+                                                    ProgressSink* sink = nullptr);
+
+// In-process node over `roots` (for a local node: its configured qb_root and sync_root).
+[[nodiscard]] Result<std::unique_ptr<Transport>> connect_local(std::string node_name, const std::vector<std::string>& roots);
+
+struct ExecOptions {
+    std::string node_name;
+    std::vector<std::string> argv;        // program and arguments; no shell
+    std::vector<std::string> extra_env;   // "NAME=value" added to the child's environment
+    std::chrono::seconds hello_timeout{60};
+};
+
+// Spawns the far end and reads its hello. Errors: NODE_UNREACHABLE (could not start, died, or
+// sent no hello in time), PROTOCOL_MISMATCH (another protocol version).
+[[nodiscard]] Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options);
+
+}  // namespace archctl::node

@@ -1,0 +1,77 @@
+#pragma once
+// The node contract suite runs every case on both transports: NODE_TEST(name) defines one body
+// and registers it as "name [local]" and "name [exec]" (exec spawns `$ARCHCTL_BIN node serve`).
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/node/transport.hpp"
+#include "tests/support/scratch.hpp"
+
+namespace archctl::node::test {
+
+enum class Kind { local, exec };
+
+class NodeFixture {
+public:
+    explicit NodeFixture(Kind kind);
+
+    Kind kind() const { return m_kind; }
+    // Roots served by the node: a qB root and a sync root, plus a directory outside both.
+    std::string qb() const { return (m_scratch.path() / "qb").string(); }
+    std::string sync() const { return (m_scratch.path() / "sync").string(); }
+    std::string outside() const { return (m_scratch.path() / "outside").string(); }
+    const archctl::test::Scratch& scratch() const { return m_scratch; }
+
+    // A fresh connection (exec: a new child, with `env` added to its environment).
+    std::unique_ptr<Transport> connect(const std::vector<std::string>& env = {}) const;
+    Transport& transport() { return *m_transport; }
+    // Reconnects the fixture's own transport (after a crash of the far end).
+    void reconnect() { m_transport = connect(); }
+
+    // Calls `op`; REQUIREs success and returns the result.
+    nlohmann::json ok(const std::string& op, const nlohmann::json& args, ProgressSink* sink = nullptr);
+    // Calls `op`; REQUIREs an operation error and returns it.
+    Error fails(const std::string& op, const nlohmann::json& args);
+
+    // Writes a file below the scratch directory (`rel` is relative to it).
+    std::string write(const std::string& rel, const std::string& content) const;
+
+private:
+    Kind m_kind;
+    archctl::test::Scratch m_scratch;
+    std::unique_ptr<Transport> m_transport;
+};
+
+// Random bytes (deterministic by seed).
+std::string random_bytes(std::size_t size, unsigned seed);
+std::string file_content(const std::string& path);
+struct stat_result {
+    bool exists = false;
+    std::uint64_t ino = 0, size = 0, nlink = 0;
+    unsigned mode = 0;
+};
+stat_result lstat_path(const std::string& path);
+// Every regular file below `dir` (relative names, sorted).
+std::vector<std::string> list_files(const std::string& dir);
+
+}  // namespace archctl::node::test
+
+#define NODE_TEST_CONCAT_(a, b) a##b
+#define NODE_TEST(name)                                                                    \
+    static void NODE_TEST_CONCAT_(name, _body)(::archctl::node::test::NodeFixture & f);    \
+    TEST_CASE(#name " [local]") {                                                          \
+        ::archctl::node::test::NodeFixture f(::archctl::node::test::Kind::local);          \
+        NODE_TEST_CONCAT_(name, _body)(f);                                                 \
+    }                                                                                      \
+    TEST_CASE(#name " [exec]") {                                                           \
+        ::archctl::node::test::NodeFixture f(::archctl::node::test::Kind::exec);           \
+        NODE_TEST_CONCAT_(name, _body)(f);                                                 \
+    }                                                                                      \
+    static void NODE_TEST_CONCAT_(name, _body)(::archctl::node::test::NodeFixture & f)

@@ -1,0 +1,110 @@
+// Pure parts of the node protocol: line encoding, base64, path splitting, root location.
+
+#include <doctest/doctest.h>
+
+#include "lib/node/file_ops.hpp"
+#include "lib/node/protocol.hpp"
+#include "lib/node/root_set.hpp"
+#include "tests/support/scratch.hpp"
+
+using namespace archctl;
+using namespace archctl::node;
+
+TEST_CASE("protocol lines round-trip every message type") {
+    Request req;
+    req.id = 7;
+    req.op = "tree";
+    req.args = {{"base", "/srv/a"}, {"paths", {"x"}}};
+    auto decoded = decode(encode(Message{req}));
+    REQUIRE(decoded.ok());
+    const auto& r = std::get<Request>(decoded.value());
+    CHECK(r.id == 7);
+    CHECK(r.op == "tree");
+    CHECK(r.args["paths"][0] == "x");
+
+    Response fail = Response::failure(7, Error("PATH_OUTSIDE_ROOT", "path outside", "hint"));
+    fail.io.rchar = 12;
+    auto back = decode(encode(Message{fail}));
+    REQUIRE(back.ok());
+    const auto& resp = std::get<Response>(back.value());
+    CHECK_FALSE(resp.ok);
+    CHECK(resp.error.code == "PATH_OUTSIDE_ROOT");
+    CHECK(resp.error.hint == "hint");
+    CHECK(resp.io.rchar == 12);
+
+    Progress p;
+    p.id = 3;
+    p.bytes = 10;
+    p.files_total = 4;
+    p.current = "p/1";
+    auto pb = decode(encode(Message{p}));
+    REQUIRE(pb.ok());
+    CHECK(std::get<Progress>(pb.value()).current == "p/1");
+    CHECK(std::get<Progress>(pb.value()).files_total == 4);
+
+    auto cancel = decode(encode(Message{Cancel{9}}));
+    REQUIRE(cancel.ok());
+    CHECK(std::get<Cancel>(cancel.value()).id == 9);
+}
+
+TEST_CASE("protocol refuses malformed lines") {
+    CHECK(decode("not json").error().code == "PROTOCOL");
+    CHECK(decode("[1,2]").error().code == "PROTOCOL");
+    CHECK(decode(R"({"type":"request","op":"x"})").error().code == "PROTOCOL");  // no id
+    CHECK(decode(R"({"type":"frobnicate","id":1})").error().code == "PROTOCOL");
+    CHECK(decode(R"({"type":"request","id":1,"op":"x","args":[1]})").error().code == "PROTOCOL");
+}
+
+TEST_CASE("base64 round-trips all lengths and rejects garbage") {
+    for (std::size_t n = 0; n < 20; ++n) {
+        std::string data;
+        for (std::size_t i = 0; i < n; ++i) data += static_cast<char>(i * 37 + 1);
+        auto back = base64_decode(base64_encode(data));
+        REQUIRE(back.ok());
+        CHECK(back.value() == data);
+    }
+    CHECK(base64_encode("foobar") == "Zm9vYmFy");
+    CHECK(base64_encode("fo") == "Zm8=");
+    CHECK_FALSE(base64_decode("Zm9").ok());
+    CHECK_FALSE(base64_decode("Zm9*").ok());
+    CHECK_FALSE(base64_decode("Z=9v").ok());
+}
+
+TEST_CASE("relative paths must be clean and stay below their base") {
+    CHECK(split_relative("a/b/c").value() == std::vector<std::string>{"a", "b", "c"});
+    CHECK(split_relative("../x").error().code == "PATH_OUTSIDE_ROOT");
+    CHECK(split_relative("a/../../x").error().code == "PATH_OUTSIDE_ROOT");
+    CHECK(split_relative("/etc/passwd").error().code == "PATH_OUTSIDE_ROOT");
+    CHECK(split_relative("a//b").error().code == "BAD_PATH");
+    CHECK(split_relative("a/./b").error().code == "BAD_PATH");
+    CHECK(split_relative("").error().code == "BAD_PATH");
+    CHECK(split_relative(std::string("a\0b", 3)).error().code == "BAD_PATH");
+}
+
+TEST_CASE("node paths are located under the longest matching root") {
+    archctl::test::Scratch scratch;
+    std::filesystem::create_directories(scratch / "a" / "inner");
+    std::string a = (scratch / "a").string(), inner = (scratch / "a" / "inner").string();
+    auto set = RootSet::open({a, inner});
+    REQUIRE(set.ok());
+    auto loc = set.value().locate(inner + "/x/y");
+    REQUIRE(loc.ok());
+    CHECK(loc.value().root == 1);
+    CHECK(loc.value().components == std::vector<std::string>{"x", "y"});
+    CHECK(set.value().locate(a).value().components.empty());
+    CHECK(set.value().locate(a + "x/y").error().code == "PATH_OUTSIDE_ROOT");  // prefix, not a parent
+    CHECK(set.value().locate("relative/path").error().code == "PATH_OUTSIDE_ROOT");
+    CHECK(set.value().locate(a + "/../etc").error().code == "PATH_OUTSIDE_ROOT");
+    CHECK(set.value().locate("/etc/passwd").error().code == "PATH_OUTSIDE_ROOT");
+    CHECK_FALSE(RootSet::open({"relative"}).ok());
+    CHECK_FALSE(RootSet::open({(scratch / "missing").string()}).ok());
+}
+
+TEST_CASE("syncthing artifacts are recognised") {
+    CHECK(is_syncthing_artifact(".syncthing.3.tmp"));
+    CHECK(is_syncthing_artifact("~syncthing~3.tmp"));
+    CHECK(is_syncthing_artifact("3.sync-conflict-20240101-101010-ABCDEFG"));
+    CHECK(is_syncthing_artifact(".stfolder"));
+    CHECK_FALSE(is_syncthing_artifact("3"));
+    CHECK(syncthing_temp_name("3") == ".syncthing.3.tmp");
+}

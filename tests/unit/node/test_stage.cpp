@@ -1,0 +1,266 @@
+// stage on both transports: hard link, copy, cross-filesystem, refusals, budgets, crash points.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+
+#include "lib/base/hash.hpp"
+#include "lib/node/file_ops.hpp"
+#include "lib/node/protocol.hpp"
+#include "tests/unit/node/node_fixture.hpp"
+
+using namespace archctl;
+using namespace archctl::node;
+using namespace archctl::node::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t k_file_size = 3u << 20;
+
+// Three payload files below qb/save/Show/ and the stage request for them.
+json make_payload(NodeFixture& f, const std::string& job, const std::string& method = "auto", std::size_t size = k_file_size) {
+    json files = json::array();
+    for (unsigned i = 0; i < 3; ++i) {
+        std::string rel = i == 2 ? "Show/extras/c.bin" : "Show/" + std::string(1, static_cast<char>('a' + i)) + ".bin";
+        f.write("qb/save/" + rel, random_bytes(size, i + 1));
+        files.push_back({{"index", i * 2 + 1}, {"path", rel}, {"size", size}});
+    }
+    std::filesystem::create_directories(f.sync() + "/route");
+    return {{"job_dir", f.sync() + "/route/" + job}, {"source_base", f.qb() + "/save"}, {"files", files}, {"method", method}};
+}
+
+json manifest_of(const std::string& job_dir) { return json::parse(file_content(job_dir + "/manifest.json")); }
+
+std::string staged(const json& req, unsigned index) {
+    return req["job_dir"].get<std::string>() + "/p/" + std::to_string(index);
+}
+std::string source(const json& req, const json& file) {
+    return req["source_base"].get<std::string>() + "/" + file["path"].get<std::string>();
+}
+
+bool mount_tmpfs(const std::string& dir) {
+    if (::geteuid() != 0) return false;
+    auto r = archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir});
+    return r.exit_code == 0;
+}
+
+struct CrashRun {
+    std::vector<std::string> passed;  // crash points passed, in order (the last one killed it)
+    int exit_code = 0;
+};
+
+// Runs one stage request through `archctl node serve` with crash-point listing (and a crash).
+CrashRun run_serve(NodeFixture& f, const json& request, const std::string& crash_at) {
+    Request r;
+    r.id = 1;
+    r.op = "stage";
+    r.args = request;
+    std::vector<std::string> env = {"ARCHCTL_TEST_CRASH_LIST=1"};
+    if (!crash_at.empty()) env.push_back("ARCHCTL_TEST_CRASH_AT=" + crash_at);
+    auto out = archctl::test::run({archctl::test::archctl_bin(), "node", "serve", "--root", f.qb(), "--root", f.sync()}, env,
+                                  encode(Message{r}) + "\n");
+    CrashRun run;
+    run.exit_code = out.exit_code;
+    std::istringstream lines(out.err);
+    std::string line;
+    const std::string prefix = "archctl: crash-point ";
+    while (std::getline(lines, line))
+        if (line.rfind(prefix, 0) == 0) run.passed.push_back(line.substr(prefix.size()));
+    return run;
+}
+
+// Every (point, n) pair a clean run passes, for ARCHCTL_TEST_CRASH_AT=point:n.
+std::vector<std::string> crash_specs(const std::vector<std::string>& passed) {
+    std::map<std::string, int> seen;
+    std::vector<std::string> specs;
+    for (const auto& p : passed) specs.push_back(p + ":" + std::to_string(++seen[p]));
+    return specs;
+}
+
+}  // namespace
+
+NODE_TEST(stage_hard_links_without_reading_payload) {
+    json req = make_payload(f, "job-link");
+    json r = f.ok("stage", req);
+    CHECK(r["complete"] == true);
+    CHECK(r["files_linked"] == 3);
+    CHECK(r["bytes_copied"] == 0);
+    CHECK(r["bytes_hashed"] == 0);
+    // The node process read almost nothing: the payload was linked, not read.
+    CHECK(r["io"]["rchar"].get<std::uint64_t>() < (256u << 10));
+    for (const auto& file : req["files"]) {
+        auto s = lstat_path(staged(req, file["index"]));
+        CHECK(s.ino == lstat_path(source(req, file)).ino);
+        CHECK(s.nlink == 2);
+    }
+    json m = manifest_of(req["job_dir"]);
+    REQUIRE(m["files"].size() == 3);
+    CHECK(m["files"][0]["index"] == 1);
+    CHECK(m["files"][0]["name"] == "p/1");
+    CHECK(m["files"][0]["path"] == "Show/a.bin");
+    CHECK(m["files"][0]["method"] == "hardlink");
+    CHECK(m["files"][0]["xxh3"].is_null());
+    CHECK(std::filesystem::exists(req["job_dir"].get<std::string>() + "/READY"));
+    json again = f.ok("stage", req);
+    CHECK(again["already_ready"] == true);
+    CHECK(again["manifest_xxh3"] == r["manifest_xxh3"]);
+}
+
+NODE_TEST(stage_verify_transit_hashes_linked_files_once) {
+    json req = make_payload(f, "job-verify");
+    req["verify_transit"] = true;
+    json r = f.ok("stage", req);
+    CHECK(r["files_linked"] == 3);
+    CHECK(r["bytes_hashed"] == 3 * k_file_size);
+    CHECK(r["io"]["rchar"].get<std::uint64_t>() >= 3 * k_file_size);
+    CHECK(r["io"]["rchar"].get<std::uint64_t>() < 3 * k_file_size + (1u << 20));
+    json m = manifest_of(req["job_dir"]);
+    for (std::size_t i = 0; i < 3; ++i)
+        CHECK(m["files"][i]["xxh3"] == xxh3_128_hex(file_content(source(req, req["files"][i]))));
+}
+
+NODE_TEST(stage_forced_copy_hashes_in_the_same_pass) {
+    json req = make_payload(f, "job-copy", "copy");
+    json r = f.ok("stage", req);
+    CHECK(r["files_copied"] == 3);
+    CHECK(r["bytes_copied"] == 3 * k_file_size);
+    CHECK(r["bytes_hashed"] == 0);  // no second pass
+    CHECK(r["io"]["rchar"].get<std::uint64_t>() < 3 * k_file_size + (1u << 20));
+    json m = manifest_of(req["job_dir"]);
+    for (std::size_t i = 0; i < 3; ++i) {
+        const json& file = req["files"][i];
+        CHECK(lstat_path(staged(req, file["index"])).ino != lstat_path(source(req, file)).ino);
+        std::string content = file_content(staged(req, file["index"]));
+        CHECK(content == file_content(source(req, file)));
+        CHECK(m["files"][i]["xxh3"] == xxh3_128_hex(content));
+        CHECK(m["files"][i]["method"] == "copy");
+    }
+    CHECK(list_files(req["job_dir"].get<std::string>() + "/p") == std::vector<std::string>{"1", "3", "5"});
+}
+
+NODE_TEST(stage_across_filesystems_falls_back_to_copy) {
+    if (!mount_tmpfs(f.sync())) {
+        MESSAGE("tmpfs mount not permitted here; cross-filesystem staging covered by forced copy only");
+        return;
+    }
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { archctl::test::run({"umount", "-l", dir}); }
+    } unmount{f.sync()};
+    f.reconnect();
+    json req = make_payload(f, "job-xfs", "auto", 1u << 20);
+    json r = f.ok("stage", req);
+    CHECK(r["files_copied"] == 3);
+    CHECK(r["files_linked"] == 0);
+    CHECK(r["bytes_copied"] == 3 * (1u << 20));
+    req["method"] = "hardlink";
+    req["job_dir"] = f.sync() + "/route/job-xfs-forced";
+    CHECK(f.fails("stage", req).code == "LINK_FAILED");
+    f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
+}
+
+NODE_TEST(stage_refuses_fifos_symlinks_and_changed_sizes) {
+    json req = make_payload(f, "job-refuse");
+    REQUIRE(::mkfifo((f.qb() + "/save/Show/pipe").c_str(), 0644) == 0);
+    json bad = req;
+    bad["files"].push_back({{"index", 9}, {"path", "Show/pipe"}, {"size", 0}});
+    CHECK(f.fails("stage", bad).code == "NOT_REGULAR");
+    std::filesystem::create_symlink(f.qb() + "/save/Show/a.bin", f.qb() + "/save/Show/alias.bin");
+    bad = req;
+    bad["files"].push_back({{"index", 9}, {"path", "Show/alias.bin"}, {"size", k_file_size}});
+    CHECK(f.fails("stage", bad).code == "PATH_SYMLINK");
+    bad = req;
+    bad["files"][0]["size"] = 5;
+    CHECK(f.fails("stage", bad).code == "SOURCE_CHANGED");
+    CHECK_FALSE(std::filesystem::exists(req["job_dir"].get<std::string>()));
+    bad = req;
+    bad["files"].push_back(req["files"][0]);
+    CHECK(f.fails("stage", bad).code == "BAD_REQUEST");
+}
+
+NODE_TEST(stage_budget_stops_between_chunks_and_resumes_without_recopying) {
+    json req = make_payload(f, "job-budget", "copy", 10u << 20);
+    req["budget_bytes"] = 13u << 20;
+    json first = f.ok("stage", req);
+    CHECK(first["complete"] == false);
+    CHECK(first["stopped"] == "budget");
+    std::uint64_t copied = first["bytes_copied"];
+    CHECK(copied >= (13u << 20));
+    CHECK(copied < (30u << 20));
+    CHECK_FALSE(std::filesystem::exists(req["job_dir"].get<std::string>() + "/manifest.json"));
+    req.erase("budget_bytes");
+    json second = f.ok("stage", req);
+    CHECK(second["complete"] == true);
+    CHECK(copied + second["bytes_copied"].get<std::uint64_t>() == (30u << 20));
+    json m = manifest_of(req["job_dir"]);
+    for (std::size_t i = 0; i < 3; ++i) {
+        std::string content = file_content(staged(req, req["files"][i]["index"]));
+        CHECK(content == file_content(source(req, req["files"][i])));
+        CHECK(m["files"][i]["xxh3"] == xxh3_128_hex(content));
+    }
+}
+
+NODE_TEST(stage_writes_auxiliary_files_before_the_manifest) {
+    json req = make_payload(f, "job-aux");
+    std::string torrent = "d4:infod4:name1:xee";
+    req["aux"] = {{{"name", "source.torrent"}, {"data_b64", base64_encode(torrent)}}};
+    json r = f.ok("stage", req);
+    CHECK(file_content(req["job_dir"].get<std::string>() + "/a/source.torrent") == torrent);
+    json m = manifest_of(req["job_dir"]);
+    REQUIRE(m["aux"].size() == 1);
+    CHECK(m["aux"][0]["name"] == "a/source.torrent");
+    CHECK(m["aux"][0]["xxh3"] == xxh3_128_hex(torrent));
+    json bad = make_payload(f, "job-aux-bad");
+    bad["aux"] = {{{"name", "../x"}, {"data_b64", ""}}};
+    CHECK(f.fails("stage", bad).code == "BAD_REQUEST");
+}
+
+namespace {
+
+// Kill the node at every crash point of a stage, rerun, and compare with an uninterrupted run.
+void crash_every_point(NodeFixture& f, const std::string& method) {
+    json reference = make_payload(f, "job", method, 1u << 20);
+    reference["job_dir"] = f.sync() + "/reference/job";
+    std::filesystem::create_directories(f.sync() + "/reference");
+    CrashRun clean = run_serve(f, reference, "");
+    REQUIRE(clean.exit_code == 0);
+    std::string expected = file_content(reference["job_dir"].get<std::string>() + "/manifest.json");
+    auto specs = crash_specs(clean.passed);
+    REQUIRE(specs.size() >= 6);
+    for (const auto& spec : specs) {
+        CAPTURE(spec);
+        json req = reference;
+        std::string folder = f.sync() + "/crash-" + std::to_string(&spec - specs.data());
+        std::filesystem::create_directories(folder);
+        req["job_dir"] = folder + "/job";
+        CrashRun crashed = run_serve(f, req, spec);
+        CHECK(crashed.exit_code == 137);
+        json rerun = f.ok("stage", req);
+        CHECK(rerun["complete"] == true);
+        CHECK(file_content(req["job_dir"].get<std::string>() + "/manifest.json") == expected);
+        if (method == "copy") {
+            // Each copied file is journaled (journal.synced) before its rename: those are never copied again.
+            auto committed = static_cast<std::uint64_t>(std::count(crashed.passed.begin(), crashed.passed.end(), "journal.synced"));
+            CHECK(rerun["bytes_copied"].get<std::uint64_t>() + committed * (1u << 20) == 3u * (1u << 20));
+        } else {
+            CHECK(rerun["bytes_copied"] == 0);
+        }
+        for (const auto& file : req["files"])
+            CHECK(file_content(staged(req, file["index"])) == file_content(source(req, file)));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("stage converges after a crash at every point: hard links [exec]") {
+    NodeFixture f(Kind::exec);
+    crash_every_point(f, "auto");
+}
+
+TEST_CASE("stage converges after a crash at every point: copies [exec]") {
+    NodeFixture f(Kind::exec);
+    crash_every_point(f, "copy");
+}
