@@ -1,0 +1,59 @@
+#include <doctest/doctest.h>
+
+#include "lib/jobs/engine.hpp"
+#include "lib/jobs/job.hpp"
+
+using namespace archctl;
+using namespace archctl::jobs;
+
+TEST_CASE("a job definition survives its JSON form") {
+    JobDefinition d;
+    d.id = "20261201-183412-7f3c";
+    d.op = plan::Operation::unarchive;
+    d.identity = torrent::Identity::from_qb("78d5a6edfa4e0000000000000000000000000000",
+                                            "1838bf9a70c10000000000000000000000000000000000000000000000000000").value();
+    d.name = "Some.Linux.ISO.Collection";
+    d.qb_id = d.identity.qb_id();
+    d.aliases = {d.identity.v1_hex(), d.identity.v2_hex()};
+    d.source = "nas";
+    d.target = "seedbox";
+    d.source_save_path = "/tank/t/linux";
+    d.target_save_path = "/srv/cache/t/linux";
+    d.route = {"archctl-seedbox-nas-k3x9", "/tank/sync/r", "/srv/sync/r"};
+    d.requested = torrent::Selection::parse("0-3,7").value();
+    d.delta = torrent::Selection::parse("2-3,7").value();
+    d.files = {{2, "x/c", 10}, {3, "x/d", 0}, {7, "x/h", 5}};
+    d.partfile = plan::PartfileNeed::carry_source;
+    d.file_count = 8;
+    auto back = JobDefinition::from_json(d.to_json());
+    REQUIRE(back.ok());
+    CHECK(back->to_json() == d.to_json());
+    CHECK(back->summary() == "unarchive 1838bf9a70c1 nas → seedbox");
+    auto broken = d.to_json();
+    broken.erase("route");
+    CHECK(JobDefinition::from_json(broken).error().code == "CORRUPT");
+}
+
+TEST_CASE("a ledger survives its JSON form; unknown fields default") {
+    Ledger l;
+    l.state = JobState::cleanup_required;
+    l.step = "cleanup";
+    l.staged = l.synced = l.merged = l.committed = true;
+    l.generation = 3;
+    l.sessions.push_back({"2026-12-01T18:34:12Z", "2026-12-01T18:40:00Z", "budget", "seedbox", 4121, 10, 20, 30});
+    Ledger back = Ledger::from_json(l.to_json());
+    CHECK(back.to_json() == l.to_json());
+    Ledger empty = Ledger::from_json(nlohmann::json::object());
+    CHECK(empty.state == JobState::running);
+    CHECK(empty.step == "stage");
+}
+
+TEST_CASE("the same command gives the same request digest") {
+    TransferRequest r;
+    r.res = "1838bf9a";
+    std::string a = request_digest(r, {"b", "a"}, "seedbox", "nas");
+    CHECK(a == request_digest(r, {"a", "b"}, "seedbox", "nas"));
+    CHECK(a != request_digest(r, {"a", "b"}, "seedbox", "nas2"));
+    r.files = torrent::Selection::parse("0-3").value();
+    CHECK(a != request_digest(r, {"a", "b"}, "seedbox", "nas"));
+}
