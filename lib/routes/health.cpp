@@ -1,0 +1,89 @@
+#include "lib/routes/health.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace archctl::routes {
+namespace {
+
+void side_problems(const SideFacts& s, const std::string& peer, std::vector<std::string>& out) {
+    auto add = [&](const std::string& what) { out.push_back(fmt::format("{}: {}", s.node, what)); };
+    if (!s.reachable) {
+        add("Syncthing unreachable: " + s.error);
+        return;
+    }
+    if (!s.folder_present) {
+        add("folder not configured");
+        return;
+    }
+    if (!s.shares_peer) add(fmt::format("folder not shared with {}", peer));
+    if (s.paused) add("folder paused");
+    if (!s.paused && s.state.empty()) add("folder not running");
+    if (s.state == "error" || !s.folder_error.empty())
+        add("folder error: " + (s.folder_error.empty() ? std::string("state error") : s.folder_error));
+    if (s.file_errors > 0) add(fmt::format("{} file error{}", s.file_errors, s.file_errors == 1 ? "" : "s"));
+    if (!s.peer_connected) add(fmt::format("peer {} not connected", peer));
+    if (!s.marker_present.has_value()) add("folder marker unknown: " + s.marker_error);
+    else if (!*s.marker_present) add("folder marker .stfolder missing");
+}
+
+}  // namespace
+
+std::string Health::summary() const {
+    if (problems.empty()) return "healthy";
+    std::string out;
+    for (const auto& p : problems) out += (out.empty() ? "" : "; ") + p;
+    return out;
+}
+
+Health judge_health(const SideFacts& cache, const SideFacts& archive) {
+    Health h;
+    side_problems(cache, archive.node, h.problems);
+    side_problems(archive, cache.node, h.problems);
+    h.healthy = h.problems.empty();
+    return h;
+}
+
+SideFacts probe_side(clients::syncthing::Client& client, node::Transport* transport, const std::string& node_name,
+                     const std::string& folder_id, const std::string& folder_path, const std::string& peer_device) {
+    SideFacts s;
+    s.node = node_name;
+    auto folder = client.folder(folder_id);
+    if (!folder.ok()) {
+        s.error = folder.error().message;
+        return s;
+    }
+    s.reachable = true;
+    if (!folder.value()) return s;
+    const auto& f = *folder.value();
+    s.folder_present = true;
+    s.shares_peer = std::find(f.devices.begin(), f.devices.end(), peer_device) != f.devices.end();
+    s.paused = f.paused;
+    if (auto status = client.db_status(folder_id); status.ok()) {
+        s.state = status->state;
+        s.folder_error = status->error;
+        s.file_errors = status->errors;
+    } else {
+        s.folder_error = status.error().message;
+    }
+    if (auto conns = client.connections(); conns.ok()) {
+        for (const auto& c : conns.value())
+            if (c.device_id == peer_device) s.peer_connected = c.connected && !c.paused;
+    }
+    if (!transport) {
+        s.marker_error = "node unreachable";
+        return s;
+    }
+    auto tree = node::call_operation(*transport, "tree", {{"base", folder_path}, {"paths", {".stfolder"}}});
+    if (!tree.ok()) {
+        s.marker_error = tree.error().message;
+        return s;
+    }
+    const auto entries = tree->value("entries", nlohmann::json::array());
+    const std::string type = entries.empty() ? "absent" : entries[0].value("type", "absent");
+    s.marker_present = type != "absent" && type != "refused";
+    return s;
+}
+
+}  // namespace archctl::routes

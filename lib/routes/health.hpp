@@ -1,0 +1,46 @@
+#pragma once
+// Route health (DESIGN.md §6): both folders configured, shared with the peer, not paused,
+// without folder or file errors, their marker present, and the peer device connected on both
+// sides. judge_health() is pure; probe_side() gathers the facts of one side.
+//
+// Health is necessary, not sufficient: a route is `ready` only after a nonce exchange (nonce.hpp).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/clients/syncthing/client.hpp"
+#include "lib/node/transport.hpp"
+
+namespace archctl::routes {
+
+struct SideFacts {
+    std::string node;
+    bool reachable = false;
+    std::string error;            // why the Syncthing could not be read
+    bool folder_present = false;
+    bool shares_peer = false;     // the folder's device list holds the peer
+    bool paused = false;
+    std::string state;            // db/status state ("" = not running)
+    std::string folder_error;     // db/status error
+    std::int64_t file_errors = 0; // db/status errors (per-file pull errors)
+    bool peer_connected = false;
+    std::optional<bool> marker_present;  // nullopt: the node could not be asked
+    std::string marker_error;
+};
+
+struct Health {
+    bool healthy = false;
+    std::vector<std::string> problems;  // e.g. "archive1: peer cache1 not connected"
+    [[nodiscard]] std::string summary() const;  // problems joined with "; ", or "healthy"
+};
+
+[[nodiscard]] Health judge_health(const SideFacts& cache, const SideFacts& archive);
+
+// What one side looks like now. `transport` may be null (marker then unknown, a problem).
+[[nodiscard]] SideFacts probe_side(clients::syncthing::Client& client, node::Transport* transport,
+                                   const std::string& node_name, const std::string& folder_id,
+                                   const std::string& folder_path, const std::string& peer_device);
+
+}  // namespace archctl::routes

@@ -1,0 +1,147 @@
+#pragma once
+// archctl::routes — discover, verify and provision the Syncthing routes between cache and
+// archive nodes (DESIGN.md §6). The functions here are what `archctl route` and the job engine
+// call; each reads live Syncthing config first (the authority) and keeps its own evidence in
+// `<state>/routes/<id>.json` (route_record.hpp).
+//
+// ensure_route(cache, archive):
+//   1. discover: a route for the pair that is healthy and was verified within
+//      routes.check_max_age is returned at once (no writes); an unverified or stale one is
+//      verified by a nonce exchange; a half-configured pair or an unfinished attempt for the pair
+//      (a record not ready) is continued under the same route ID;
+//   2. otherwise a new attempt: route ID `archctl-<cache>-<archive>-<random>`, folder path
+//      `<sync_root>/<route id>` on each node;
+//   3. per node, cache first: add the peer device (ID, name, the peer's dialable addresses), then
+//      the folder (sendreceive, ignorePerms, no versioning, watcher delay 1 s, rescan 3600 s) —
+//      each only when absent, recording the intent before and the object's fingerprint after;
+//   4. wait until both folders are healthy and the devices connected (health.hpp);
+//   5. write a unique nonce file on each side through the node operations and observe it on the
+//      other; mark the route ready.
+// Every wait ends at the attempt's deadline (routes.provision_timeout from this run's start:
+// ROUTE_TIMEOUT, the record says which step and what was seen), at EnsureOptions::stop_at
+// (ROUTE_DEADLINE) or at the first interrupt (ROUTE_INTERRUPTED); the last two are clean stops
+// a rerun continues. A hard failure (Syncthing refused a config write, a conflicting object)
+// rolls back what the attempt created and marks it failed.
+//
+// Under policy eager_mesh, ensure_route first provisions every other missing online pair.
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/clock.hpp"
+#include "lib/base/result.hpp"
+#include "lib/clients/node_clients.hpp"
+#include "lib/config/config.hpp"
+#include "lib/routes/discovery.hpp"
+#include "lib/routes/health.hpp"
+#include "lib/routes/route_record.hpp"
+#include "lib/state/state_dir.hpp"
+
+namespace archctl::routes {
+
+// What every routes function needs.
+struct Env {
+    const config::Config& config;
+    const state::StateDir& state;
+    clients::Tuning tuning;
+    std::function<void(const std::string&)> info;  // progress chatter (may be empty)
+};
+
+struct EnsureOptions {
+    std::optional<SteadyTime> stop_at;  // --max-minutes: stop cleanly here (ROUTE_DEADLINE)
+};
+
+// What ensure_route did.
+enum class EnsureAction { already_ready, verified, provisioned };
+[[nodiscard]] std::string to_string(EnsureAction action);
+
+struct Route {
+    std::string id;
+    std::string cache, archive;
+    std::string cache_path, archive_path;
+    std::string verified_at;
+    EnsureAction action = EnsureAction::already_ready;
+};
+
+// True for the errors that are clean stops (ROUTE_INTERRUPTED, ROUTE_DEADLINE): exit 10.
+[[nodiscard]] bool is_clean_stop(const Error& error);
+
+// Make sure a ready route exists between `cache` and `archive` (node names), provisioning one
+// when needed (see the overview).
+[[nodiscard]] Result<Route> ensure_route(Env& env, const std::string& cache, const std::string& archive,
+                                         const EnsureOptions& options = {});
+
+// One route as `route list` / `route show` present it.
+struct RouteEntry {
+    std::string id;
+    std::string cache, archive;
+    std::string cache_path, archive_path;
+    // ready | stale (verified longer ago than routes.check_max_age) | unverified | unhealthy |
+    // provisioning | timed_out | failed | rolled_back | missing (a ready record whose folders
+    // are gone) | half (one side configured)
+    std::string state;
+    std::string health;         // Health::summary(), or "" when not probed
+    bool discovered = false;    // found in live config on both nodes
+    std::optional<RouteRecord> record;
+};
+
+struct Listing {
+    std::vector<RouteEntry> routes;
+    Discovery discovery;
+    std::vector<std::string> unreachable;  // "node: why"
+    std::vector<std::string> problems;     // unreadable records
+};
+
+// Discover every route and merge the records. Probes health of each discovered route.
+[[nodiscard]] Result<Listing> list_routes(Env& env);
+// One route by ID (discovered or recorded). NOT_FOUND when neither knows it.
+[[nodiscard]] Result<RouteEntry> show_route(Env& env, const std::string& id);
+
+struct CheckReport {
+    std::string id;
+    Health health;
+    bool ok = false;
+    double seconds = 0;
+    std::string verified_at;
+    std::string error;
+};
+
+// Nonce exchange on a discovered route now (both directions); records the result. Fails with
+// ROUTE_UNHEALTHY when health does not hold, ROUTE_CHECK_FAILED when a nonce was not seen.
+[[nodiscard]] Result<CheckReport> check_route(Env& env, const std::string& id, const EnsureOptions& options = {});
+
+struct RollbackReport {
+    std::string id;
+    std::vector<CreatedObject> objects;  // after the rollback: removed / absent / kept
+    bool complete = false;               // nothing archctl created is left
+};
+
+// Remove the config objects the attempt `id` created, each only while it is unchanged since
+// creation (fingerprint) and, for a device, no other folder uses it. Refuses (ROUTE_VERIFIED) a
+// route that was ever verified ready.
+[[nodiscard]] Result<RollbackReport> rollback_route(Env& env, const std::string& id);
+
+struct MeshReport {
+    std::vector<Route> ensured;                       // pairs that had no route and now have one
+    std::vector<std::pair<std::string, std::string>> present;  // pairs that had a route
+    std::vector<std::string> skipped;                 // "cache/archive: why" (offline nodes)
+    std::vector<Error> failed;                        // pairs that could not be provisioned
+};
+
+// Provision every missing cache/archive pair whose nodes are both online.
+[[nodiscard]] Result<MeshReport> ensure_mesh(Env& env, const EnsureOptions& options = {});
+
+[[nodiscard]] nlohmann::json to_json(const Route& route);
+[[nodiscard]] nlohmann::json to_json(const RouteEntry& entry);
+[[nodiscard]] nlohmann::json to_json(const IgnoredFolder& folder);
+[[nodiscard]] nlohmann::json to_json(const HalfRoute& half);
+[[nodiscard]] nlohmann::json to_json(const RollbackReport& report);
+[[nodiscard]] nlohmann::json to_json(const CheckReport& report);
+[[nodiscard]] nlohmann::json to_json(const MeshReport& report);
+
+}  // namespace archctl::routes

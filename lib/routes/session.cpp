@@ -1,0 +1,87 @@
+#include "lib/routes/session.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "lib/base/signals.hpp"
+
+namespace archctl::routes {
+
+std::string now_text() { return format_rfc3339(system_now()); }
+
+WaitEnd wait_end(const Deadlines& d) {
+    if (stop_requested()) return WaitEnd::interrupted;
+    const auto now = std::chrono::steady_clock::now();
+    if (d.stop_at && now >= *d.stop_at) return WaitEnd::stop_deadline;
+    if (now >= d.attempt) return WaitEnd::timed_out;
+    return WaitEnd::keep_waiting;
+}
+
+Error clean_stop_error(WaitEnd end, const std::string& what) {
+    if (end == WaitEnd::interrupted)
+        return Error("ROUTE_INTERRUPTED", fmt::format("interrupted while {}", what), "rerun the same command to continue");
+    return Error("ROUTE_DEADLINE", fmt::format("time budget (--max-minutes) used up while {}", what),
+                 "rerun the same command to continue");
+}
+
+void nap(const Deadlines& d, std::chrono::milliseconds interval) {
+    auto until = std::chrono::steady_clock::now() + interval;
+    until = std::min(until, d.attempt);
+    if (d.stop_at) until = std::min(until, *d.stop_at);
+    // Short slices so an interrupt is noticed promptly.
+    while (std::chrono::steady_clock::now() < until && !stop_requested())
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            until - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
+}
+
+Session::Session(Env& env) : m_env(env), m_store(env.state.routes()) {}
+
+Result<NodeLink*> Session::link(const std::string& name) {
+    if (auto it = m_links.find(name); it != m_links.end()) return it->second.get();
+    const config::NodeConfig* cfg = m_env.config.node(name);
+    if (!cfg) return Error("NODE_UNKNOWN", fmt::format("unknown node '{}'", name), "see 'archctl config' for the configured nodes");
+    auto [it, _] = m_links.emplace(name, std::make_unique<NodeLink>(*cfg, m_env.tuning));
+    return it->second.get();
+}
+
+Discovery Session::discover(std::vector<NodeSnapshot>& snapshots, const std::vector<std::string>& nodes) {
+    snapshots.clear();
+    std::vector<std::string> names = nodes;
+    if (names.empty())
+        for (const auto& [name, _] : m_env.config.nodes) names.push_back(name);
+    for (const auto& name : names) {
+        auto l = link(name);
+        if (!l.ok()) continue;
+        snapshots.push_back(read_snapshot((*l)->syncthing(), (*l)->config()));
+    }
+    // Device IDs of nodes that could not be read, from what earlier attempts recorded.
+    std::map<std::string, std::string> known;
+    for (const auto& r : records()) {
+        if (!r.cache_device.empty()) known.emplace(r.cache, r.cache_device);
+        if (!r.archive_device.empty()) known.emplace(r.archive, r.archive_device);
+    }
+    for (const auto& s : snapshots)
+        if (s.reachable) known.erase(s.node);
+    return classify(snapshots, known);
+}
+
+std::vector<RouteRecord> Session::records() {
+    m_problems.clear();
+    return m_store.load_all(m_problems);
+}
+
+Deadlines Session::deadlines(const EnsureOptions& options) const {
+    Deadlines d;
+    d.timeout_s = std::max<std::int64_t>(1, m_env.config.provision_timeout_s);
+    d.attempt = std::chrono::steady_clock::now() + std::chrono::seconds(d.timeout_s);
+    d.stop_at = options.stop_at;
+    return d;
+}
+
+void Session::say(const std::string& text) const {
+    if (m_env.info) m_env.info(text);
+}
+
+}  // namespace archctl::routes

@@ -1,0 +1,63 @@
+#pragma once
+// Session: one routes call's shared machinery (internal to lib/routes) — the record store, one
+// NodeLink per node, live discovery, and the clock/deadline rules every wait follows.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/clock.hpp"
+#include "lib/routes/discovery.hpp"
+#include "lib/routes/node_link.hpp"
+#include "lib/routes/route_record.hpp"
+#include "lib/routes/routes.hpp"
+
+namespace archctl::routes {
+
+// When waiting must end: the attempt's own timeout, the caller's stop time, an interrupt.
+struct Deadlines {
+    SteadyTime attempt;
+    std::optional<SteadyTime> stop_at;
+    std::int64_t timeout_s = 0;
+};
+
+enum class WaitEnd { keep_waiting, interrupted, stop_deadline, timed_out };
+
+[[nodiscard]] WaitEnd wait_end(const Deadlines& deadlines);
+[[nodiscard]] Error clean_stop_error(WaitEnd end, const std::string& what);
+// Sleep up to `interval`, never past the deadlines.
+void nap(const Deadlines& deadlines, std::chrono::milliseconds interval);
+
+class Session {
+public:
+    explicit Session(Env& env);
+
+    [[nodiscard]] Env& env() { return m_env; }
+    [[nodiscard]] const RouteStore& store() const { return m_store; }
+    // The node named `name`; NODE_UNKNOWN when the config has none.
+    [[nodiscard]] Result<NodeLink*> link(const std::string& name);
+    [[nodiscard]] const config::NodeConfig* node(const std::string& name) const { return m_env.config.node(name); }
+
+    // Snapshots of `nodes` (all configured nodes when empty) and their classification.
+    [[nodiscard]] Discovery discover(std::vector<NodeSnapshot>& snapshots, const std::vector<std::string>& nodes = {});
+
+    // Records, with unreadable ones noted in problems().
+    [[nodiscard]] std::vector<RouteRecord> records();
+    [[nodiscard]] const std::vector<std::string>& problems() const { return m_problems; }
+
+    [[nodiscard]] Deadlines deadlines(const EnsureOptions& options) const;
+    void say(const std::string& text) const;
+
+private:
+    Env& m_env;
+    RouteStore m_store;
+    std::map<std::string, std::unique_ptr<NodeLink>> m_links;
+    std::vector<std::string> m_problems;
+};
+
+// Current time as RFC 3339.
+[[nodiscard]] std::string now_text();
+
+}  // namespace archctl::routes
