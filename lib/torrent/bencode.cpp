@@ -21,6 +21,10 @@ Value Value::string(std::string v) {
     return out;
 }
 
+Value Value::list() { return list(std::vector<Value>{}); }
+
+Value Value::dict() { return dict(std::vector<DictEntry>{}); }
+
 Value Value::list(std::vector<Value> items) {
     Value out;
     out.m_type = Type::list;

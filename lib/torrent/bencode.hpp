@@ -37,8 +37,10 @@ public:
     Value() = default;
     static Value integer(std::int64_t v);
     static Value string(std::string v);
-    static Value list(std::vector<Value> items = {});
-    static Value dict(std::vector<DictEntry> entries = {});
+    static Value list();
+    static Value list(std::vector<Value> items);
+    static Value dict();
+    static Value dict(std::vector<DictEntry> entries);
 
     Type type() const { return m_type; }
     bool is_integer() const { return m_type == Type::integer; }
