@@ -365,7 +365,7 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
     }
     ARCHCTL_TRY_STATUS(journal.flush());
     return json{{"complete", true},          {"stopped", ""},
-                {"files", out},              {"dirs_created", m.state.pre.at("dirs")},
+                {"provenance", out},         {"dirs_created", m.state.pre.at("dirs")},
                 {"record_path", record_path}, {"bytes_copied", m.bytes_copied},
                 {"bytes_renamed", m.bytes_renamed}};
 }

@@ -195,14 +195,14 @@ Operation find_operation(std::string_view name) {
         {"receive_check", op_receive_check},
         {"merge", op_merge},
         {"unmerge", op_unmerge},
-        // {"chmod_readable", op_chmod_readable},
-        // {"cleanup", op_cleanup},
+        {"chmod_readable", op_chmod_readable},
+        {"cleanup", op_cleanup},
         {"nonce_write", op_nonce_write},
         {"nonce_observe", op_nonce_observe},
-        // {"partfile_read", op_partfile_read},
-        // {"partfile_copy", op_partfile_copy},
-        // {"unlink_owned", op_unlink_owned},
-        // {"verify_pieces", op_verify_pieces},
+        {"partfile_read", op_partfile_read},
+        {"partfile_copy", op_partfile_copy},
+        {"unlink_owned", op_unlink_owned},
+        {"verify_pieces", op_verify_pieces},
     };
     auto it = table.find(name);
     return it == table.end() ? nullptr : it->second;

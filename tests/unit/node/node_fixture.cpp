@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
+#include <sstream>
+#include <unistd.h>
+
+#include "lib/node/protocol.hpp"
 
 namespace archctl::node::test {
 
@@ -78,6 +83,38 @@ std::vector<std::string> list_files(const std::string& dir) {
         if (e.is_regular_file() || e.is_symlink()) out.push_back(std::filesystem::relative(e.path(), dir).string());
     std::sort(out.begin(), out.end());
     return out;
+}
+
+CrashRun run_serve(const NodeFixture& f, const std::string& op, const nlohmann::json& args, const std::string& crash_at) {
+    Request r;
+    r.id = 1;
+    r.op = op;
+    r.args = args;
+    std::vector<std::string> env = {"ARCHCTL_TEST_CRASH_LIST=1"};
+    if (!crash_at.empty()) env.push_back("ARCHCTL_TEST_CRASH_AT=" + crash_at);
+    auto out = archctl::test::run({archctl::test::archctl_bin(), "node", "serve", "--root", f.qb(), "--root", f.sync()}, env,
+                                  encode(Message{r}) + "\n");
+    CrashRun run;
+    run.exit_code = out.exit_code;
+    run.out = out.out;
+    std::istringstream lines(out.err);
+    std::string line;
+    const std::string prefix = "archctl: crash-point ";
+    while (std::getline(lines, line))
+        if (line.rfind(prefix, 0) == 0) run.passed.push_back(line.substr(prefix.size()));
+    return run;
+}
+
+std::vector<std::string> crash_specs(const std::vector<std::string>& passed) {
+    std::map<std::string, int> seen;
+    std::vector<std::string> specs;
+    for (const auto& p : passed) specs.push_back(p + ":" + std::to_string(++seen[p]));
+    return specs;
+}
+
+bool mount_tmpfs(const std::string& dir) {
+    if (::geteuid() != 0) return false;
+    return archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir}).exit_code == 0;
 }
 
 }  // namespace archctl::node::test

@@ -61,6 +61,19 @@ stat_result lstat_path(const std::string& path);
 // Every regular file below `dir` (relative names, sorted).
 std::vector<std::string> list_files(const std::string& dir);
 
+// One request through `archctl node serve` with crash-point listing, optionally killed at
+// `crash_at` ("point:n"). `passed` lists the crash points passed, the last one fatal.
+struct CrashRun {
+    std::vector<std::string> passed;
+    int exit_code = 0;
+    std::string out;
+};
+CrashRun run_serve(const NodeFixture& f, const std::string& op, const nlohmann::json& args, const std::string& crash_at);
+// Every "point:n" a run passed, for ARCHCTL_TEST_CRASH_AT.
+std::vector<std::string> crash_specs(const std::vector<std::string>& passed);
+// Mounts a tmpfs on `dir` (root only); false when not permitted.
+bool mount_tmpfs(const std::string& dir);
+
 }  // namespace archctl::node::test
 
 #define NODE_TEST_CONCAT_(a, b) a##b

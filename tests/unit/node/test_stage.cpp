@@ -41,45 +41,6 @@ std::string source(const json& req, const json& file) {
     return req["source_base"].get<std::string>() + "/" + file["path"].get<std::string>();
 }
 
-bool mount_tmpfs(const std::string& dir) {
-    if (::geteuid() != 0) return false;
-    auto r = archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir});
-    return r.exit_code == 0;
-}
-
-struct CrashRun {
-    std::vector<std::string> passed;  // crash points passed, in order (the last one killed it)
-    int exit_code = 0;
-};
-
-// Runs one stage request through `archctl node serve` with crash-point listing (and a crash).
-CrashRun run_serve(NodeFixture& f, const json& request, const std::string& crash_at) {
-    Request r;
-    r.id = 1;
-    r.op = "stage";
-    r.args = request;
-    std::vector<std::string> env = {"ARCHCTL_TEST_CRASH_LIST=1"};
-    if (!crash_at.empty()) env.push_back("ARCHCTL_TEST_CRASH_AT=" + crash_at);
-    auto out = archctl::test::run({archctl::test::archctl_bin(), "node", "serve", "--root", f.qb(), "--root", f.sync()}, env,
-                                  encode(Message{r}) + "\n");
-    CrashRun run;
-    run.exit_code = out.exit_code;
-    std::istringstream lines(out.err);
-    std::string line;
-    const std::string prefix = "archctl: crash-point ";
-    while (std::getline(lines, line))
-        if (line.rfind(prefix, 0) == 0) run.passed.push_back(line.substr(prefix.size()));
-    return run;
-}
-
-// Every (point, n) pair a clean run passes, for ARCHCTL_TEST_CRASH_AT=point:n.
-std::vector<std::string> crash_specs(const std::vector<std::string>& passed) {
-    std::map<std::string, int> seen;
-    std::vector<std::string> specs;
-    for (const auto& p : passed) specs.push_back(p + ":" + std::to_string(++seen[p]));
-    return specs;
-}
-
 }  // namespace
 
 NODE_TEST(stage_hard_links_without_reading_payload) {
@@ -225,7 +186,7 @@ void crash_every_point(NodeFixture& f, const std::string& method) {
     json reference = make_payload(f, "job", method, 1u << 20);
     reference["job_dir"] = f.sync() + "/reference/job";
     std::filesystem::create_directories(f.sync() + "/reference");
-    CrashRun clean = run_serve(f, reference, "");
+    CrashRun clean = run_serve(f, "stage", reference, "");
     REQUIRE(clean.exit_code == 0);
     std::string expected = file_content(reference["job_dir"].get<std::string>() + "/manifest.json");
     auto specs = crash_specs(clean.passed);
@@ -236,7 +197,7 @@ void crash_every_point(NodeFixture& f, const std::string& method) {
         std::string folder = f.sync() + "/crash-" + std::to_string(&spec - specs.data());
         std::filesystem::create_directories(folder);
         req["job_dir"] = folder + "/job";
-        CrashRun crashed = run_serve(f, req, spec);
+        CrashRun crashed = run_serve(f, "stage", req, spec);
         CHECK(crashed.exit_code == 137);
         json rerun = f.ok("stage", req);
         CHECK(rerun["complete"] == true);

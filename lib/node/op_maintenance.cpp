@@ -1,0 +1,322 @@
+// chmod_readable, cleanup and unlink_owned: the operations that end a job or a placement.
+//
+// chmod_readable: a+rx on the resource's directories below the save path, a+r on its files;
+//   owner, write bits and special bits are kept (DESIGN.md §5 step 4).
+// cleanup: removes only job-owned staging artifacts — payload and auxiliary files named by the
+//   manifest or the stage journal, READY, the manifest, the journal, temp files archctl itself
+//   writes — then rmdir of the emptied directories; anything else is kept and reported. With
+//   save_path it also drops this job's merge record.
+// unlink_owned (evict, DESIGN.md §7): unlinks only the given paths that no other torrent
+//   references and that are still what was recorded, then non-recursive rmdir from the deepest
+//   owned directory upward, keeping any directory with unknown content.
+//
+// Crash points: chmod.applied, cleanup.unlinked, cleanup.rmdir, unlink_owned.unlinked,
+// unlink_owned.rmdir.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/journal.hpp"
+#include "lib/node/file_ops.hpp"
+#include "lib/node/job_layout.hpp"
+#include "lib/node/operation.hpp"
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> list_names(int dirfd) {
+    std::vector<std::string> out;
+    int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return out;
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+        ::close(fd);
+        return out;
+    }
+    while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name != "." && name != "..") out.push_back(name);
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+bool is_atomic_temp_of(const std::string& name, const std::string& target) {
+    return name.rfind("." + target + ".tmp.", 0) == 0;
+}
+
+Status set_mode_bits(int fd, mode_t add, const std::string& display, bool& changed) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return errno_error("cannot stat", display, errno);
+    mode_t wanted = (st.st_mode & 07777) | add;
+    changed = wanted != (st.st_mode & 07777);
+    if (changed && ::fchmod(fd, wanted) != 0) return errno_error("cannot chmod", display, errno);
+    return {};
+}
+
+}  // namespace
+
+Result<json> op_chmod_readable(OpContext& ctx, const json& args) {
+    std::string base = args.at("base").get<std::string>();
+    ARCHCTL_TRY_ASSIGN(UniqueFd base_fd, ctx.roots().open_dir(base));
+    DirCache dirs(base_fd.get(), base);
+    std::set<std::string> dirs_done;
+    std::uint64_t files_changed = 0, dirs_changed = 0;
+    json missing = json::array();
+    for (const auto& p : args.at("paths")) {
+        std::string rel = p.get<std::string>();
+        ARCHCTL_TRY_ASSIGN(std::vector<std::string> comps, split_relative(rel));
+        for (std::size_t depth = 1; depth < comps.size(); ++depth) {
+            std::span<const std::string> prefix(comps.data(), depth);
+            std::string key = join_path(prefix);
+            if (!dirs_done.insert(key).second) continue;
+            auto fd = dirs.dir(prefix);
+            if (!fd.ok()) {
+                if (fd.error().code == "NOT_FOUND") break;
+                return fd.take_error();
+            }
+            bool changed = false;
+            ARCHCTL_TRY_STATUS(set_mode_bits(fd.value(), 0555, fmt::format("{}/{}", base, key), changed));
+            dirs_changed += changed ? 1 : 0;
+        }
+        std::string display = fmt::format("{}/{}", base, rel);
+        auto parent = dirs.dir(std::span<const std::string>(comps.data(), comps.size() - 1));
+        if (!parent.ok() && parent.error().code != "NOT_FOUND") return parent.take_error();
+        auto file = parent.ok() ? open_regular(parent.value(), comps.back(), display) : Result<UniqueFd>(Error("NOT_FOUND", ""));
+        if (!file.ok()) {
+            if (file.error().code != "NOT_FOUND") return file.take_error();
+            missing.push_back(rel);
+            continue;
+        }
+        bool changed = false;
+        ARCHCTL_TRY_STATUS(set_mode_bits(file.value().get(), 0444, display, changed));
+        files_changed += changed ? 1 : 0;
+    }
+    crash_point("chmod.applied");
+    return json{{"files_changed", files_changed}, {"dirs_changed", dirs_changed}, {"missing", missing}};
+}
+
+namespace {
+
+// Names below the job directory that the stage (or merge) of this job wrote.
+struct Owned {
+    std::set<std::string> payload;  // names in p/
+    std::set<std::string> aux;      // names in a/
+};
+
+Owned owned_names(int job, const std::string& job_dir) {
+    Owned o;
+    auto text = read_small_in(job, k_manifest_name, job_dir + "/" + k_manifest_name);
+    if (text.ok()) {
+        auto parsed = json::parse(text.value(), nullptr, false);
+        if (!parsed.is_discarded())
+            if (auto m = Manifest::from_json(parsed); m.ok()) {
+                for (const auto& f : m.value().files) o.payload.insert(std::to_string(f.index));
+                for (const auto& a : m.value().aux) o.aux.insert(a.name);
+            }
+    }
+    auto journal = read_journal(fd_path(job, k_stage_journal_name), k_stage_journal_kind);
+    if (journal.ok())
+        for (const auto& rec : journal.value().records)
+            if (rec.contains("i")) {
+                std::string i = std::to_string(rec.at("i").get<std::uint32_t>());
+                o.payload.insert(i);
+                o.payload.insert("." + i + ".part");
+            }
+    return o;
+}
+
+struct Sweep {
+    json removed = json::array();
+    json kept = json::array();
+};
+
+Status unlink_in(int dirfd, const std::string& name, const std::string& display, Sweep& sweep) {
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(dirfd, name, display));
+    if (!st) return {};
+    if (!S_ISREG(st->st_mode)) {
+        sweep.kept.push_back({{"path", display}, {"reason", fmt::format("a {}, not a file archctl writes", file_type_name(st->st_mode))}});
+        return {};
+    }
+    if (::unlinkat(dirfd, name.c_str(), 0) != 0) return errno_error("cannot remove", display, errno);
+    crash_point("cleanup.unlinked");
+    sweep.removed.push_back(display);
+    return {};
+}
+
+Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned, const std::string& job_dir, Sweep& sweep) {
+    std::string display = fmt::format("{}/{}", job_dir, sub);
+    auto dir = open_dir_below(job, std::vector<std::string>{sub}, job_dir);
+    if (!dir.ok()) {
+        if (dir.error().code == "NOT_FOUND") return {};
+        return dir.take_error();
+    }
+    for (const auto& name : list_names(dir.value().get())) {
+        std::string shown = fmt::format("{}/{}", display, name);
+        bool mine = owned.count(name) > 0 ||
+                    std::any_of(owned.begin(), owned.end(), [&](const std::string& o) { return is_atomic_temp_of(name, o); });
+        if (mine) {
+            ARCHCTL_TRY_STATUS(unlink_in(dir.value().get(), name, shown, sweep));
+        } else {
+            sweep.kept.push_back({{"path", shown}, {"reason", "not a file of this job"}});
+        }
+    }
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dir.value().get(), display));
+    return {};
+}
+
+Status remove_dir_if_empty(int parent, const std::string& name, const std::string& display, Sweep& sweep) {
+    if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) == 0) {
+        crash_point("cleanup.rmdir");
+        sweep.removed.push_back(display);
+        return {};
+    }
+    if (errno == ENOENT) return {};
+    if (errno == ENOTEMPTY || errno == EEXIST) {
+        sweep.kept.push_back({{"path", display}, {"reason", "directory is not empty"}});
+        return {};
+    }
+    return errno_error("cannot remove directory", display, errno);
+}
+
+Status drop_merge_record(const RootSet& roots, const std::string& save_path, const std::string& job_id, Sweep& sweep) {
+    ARCHCTL_TRY_ASSIGN(LocatedPath loc, roots.locate(save_path));
+    std::string root = roots.paths()[loc.root];
+    std::string record = fmt::format("{}/.archctl/merge-{}.jsonl", root == "/" ? "" : root, job_id);
+    auto parent = roots.open_parent(record);
+    if (!parent.ok()) return parent.error().code == "NOT_FOUND" ? Status{} : Status(parent.take_error());
+    return unlink_in(parent.value().dir.get(), parent.value().name, record, sweep);
+}
+
+}  // namespace
+
+Result<json> op_cleanup(OpContext& ctx, const json& args) {
+    std::string job_dir = args.at("job_dir").get<std::string>();
+    Sweep sweep;
+    auto route = ctx.roots().open_parent(job_dir);
+    if (!route.ok()) return route.error().code == "NOT_FOUND" ? Result<json>(json{{"job_dir", "absent"}, {"removed", json::array()}, {"kept", json::array()}})
+                                                              : Result<json>(route.take_error());
+    const std::string job_id = route.value().name;
+    if (args.contains("save_path")) ARCHCTL_TRY_STATUS(drop_merge_record(ctx.roots(), args.at("save_path").get<std::string>(), job_id, sweep));
+    auto job = open_dir_below(route.value().dir.get(), std::vector<std::string>{job_id}, job_dir);
+    if (!job.ok()) {
+        if (job.error().code != "NOT_FOUND") return job.take_error();
+        return json{{"job_dir", "absent"}, {"removed", sweep.removed}, {"kept", sweep.kept}};
+    }
+    int jfd = job.value().get();
+    Owned owned = owned_names(jfd, job_dir);
+    ARCHCTL_TRY_STATUS(sweep_subdir(jfd, k_payload_dir, owned.payload, job_dir, sweep));
+    ARCHCTL_TRY_STATUS(sweep_subdir(jfd, k_aux_dir, owned.aux, job_dir, sweep));
+    ARCHCTL_TRY_STATUS(remove_dir_if_empty(jfd, k_payload_dir, job_dir + "/" + k_payload_dir, sweep));
+    ARCHCTL_TRY_STATUS(remove_dir_if_empty(jfd, k_aux_dir, job_dir + "/" + k_aux_dir, sweep));
+    // The journal goes last: until then it still names every payload file.
+    for (const char* name : {k_ready_name, k_manifest_name, k_stage_journal_name}) {
+        for (const auto& entry : list_names(jfd))
+            if (is_atomic_temp_of(entry, name)) ARCHCTL_TRY_STATUS(unlink_in(jfd, entry, job_dir + "/" + entry, sweep));
+        ARCHCTL_TRY_STATUS(unlink_in(jfd, name, job_dir + "/" + name, sweep));
+    }
+    std::set<std::string> known = {k_payload_dir, k_aux_dir};
+    for (const auto& entry : list_names(jfd))
+        if (!known.count(entry)) sweep.kept.push_back({{"path", job_dir + "/" + entry}, {"reason", "not a file of this job"}});
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(jfd, job_dir));
+    ARCHCTL_TRY_STATUS(remove_dir_if_empty(route.value().dir.get(), job_id, job_dir, sweep));
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(route.value().dir.get(), job_dir));
+    bool gone = !path_exists(fd_path(route.value().dir.get(), job_id));
+    return json{{"job_dir", gone ? "removed" : "kept"}, {"removed", sweep.removed}, {"kept", sweep.kept}};
+}
+
+namespace {
+
+struct OwnedPath {
+    std::string path;
+    std::optional<std::uint64_t> size, ino;
+};
+
+std::vector<OwnedPath> parse_owned(const json& paths) {
+    std::vector<OwnedPath> out;
+    for (const auto& p : paths) {
+        OwnedPath o;
+        if (p.is_string()) {
+            o.path = p.get<std::string>();
+        } else {
+            o.path = p.at("path").get<std::string>();
+            if (p.contains("size")) o.size = p.at("size").get<std::uint64_t>();
+            if (p.contains("ino")) o.ino = p.at("ino").get<std::uint64_t>();
+        }
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+// Why an owned path must stay, or empty when it may be unlinked.
+std::string keep_reason(const OwnedPath& o, const struct stat& st, const std::set<std::string>& referenced) {
+    if (referenced.count(o.path)) return "referenced by another torrent";
+    if (!S_ISREG(st.st_mode)) return fmt::format("a {}, not a regular file", file_type_name(st.st_mode));
+    if (o.size && *o.size != static_cast<std::uint64_t>(st.st_size)) return "its size changed since it was recorded";
+    if (o.ino && *o.ino != static_cast<std::uint64_t>(st.st_ino)) return "it was replaced since it was recorded";
+    return "";
+}
+
+}  // namespace
+
+Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
+    std::vector<OwnedPath> paths = parse_owned(args.at("paths"));
+    std::set<std::string> referenced = args.value("referenced", std::set<std::string>{});
+    std::string stop_at = args.at("stop_at").get<std::string>();
+    ARCHCTL_TRY_STATUS(ctx.roots().locate(stop_at));
+    json removed = json::array(), kept = json::array();
+    std::set<std::string> dirs;
+    for (const auto& o : paths) {
+        if (o.path.size() <= stop_at.size() + 1 || o.path.compare(0, stop_at.size() + 1, stop_at + "/") != 0)
+            return Error("BAD_REQUEST", fmt::format("cannot unlink '{}': it is not below '{}'", o.path, stop_at));
+        for (std::string d = parent_dir(o.path); d.size() > stop_at.size(); d = parent_dir(d)) dirs.insert(d);
+        auto parent = ctx.roots().open_parent(o.path);
+        if (!parent.ok()) {
+            if (parent.error().code != "NOT_FOUND") return parent.take_error();
+            continue;
+        }
+        ARCHCTL_TRY_ASSIGN(auto st, stat_in(parent.value().dir.get(), parent.value().name, o.path));
+        if (!st) continue;
+        std::string why = keep_reason(o, *st, referenced);
+        if (!why.empty()) {
+            kept.push_back({{"path", o.path}, {"reason", why}});
+            continue;
+        }
+        if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0) return errno_error("cannot unlink", o.path, errno);
+        ARCHCTL_TRY_STATUS(fsync_fd_dir(parent.value().dir.get(), o.path));
+        crash_point("unlink_owned.unlinked");
+        removed.push_back(o.path);
+    }
+    std::vector<std::string> ordered(dirs.begin(), dirs.end());
+    std::sort(ordered.begin(), ordered.end(), [](const std::string& a, const std::string& b) {
+        auto da = std::count(a.begin(), a.end(), '/'), db = std::count(b.begin(), b.end(), '/');
+        return da != db ? da > db : a < b;
+    });
+    for (const auto& d : ordered) {
+        auto parent = ctx.roots().open_parent(d);
+        if (!parent.ok()) continue;
+        if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), AT_REMOVEDIR) == 0) {
+            crash_point("unlink_owned.rmdir");
+            removed.push_back(d);
+        } else if (errno == ENOTEMPTY || errno == EEXIST) {
+            kept.push_back({{"path", d}, {"reason", "directory has other content"}});
+        } else if (errno != ENOENT && errno != ENOTDIR) {
+            return errno_error("cannot remove directory", d, errno);
+        }
+    }
+    return json{{"removed", removed}, {"kept", kept}};
+}
+
+}  // namespace archctl::node

@@ -1,0 +1,173 @@
+// merge / unmerge on both transports: placing, provenance, conflicts, crash points.
+
+#include <sys/stat.h>
+
+#include <set>
+
+#include "tests/unit/node/node_fixture.hpp"
+
+using namespace archctl;
+using namespace archctl::node;
+using namespace archctl::node::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t k_size = 256u << 10;
+
+// A received job in sync/route/<job>/p/{1,3,5} (as Syncthing leaves it: nlink 1) and the
+// merge request that places it under qb/save.
+json received(NodeFixture& f, const std::string& job = "job") {
+    json files = json::array();
+    const char* paths[] = {"Show/a.bin", "Show/b.bin", "Show/extras/c.bin"};
+    for (unsigned i = 0; i < 3; ++i) {
+        unsigned index = i * 2 + 1;
+        f.write("sync/route/" + job + "/p/" + std::to_string(index), random_bytes(k_size, 60 + i));
+        files.push_back({{"index", index}, {"path", paths[i]}, {"size", k_size}});
+    }
+    return {{"job_dir", f.sync() + "/route/" + job}, {"save_path", f.qb() + "/save"}, {"files", files}};
+}
+
+std::set<std::uint64_t> inodes_below(const std::string& dir) {
+    std::set<std::uint64_t> out;
+    for (const auto& name : list_files(dir)) out.insert(lstat_path(dir + "/" + name).ino);
+    return out;
+}
+
+json by_index(const json& provenance, unsigned index) {
+    for (const auto& p : provenance)
+        if (p["index"] == index) return p;
+    FAIL("no provenance for " << index);
+    return {};
+}
+
+}  // namespace
+
+NODE_TEST(merge_moves_received_files_out_of_the_route_folder) {
+    json req = received(f);
+    std::map<unsigned, std::string> content;
+    for (unsigned i : {1u, 3u, 5u}) content[i] = file_content(f.sync() + "/route/job/p/" + std::to_string(i));
+    json r = f.ok("merge", req);
+    CHECK(r["complete"] == true);
+    REQUIRE(r["provenance"].size() == 3);
+    auto route_inodes = inodes_below(f.sync() + "/route");
+    for (const auto& file : req["files"]) {
+        std::string placed = f.qb() + "/save/" + file["path"].get<std::string>();
+        auto st = lstat_path(placed);
+        CHECK(file_content(placed) == content[file["index"]]);
+        CHECK(st.nlink == 1);
+        CHECK(route_inodes.count(st.ino) == 0);
+        json p = by_index(r["provenance"], file["index"]);
+        CHECK(p["provenance"] == "created");
+        CHECK(p["how"] == "rename");
+        CHECK(p["ino"] == st.ino);
+    }
+    CHECK(list_files(f.sync() + "/route/job/p").empty());
+    std::set<std::string> dirs = r["dirs_created"].get<std::set<std::string>>();
+    CHECK(dirs == std::set<std::string>{f.qb() + "/save", f.qb() + "/save/Show", f.qb() + "/save/Show/extras"});
+    // A rerun recognises its own files and changes nothing.
+    json again = f.ok("merge", req);
+    CHECK(again["provenance"] == r["provenance"]);
+    // unmerge takes back exactly that.
+    json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    CHECK(u["removed"].size() == 6);
+    CHECK_FALSE(std::filesystem::exists(f.qb() + "/save"));
+    CHECK(f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}})["record"] == "absent");
+}
+
+NODE_TEST(merge_reuses_a_same_size_file_and_unmerge_never_removes_it) {
+    json req = received(f);
+    std::string mine = random_bytes(k_size, 99);
+    f.write("qb/save/Show/a.bin", mine);
+    auto before = lstat_path(f.qb() + "/save/Show/a.bin");
+    json r = f.ok("merge", req);
+    json a = by_index(r["provenance"], 1);
+    CHECK(a["provenance"] == "preexisting");
+    CHECK(a["ino"] == before.ino);
+    CHECK(file_content(f.qb() + "/save/Show/a.bin") == mine);
+    CHECK(by_index(r["provenance"], 3)["provenance"] == "created");
+    CHECK(r["dirs_created"] == json{f.qb() + "/save/Show/extras"});
+    // Another torrent references b.bin: unmerge keeps it, and the pre-existing a.bin.
+    json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]},
+                              {"referenced", {f.qb() + "/save/Show/b.bin"}}});
+    CHECK(file_content(f.qb() + "/save/Show/a.bin") == mine);
+    CHECK(std::filesystem::exists(f.qb() + "/save/Show/b.bin"));
+    CHECK_FALSE(std::filesystem::exists(f.qb() + "/save/Show/extras"));
+    CHECK(u["kept"][0]["reason"] == "referenced by another torrent");
+}
+
+NODE_TEST(merge_conflicts_change_nothing) {
+    json req = received(f);
+    f.write("qb/save/Show/b.bin", "short");
+    auto before_route = list_files(f.sync());
+    auto before_qb = list_files(f.qb());
+    Error e = f.fails("merge", req);
+    CHECK(e.code == "MERGE_CONFLICT");
+    CHECK(e.message.find("b.bin") != std::string::npos);
+    CHECK(list_files(f.sync()) == before_route);
+    CHECK(list_files(f.qb()) == before_qb);
+    std::filesystem::remove(f.qb() + "/save/Show/b.bin");
+    std::filesystem::create_directories(f.qb() + "/save/Show/b.bin");
+    CHECK(f.fails("merge", req).code == "MERGE_CONFLICT");
+    std::filesystem::remove(f.qb() + "/save/Show/b.bin");
+    f.write("qb/save/Show/extras", "a file where a directory belongs");
+    CHECK(f.fails("merge", req).code == "MERGE_CONFLICT");
+    std::filesystem::remove(f.qb() + "/save/Show/extras");
+    std::filesystem::create_directory_symlink(f.outside(), f.qb() + "/save/Show/extras");
+    CHECK(f.fails("merge", req).code == "PATH_SYMLINK");
+    CHECK(list_files(f.outside()).empty());
+    CHECK(list_files(f.sync()) == before_route);
+}
+
+NODE_TEST(merge_across_filesystems_copies_and_drops_the_received_file) {
+    if (!mount_tmpfs(f.sync())) {
+        MESSAGE("tmpfs mount not permitted here; cross-filesystem merge not exercised");
+        return;
+    }
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { archctl::test::run({"umount", "-l", dir}); }
+    } unmount{f.sync()};
+    f.reconnect();
+    json req = received(f);
+    std::string c = file_content(f.sync() + "/route/job/p/5");
+    json r = f.ok("merge", req);
+    CHECK(by_index(r["provenance"], 5)["how"] == "copy");
+    CHECK(r["bytes_copied"] == 3 * k_size);
+    CHECK(file_content(f.qb() + "/save/Show/extras/c.bin") == c);
+    CHECK(list_files(f.sync() + "/route/job/p").empty());
+    f.reconnect();
+}
+
+TEST_CASE("merge converges, or unmerges cleanly, after a crash at every point [exec]") {
+    NodeFixture f(Kind::exec);
+    json reference = received(f, "ref");
+    f.write("qb/save/Show/a.bin", random_bytes(k_size, 7));  // one pre-existing file
+    CrashRun clean = run_serve(f, "merge", reference, "");
+    REQUIRE(clean.exit_code == 0);
+    auto specs = crash_specs(clean.passed);
+    REQUIRE(specs.size() >= 5);
+    std::string preexisting = file_content(f.qb() + "/save/Show/a.bin");
+    f.ok("unmerge", {{"job_dir", reference["job_dir"]}, {"save_path", reference["save_path"]}});
+    REQUIRE(list_files(f.qb()) == std::vector<std::string>{"save/Show/a.bin"});
+    for (const auto& spec : specs) {
+        for (bool then_unmerge : {false, true}) {
+            CAPTURE(spec);
+            CAPTURE(then_unmerge);
+            json req = received(f, "job");
+            CHECK(run_serve(f, "merge", req, spec).exit_code == 137);
+            f.reconnect();
+            if (!then_unmerge) {
+                json r = f.ok("merge", req);
+                CHECK(r["complete"] == true);
+                CHECK(by_index(r["provenance"], 1)["provenance"] == "preexisting");
+                CHECK(list_files(f.qb() + "/save/Show") == std::vector<std::string>{"a.bin", "b.bin", "extras/c.bin"});
+            }
+            json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+            CHECK(list_files(f.qb()) == std::vector<std::string>{"save/Show/a.bin"});
+            CHECK(file_content(f.qb() + "/save/Show/a.bin") == preexisting);
+            CHECK_FALSE(std::filesystem::exists(f.qb() + "/save/Show/extras"));
+            std::filesystem::remove_all(f.sync() + "/route/job");
+        }
+    }
+}
