@@ -7,6 +7,7 @@
 #include "lib/base/units.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/job.hpp"
+#include "lib/jobs/summary.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/tombstones.hpp"
 #include "lib/ui/table.hpp"
@@ -20,48 +21,11 @@ struct JobOptions {
 
 namespace {
 
-struct JobRow {
-    std::string id;
-    nlohmann::json definition;
-    jobs::Ledger ledger;
-};
-
-Result<std::vector<JobRow>> load_jobs(const state::JobStore& store) {
-    ARCHCTL_TRY_ASSIGN(auto ids, store.list());
-    std::vector<JobRow> rows;
-    for (const auto& id : ids) {
-        auto def = store.definition(id);
-        if (!def.ok()) continue;
-        auto l = store.ledger(id);
-        rows.push_back({id, def.value(), l.ok() ? jobs::Ledger::from_json(l.value()) : jobs::Ledger{}});
-    }
-    return rows;
-}
-
-std::string progress_text(const JobRow& r) {
-    std::uint64_t total = r.definition.value("delta_bytes", std::uint64_t{0});
-    if (r.ledger.state == jobs::JobState::done) return "done";
-    if (r.ledger.state != jobs::JobState::running) {
-        std::string msg = r.ledger.failure.is_object() ? r.ledger.failure.value("message", "") : "";
-        return to_string(r.ledger.state) + (msg.empty() ? "" : ": " + msg);
-    }
-    std::uint64_t done = r.ledger.synced ? total : std::min(total, r.ledger.bytes_present);
-    double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0;
-    return fmt::format("{}ing: {:.0f}% ({}/{}, step {})", r.definition.value("op", "archiv") == "archive" ? "archiv" : "unarchiv", pct,
-                       format_size(done), format_size(total), r.ledger.step);
-}
-
-nlohmann::json row_json(const JobRow& r) {
-    return {{"id", r.id}, {"op", r.definition.value("op", "")}, {"resource", r.definition.value("qb_id", "")},
-            {"source", r.definition["source"].value("node", "")}, {"target", r.definition["target"].value("node", "")},
-            {"state", to_string(r.ledger.state)}, {"step", r.ledger.step}, {"status", progress_text(r)}};
-}
-
 bool finished(const jobs::Ledger& l) {
     return l.state == jobs::JobState::done || l.state == jobs::JobState::cancelled || l.state == jobs::JobState::failed;
 }
 
-Status hide(const state::StateDir& dir, state::JobStore& store, const JobRow& r) {
+Status hide(const state::StateDir& dir, state::JobStore& store, const jobs::JobSummary& r) {
     ARCHCTL_TRY_STATUS(state::write_tombstone(dir, {r.id, r.definition.value("request_digest", ""), to_string(r.ledger.state), ""}));
     return store.remove(r.id);
 }
@@ -72,16 +36,16 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
     auto dir = state::StateDir::open(config.value()->state_dir);
     if (!dir.ok()) return Outcome::failed(dir.take_error());
     state::JobStore store(dir.value());
-    auto rows = load_jobs(store);
+    auto rows = jobs::summarize_jobs(store);
     if (!rows.ok()) return Outcome::failed(rows.take_error());
     if (o.action == "list") {
         nlohmann::json list = nlohmann::json::array();
         ui::Table t;
         for (const auto& r : rows.value()) {
-            list.push_back(row_json(r));
+            list.push_back(r.to_json());
             t.add_row({r.id, r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12),
                        fmt::format("{} → {}", r.definition["source"].value("node", ""), r.definition["target"].value("node", "")),
-                       progress_text(r)});
+                       r.status});
         }
         ctx.out().result(t.empty() ? "no jobs" : t.render());
         return Outcome::done({{"jobs", list}});
@@ -99,7 +63,7 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
         return Outcome::done({{"cleared", n}, {"tombstones_purged", purged.ok() ? purged.value() : 0}});
     }
     if (o.id.empty()) return Outcome::usage(Error("USAGE", fmt::format("'job {}' needs a job id", o.action), "see 'archctl job list'"));
-    const JobRow* row = nullptr;
+    const jobs::JobSummary* row = nullptr;
     for (const auto& r : rows.value())
         if (r.id == o.id || (o.id.size() >= 8 && r.id.rfind(o.id, 0) == 0)) row = &r;
     if (!row) return Outcome::failed(Error("NOT_FOUND", fmt::format("no job '{}'", o.id), "see 'archctl job list'"));
@@ -110,12 +74,12 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
                                        row->definition.value("op", ""), row->definition.value("qb_id", "").substr(0, 12),
                                        row->definition.value("name", ""), row->definition["source"].value("node", ""),
                                        row->definition["target"].value("node", ""), to_string(row->ledger.state), row->ledger.step,
-                                       progress_text(*row));
+                                       row->status);
         for (const auto& e : ev) text += fmt::format("  {}  {}\n", e.value("at", ""), e.value("type", ""));
         auto lock = LockFile::read(store.dir_of(row->id));
         if (lock.ok()) text += fmt::format("running: pid {} on {}, since {}\n", lock->pid, lock->host, lock->started_at);
         ctx.out().result(text);
-        return Outcome::done({{"job", row_json(*row)}, {"definition", row->definition}, {"ledger", row->ledger.to_json()}, {"events", ev}});
+        return Outcome::done({{"job", row->to_json()}, {"definition", row->definition}, {"ledger", row->ledger.to_json()}, {"events", ev}});
     }
     if (o.action == "rm") {
         if (!finished(row->ledger))

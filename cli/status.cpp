@@ -12,6 +12,10 @@
 #include "lib/clients/node_probe.hpp"
 #include "lib/config/config.hpp"
 #include "lib/ui/table.hpp"
+#if ARCHCTL_HAVE_JOBS
+#include "lib/jobs/summary.hpp"
+#include "lib/state/job_store.hpp"
+#endif
 
 namespace archctl::cli {
 namespace {
@@ -66,6 +70,34 @@ std::string render_nodes(const std::vector<clients::NodeProbe>& probes) {
     return out;
 }
 
+#if ARCHCTL_HAVE_JOBS
+// The `jobs` block: unfinished jobs with their progress, and how many need attention.
+std::string render_jobs(const config::Config& config, nlohmann::json& out) {
+    out = nlohmann::json::array();
+    auto dir = state::StateDir::open(config.state_dir);
+    if (!dir.ok()) return "jobs\n  (state directory unreadable: " + dir.error().message + ")";
+    state::JobStore store(dir.value());
+    auto jobs = jobs::summarize_jobs(store);
+    if (!jobs.ok()) return "jobs\n  (" + jobs.error().message + ")";
+    ui::Table t({}, "  ");
+    std::vector<std::string> attention;
+    for (const auto& j : jobs.value()) {
+        out.push_back(j.to_json());
+        if (j.needs_attention) attention.push_back(j.id);
+        if (j.finished() && !j.needs_attention) continue;
+        t.add_row({j.id, j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12),
+                   fmt::format("{} → {}", j.definition["source"].value("node", ""), j.definition["target"].value("node", "")),
+                   j.status});
+    }
+    std::string text = "jobs";
+    text += t.empty() ? "\n  (none in progress)" : "\n" + t.render();
+    if (!attention.empty())
+        text += fmt::format("\nneeds attention: {} job{} (archctl job show {})", attention.size(), attention.size() == 1 ? "" : "s",
+                            attention.front());
+    return text;
+}
+#endif
+
 Outcome run_status(Context& ctx, const StatusOptions&) {
     auto config = ctx.config();
     if (!config.ok()) return Outcome::failed(config.take_error());
@@ -83,9 +115,14 @@ Outcome run_status(Context& ctx, const StatusOptions&) {
         if (!p.reachable()) unreachable.push_back(p.name);
         requests += p.requests;
     }
-    out.result(render_nodes(probes));
+    std::string text = render_nodes(probes);
+    nlohmann::json jobs_json = nlohmann::json::array();
+#if ARCHCTL_HAVE_JOBS
+    text += "\n" + render_jobs(*config.value(), jobs_json);
+#endif
+    out.result(text);
     out.debug(fmt::format("{} HTTP requests to {} nodes", requests, probes.size()));
-    nlohmann::json result = {{"nodes", nodes}};
+    nlohmann::json result = {{"nodes", nodes}, {"jobs", jobs_json}};
     if (unreachable.empty()) return Outcome::done(result);
     std::string names;
     for (const auto& n : unreachable) names += (names.empty() ? "'" : ", '") + n + "'";
