@@ -32,8 +32,10 @@ sizes=($((part + 12345)) $((part - 54321)) $((part + 41976)) $((total - 3 * part
 names=(a.bin sub/b.bin sub/c.bin d.bin)
 echo "generating $size_gib GiB in $dir ..." >&2
 for i in 0 1 2 3; do
-  openssl enc -aes-128-ctr -nosalt -pass pass:archctl-bench-$i -in /dev/zero 2>/dev/null \
+  # openssl dies of SIGPIPE once head has enough: check the size instead of the pipeline status.
+  { openssl enc -aes-128-ctr -nosalt -pass pass:archctl-bench-$i -in /dev/zero 2>/dev/null || true; } \
     | head -c "${sizes[$i]}" > "$payload/${names[$i]}"
+  [ "$(stat -c %s "$payload/${names[$i]}")" = "${sizes[$i]}" ] || { echo "cannot generate ${names[$i]}" >&2; exit 1; }
 done
 bytes=0
 for s in "${sizes[@]}"; do bytes=$((bytes + s)); done
