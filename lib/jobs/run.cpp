@@ -215,6 +215,8 @@ Result<std::vector<std::string>> Engine::unfinished() {
     ARCHCTL_TRY_ASSIGN(auto ids, store.list());
     std::vector<std::string> out;
     for (const auto& id : ids) {
+        // A torn definition never became a job (its reservation is released as stale).
+        if (!store.definition(id).ok()) continue;
         auto l = store.ledger(id);
         JobState s = l.ok() ? parse_job_state(l.value().value("state", "running")) : JobState::running;
         if (s == JobState::running || s == JobState::cleanup_required) out.push_back(id);

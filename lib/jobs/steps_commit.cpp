@@ -60,19 +60,22 @@ StepResult step_verify(JobRun& run) {
     const std::string& id = run.def.qb_id;
     if (!run.ledger.committed) {
         if (run.def.new_target) {
+            // The intent is durable before the add, so a crash right after the add is still
+            // recognised as this job's torrent on the rerun.
             if (!run.ledger.target_added) {
-                auto present = tqb.torrents({id});
-                if (!present.ok()) return StepResult::failed(present.take_error());
-                if (present.value().empty()) {
-                    qb::AddTorrent add;
-                    add.metainfo = run.metainfo;
-                    add.save_path = run.def.target_save_path;
-                    add.start = qb::AddStart::stopped;
-                    Status added = tqb.add(add);
-                    if (!added.ok()) return StepResult::failed(added.take_error());
-                }
                 run.ledger.target_added = true;
-                (void)run.save();
+                Status saved = run.save();
+                if (!saved.ok()) return StepResult::failed(saved.take_error());
+            }
+            auto present = tqb.torrents({id});
+            if (!present.ok()) return StepResult::failed(present.take_error());
+            if (present.value().empty()) {
+                qb::AddTorrent add;
+                add.metainfo = run.metainfo;
+                add.save_path = run.def.target_save_path;
+                add.start = qb::AddStart::stopped;
+                Status added = tqb.add(add);
+                if (!added.ok()) return StepResult::failed(added.take_error());
                 (void)run.event("target_added", {{"node", run.def.target}, {"save_path", run.def.target_save_path}});
                 crash_point("verify.added");
             }
@@ -153,7 +156,9 @@ StepResult step_cleanup(JobRun& run) {
         if (!node.ok()) return StepResult::failed(node.take_error());
         auto ops = node.value()->ops();
         if (!ops.ok()) return StepResult::failed(ops.take_error());
-        auto r = node::call_operation(*ops.value(), "cleanup", {{"job_dir", job_dir(folder, run.def.id)}});
+        nlohmann::json args = {{"job_dir", job_dir(folder, run.def.id)}};
+        if (node_name == run.def.target) args["save_path"] = run.def.target_save_path;  // drops the merge record
+        auto r = node::call_operation(*ops.value(), "cleanup", args);
         if (!r.ok()) return StepResult::failed(r.take_error());
         crash_point("cleanup.node");
     }

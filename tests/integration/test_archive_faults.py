@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""archive under faults, on real services: crash at every crash point and rerun, corruption in
+transit, stale source state, Ctrl-C, and two concurrent runs of the same command."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import flows  # noqa: E402
+from flows import Lab  # noqa: E402
+
+LAB = None
+ROUTE = None
+LAYOUT = {"pay/a.bin": 2 * 1024 * 1024 + 5, "pay/sub/b.bin": 300000, "pay/c.txt": 12}
+COUNTER = [0]
+
+
+def setUpModule():
+    global LAB, ROUTE
+    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
+    LAB.__enter__()
+    ROUTE = flows.pair_route(LAB, "cache1", "archive1")
+
+
+def tearDownModule():
+    if LAB is not None:
+        LAB.__exit__(None, None, None)
+        LAB.assert_all_stopped()
+
+
+def new_resource(kind="hybrid", layout=LAYOUT):
+    COUNTER[0] += 1
+    name = f"fault-{COUNTER[0]}"
+    save = os.path.join(LAB.node("cache1")["qb_root"], name)
+    flows.write_payload(save, layout, seed=100 + COUNTER[0])
+    tfile = os.path.join(LAB.dir, f"{name}.torrent")
+    flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
+    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    return tid, name, save
+
+
+def target_state(tid, name):
+    """What a finished archive leaves: qB's view on the target and the placed files."""
+    aq = LAB.qb("archive1")
+    t = aq.info([tid])
+    files = sorted((f["index"], f["name"], f["progress"], f["priority"]) for f in aq.files(tid)) if t else []
+    root = os.path.join(LAB.node("archive1")["qb_root"], name)
+    return {"present": bool(t), "files": files, "tree": flows.tree(root) if os.path.isdir(root) else []}
+
+
+def staging_empty():
+    for node in ("cache1", "archive1"):
+        folder = os.path.join(LAB.node(node)["sync_root"], ROUTE)
+        flows.wait(lambda: flows.tree(folder) == [], timeout=30, what=f"staging removed on {node}")
+
+
+class Faults(unittest.TestCase):
+    def test_a_crash_at_every_point_then_rerun_converges(self):
+        # Enumerate the crash points an uninterrupted archive passes.
+        tid, name, save = new_resource()
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_LIST": "1"}, timeout=300)
+        self.assertEqual(rc, 0, err)
+        reference = target_state(tid, name)
+        points = []
+        for line in err.splitlines():
+            if line.startswith("archctl: crash-point "):
+                p = line.split(" ", 2)[2]
+                if p not in points:
+                    points.append(p)
+        self.assertGreater(len(points), 10, points)
+        covered = 0
+        for point in points:
+            tid, name, save = new_resource()
+            rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": point}, timeout=300)
+            if rc != 137:
+                continue  # a point this run did not pass (e.g. a retry path)
+            covered += 1
+            rc, out, err = LAB.archctl("archive", tid[:12], "--yes", timeout=300)
+            self.assertEqual(rc, 0, f"rerun after a crash at {point}: {err}")
+            got = target_state(tid, name)
+            self.assertEqual([f[2:] for f in got["files"]], [f[2:] for f in reference["files"]], point)
+            self.assertEqual(len(got["tree"]), len(reference["tree"]), point)
+        print(f"  crash points: {len(points)} listed, {covered} covered", file=sys.stderr)
+        self.assertGreater(covered, 10)
+        staging_empty()
+
+    def test_b_a_byte_flipped_in_transit_fails_before_commit(self):
+        tid, name, save = new_resource()
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": "job.step.sync"}, timeout=300)
+        self.assertEqual(rc, 137, err)
+        jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
+        job = [j for j in jobs if j["resource"] == tid][0]["id"]
+        received = os.path.join(LAB.node("archive1")["sync_root"], ROUTE, job, "p", "0")
+        with open(received, "r+b") as f:
+            f.seek(1000)
+            b = f.read(1)
+            f.seek(1000)
+            f.write(bytes([b[0] ^ 0xFF]))
+        rc, out, err = LAB.archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("VERIFY_FAILED", out)
+        state = target_state(tid, name)
+        self.assertFalse(state["present"], "nothing may be committed")
+        root = os.path.join(LAB.node("archive1")["qb_root"], name)
+        files_left = [p for p in state["tree"] if os.path.isfile(os.path.join(root, p))]
+        self.assertEqual(files_left, [], "the files this job placed must be removed")
+        # The cache copy is intact.
+        self.assertTrue(all(f["progress"] == 1 for f in LAB.qb("cache1").files(tid)))
+
+    def test_c_source_deselected_mid_job_is_stale_state(self):
+        tid, name, save = new_resource()
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": "job.step.stage"}, timeout=300)
+        self.assertEqual(rc, 137, err)
+        LAB.qb("cache1").file_prio(tid, [1], 0)
+        time.sleep(0.5)
+        rc, out, err = LAB.archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("STALE_STATE", out)
+        self.assertFalse(target_state(tid, name)["present"])
+        LAB.qb("cache1").file_prio(tid, [1], 1)
+
+    def test_d_ctrl_c_stops_cleanly_and_a_rerun_converges(self):
+        tid, name, save = new_resource(layout={"pay/big.bin": 64 * 1024 * 1024})
+        argv = [os.environ["ARCHCTL_BIN"], "--config", LAB.config_path, "--state", LAB.state_dir, "archive", tid[:12], "--yes"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        self.assertIn(proc.returncode, (0, 10), err)
+        if proc.returncode == 10:
+            self.assertIn("hint:", err)
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(target_state(tid, name)["present"])
+
+    def test_e_concurrent_runs_of_one_resource_exactly_one_runs(self):
+        tid, name, save = new_resource(layout={"pay/big.bin": 32 * 1024 * 1024})
+        argv = [os.environ["ARCHCTL_BIN"], "--config", LAB.config_path, "--state", LAB.state_dir, "archive", tid[:12], "--yes"]
+        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+        codes = sorted(r[2] for r in results)
+        self.assertEqual(codes, [0, 1], results)
+        loser = [r for r in results if r[2] == 1][0]
+        self.assertRegex(loser[1], r"job \d{8}-\d{6}-[0-9a-f]{4}")
+        self.assertTrue(target_state(tid, name)["present"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
