@@ -69,13 +69,17 @@ struct VerifyReport {
     std::int64_t pieces_corrupt = 0;
     std::uint64_t bytes_read = 0;
     double seconds = 0;
+    // Things that do not fail verification but deserve a look: a pad file present on disk with
+    // bytes that are not all zero (libtorrent never reads pads; BEP 47 says they are zeros).
+    std::vector<std::string> warnings;
 
     // True when every selected file is complete.
     [[nodiscard]] bool all_verified() const;
     [[nodiscard]] std::size_t failed_files() const;
     // Stable JSON; piece lists are range strings ("3,7-9"), see selection.hpp:
     // {"verified", "selection", "summary": {...}, "files": [{"index","path","size","actual_size",
-    //  "verdict","corrupt_pieces","needs_skipped_pieces","detail"}], "pieces": {"ok": "...", ...}}
+    //  "verdict","corrupt_pieces","needs_skipped_pieces","blocked_pieces","detail"}],
+    //  "warnings": [...], "pieces": {"ok": "...", ...}}
     [[nodiscard]] nlohmann::json to_json() const;
 };
 

@@ -228,3 +228,18 @@ TEST_CASE("verifier: missing save path is an error") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message.find("save path") != std::string::npos);
 }
+
+TEST_CASE("verifier: a non-zero pad file on disk is a warning") {
+    Scratch s;
+    MemTorrent t = payload(MemKind::hybrid);
+    t.write_payload(s.path());
+    Metainfo m = meta_of(t);
+    CHECK(run(m, s.path()).warnings.empty());
+    s.write("root/.pad/6384", std::string(6384, '\0'));
+    CHECK(run(m, s.path()).warnings.empty());
+    s.write("root/.pad/6384", "junk");
+    VerifyReport r = run(m, s.path());
+    REQUIRE(r.warnings.size() == 1);
+    CHECK(r.warnings[0].find("pad file 'root/.pad/6384'") != std::string::npos);
+    CHECK(r.all_verified());
+}
