@@ -693,7 +693,7 @@ class Lab:
         """Stop every instance by recorded PID; report crashed/hung ones with their log tail."""
         if not self.info:
             return []
-        problems = []
+        problems = self.crashed()
         for inst in self._all_qb():
             outcome = stop_pid(inst.get("pid"), inst["profile"])
             if outcome == "killed":
@@ -719,6 +719,19 @@ class Lab:
         return problems
 
     # -- inspection
+    def crashed(self):
+        """Instances that exited although the lab did not stop them, each with its log tail."""
+        out = []
+        for inst in self._all_qb():
+            if inst.get("pid") and not inst.get("stopped_on_purpose") and not alive(inst["pid"], inst["profile"]):
+                out.append(f"qBittorrent '{inst['name']}' (pid {inst['pid']}) exited on its own; log tail:\n"
+                           f"{log_tail(self._qb_log(inst))}\n{log_tail(inst['log'], 10)}")
+        for node in self.info["nodes"]:
+            st = node["st"]
+            if st.get("pid") and not alive(st["pid"], st["home"]):
+                out.append(f"Syncthing '{st['name']}' (pid {st['pid']}) exited on its own; log tail:\n{log_tail(st['log'])}")
+        return out
+
     def recorded_pids(self):
         """(pid, token) for every process the lab started."""
         out = []
@@ -793,6 +806,7 @@ class Lab:
     def stop_qb(self, name):
         inst = self._find_qb(name)
         stop_pid(inst["pid"], inst["profile"])
+        inst["stopped_on_purpose"] = True
         self._save()
 
     def start_qb(self, name):
@@ -800,6 +814,7 @@ class Lab:
         if alive(inst.get("pid"), inst["profile"]):
             return
         self._spawn_qb(inst)
+        inst["stopped_on_purpose"] = False
         self._wait_qb(inst, time.monotonic() + READY_TIMEOUT_S)
         self._save()
 

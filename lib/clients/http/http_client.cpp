@@ -116,6 +116,7 @@ std::string encode_params(const Params& params) {
 HttpClient::HttpClient(ClientSettings settings) : m_settings(std::move(settings)) {
     global_init();
     m_curl = curl_easy_init();
+    if (m_curl != nullptr) configure_handle();
     if (!m_settings.sleep) m_settings.sleep = real_sleeper();
     const bool https = m_settings.base_url.rfind("https://", 0) == 0;
     if (m_settings.tls == TlsVerification::insecure && https && m_settings.warn) {
@@ -142,24 +143,18 @@ void HttpClient::configure(const Request& request, curl_slist** headers, curl_mi
     std::string url = join_url(m_settings.base_url, request.path);
     if (!request.query.empty()) url += "?" + encode_params(request.query);
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_COOKIEFILE, "");  // in-memory cookie engine, no file
-    curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_settings.connect_timeout.count()));
     const auto total = request.total_timeout.value_or(m_settings.total_timeout);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(total.count()));
-    const bool verify = m_settings.tls == TlsVerification::verify;
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, verify ? 1L : 0L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L);
-    if (!m_settings.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, m_settings.ca_file.c_str());
+    // Method state left by the previous request: back to a plain GET, then set what this one needs.
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, nullptr);
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
 
     *headers = curl_slist_append(*headers, "Expect:");
     for (const auto& h : request.headers) *headers = curl_slist_append(*headers, h.c_str());
 
     switch (request.body_kind) {
         case BodyKind::none:
-            if (request.method != Method::get) {
+            if (request.method == Method::post) {
                 curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
                 curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, "");
             }
@@ -197,7 +192,7 @@ void HttpClient::configure(const Request& request, curl_slist** headers, curl_mi
     }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, *headers);
     switch (request.method) {
-        case Method::get: curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L); break;
+        case Method::get:
         case Method::post: break;
         case Method::put: curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT"); break;
         case Method::patch: curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PATCH"); break;
@@ -205,16 +200,31 @@ void HttpClient::configure(const Request& request, curl_slist** headers, curl_mi
     }
 }
 
+void HttpClient::configure_handle() {
+    // Options that hold for every request of this client; set once so the cookie engine and the
+    // connection cache live as long as the handle.
+    CURL* curl = handle(m_curl);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_COOKIEFILE, "");  // in-memory cookie engine, no file
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_settings.connect_timeout.count()));
+    const bool verify = m_settings.tls == TlsVerification::verify;
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, verify ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L);
+    if (!m_settings.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, m_settings.ca_file.c_str());
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+}
+
 Attempt HttpClient::perform(const Request& request, Response& response) {
     CURL* curl = handle(m_curl);
-    curl_easy_reset(curl);  // keeps live connections and cookies
     curl_slist* headers = nullptr;
     curl_mime* mime = nullptr;
     std::string form_body;
     configure(request, &headers, &mime, form_body);
 
     response = Response{};
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
     char error_buffer[CURL_ERROR_SIZE] = {};
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
@@ -224,9 +234,13 @@ Attempt HttpClient::perform(const Request& request, Response& response) {
     const CURLcode code = curl_easy_perform(curl);
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, nullptr);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
     curl_slist_free_all(headers);
-    if (mime != nullptr) curl_mime_free(mime);
+    if (mime != nullptr) {
+        curl_easy_setopt(curl, CURLOPT_MIMEPOST, nullptr);
+        curl_mime_free(mime);
+    }
 
     Attempt attempt;
     if (code != CURLE_OK) {

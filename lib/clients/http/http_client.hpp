@@ -119,6 +119,7 @@ public:
                                      std::string code) const;
 
 private:
+    void configure_handle();
     Attempt perform(const Request& request, Response& response);
     void configure(const Request& request, ::curl_slist** headers, ::curl_mime** mime,
                    std::string& form_body);

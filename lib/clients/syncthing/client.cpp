@@ -63,6 +63,10 @@ http::Request Client::json_request(http::Method method, const std::string& path,
 Result<http::Response> Client::call_ok(const http::Request& request, const std::string& subject) {
     ARCHCTL_TRY_ASSIGN(auto response, m_http.send(request));
     if (response.ok()) return response;
+    return error_for(request, response, subject);
+}
+
+Error Client::error_for(const http::Request& request, const http::Response& response, const std::string& subject) const {
     const auto& node = m_settings.http.node;
     if (response.status == 403 || response.status == 401) {
         return Error("ST_AUTH", fmt::format("Syncthing on '{}' rejected the API key (HTTP {})", node, response.status),
@@ -86,9 +90,7 @@ Result<nlohmann::json> Client::call_json(const http::Request& request, const std
 Result<std::optional<nlohmann::json>> Client::get_optional(const http::Request& request) {
     ARCHCTL_TRY_ASSIGN(auto response, m_http.send(request));
     if (response.status == 404) return std::optional<nlohmann::json>();
-    if (!response.ok()) {
-        ARCHCTL_TRY_STATUS(call_ok(request));  // produce the same error as other calls
-    }
+    if (!response.ok()) return error_for(request, response, {});
     auto parsed = nlohmann::json::parse(response.body, nullptr, false);
     if (parsed.is_discarded()) {
         return Error("ST_BAD_REPLY", fmt::format("Syncthing on '{}': {} returned invalid JSON", m_settings.http.node, request.path));

@@ -89,6 +89,7 @@ private:
     http::Request request(http::Method method, const std::string& path, http::Params query = {}) const;
     http::Request json_request(http::Method method, const std::string& path, const nlohmann::json& body) const;
     Result<http::Response> call_ok(const http::Request& request, const std::string& subject = {});
+    Error error_for(const http::Request& request, const http::Response& response, const std::string& subject) const;
     Result<nlohmann::json> call_json(const http::Request& request, const std::string& subject = {});
     // GET that yields nullopt on 404.
     Result<std::optional<nlohmann::json>> get_optional(const http::Request& request);
