@@ -29,11 +29,13 @@ std::string ownership_problem(const RouteRecord& r, const CreatedObject& c, cons
     return current.value("name", "") == peer ? "" : "its name is not the one archctl gave it";
 }
 
-// A folder other than `except` on the link's Syncthing that shares `device`, or "".
-Result<std::string> folder_using(NodeLink& link, const std::string& device, const std::string& except) {
+// A folder on the link's Syncthing that shares `device`, or "". (Folders this rollback removed
+// are gone already: objects are undone in reverse creation order, a node's folder before the
+// device it was created after.) Removing a device a folder still lists would silently change
+// that folder.
+Result<std::string> folder_using(NodeLink& link, const std::string& device) {
     ARCHCTL_TRY_ASSIGN(auto folders, link.syncthing().folders());
     for (const auto& f : folders) {
-        if (f.id == except) continue;
         if (std::find(f.devices.begin(), f.devices.end(), device) != f.devices.end()) return f.id;
     }
     return std::string();
@@ -60,7 +62,7 @@ Result<bool> roll_back_one(Session& s, RouteRecord& r, CreatedObject& c) {
     }
     std::string problem = ownership_problem(r, c, *current.value());
     if (problem.empty() && c.kind == ObjectKind::device) {
-        auto user = folder_using(*link, c.id, r.id);
+        auto user = folder_using(*link, c.id);
         if (!user.ok()) {
             c.note = fmt::format("not checked: {}", user.error().message);
             return false;
