@@ -54,6 +54,7 @@ struct Prepared {
     std::optional<std::string> existing_job;  // identical unfinished job to continue
     std::vector<JobFile> delta_files, union_files;
     std::size_t file_count = 0;
+    std::int64_t piece_count = 0, piece_length = 0;
     std::uint64_t target_free = 0;
     std::uint64_t min_free = 0;
 

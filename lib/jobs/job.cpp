@@ -53,6 +53,9 @@ nlohmann::json JobDefinition::to_json() const {
             {"union_files", files_json(union_files)},
             {"file_count", file_count},
             {"partfile", partfile_text(partfile)},
+            {"boundary_pieces", boundary_pieces},
+            {"piece_count", piece_count},
+            {"piece_length", piece_length},
             {"verify_transit", verify_transit},
             {"request_digest", request_digest},
             {"plan_digest", plan_digest}};
@@ -88,6 +91,9 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
         d.partfile = pf == "carry_source" ? plan::PartfileNeed::carry_source
                      : pf == "target_own"  ? plan::PartfileNeed::target_own
                                            : plan::PartfileNeed::none;
+        d.boundary_pieces = j.value("boundary_pieces", std::vector<std::int64_t>{});
+        d.piece_count = j.value("piece_count", std::int64_t{0});
+        d.piece_length = j.value("piece_length", std::int64_t{0});
         d.verify_transit = j.value("verify_transit", false);
         d.request_digest = j.value("request_digest", "");
         d.plan_digest = j.value("plan_digest", "");

@@ -53,6 +53,8 @@ struct JobDefinition {
     std::vector<JobFile> union_files;        // every file of the target union
     std::size_t file_count = 0;              // files in the torrent
     plan::PartfileNeed partfile = plan::PartfileNeed::none;
+    std::vector<std::int64_t> boundary_pieces;  // pieces of the union that need skipped files' bytes
+    std::int64_t piece_count = 0, piece_length = 0;
     bool verify_transit = false;
     std::string request_digest;              // same command, same resource → same digest
     std::string plan_digest;

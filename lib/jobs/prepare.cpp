@@ -172,6 +172,8 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     p.delta_files = files_of(model, p.plan.delta);
     p.union_files = files_of(model, p.plan.union_set);
     p.file_count = model.file_count();
+    p.piece_count = meta.piece_count();
+    p.piece_length = meta.piece_length();
     return p;
 }
 
@@ -202,6 +204,9 @@ Result<std::string> Engine::create(const Prepared& p) {
     d.union_files = p.union_files;
     d.file_count = p.file_count;
     d.partfile = p.plan.partfile;
+    d.boundary_pieces = p.plan.boundary_pieces;
+    d.piece_count = p.piece_count;
+    d.piece_length = p.piece_length;
     d.verify_transit = p.request.verify_transit || m_config.verify_transit;
     d.request_digest = p.request_digest;
     d.plan_digest = p.plan.digest;

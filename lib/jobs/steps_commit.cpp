@@ -69,6 +69,24 @@ StepResult step_verify(JobRun& run) {
             }
             auto present = tqb.torrents({id});
             if (!present.ok()) return StepResult::failed(present.take_error());
+            if (present.value().empty() && run.def.partfile == plan::PartfileNeed::carry_source) {
+                // libtorrent reads the slot table when the torrent is added: the part file must be
+                // in the save path before torrents/add (flow-facts §1.3).
+                auto ops = dst.value()->ops();
+                if (!ops.ok()) return StepResult::failed(ops.take_error());
+                auto placed = node::call_operation(*ops.value(), "partfile_copy",
+                                                   {{"from", job_dir(run.def.route.target_path, run.def.id) + "/a/partfile"},
+                                                    {"to", run.def.target_save_path + "/." + id + ".parts"},
+                                                    {"create_parents", true},
+                                                    {"expect_pieces", run.def.piece_count},
+                                                    {"expect_piece_size", run.def.piece_length},
+                                                    {"allow_short_last_slot", true}});
+                if (!placed.ok())
+                    return StepResult::failed(Error("PARTFILE_UNSUPPORTED",
+                                                    fmt::format("PARTFILE_UNSUPPORTED: job {}: cannot place the part file on '{}': {}",
+                                                                run.def.id, run.def.target, placed.error().message)));
+                (void)run.event("partfile_placed", {{"path", run.def.target_save_path + "/." + id + ".parts"}});
+            }
             if (present.value().empty()) {
                 qb::AddTorrent add;
                 add.metainfo = run.metainfo;

@@ -1,5 +1,7 @@
 // Steps 1–3 of a job: preflight, stage (source), sync (Syncthing), merge (target).
 
+#include <cstdlib>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -77,17 +79,69 @@ StepResult step_preflight(JobRun& run) {
     return StepResult::ok();
 }
 
+namespace {
+
+Error partfile_unsupported(const JobRun& run, const std::string& why) {
+    return Error("PARTFILE_UNSUPPORTED", fmt::format("PARTFILE_UNSUPPORTED: job {}: {}", run.def.id, why),
+                 "the pieces shared by selected and skipped files cannot be verified without it; nothing was committed");
+}
+
+// Copy the source's libtorrent part file into the job (DESIGN.md §9): read only while the
+// source torrent is stopped, then restore its run state. The header must match the torrent
+// and hold every boundary piece the target union needs.
+StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Transport& ops) {
+    namespace qb = clients::qbittorrent;
+    auto infos = src.qb().torrents({run.def.qb_id});
+    if (!infos.ok()) return StepResult::failed(infos.take_error());
+    if (infos.value().empty()) return StepResult::failed(stale("the source torrent", run));
+    bool was_started = qb::is_started(infos.value()[0].run_state);
+    if (was_started) {
+        Status s = src.qb().stop({run.def.qb_id});
+        if (!s.ok()) return StepResult::failed(s.take_error());
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // qB flushes the part file on stop
+    }
+    auto copied = node::call_operation(ops, "partfile_copy",
+                                       {{"from", run.def.source_save_path + "/." + run.def.qb_id + ".parts"},
+                                        {"to", job_dir(run.def.route.source_path, run.def.id) + "/a/partfile"},
+                                        {"create_parents", true},
+                                        {"replace", true},
+                                        {"expect_pieces", run.def.piece_count},
+                                        {"expect_piece_size", run.def.piece_length},
+                                        {"allow_short_last_slot", true}});
+    if (was_started) (void)src.qb().start({run.def.qb_id});
+    if (!copied.ok()) return StepResult::failed(partfile_unsupported(run, copied.error().message));
+    std::set<std::int64_t> have;
+    for (const auto& s : copied.value().value("slots", nlohmann::json::array())) have.insert(s.value("piece", std::int64_t{-1}));
+    std::vector<std::int64_t> missing;
+    for (auto piece : run.def.boundary_pieces)
+        if (!have.count(piece)) missing.push_back(piece);
+    if (!missing.empty())
+        return StepResult::failed(partfile_unsupported(run, fmt::format("the source part file does not hold boundary piece(s) {}",
+                                                                        fmt::join(missing, ", "))));
+    (void)run.event("partfile_carried", {{"pieces", run.def.boundary_pieces}});
+    return StepResult::ok();
+}
+
+}  // namespace
+
 StepResult step_stage(JobRun& run) {
     if (run.ledger.staged) return StepResult::ok();
     auto src = run.source();
     if (!src.ok()) return StepResult::failed(src.take_error());
     auto ops = src.value()->ops();
     if (!ops.ok()) return StepResult::failed(ops.take_error());
+    nlohmann::json aux = nlohmann::json::array({{{"name", "resource.torrent"}, {"data_b64", base64_encode(run.metainfo)}}});
+    if (run.def.partfile == plan::PartfileNeed::carry_source) {
+        StepResult carried = carry_partfile(run, *src.value(), *ops.value());
+        if (carried.kind != StepResult::next) return carried;
+        aux.push_back({{"name", "partfile"}, {"present", true}});
+    }
     nlohmann::json args = {{"job_dir", job_dir(run.def.route.source_path, run.def.id)},
                            {"source_base", run.def.source_save_path},
                            {"files", files_arg(run.def.files)},
                            {"verify_transit", run.def.verify_transit},
-                           {"aux", nlohmann::json::array({{{"name", "resource.torrent"}, {"data_b64", base64_encode(run.metainfo)}}})}};
+                           {"aux", aux}};
+    if (const char* forced = std::getenv("ARCHCTL_TEST_STAGE_METHOD"); forced && *forced) args["method"] = forced;
     if (run.budgets.max_bytes) {
         std::uint64_t used = run.session_bytes();
         args["budget_bytes"] = *run.budgets.max_bytes > used ? *run.budgets.max_bytes - used : 1;
@@ -121,6 +175,7 @@ std::vector<std::string> job_names(const JobRun& run) {
     std::vector<std::string> names;
     for (const auto& f : run.def.files) names.push_back(fmt::format("{}/p/{}", run.def.id, f.index));
     names.push_back(run.def.id + "/a/resource.torrent");
+    if (run.def.partfile == plan::PartfileNeed::carry_source) names.push_back(run.def.id + "/a/partfile");
     names.push_back(run.def.id + "/manifest.json");
     names.push_back(run.def.id + "/READY");
     return names;
