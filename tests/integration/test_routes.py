@@ -32,10 +32,19 @@ def stop_syncthing(lab, name):
         labmod.stop_pid(st["child_pid"], st["home"], timeout=5)
 
 
-def start_syncthing(lab, name):
+def spawn_syncthing(lab, name):
+    """Start one Syncthing and wait (bounded) until the child has exec'd, so the lab's liveness
+    check, which looks for the home directory in the command line, does not see the fork."""
     st = lab.node(name)["st"]
     lab._spawn_st(st)
-    lab._wait_st(st, time.monotonic() + labmod.READY_TIMEOUT_S)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and st["home"] not in labmod._cmdline(st["pid"]):
+        time.sleep(0.02)
+
+
+def start_syncthing(lab, name):
+    spawn_syncthing(lab, name)
+    lab._wait_st(lab.node(name)["st"], time.monotonic() + labmod.READY_TIMEOUT_S)
     lab._save()
 
 
@@ -105,7 +114,7 @@ def reset_routes(lab):
     for name in names:
         stop_syncthing(lab, name)
     for name in names:
-        lab._spawn_st(lab.node(name)["st"])
+        spawn_syncthing(lab, name)
     deadline = time.monotonic() + labmod.READY_TIMEOUT_S
     for name in names:
         lab._wait_st(lab.node(name)["st"], deadline)
