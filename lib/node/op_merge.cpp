@@ -18,6 +18,7 @@
 // Crash points: merge.recorded, merge.intent, merge.placed, merge.received_removed,
 // unmerge.unlinked, unmerge.rmdir, unmerge.done (plus lib/base's journal.synced).
 
+#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -184,18 +185,21 @@ Status append(Merger& m, const json& rec, bool sync_now) {
     return {};
 }
 
-Status move_by_rename(Merger& m, const DeltaFile& f, int dest_dir, const struct stat& received) {
+// false when the kernel refuses the rename across mounts (EXDEV): the caller copies instead.
+Result<bool> move_by_rename(Merger& m, const DeltaFile& f, int dest_dir, const struct stat& received) {
     ARCHCTL_TRY_STATUS(append(m, {{"intent", f.index}, {"how", "rename"}, {"ino", static_cast<std::uint64_t>(received.st_ino)}}, true));
     m.state.intents[f.index] = {{"intent", f.index}, {"how", "rename"}, {"ino", static_cast<std::uint64_t>(received.st_ino)}};
     crash_point("merge.intent");
     std::string name = std::to_string(f.index);
-    if (::renameat2(m.payload.get(), name.c_str(), dest_dir, f.components.back().c_str(), RENAME_NOREPLACE) != 0)
+    if (::renameat2(m.payload.get(), name.c_str(), dest_dir, f.components.back().c_str(), RENAME_NOREPLACE) != 0) {
+        if (errno == EXDEV) return false;  // the intent's inode never reaches the destination
         return errno_error("cannot move received file into", fmt::format("{}/{}", m.save_path, f.path), errno);
+    }
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dest_dir, m.save_path));
     ARCHCTL_TRY_STATUS(fsync_fd_dir(m.payload.get(), m.job_dir));
     crash_point("merge.placed");
     m.bytes_renamed += f.size;
-    return {};
+    return true;
 }
 
 enum class Placed { done, cancelled };
@@ -265,9 +269,8 @@ Result<Placed> place_one(Merger& m, const DeltaFile& f, const json& pre, int des
     struct stat ds {};
     ::fstat(dest_dir, &ds);
     if (ds.st_dev == rs.st_dev && rs.st_nlink == 1) {
-        auto moved = move_by_rename(m, f, dest_dir, rs);
-        if (moved.ok()) return Placed::done;
-        if (moved.error().message.find("Invalid cross-device link") == std::string::npos) return moved.take_error();
+        ARCHCTL_TRY_ASSIGN(bool moved, move_by_rename(m, f, dest_dir, rs));
+        if (moved) return Placed::done;
     }
     ARCHCTL_TRY_ASSIGN(Placed p, move_by_copy(m, f, dest_dir, received.get()));
     if (p == Placed::done) ARCHCTL_TRY_STATUS(drop_received(m, f));

@@ -33,6 +33,10 @@ namespace {
 
 using nlohmann::json;
 
+// Link records are synced in large batches (and before the manifest): a link whose record was
+// lost is adopted again from its inode without reading a byte. Copies sync their record at once.
+constexpr unsigned k_link_record_batch = 16384;
+
 enum class MethodChoice { automatic, hardlink, reflink, copy };
 enum class Stop { none, cancel, budget };
 
@@ -114,6 +118,8 @@ struct Stager {
     Counters counters;
     std::map<std::uint32_t, ManifestFile> staged;
     bool link_fails_across = false;  // EXDEV seen once: skip further link attempts in auto mode
+    std::uint64_t bytes_total = 0;
+    std::vector<struct stat> source_stats;  // by position in args.files, from the preflight
 
     std::string staged_display(std::uint32_t index) const { return fmt::format("{}/{}", job_display, payload_name(index)); }
     std::string source_display(const SourceFile& f) const { return fmt::format("{}/{}", args.source_base, f.path); }
@@ -124,9 +130,28 @@ struct Stager {
         p.bytes_copied = counters.bytes_copied;
         p.files = counters.files_done;
         p.files_total = args.files.size();
-        for (const auto& f : args.files) p.bytes_total += f.size;
+        p.bytes_total = bytes_total;
         p.current = current;
         ctx.progress(p);
+    }
+};
+
+// One source file: its preflight stat, opened only when its bytes are needed (a hard link
+// without verify_transit never opens it).
+struct Source {
+    const SourceFile& file;
+    int dir = -1;
+    struct stat st {};
+    std::string display;
+    UniqueFd fd;
+
+    Result<int> open() {
+        if (fd.valid()) return fd.get();
+        struct stat now {};
+        ARCHCTL_TRY_ASSIGN(fd, open_regular(dir, file.components.back(), display, &now));
+        if (now.st_ino != st.st_ino || now.st_dev != st.st_dev || now.st_size != st.st_size)
+            return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': the file changed while it was staged", display));
+        return fd.get();
     }
 };
 
@@ -136,6 +161,7 @@ Result<int> source_dir(Stager& s, const SourceFile& f) {
 
 // Every listed file must be a regular file of the listed size before anything is written.
 Status preflight_sources(Stager& s) {
+    s.source_stats.reserve(s.args.files.size());
     for (const auto& f : s.args.files) {
         ARCHCTL_TRY_ASSIGN(int dir, source_dir(s, f));
         std::string display = s.source_display(f);
@@ -150,6 +176,7 @@ Status preflight_sources(Stager& s) {
         if (static_cast<std::uint64_t>(st->st_size) != f.size)
             return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': size is {}, the request expects {}", display,
                                                        st->st_size, f.size));
+        s.source_stats.push_back(*st);
     }
     return {};
 }
@@ -177,7 +204,6 @@ bool matches_record(const json& rec, const struct stat& st) {
 }
 
 Status record(Stager& s, const json& rec, bool sync_now) {
-    s.journaled[rec.at("i").get<std::uint32_t>()] = rec;
     ARCHCTL_TRY_STATUS(s.journal->append(rec));
     if (sync_now) ARCHCTL_TRY_STATUS(s.journal->flush());
     return {};
@@ -192,9 +218,10 @@ Status finish_file(Stager& s, const SourceFile& f, StageMethod m, const std::str
 }
 
 // One hashing read of an already-staged (linked/cloned) file, for verify_transit.
-Result<std::string> hash_whole(Stager& s, int fd, std::uint64_t size, const std::string& display) {
+Result<std::string> hash_whole(Stager& s, Source& source) {
+    ARCHCTL_TRY_ASSIGN(int fd, source.open());
     Xxh3Hasher h;
-    ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(fd, size, h, {}, display));
+    ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(fd, source.file.size, h, {}, source.display));
     s.counters.bytes_hashed += o.bytes;
     return h.hex_digest();
 }
@@ -202,7 +229,8 @@ Result<std::string> hash_whole(Stager& s, int fd, std::uint64_t size, const std:
 std::string temp_name(std::uint32_t index) { return fmt::format(".{}.part", index); }
 
 // A journaled result whose evidence still holds (possibly after finishing its rename).
-Result<bool> reuse_journaled(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
+Result<bool> reuse_journaled(Stager& s, const SourceFile& f, Source& source) {
+    const struct stat& src = source.st;
     auto it = s.journaled.find(f.index);
     if (it == s.journaled.end() || !it->second.contains("m")) return false;
     const json& rec = it->second;
@@ -221,7 +249,7 @@ Result<bool> reuse_journaled(Stager& s, const SourceFile& f, int src_fd, const s
     StageMethod m = *parse_method(rec.at("m").get<std::string>());
     std::string xxh3 = rec.at("x").is_string() ? rec.at("x").get<std::string>() : "";
     if (s.args.verify_transit && xxh3.empty()) {
-        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
+        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, source));
         ARCHCTL_TRY_STATUS(record(s, done_record(f.index, m, *final_st, src, xxh3), false));
     }
     ++s.counters.files_reused;
@@ -229,10 +257,40 @@ Result<bool> reuse_journaled(Stager& s, const SourceFile& f, int src_fd, const s
     return true;
 }
 
-// Hard link; false when the filesystem refuses (other device, no link support).
-Result<bool> stage_link(Stager& s, const SourceFile& f, int src_dir, int src_fd, const struct stat& src) {
+// An entry already at the staged name without a valid record: a link made before its record
+// reached the journal is adopted (same inode as the source); anything else is removed.
+Result<bool> adopt_or_clear(Stager& s, const SourceFile& f, Source& source) {
+    const struct stat& src = source.st;
     std::string name = std::to_string(f.index);
-    if (::linkat(src_dir, f.components.back().c_str(), s.payload.get(), name.c_str(), 0) != 0) {
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
+    if (!st) return false;
+    if (S_ISREG(st->st_mode) && st->st_ino == src.st_ino && st->st_dev == src.st_dev) {
+        std::string xxh3;
+        if (s.args.verify_transit) {
+            ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, source));
+        }
+        ARCHCTL_TRY_STATUS(record(s, done_record(f.index, StageMethod::hardlink, *st, src, xxh3), false));
+        ++s.counters.files_reused;
+        ARCHCTL_TRY_STATUS(finish_file(s, f, StageMethod::hardlink, xxh3));
+        return true;
+    }
+    if (::unlinkat(s.payload.get(), name.c_str(), 0) != 0)
+        return errno_error("cannot remove stale staged file", s.staged_display(f.index), errno);
+    return false;
+}
+
+// Hard link; false when the filesystem refuses (other device, no link support).
+Result<bool> stage_link(Stager& s, const SourceFile& f, Source& source) {
+    const struct stat& src = source.st;
+    std::string name = std::to_string(f.index);
+    const char* leaf = f.components.back().c_str();
+    int rc = ::linkat(source.dir, leaf, s.payload.get(), name.c_str(), 0);
+    if (rc != 0 && errno == EEXIST) {
+        ARCHCTL_TRY_ASSIGN(bool adopted, adopt_or_clear(s, f, source));
+        if (adopted) return true;
+        rc = ::linkat(source.dir, leaf, s.payload.get(), name.c_str(), 0);
+    }
+    if (rc != 0) {
         int err = errno;
         if (err == EXDEV || err == EPERM || err == EMLINK || err == EOPNOTSUPP) {
             if (err == EXDEV) s.link_fails_across = true;
@@ -248,7 +306,7 @@ Result<bool> stage_link(Stager& s, const SourceFile& f, int src_dir, int src_fd,
     crash_point("stage.linked");
     std::string xxh3;
     if (s.args.verify_transit) {
-        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
+        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, source));
     }
     ARCHCTL_TRY_STATUS(record(s, done_record(f.index, StageMethod::hardlink, *st, src, xxh3), false));
     ++s.counters.files_linked;
@@ -281,8 +339,10 @@ Result<UniqueFd> create_temp(Stager& s, const SourceFile& f, const struct stat& 
     return fd;
 }
 
-Result<bool> stage_reflink(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
+Result<bool> stage_reflink(Stager& s, const SourceFile& f, Source& source) {
+    const struct stat& src = source.st;
     ARCHCTL_TRY_ASSIGN(UniqueFd tmp, create_temp(s, f, src));
+    ARCHCTL_TRY_ASSIGN(int src_fd, source.open());
     ARCHCTL_TRY_ASSIGN(bool cloned, try_reflink(src_fd, tmp.get(), s.staged_display(f.index)));
     if (!cloned) {
         ::unlinkat(s.payload.get(), temp_name(f.index).c_str(), 0);
@@ -290,7 +350,7 @@ Result<bool> stage_reflink(Stager& s, const SourceFile& f, int src_fd, const str
     }
     std::string xxh3;
     if (s.args.verify_transit) {
-        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
+        ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, source));
     }
     ARCHCTL_TRY_STATUS(commit_temp(s, f, tmp.get(), src, StageMethod::reflink, xxh3));
     ++s.counters.files_reflinked;
@@ -313,7 +373,8 @@ std::optional<std::uint64_t> resumable_prefix(Stager& s, const SourceFile& f, co
     return have;
 }
 
-Result<Stop> stage_copy(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
+Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
+    const struct stat& src = source.st;
     std::string display = s.staged_display(f.index);
     Xxh3Hasher hasher;
     std::uint64_t offset = 0;
@@ -338,6 +399,7 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, int src_fd, const struct
         else if (s.args.budget_bytes && s.counters.bytes_copied >= s.args.budget_bytes) stop = Stop::budget;
         return stop == Stop::none;
     };
+    ARCHCTL_TRY_ASSIGN(int src_fd, source.open());
     ARCHCTL_TRY_ASSIGN(CopyOutcome copied, copy_and_hash(src_fd, tmp.get(), offset, hasher, gate, s.source_display(f)));
     if (copied.stopped) {
         if (::fsync(tmp.get()) != 0) return errno_error("cannot fsync partial copy", display, errno);
@@ -360,44 +422,16 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, int src_fd, const struct
     return Stop::none;
 }
 
-// A link made before its record reached the journal is adopted (same inode as the source);
-// any other unproven staged entry is removed and redone.
-Result<bool> adopt_or_clear(Stager& s, const SourceFile& f, int src_fd, const struct stat& src) {
-    std::string name = std::to_string(f.index);
-    ARCHCTL_TRY_ASSIGN(auto st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
-    if (!st) return false;
-    if (S_ISREG(st->st_mode) && st->st_ino == src.st_ino && st->st_dev == src.st_dev &&
-        s.args.method != MethodChoice::copy && s.args.method != MethodChoice::reflink) {
-        std::string xxh3;
-        if (s.args.verify_transit) {
-            ARCHCTL_TRY_ASSIGN(xxh3, hash_whole(s, src_fd, f.size, s.source_display(f)));
-        }
-        ARCHCTL_TRY_STATUS(record(s, done_record(f.index, StageMethod::hardlink, *st, src, xxh3), false));
-        ++s.counters.files_reused;
-        ARCHCTL_TRY_STATUS(finish_file(s, f, StageMethod::hardlink, xxh3));
-        return true;
-    }
-    if (::unlinkat(s.payload.get(), name.c_str(), 0) != 0)
-        return errno_error("cannot remove stale staged file", s.staged_display(f.index), errno);
-    return false;
-}
-
-Result<Stop> stage_one(Stager& s, const SourceFile& f) {
+Result<Stop> stage_one(Stager& s, const SourceFile& f, const struct stat& preflight) {
     ARCHCTL_TRY_ASSIGN(int dir, source_dir(s, f));
-    struct stat src {};
-    ARCHCTL_TRY_ASSIGN(UniqueFd src_fd, open_regular(dir, f.components.back(), s.source_display(f), &src));
-    if (static_cast<std::uint64_t>(src.st_size) != f.size)
-        return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': size is {}, the request expects {}", s.source_display(f),
-                                                   src.st_size, f.size));
-    ARCHCTL_TRY_ASSIGN(bool reused, reuse_journaled(s, f, src_fd.get(), src));
+    Source source{f, dir, preflight, s.source_display(f), {}};
+    ARCHCTL_TRY_ASSIGN(bool reused, reuse_journaled(s, f, source));
     if (reused) return Stop::none;
-    ARCHCTL_TRY_ASSIGN(bool adopted, adopt_or_clear(s, f, src_fd.get(), src));
-    if (adopted) return Stop::none;
 
     MethodChoice m = s.args.method;
     if (m == MethodChoice::automatic || m == MethodChoice::hardlink) {
         if (m == MethodChoice::hardlink || !s.link_fails_across) {
-            ARCHCTL_TRY_ASSIGN(bool linked, stage_link(s, f, dir, src_fd.get(), src));
+            ARCHCTL_TRY_ASSIGN(bool linked, stage_link(s, f, source));
             if (linked) return Stop::none;
         }
         if (m == MethodChoice::hardlink)
@@ -405,15 +439,16 @@ Result<Stop> stage_one(Stager& s, const SourceFile& f) {
                                                     s.job_display),
                          "source and job directory must be on one filesystem; use method auto to fall back to a copy");
     }
+    // A reflink or copy is renamed over whatever stale entry holds the staged name.
     if (m == MethodChoice::automatic || m == MethodChoice::reflink) {
-        ARCHCTL_TRY_ASSIGN(bool cloned, stage_reflink(s, f, src_fd.get(), src));
+        ARCHCTL_TRY_ASSIGN(bool cloned, stage_reflink(s, f, source));
         if (cloned) return Stop::none;
         if (m == MethodChoice::reflink)
             return Error("REFLINK_UNSUPPORTED", fmt::format("cannot reflink '{}' into '{}': the filesystem refused",
                                                             s.source_display(f), s.job_display));
     }
     if (s.args.budget_bytes && s.counters.bytes_copied >= s.args.budget_bytes) return Stop::budget;
-    return stage_copy(s, f, src_fd.get(), src);
+    return stage_copy(s, f, source);
 }
 
 Status make_dir_in(int dirfd, const char* name, const std::string& display) {
@@ -435,7 +470,7 @@ Status load_journal(Stager& s) {
     if (contents.ok())
         for (auto& rec : contents.value().records)
             if (rec.contains("i")) s.journaled[rec.at("i").get<std::uint32_t>()] = rec;
-    ARCHCTL_TRY_ASSIGN(JournalWriter w, JournalWriter::open(path, k_stage_journal_kind, 1, SyncPolicy::batched, 1024));
+    ARCHCTL_TRY_ASSIGN(JournalWriter w, JournalWriter::open(path, k_stage_journal_kind, 1, SyncPolicy::batched, k_link_record_batch));
     s.journal.emplace(std::move(w));
     return {};
 }
@@ -523,7 +558,8 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_ASSIGN(StageArgs args, parse_args(raw));
     ARCHCTL_TRY_ASSIGN(RootSet::Parent route, ctx.roots().open_parent(args.job_dir));
     ARCHCTL_TRY_ASSIGN(UniqueFd base, ctx.roots().open_dir(args.source_base));
-    Stager s{ctx, args, DirCache(base.get(), args.source_base), {}, {}, args.job_dir, {}, {}, {}, {}, false};
+    Stager s{ctx, args, DirCache(base.get(), args.source_base), {}, {}, args.job_dir, {}, {}, {}, {}, false, 0, {}};
+    for (const auto& f : args.files) s.bytes_total += f.size;
     ARCHCTL_TRY_STATUS(preflight_sources(s));
     ARCHCTL_TRY_STATUS(make_dir_in(route.dir.get(), route.name.c_str(), args.job_dir));
     ARCHCTL_TRY_ASSIGN(s.job, open_dir_below(route.dir.get(), std::vector<std::string>{route.name}, args.job_dir));
@@ -534,10 +570,10 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_STATUS(load_journal(s));
 
     Stop stop = Stop::none;
-    for (const auto& f : args.files) {
+    for (std::size_t i = 0; i < args.files.size(); ++i) {
         if (ctx.cancelled()) stop = Stop::cancel;
         if (stop != Stop::none) break;
-        ARCHCTL_TRY_ASSIGN(stop, stage_one(s, f));
+        ARCHCTL_TRY_ASSIGN(stop, stage_one(s, args.files[i], s.source_stats[i]));
     }
     ARCHCTL_TRY_STATUS(s.journal->flush());
     ARCHCTL_TRY_STATUS(fsync_fd_dir(s.payload.get(), args.job_dir + "/" + k_payload_dir));
