@@ -28,6 +28,7 @@ Outcome run_plan(Context& ctx, const PlanOptions& o) {
     plan::Operation op = o.op_name == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
     auto request = to_request(op, o.transfer);
     if (!request.ok()) return Outcome::usage(request.take_error());
+    request.value().route_mode = jobs::TransferRequest::RouteMode::look_up;  // plan moves and writes nothing
     auto setup = setup_engine(ctx, nullptr);
     if (!setup.ok()) return Outcome::failed(setup.take_error());
     auto prepared = setup->engine->prepare(request.value());

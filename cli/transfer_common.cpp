@@ -9,6 +9,7 @@
 #include "lib/base/clock.hpp"
 #include "lib/base/units.hpp"
 #include "lib/config/config.hpp"
+#include "lib/routes/routes.hpp"
 #include "lib/state/tokens.hpp"
 #include "lib/ui/table.hpp"
 
@@ -157,9 +158,13 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o,
     if (!setup.ok()) return Outcome::failed(setup.take_error());
     auto budgets = to_budgets(b, *setup->config);
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
+    if (budgets->max_duration) request.value().stop_at = real_clock().steady() + *budgets->max_duration;
     auto prepared = setup->engine->prepare(request.value());
-    if (!prepared.ok()) return Outcome::failed(prepared.take_error());
     std::string hint = "rerun the same command, or 'archctl resume', to continue";
+    if (!prepared.ok()) {
+        if (routes::is_clean_stop(prepared.error())) return Outcome::partial(prepared.error().message, hint);
+        return Outcome::failed(prepared.take_error());
+    }
     if (prepared->existing_job) {
         ctx.out().info(fmt::format("archctl: continuing job {}", *prepared->existing_job));
     } else {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/clock.hpp"
 #include "lib/base/result.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/job.hpp"
@@ -39,6 +40,9 @@ struct TransferRequest {
     std::optional<torrent::Selection> files;
     std::vector<std::string> file_paths, dir_paths;
     bool verify_transit = false;
+    // plan is read-only: it looks up the route; archive/unarchive provision one on demand.
+    enum class RouteMode { look_up, ensure } route_mode = RouteMode::ensure;
+    std::optional<SteadyTime> stop_at;        // --max-minutes also bounds route provisioning
 };
 
 struct Prepared {
@@ -102,6 +106,8 @@ public:
     [[nodiscard]] Result<std::vector<std::string>> unfinished();
 
 private:
+    Status route_for(Prepared& p, const TransferRequest& request);
+
     const config::Config& m_config;
     state::StateDir m_state;
     Nodes& m_nodes;

@@ -11,7 +11,7 @@
 #include "lib/base/hash.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/jobs/engine.hpp"
-#include "lib/jobs/route_lookup.hpp"
+#include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/reservations.hpp"
 #include "lib/torrent/file_model.hpp"
@@ -114,6 +114,35 @@ Result<std::uint64_t> free_space_at(NodeHandle& node, const std::string& path) {
 
 }  // namespace
 
+// The route the job travels over: looked up for plan (read-only), ensured — discovered, verified
+// by a nonce exchange, or provisioned on demand — for archive/unarchive (DESIGN.md §6).
+Status Engine::route_for(Prepared& p, const TransferRequest& request) {
+    bool archive = request.op == plan::Operation::archive;
+    const std::string& cache = archive ? p.source : p.target;
+    const std::string& arch = archive ? p.target : p.source;
+    routes::Env env{m_config, m_state, clients::Tuning{}, m_io.log};
+    auto use = [&](const std::string& id, const std::string& cache_path, const std::string& archive_path, std::string state) {
+        p.route = {id, archive ? cache_path : archive_path, archive ? archive_path : cache_path};
+        p.route_state = std::move(state);
+    };
+    if (request.route_mode == TransferRequest::RouteMode::ensure) {
+        routes::EnsureOptions options;
+        options.stop_at = request.stop_at;
+        ARCHCTL_TRY_ASSIGN(routes::Route r, routes::ensure_route(env, cache, arch, options));
+        use(r.id, r.cache_path, r.archive_path, r.action == routes::EnsureAction::provisioned ? "ready (provisioned now)" : "ready");
+        return {};
+    }
+    ARCHCTL_TRY_ASSIGN(routes::Listing listing, routes::list_routes(env));
+    for (const auto& e : listing.routes)
+        if (e.cache == cache && e.archive == arch && e.discovered) {
+            use(e.id, e.cache_path, e.archive_path, e.state);
+            return {};
+        }
+    p.route_state = m_config.route_policy == config::RoutePolicy::on_demand ? "missing: provisioned on demand by the job"
+                                                                            : "missing: provisioned by eager_mesh";
+    return {};
+}
+
 std::string request_digest(const TransferRequest& r, const std::vector<std::string>& aliases, const std::string& source,
                            const std::string& target) {
     std::vector<std::string> sorted = aliases;
@@ -148,10 +177,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
         return Error("IDENTITY_MISMATCH", fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(p.resource.identity, p.resource.identity.join(meta.identity()));
 
-    auto route = find_route(*src, *dst);
-    if (!route.ok()) return route.take_error();
-    p.route = route.value();
-    p.route_state = "ready";
+    ARCHCTL_TRY_STATUS(route_for(p, request));
 
     plan::PlanInput in;
     in.meta = &meta;

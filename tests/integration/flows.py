@@ -80,12 +80,13 @@ def pair_route(lab, cache, archive, route_id="archctl-test-route"):
 
 
 def tree(root):
-    """Every path below root (files and dirs), relative, sorted; ignores Syncthing markers."""
+    """Every path below root (files and dirs), relative, sorted; ignores Syncthing's folder marker
+    and the route check's nonce files."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
             rel = os.path.relpath(os.path.join(dirpath, name), root)
-            if not rel.startswith(".stfolder"):
+            if not rel.startswith(".stfolder") and not rel.startswith(".archctl-nonce-"):
                 out.append(rel)
     return sorted(out)
 
