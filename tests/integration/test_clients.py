@@ -45,6 +45,8 @@ def probe(node, *args, config=None, expect_ok=True):
     proc = subprocess.run([PROBE, config or LAB.config_path, node, *args], capture_output=True, text=True, timeout=120)
     CAPTURED.append(proc.stdout)
     CAPTURED.append(proc.stderr)
+    if "Sanitizer" in proc.stderr:
+        raise AssertionError(f"clients_probe {args}: sanitizer report:\n{proc.stderr}")
     try:
         out = json.loads(proc.stdout)
     except json.JSONDecodeError:
