@@ -59,6 +59,8 @@ StepResult step_sync(JobRun& run);
 StepResult step_merge(JobRun& run);
 StepResult step_verify(JobRun& run);
 StepResult step_cleanup(JobRun& run);
+// A lost or corrupt ledger, rebuilt from placement records, events and the target's disk.
+Status rebuild_ledger(JobRun& run);
 // Failure before commit: restore the target baseline, remove only what this job created.
 Status compensate(JobRun& run, const Error& why);
 

@@ -113,10 +113,23 @@ RunResult Engine::run(const std::string& job_id, const Budgets& budgets) {
     }
     JobRun run{m_config, m_state, m_nodes, store, m_io, def.value(), Ledger{}, budgets, Session{}, real_clock().steady(), {}};
     auto ledger = store.ledger(job_id);
-    if (ledger.ok()) run.ledger = Ledger::from_json(ledger.value());
-    else if (ledger.error().code != "NOT_FOUND") {
-        if (m_io.log) m_io.log(fmt::format("archctl: warning: {}; rebuilding it from evidence", ledger.error().message));
-        (void)run.event("ledger_rebuilt", {{"reason", ledger.error().message}});
+    if (ledger.ok()) {
+        run.ledger = Ledger::from_json(ledger.value());
+    } else {
+        // A job that never reached a step boundary has no ledger yet; one that did and lost it
+        // (deleted, corrupt) is rebuilt from evidence.
+        auto events = store.events(job_id);
+        bool worked = events.ok() && events->records.size() > 1;
+        if (ledger.error().code != "NOT_FOUND" || worked) {
+            if (m_io.log) m_io.log(fmt::format("archctl: warning: ledger of job {} {}; rebuilding it from evidence", job_id,
+                                               ledger.error().code == "NOT_FOUND" ? "is missing" : "is unreadable"));
+            Status rebuilt = rebuild_ledger(run);
+            if (!rebuilt.ok()) {
+                result.outcome = RunOutcome::failed;
+                result.error = rebuilt.take_error();
+                return result;
+            }
+        }
     }
     if (run.ledger.state == JobState::done || run.ledger.state == JobState::failed || run.ledger.state == JobState::cancelled) {
         result.outcome = run.ledger.state == JobState::done ? RunOutcome::done : RunOutcome::failed;

@@ -152,5 +152,32 @@ class Faults(unittest.TestCase):
         self.assertTrue(target_state(tid, name)["present"])
 
 
+
+class LedgerRebuild(unittest.TestCase):
+    def rebuild_after(self, point, damage):
+        tid, name, save = new_resource()
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": point}, timeout=300)
+        self.assertEqual(rc, 137, err)
+        jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
+        job = [j for j in jobs if j["resource"] == tid][0]["id"]
+        ledger = os.path.join(LAB.state_dir, "jobs", job, "ledger.json")
+        damage(ledger)
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("rebuilding it from evidence", err)
+        state = target_state(tid, name)
+        self.assertTrue(state["present"])
+        self.assertTrue(all(f[2] == 1 for f in state["files"]), state)
+
+    def test_a_deleted_ledger_after_merge(self):
+        self.rebuild_after("job.step.merge", os.remove)
+
+    def test_b_corrupt_ledger_after_sync(self):
+        self.rebuild_after("job.step.sync", lambda p: open(p, "w").write("{torn"))
+
+    def test_c_deleted_ledger_after_commit(self):
+        self.rebuild_after("verify.committed", os.remove)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,68 @@
+// Rebuilding a lost or corrupt ledger from evidence (DESIGN.md §4): the placement records, the
+// job's append-only events, and the target node's disk. Slower than reading the ledger, never
+// lossy: every step it cannot prove done is run again, and every step is idempotent.
+
+#include <fmt/format.h>
+
+#include "lib/jobs/job_run.hpp"
+#include "lib/state/placements.hpp"
+
+namespace archctl::jobs {
+
+Status rebuild_ledger(JobRun& run) {
+    Ledger l;
+    // The events say what the job did to qBittorrent (append-only, written before the ledger).
+    auto events = run.store.events(run.def.id);
+    if (events.ok())
+        for (const auto& e : events->records) {
+            std::string type = e.value("type", "");
+            if (type == "target_added") l.target_added = true;
+            if (type == "baseline_recorded") {
+                l.baseline_recorded = true;
+                l.target_baseline = e;
+            }
+            if (type == "staged") l.staged = true;
+        }
+    // The commit is the placement record this job wrote.
+    state::PlacementStore placements(run.state_dir);
+    for (const auto& alias : run.def.aliases) {
+        auto rec = placements.get(alias, run.def.target);
+        if (rec.ok() && rec.value() && rec.value()->job_id == run.def.id) {
+            l.committed = true;
+            l.generation = rec.value()->generation;
+        }
+    }
+    if (l.committed) {
+        l.staged = l.synced = l.merged = true;
+        l.step = "verify";  // only the post-commit part (chmod, start) runs again: idempotent
+    } else {
+        // Files already at their target paths mean merge ran (it is idempotent: its own record
+        // recognises the files it placed); otherwise start from stage, whose READY marker and
+        // journal skip what is done.
+        auto dst = run.target();
+        if (!dst.ok()) return dst.take_error();
+        ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.value()->ops());
+        nlohmann::json paths = nlohmann::json::array();
+        for (const auto& f : run.def.files) paths.push_back(f.path);
+        ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", run.def.target_save_path}, {"paths", paths}}));
+        bool all_placed = !run.def.files.empty();
+        size_t i = 0;
+        for (const auto& e : tree.value("entries", nlohmann::json::array())) {
+            if (i >= run.def.files.size()) break;
+            all_placed = all_placed && e.value("type", "") == "file" && e.value("size", std::uint64_t{0}) == run.def.files[i].size;
+            ++i;
+        }
+        if (all_placed && l.staged) {
+            l.synced = true;
+            l.step = "merge";
+        } else {
+            l.step = "stage";
+            l.staged = false;
+        }
+    }
+    run.ledger = l;
+    ARCHCTL_TRY_STATUS(run.save());
+    return run.event("ledger_rebuilt", {{"step", l.step}, {"committed", l.committed}});
+}
+
+}  // namespace archctl::jobs
