@@ -20,7 +20,7 @@
 
 namespace archctl::node {
 
-inline constexpr std::size_t k_chunk_bytes = 4u << 20;  // copy/hash chunk: large sequential I/O
+inline constexpr std::size_t k_chunk_bytes = 1u << 20;  // copy/hash chunk: large sequential I/O, cache-sized
 
 // fsync a directory descriptor (`display` names it in errors).
 [[nodiscard]] Status fsync_fd_dir(int fd, const std::string& display);
