@@ -14,6 +14,7 @@
 #include "lib/ui/table.hpp"
 #if ARCHCTL_HAVE_JOBS
 #include "lib/jobs/summary.hpp"
+#include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
 #endif
 
@@ -71,6 +72,23 @@ std::string render_nodes(const std::vector<clients::NodeProbe>& probes) {
 }
 
 #if ARCHCTL_HAVE_JOBS
+// The `routes` block: every route discovered in live Syncthing config, with its state.
+std::string render_routes(const config::Config& config, nlohmann::json& out) {
+    out = nlohmann::json::array();
+    auto dir = state::StateDir::open(config.state_dir);
+    if (!dir.ok()) return "routes\n  (state directory unreadable)";
+    routes::Env env{config, dir.value(), clients::Tuning{}, {}};
+    auto listing = routes::list_routes(env);
+    if (!listing.ok()) return "routes\n  (" + listing.error().message + ")";
+    ui::Table t({}, "  ");
+    for (const auto& r : listing->routes) {
+        out.push_back(routes::to_json(r));
+        std::string checked = r.record && !r.record->verified_at.empty() ? "checked " + r.record->verified_at : "";
+        t.add_row({r.id, fmt::format("{} ⇄ {}", r.cache, r.archive), r.state, checked});
+    }
+    return "routes" + (t.empty() ? std::string("\n  (none)") : "\n" + t.render());
+}
+
 // The `jobs` block: unfinished jobs with their progress, and how many need attention.
 std::string render_jobs(const config::Config& config, nlohmann::json& out) {
     out = nlohmann::json::array();
@@ -117,12 +135,14 @@ Outcome run_status(Context& ctx, const StatusOptions&) {
     }
     std::string text = render_nodes(probes);
     nlohmann::json jobs_json = nlohmann::json::array();
+    nlohmann::json routes_json = nlohmann::json::array();
 #if ARCHCTL_HAVE_JOBS
+    text += "\n" + render_routes(*config.value(), routes_json);
     text += "\n" + render_jobs(*config.value(), jobs_json);
 #endif
     out.result(text);
     out.debug(fmt::format("{} HTTP requests to {} nodes", requests, probes.size()));
-    nlohmann::json result = {{"nodes", nodes}, {"jobs", jobs_json}};
+    nlohmann::json result = {{"nodes", nodes}, {"routes", routes_json}, {"jobs", jobs_json}};
     if (unreachable.empty()) return Outcome::done(result);
     std::string names;
     for (const auto& n : unreachable) names += (names.empty() ? "'" : ", '") + n + "'";
