@@ -25,8 +25,10 @@ def options_in_help(*cmd):
     text = run(*cmd, "--help").stdout
     opts = set(re.findall(r"(--[a-z][a-z0-9-]*)", text))
     subs = []
-    if "Subcommands:" in text:
-        subs = re.findall(r"^  ([a-z-]+)\s{2,}", text.split("Subcommands:")[1], re.M)
+    # Subcommands are listed under "Subcommands:" or under a group heading they inherited.
+    for heading in re.findall(r"^([A-Z][A-Za-z ]*(?:ommands)):$", text, re.M):
+        section = text.split(heading + ":")[1]
+        subs += re.findall(r"^  ([a-z-]+)\s{2,}", section.split("\n\n")[0], re.M)
     for sub in subs:
         opts |= options_in_help(*cmd, sub)
     return opts
