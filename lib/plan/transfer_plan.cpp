@@ -92,7 +92,7 @@ nlohmann::json digest_facts(const PlanInput& in, const Plan& p) {
     };
     return {{"op", to_string(p.op)}, {"resource", in.meta->identity().to_json()}, {"source", view(in.source)},
             {"target", in.target ? view(*in.target) : nlohmann::json(nullptr)}, {"target_save_path", p.target_save_path},
-            {"requested", p.requested.to_string()}, {"delta", p.delta.to_string()}, {"route", in.route_id}};
+            {"requested", p.requested.to_string()}, {"delta", p.delta.to_string()}};
 }
 
 const char* partfile_name(PartfileNeed n) {
