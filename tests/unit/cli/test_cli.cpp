@@ -65,10 +65,10 @@ TEST_CASE("usage errors exit 2, with a one-document --json error") {
 
 TEST_CASE("commands not in this build say so and exit 1, no fake output") {
     test::Scratch s;
-    auto r = run_archctl(s, {"plan", "archive", "1838bf9a70c1", "--to", "nas"});
+    auto r = run_archctl(s, {"evict", "1838bf9a70c1", "--from", "seedbox"});
     CHECK(r.exit_code == 1);
     CHECK(r.out.empty());
-    CHECK(r.err.find("archctl: error: 'plan' is not available in this build") != std::string::npos);
+    CHECK(r.err.find("archctl: error: 'evict' is not available in this build") != std::string::npos);
     auto j = run_archctl(s, {"--json", "evict", "abc", "--from", "seedbox"});
     CHECK(j.exit_code == 1);
     json doc = json::parse(j.out);
