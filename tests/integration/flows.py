@@ -19,7 +19,11 @@ def write_payload(root, layout, seed=1):
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
-            f.write(rng.randbytes(size))
+            left = size
+            while left:
+                n = min(left, 4 << 20)
+                f.write(rng.randbytes(n))
+                left -= n
 
 
 def create_torrent(source, out, kind="hybrid", piece_length=None):
