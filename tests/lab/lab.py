@@ -658,10 +658,19 @@ class Lab:
     def _qb_log(self, inst):
         return os.path.join(inst["profile"], "qBittorrent", "data", "logs", "qbittorrent.log")
 
-    def _wait_qb(self, inst, deadline):
+    def _wait_qb(self, inst, deadline, retries=1):
         client = QbClient(inst["url"], inst["username"], inst["password"])
-        _wait_until(lambda: client.login() == "Ok.", deadline, inst["pid"], inst["profile"],
-                    f"qBittorrent '{inst['name']}' ({inst['url']})", self._qb_log(inst))
+        try:
+            _wait_until(lambda: client.login() == "Ok.", deadline, inst["pid"], inst["profile"],
+                        f"qBittorrent '{inst['name']}' ({inst['url']})", self._qb_log(inst))
+        except LabError as e:
+            # An instance that died at once (seen rarely, before it wrote any log) gets one more start.
+            if retries <= 0 or "exited during startup" not in str(e):
+                raise
+            print(f"lab: {e.args[0].splitlines()[0]}; starting it again", file=sys.stderr)
+            self._spawn_qb(inst)
+            self._save()
+            self._wait_qb(inst, max(deadline, time.monotonic() + 15), retries - 1)
 
     def _wait_st(self, inst, deadline):
         client = StClient(inst["url"], inst["api_key"])
