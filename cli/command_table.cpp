@@ -9,7 +9,7 @@ const std::vector<CommandSpec>& command_table() {
         {"plan", Group::porcelain, "show what archive/unarchive/evict would do, with a confirmation token", ARCHCTL_REGISTER_PLAN},
         {"archive", Group::porcelain, "move a resource from a cache node to an archive node", ARCHCTL_REGISTER_ARCHIVE},
         {"unarchive", Group::porcelain, "move a resource from an archive node back to a cache node", ARCHCTL_REGISTER_UNARCHIVE},
-        {"evict", Group::porcelain, "remove a cache copy once archive copies are proven", nullptr},
+        {"evict", Group::porcelain, "remove a cache copy once archive copies are proven", ARCHCTL_REGISTER_EVICT},
         {"resume", Group::porcelain, "drive every unfinished job under this run's budgets", ARCHCTL_REGISTER_RESUME},
         {"status", Group::porcelain, "nodes, routes, placements and jobs", ARCHCTL_REGISTER_STATUS},
         {"route", Group::porcelain, "list, check and provision Syncthing routes", ARCHCTL_REGISTER_ROUTE},

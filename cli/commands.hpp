@@ -40,6 +40,13 @@ Runner register_job(CLI::App& app);
 #define ARCHCTL_REGISTER_JOB nullptr
 #endif
 
+#if ARCHCTL_HAVE_EVICT
+Runner register_evict(CLI::App& app);
+#define ARCHCTL_REGISTER_EVICT register_evict
+#else
+#define ARCHCTL_REGISTER_EVICT nullptr
+#endif
+
 #if ARCHCTL_HAVE_NODE
 Runner register_node(CLI::App& app);
 #define ARCHCTL_REGISTER_NODE register_node

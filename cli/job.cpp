@@ -1,4 +1,6 @@
 // archctl job list|show|cancel|clear|rm: jobs, their events, cancellation and display retention.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -11,6 +13,9 @@
 #include "lib/state/job_store.hpp"
 #include "lib/state/tombstones.hpp"
 #include "lib/ui/table.hpp"
+#if ARCHCTL_HAVE_EVICT
+#include "cli/evict.hpp"
+#endif
 
 namespace archctl::cli {
 
@@ -30,6 +35,55 @@ Status hide(const state::StateDir& dir, state::JobStore& store, const jobs::JobS
     return store.remove(r.id);
 }
 
+bool is_evict_row(const jobs::JobSummary& r) { return r.definition.value("op", "") == "evict"; }
+
+// "seedbox → nas" for a transfer, the cache node alone for an eviction.
+std::string nodes_of(const jobs::JobSummary& r) {
+    std::string source = r.definition.value("source", nlohmann::json::object()).value("node", "");
+    if (is_evict_row(r)) return source;
+    return fmt::format("{} → {}", source, r.definition.value("target", nlohmann::json::object()).value("node", ""));
+}
+
+#if ARCHCTL_HAVE_EVICT
+// Evict jobs live in the same store with their own ledger shape: their rows (state, progress,
+// whether a live process holds them) come from lib/evict, whether or not the transfer summary
+// listed them.
+void add_evict_rows(const state::JobStore& store, std::vector<jobs::JobSummary>& rows) {
+    auto ids = store.list();
+    if (!ids.ok()) return;
+    for (const auto& id : ids.value()) {
+        auto def = store.definition(id);
+        if (!def.ok() || !evict::is_evict(def.value())) continue;
+        auto it = std::find_if(rows.begin(), rows.end(), [&](const jobs::JobSummary& r) { return r.id == id; });
+        if (it == rows.end()) it = rows.insert(rows.end(), jobs::JobSummary{});
+        it->id = id;
+        it->definition = def.value();
+        auto l = store.ledger(id);
+        nlohmann::json ledger = l.ok() ? l.value() : nlohmann::json::object();
+        it->ledger = jobs::Ledger{};
+        it->ledger.state = jobs::parse_job_state(ledger.value("state", "running"));
+        it->ledger.step = ledger.value("step", "hold");
+        it->ledger.failure = ledger.value("failure", nlohmann::json());
+        auto lock = LockFile::read(store.dir_of(id));
+        it->running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+        it->status = evict::evict_progress_text(it->definition, ledger);
+        it->needs_attention = it->ledger.state == jobs::JobState::cleanup_required;
+    }
+    std::sort(rows.begin(), rows.end(), [](const jobs::JobSummary& a, const jobs::JobSummary& b) { return a.id < b.id; });
+}
+#endif
+
+std::string event_line(const jobs::JobSummary& r, const nlohmann::json& e) {
+    std::string line = fmt::format("  {}  {}", e.value("at", ""), e.value("type", ""));
+#if ARCHCTL_HAVE_EVICT
+    if (is_evict_row(r))
+        if (std::string d = evict::describe_event(e); !d.empty()) line += "  " + d;
+#else
+    (void)r;
+#endif
+    return line + "\n";
+}
+
 Outcome run_job(Context& ctx, const JobOptions& o) {
     auto config = ctx.config();
     if (!config.ok()) return Outcome::failed(config.take_error());
@@ -38,14 +92,15 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
     state::JobStore store(dir.value());
     auto rows = jobs::summarize_jobs(store);
     if (!rows.ok()) return Outcome::failed(rows.take_error());
+#if ARCHCTL_HAVE_EVICT
+    add_evict_rows(store, rows.value());
+#endif
     if (o.action == "list") {
         nlohmann::json list = nlohmann::json::array();
         ui::Table t;
         for (const auto& r : rows.value()) {
             list.push_back(r.to_json());
-            t.add_row({r.id, r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12),
-                       fmt::format("{} → {}", r.definition["source"].value("node", ""), r.definition["target"].value("node", "")),
-                       r.status});
+            t.add_row({r.id, r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12), nodes_of(r), r.status});
         }
         ctx.out().result(t.empty() ? "no jobs" : t.render());
         return Outcome::done({{"jobs", list}});
@@ -70,16 +125,20 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
     if (o.action == "show") {
         auto events = store.events(row->id);
         nlohmann::json ev = events.ok() ? nlohmann::json(events->records) : nlohmann::json::array();
-        std::string text = fmt::format("job {}\n  {} {} \"{}\"  {} → {}\n  state {}  step {}\n  {}\nevents\n", row->id,
+        std::string text = fmt::format("job {}\n  {} {} \"{}\"  {}\n  state {}  step {}\n  {}\nevents\n", row->id,
                                        row->definition.value("op", ""), row->definition.value("qb_id", "").substr(0, 12),
-                                       row->definition.value("name", ""), row->definition["source"].value("node", ""),
-                                       row->definition["target"].value("node", ""), to_string(row->ledger.state), row->ledger.step,
+                                       row->definition.value("name", ""), nodes_of(*row), to_string(row->ledger.state), row->ledger.step,
                                        row->status);
-        for (const auto& e : ev) text += fmt::format("  {}  {}\n", e.value("at", ""), e.value("type", ""));
+        for (const auto& e : ev) text += event_line(*row, e);
         auto lock = LockFile::read(store.dir_of(row->id));
         if (lock.ok()) text += fmt::format("running: pid {} on {}, since {}\n", lock->pid, lock->host, lock->started_at);
         ctx.out().result(text);
-        return Outcome::done({{"job", row->to_json()}, {"definition", row->definition}, {"ledger", row->ledger.to_json()}, {"events", ev}});
+        nlohmann::json ledger = row->ledger.to_json();
+        if (is_evict_row(*row)) {
+            auto l = store.ledger(row->id);
+            ledger = l.ok() ? l.value() : nlohmann::json::object();
+        }
+        return Outcome::done({{"job", row->to_json()}, {"definition", row->definition}, {"ledger", ledger}, {"events", ev}});
     }
     if (o.action == "rm") {
         if (!finished(row->ledger))
@@ -93,6 +152,14 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
     // cancel
     auto setup = setup_engine(ctx, nullptr);
     if (!setup.ok()) return Outcome::failed(setup.take_error());
+#if ARCHCTL_HAVE_EVICT
+    if (is_evict_row(*row)) {
+        auto r = make_evictor(ctx, setup.value())->cancel(row->id);
+        if (r.run.outcome == jobs::RunOutcome::failed) return Outcome::failed(r.run.error, {{"job", r.run.to_json()}});
+        ctx.out().info(fmt::format("archctl: job {} {}", row->id, r.run.step == "done" ? "finished" : "cancelled"));
+        return Outcome::done({{"job", r.run.to_json()}});
+    }
+#endif
     auto r = setup->engine->cancel(row->id);
     if (r.outcome == jobs::RunOutcome::failed) return Outcome::failed(r.error, {{"job", r.to_json()}});
     ctx.out().info(fmt::format("archctl: job {} cancelled", row->id));

@@ -4,12 +4,16 @@
 #include "cli/commands.hpp"
 #include "cli/transfer_common.hpp"
 #include "lib/state/tokens.hpp"
+#if ARCHCTL_HAVE_EVICT
+#include "cli/evict.hpp"
+#endif
 
 namespace archctl::cli {
 
 struct PlanOptions {
     TransferOptions transfer;
     std::string op_name;
+    bool verify_archive = false;
 };
 
 namespace {
@@ -24,7 +28,26 @@ std::string confirm_line(const PlanOptions& o, const jobs::Prepared& p, const st
     return fmt::format("confirm with: {} --confirm {}   (valid 1 h, single use)", cmd, token);
 }
 
+#if ARCHCTL_HAVE_EVICT
+Outcome run_plan_evict_from(Context& ctx, const PlanOptions& o) {
+    const TransferOptions& t = o.transfer;
+    if (!t.to.empty() || !t.files.empty() || !t.file_paths.empty() || !t.dir_paths.empty() || t.verify_transit)
+        return Outcome::usage(Error("USAGE", "'plan evict' takes RES, --from and --verify-archive only",
+                                    "evict removes one whole cache placement"));
+    EvictOptions e;
+    e.res = t.res;
+    e.from = t.from;
+    e.verify_archive = o.verify_archive;
+    return run_plan_evict(ctx, e);
+}
+#endif
+
 Outcome run_plan(Context& ctx, const PlanOptions& o) {
+#if ARCHCTL_HAVE_EVICT
+    if (o.op_name == "evict") return run_plan_evict_from(ctx, o);
+#endif
+    if (o.verify_archive)
+        return Outcome::usage(Error("USAGE", "--verify-archive belongs to 'plan evict'"));
     plan::Operation op = o.op_name == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
     auto request = to_request(op, o.transfer);
     if (!request.ok()) return Outcome::usage(request.take_error());
@@ -59,8 +82,15 @@ Outcome run_plan(Context& ctx, const PlanOptions& o) {
 
 Runner register_plan(CLI::App& app) {
     auto o = std::make_shared<PlanOptions>();
+#if ARCHCTL_HAVE_EVICT
+    app.add_option("OPERATION", o->op_name, "archive, unarchive or evict")->required()->check(CLI::IsMember({"archive", "unarchive", "evict"}));
+#else
     app.add_option("OPERATION", o->op_name, "archive or unarchive")->required()->check(CLI::IsMember({"archive", "unarchive"}));
+#endif
     add_transfer_options(app, o->transfer);
+#if ARCHCTL_HAVE_EVICT
+    app.add_flag("--verify-archive", o->verify_archive, "evict: the archive copies will be proven by a piece check on their disks");
+#endif
     return [o](Context& ctx) { return run_plan(ctx, *o); };
 }
 

@@ -33,7 +33,8 @@ _archctl() {
     fi
     local opts="$globals"
     case "$cmd" in
-        archive|unarchive|plan) opts="$opts --from --to --file --dir --files --yes --confirm --max-gb --max-bytes --max-minutes --min-free --no-wait --verify-transit" ;;
+        plan) if [ "$sub" = evict ]; then opts="$opts --from --verify-archive"; else opts="$opts --from --to --file --dir --files --yes --confirm --max-gb --max-bytes --max-minutes --min-free --no-wait --verify-transit"; fi ;;
+        archive|unarchive) opts="$opts --from --to --file --dir --files --yes --confirm --max-gb --max-bytes --max-minutes --min-free --no-wait --verify-transit" ;;
         evict) opts="$opts --from --yes --confirm --verify-archive" ;;
         resume) opts="$opts --max-gb --max-bytes --max-minutes --min-free --no-wait" ;;
         torrent) opts="$opts --files --pieces --kind --piece-length --name -o" ;;

@@ -292,6 +292,31 @@ Status Client::remove(const std::vector<std::string>& ids, DeleteData data) {
     return ok_status();
 }
 
+namespace {
+
+std::string join_tags(const std::vector<std::string>& tags) {
+    std::string out;
+    for (const auto& t : tags) {
+        if (!out.empty()) out.push_back(',');
+        out += t;
+    }
+    return out;
+}
+
+}  // namespace
+
+Status Client::add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) {
+    for (const auto& batch : chunks(ids))
+        ARCHCTL_TRY_STATUS(action("torrents/addTags", {{"hashes", join_ids(batch)}, {"tags", join_tags(tags)}}));
+    return ok_status();
+}
+
+Status Client::remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) {
+    for (const auto& batch : chunks(ids))
+        ARCHCTL_TRY_STATUS(action("torrents/removeTags", {{"hashes", join_ids(batch)}, {"tags", join_tags(tags)}}));
+    return ok_status();
+}
+
 Result<nlohmann::json> Client::add_peers(const std::vector<std::string>& ids, const std::vector<std::string>& peers) {
     std::string peer_list;
     for (const auto& p : peers) {

@@ -72,6 +72,10 @@ public:
     [[nodiscard]] Status start(const std::vector<std::string>& ids);
     // torrents/delete; data stays on disk unless DeleteData::yes_for_tests.
     [[nodiscard]] Status remove(const std::vector<std::string>& ids, DeleteData data);
+    // torrents/addTags and torrents/removeTags (tags are created when missing; removing a tag a
+    // torrent does not have is not an error).
+    [[nodiscard]] Status add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags);
+    [[nodiscard]] Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags);
     // torrents/addPeers ("host:port" each); returns qBittorrent's per-torrent counts.
     [[nodiscard]] Result<nlohmann::json> add_peers(const std::vector<std::string>& ids,
                                                    const std::vector<std::string>& peers);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 namespace archctl::clients::qbittorrent {
 namespace {
@@ -22,6 +23,12 @@ const std::map<std::string, RunState, std::less<>>& state_table() {
         {"queuedUP", RunState::queued},        {"queuedDL", RunState::queued},
     };
     return table;
+}
+
+std::string trim_spaces(std::string_view text) {
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    return std::string(text);
 }
 
 std::string str(const nlohmann::json& o, const char* key) {
@@ -111,6 +118,14 @@ TorrentInfo parse_torrent_info(const nlohmann::json& o, const std::string& id) {
     t.size = int64(o, "size");
     t.total_size = int64(o, "total_size");
     t.auto_tmm = boolean(o, "auto_tmm");
+    std::string tags = str(o, "tags");
+    for (std::size_t start = 0; start < tags.size();) {
+        std::size_t comma = tags.find(',', start);
+        std::string tag = trim_spaces(std::string_view(tags).substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (!tag.empty()) t.tags.push_back(tag);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
     return t;
 }
 

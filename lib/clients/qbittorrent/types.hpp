@@ -51,6 +51,7 @@ struct TorrentInfo {
     std::int64_t size = 0;        // wanted bytes
     std::int64_t total_size = 0;  // all bytes (v2/hybrid: including pad files)
     bool auto_tmm = false;
+    std::vector<std::string> tags;  // qBittorrent's tags, in its order
 };
 
 struct TorrentProperties {

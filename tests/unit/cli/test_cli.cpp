@@ -63,18 +63,20 @@ TEST_CASE("usage errors exit 2, with a one-document --json error") {
     CHECK(run_archctl(s, {}).exit_code == 2);
 }
 
-TEST_CASE("commands not in this build say so and exit 1, no fake output") {
+TEST_CASE("evict refuses without configured nodes and prints nothing on stdout") {
     test::Scratch s;
     auto r = run_archctl(s, {"evict", "1838bf9a70c1", "--from", "seedbox"});
     CHECK(r.exit_code == 1);
     CHECK(r.out.empty());
-    CHECK(r.err.find("archctl: error: 'evict' is not available in this build") != std::string::npos);
-    auto j = run_archctl(s, {"--json", "evict", "abc", "--from", "seedbox"});
+    CHECK(r.err.find("archctl: error: no nodes are configured") != std::string::npos);
+    auto j = run_archctl(s, {"--json", "evict", "1838bf9a70c1", "--from", "seedbox"});
     CHECK(j.exit_code == 1);
     json doc = json::parse(j.out);
     CHECK(doc["ok"] == false);
-    CHECK(doc["error"]["code"] == "NOT_AVAILABLE");
-    CHECK(doc["error"]["message"] == "'evict' is not available in this build");
+    CHECK(doc["error"]["code"] == "CONFIG_INVALID");
+    auto h = run_archctl(s, {"evict", "--help"});
+    CHECK(h.exit_code == 0);
+    CHECK(h.out.find("--verify-archive") != std::string::npos);
 }
 
 TEST_CASE("config shows each value's winning layer, and --json gives the same facts") {

@@ -1,0 +1,29 @@
+#pragma once
+// Internal to lib/evict: reads shared by prepare and run.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.hpp"
+#include "lib/clients/qbittorrent/types.hpp"
+#include "lib/jobs/nodes.hpp"
+#include "lib/plan/transfer_plan.hpp"
+#include "lib/state/placements.hpp"
+#include "lib/state/state_dir.hpp"
+
+namespace archctl::evict {
+
+// The live placement behind `info` on `node` (qB's id on that node, which differs between a
+// v1-only and a hybrid torrent of the same resource).
+[[nodiscard]] Result<plan::PlacementView> read_view(jobs::NodeHandle& node, const clients::qbittorrent::TorrentInfo& info);
+
+// The placement record archctl committed for the resource on `node`, under any of its aliases.
+[[nodiscard]] Result<std::optional<state::PlacementRecord>> committed_record(const state::StateDir& dir,
+                                                                            const std::vector<std::string>& aliases,
+                                                                            const std::string& node);
+
+// "/srv/x/" → "/srv/x" (qBittorrent may report a save path with a trailing slash).
+std::string strip_slash(std::string path);
+
+}  // namespace archctl::evict

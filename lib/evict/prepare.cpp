@@ -1,0 +1,251 @@
+// Evictor::prepare and Evictor::create: prove coverage from fresh reads, then record the proofs.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "lib/base/clock.hpp"
+#include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
+#include "lib/base/hash.hpp"
+#include "lib/base/lock_file.hpp"
+#include "lib/evict/evict.hpp"
+#include "lib/evict/evict_internal.hpp"
+#include "lib/state/job_store.hpp"
+#include "lib/state/placements.hpp"
+#include "lib/state/reservations.hpp"
+#include "lib/torrent/file_model.hpp"
+#include "lib/torrent/metainfo.hpp"
+
+namespace archctl::evict {
+namespace {
+
+namespace qb = clients::qbittorrent;
+
+std::string sha256_hex(const std::string& text) {
+    unsigned char out[32];
+    unsigned len = 0;
+    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
+    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
+}
+
+std::string request_digest(const std::vector<std::string>& aliases, const std::string& cache) {
+    std::vector<std::string> sorted = aliases;
+    std::sort(sorted.begin(), sorted.end());
+    return sha256_hex(nlohmann::json{{"op", "evict"}, {"aliases", sorted}, {"cache", cache}}.dump());
+}
+
+Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const jobs::Resource& res, bool& none) {
+    none = false;
+    if (!r.from.empty()) {
+        ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * n, nodes.get(r.from));
+        if (n->config().role != config::Role::cache)
+            return Error("USAGE", fmt::format("cannot evict from '{}': it is an archive node", r.from),
+                         "evict removes cache copies; archive placements are never evicted");
+        none = !res.placements.count(r.from);
+        return r.from;
+    }
+    std::vector<std::string> candidates;
+    for (jobs::NodeHandle* n : nodes.with_role(config::Role::cache))
+        if (res.placements.count(n->name())) candidates.push_back(n->name());
+    if (candidates.size() == 1) return candidates[0];
+    if (candidates.empty()) {
+        none = true;
+        return std::string();
+    }
+    return Error("USAGE", fmt::format("torrent '{}' is on several cache nodes ({})", res.short_id(), fmt::join(candidates, ", ")),
+                 "choose one with --from");
+}
+
+// The unfinished job holding the resource: the same eviction continues, anything else refuses.
+Result<std::optional<std::string>> holding_job(const state::StateDir& dir, const std::vector<std::string>& aliases,
+                                               const std::string& digest) {
+    state::JobStore store(dir);
+    for (const auto& alias : aliases) {
+        ARCHCTL_TRY_ASSIGN(auto held, state::holder(dir, alias));
+        if (!held) continue;
+        auto def = store.definition(*held);
+        if (!def.ok()) {
+            // A crash between reserving and defining left a reservation without a job: stale.
+            ARCHCTL_TRY_STATUS(state::release(dir, {alias}, *held));
+            continue;
+        }
+        if (def.value().value("request_digest", "") == digest) return held;
+        auto lock = LockFile::read(store.dir_of(*held));
+        std::string by = lock.ok() ? fmt::format(" (pid {} on {}, since {})", lock->pid, lock->host, lock->started_at) : "";
+        return Error("RESERVED", fmt::format("job {} holds '{}'{}", *held, alias.substr(0, 12), by),
+                     fmt::format("finish it with 'archctl resume {}', or cancel it with 'archctl job cancel {}'", *held, *held));
+    }
+    return std::optional<std::string>();
+}
+
+Result<plan::ArchiveEvidence> archive_evidence(jobs::NodeHandle& node, const qb::TorrentInfo& info, const state::StateDir& dir,
+                                               const std::vector<std::string>& aliases, VerifyArchive verify) {
+    plan::ArchiveEvidence a;
+    ARCHCTL_TRY_ASSIGN(a.view, read_view(node, info));
+    a.fingerprint = jobs::fingerprint(a.view);
+    ARCHCTL_TRY_ASSIGN(auto record, committed_record(dir, aliases, node.name()));
+    a.generation = record ? record->generation : 0;
+    if (verify == VerifyArchive::yes) {
+        a.trust = plan::Trust::verify_pieces;
+    } else if (!record) {
+        a.trust = plan::Trust::untrusted;
+        a.why_untrusted = "no recheck committed by archctl (--verify-archive checks its pieces instead)";
+    } else if (record->fingerprint != a.fingerprint) {
+        a.trust = plan::Trust::untrusted;
+        a.why_untrusted = fmt::format("changed since archctl committed generation {} (--verify-archive checks its pieces instead)",
+                                      record->generation);
+    } else {
+        a.trust = plan::Trust::committed;
+    }
+    return a;
+}
+
+// Required files as they are on the cache's disk now; absent files have nothing to unlink.
+Result<std::vector<OwnedFile>> owned_files(jobs::NodeHandle& cache, const std::string& save_path, const plan::Coverage& coverage) {
+    nlohmann::json paths = nlohmann::json::array();
+    for (const auto& f : coverage.files) paths.push_back(f.file.path);
+    ARCHCTL_TRY_ASSIGN(node::Transport * ops, cache.ops());
+    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", save_path}, {"paths", paths}}));
+    std::vector<OwnedFile> out;
+    const auto& entries = tree.value("entries", nlohmann::json::array());
+    for (std::size_t i = 0; i < coverage.files.size() && i < entries.size(); ++i) {
+        if (entries[i].value("type", "") != "file") continue;
+        const auto& f = coverage.files[i].file;
+        out.push_back({f.index, f.path, entries[i].value("size", std::uint64_t{0}), entries[i].value("ino", std::uint64_t{0})});
+    }
+    return out;
+}
+
+Status check_names(const plan::PlacementView& cache, const std::vector<plan::CoverageFile>& files) {
+    for (std::uint32_t i : cache.selected.indices())
+        if (i < cache.names.size() && i < files.size() && cache.names[i] != files[i].path)
+            return Error("RENAMED", fmt::format("cannot evict from '{}': file {} is renamed in qBittorrent ('{}', metainfo '{}')", cache.node,
+                                                i, cache.names[i], files[i].path),
+                         "evict deletes only files at their metainfo paths; rename it back first");
+    return {};
+}
+
+}  // namespace
+
+Evictor::Evictor(const config::Config& config, const state::StateDir& state, jobs::Nodes& nodes, jobs::EngineIo io)
+    : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
+
+Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
+    EvictPrepared p;
+    p.request = request;
+    ARCHCTL_TRY_ASSIGN(p.resource, jobs::resolve(m_nodes, request.res));
+    bool none = false;
+    ARCHCTL_TRY_ASSIGN(p.cache, pick_cache(m_nodes, request, p.resource, none));
+    for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::archive)) p.archive_nodes.push_back(n->name());
+    std::vector<std::string> cache_nodes;
+    for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::cache)) cache_nodes.push_back(n->name());
+    // An unfinished eviction continues even when its cache torrent is already gone.
+    for (const auto& c : p.cache.empty() ? cache_nodes : std::vector<std::string>{p.cache}) {
+        ARCHCTL_TRY_ASSIGN(p.existing_job, holding_job(m_state, p.resource.aliases(), request_digest(p.resource.aliases(), c)));
+        if (p.existing_job) {
+            p.cache = c;
+            return p;
+        }
+    }
+    if (none) {
+        p.nothing_to_do = true;
+        return p;
+    }
+    p.request_digest = request_digest(p.resource.aliases(), p.cache);
+    ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, m_nodes.get(p.cache));
+    const qb::TorrentInfo& cache_info = p.resource.placements.at(p.cache);
+    ARCHCTL_TRY_ASSIGN(p.cache_view, read_view(*cache, cache_info));
+    p.cache_fingerprint = jobs::fingerprint(p.cache_view);
+    ARCHCTL_TRY_ASSIGN(auto cache_record, committed_record(m_state, p.resource.aliases(), p.cache));
+    p.cache_generation = cache_record ? cache_record->generation : 0;
+    ARCHCTL_TRY_ASSIGN(p.metainfo, cache->qb().export_torrent(cache_info.id));
+    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
+    if (!meta.identity().same_resource(p.resource.identity))
+        return Error("IDENTITY_MISMATCH", fmt::format("the torrent exported by '{}' is not resource '{}'", p.cache, p.resource.short_id()));
+    torrent::FileModel model(meta);
+    p.piece_count = meta.piece_count();
+    p.piece_length = meta.piece_length();
+
+    plan::CoverageInput in;
+    in.cache = p.cache_view;
+    for (const auto& f : model.files()) in.files.push_back({f.index, f.path, static_cast<std::uint64_t>(f.size)});
+    ARCHCTL_TRY_STATUS(check_names(p.cache_view, in.files));
+    for (const auto& u : p.resource.unreachable) in.unreachable.push_back(u);
+    for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::archive)) {
+        auto it = p.resource.placements.find(n->name());
+        if (it == p.resource.placements.end()) continue;
+        auto evidence = archive_evidence(*n, it->second, m_state, p.resource.aliases(), request.verify_archive);
+        if (!evidence.ok()) {
+            in.unreachable.push_back(fmt::format("{}: {}", n->name(), evidence.error().message));
+            continue;
+        }
+        in.archives.push_back(std::move(evidence).value());
+    }
+    ARCHCTL_TRY_ASSIGN(p.coverage, plan::compute_coverage(in));
+    ARCHCTL_TRY_ASSIGN(p.owned, owned_files(*cache, strip_slash(p.cache_view.save_path), p.coverage));
+    return p;
+}
+
+Result<std::string> Evictor::create(const EvictPrepared& p) {
+    if (p.existing_job) return *p.existing_job;
+    if (!p.coverage.complete()) return incomplete_error(p);
+    EvictDefinition d;
+    d.id = state::new_job_id();
+    d.created_at = format_rfc3339(system_now());
+    d.identity = p.resource.identity;
+    d.name = p.resource.name;
+    d.qb_id = p.cache_view.qb_id;
+    d.aliases = p.resource.aliases();
+    d.cache = p.cache;
+    d.save_path = strip_slash(p.cache_view.save_path);
+    d.cache_fingerprint = p.cache_fingerprint;
+    d.cache_generation = p.cache_generation;
+    d.required = p.coverage.required;
+    d.required_bytes = p.coverage.required_bytes;
+    d.files = p.owned;
+    d.proofs = p.coverage.proofs;
+    d.proved_at = d.created_at;
+    d.verify_archive = p.request.verify_archive == VerifyArchive::yes;
+    d.piece_count = p.piece_count;
+    d.piece_length = p.piece_length;
+    d.request_digest = p.request_digest;
+    d.coverage_digest = p.coverage.digest;
+
+    ARCHCTL_TRY_STATUS(state::reserve(m_state, d.aliases, d.id));
+    state::JobStore store(m_state);
+    Status created = store.create(d.id, d.to_json());
+    if (!created.ok()) {
+        (void)state::release(m_state, d.aliases, d.id);
+        return created.take_error();
+    }
+    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/resource.torrent", p.metainfo));
+    nlohmann::json proofs = nlohmann::json::array();
+    for (const auto& proof : d.proofs) proofs.push_back(proof.to_json());
+    ARCHCTL_TRY_STATUS(store.append_event(d.id, "created", {{"summary", d.summary()}, {"required", d.required.to_string()},
+                                                           {"required_bytes", d.required_bytes}, {"files_owned", d.files.size()},
+                                                           {"cache_fingerprint", d.cache_fingerprint},
+                                                           {"cache_generation", d.cache_generation}, {"proofs", proofs},
+                                                           {"verify_archive", d.verify_archive}}));
+    crash_point("evict.defined");
+    return d.id;
+}
+
+nlohmann::json EvictPrepared::to_json() const {
+    nlohmann::json j = {{"resource", resource.identity.to_json()}, {"name", resource.name}, {"cache", cache}};
+    if (existing_job) {
+        j["existing_job"] = *existing_job;
+        return j;
+    }
+    if (nothing_to_do) {
+        j["nothing_to_do"] = true;
+        return j;
+    }
+    j["save_path"] = cache_view.save_path;
+    j["coverage"] = coverage.to_json();
+    j["files_owned"] = owned.size();
+    return j;
+}
+
+}  // namespace archctl::evict

@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""evict end to end on real qBittorrent + Syncthing nodes, driving the built binary: coverage on
+one and on two archive nodes, refusal with the missing files, files other torrents reference and
+unknown files, proof drift between plan and deletion, a crash at every crash point, the piece
+check of --verify-archive and the hold tag."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import flows  # noqa: E402
+from flows import Lab  # noqa: E402
+
+LAB = None
+LAYOUT = {"pay/a.bin": 300000, "pay/sub/b.bin": 70001, "pay/sub/dir/c.dat": 40000, "pay/d.txt": 12, "pay/empty.bin": 0}
+COUNTER = [0]
+HOLD = "archctl-hold"
+
+
+def setUpModule():
+    global LAB
+    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive"), ("archive2", "archive")])
+    LAB.__enter__()
+    flows.pair_route(LAB, "cache1", "archive1", route_id="archctl-test-r1")
+    flows.pair_route(LAB, "cache1", "archive2", route_id="archctl-test-r2")
+
+
+def tearDownModule():
+    if LAB is not None:
+        LAB.__exit__(None, None, None)
+        LAB.assert_all_stopped()
+
+
+def archctl(*args, **kw):
+    return LAB.archctl(*args, **kw)
+
+
+def new_resource(kind="hybrid", layout=LAYOUT):
+    COUNTER[0] += 1
+    name = f"ev-{COUNTER[0]}"
+    save = os.path.join(LAB.node("cache1")["qb_root"], name)
+    flows.write_payload(save, layout, seed=500 + COUNTER[0])
+    tfile = os.path.join(LAB.dir, f"{name}.torrent")
+    flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
+    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    return tid, name, save
+
+
+def archive(tid, to="archive1", files=None):
+    args = ["archive", tid[:12], "--from", "cache1", "--to", to, "--yes"]
+    if files:
+        args += ["--files", files]
+    rc, out, err = archctl(*args, timeout=300)
+    assert rc == 0, f"archive {tid[:12]} to {to}: {err}"
+
+
+def listing(root):
+    """Full tree with inode, size and mtime of every file: the before/after comparison."""
+    out = {}
+    for rel in flows.tree(root):
+        path = os.path.join(root, rel)
+        st = os.lstat(path)
+        out[rel] = ("dir", 0, 0) if os.path.isdir(path) else ("file", st.st_ino, st.st_size)
+    return out
+
+
+def archive_state(tid, node="archive1"):
+    aq = LAB.qb(node)
+    t = aq.info([tid])
+    files = sorted((f["index"], f["name"], f["progress"], f["priority"]) for f in aq.files(tid)) if t else []
+    return {"present": bool(t), "files": files, "tags": t[0].get("tags", "") if t else ""}
+
+
+def evict(tid, *extra, env=None):
+    return archctl("evict", tid[:12], "--from", "cache1", "--yes", "--json", *extra, env=env, timeout=300)
+
+
+def events_of(job):
+    rc, out, err = archctl("job", "show", job, "--json")
+    assert rc == 0, err
+    return json.loads(out)["events"]
+
+
+def evict_job(tid):
+    jobs = json.loads(archctl("job", "list", "--json")[1])["jobs"]
+    found = [j for j in jobs if j["resource"] == tid and j["op"] == "evict"]
+    return found[-1] if found else None
+
+
+def owned_paths(layout=LAYOUT):
+    """Every file and directory the torrent's manifest owns below the save path."""
+    paths = set(layout)
+    for rel in layout:
+        d = os.path.dirname(rel)
+        while d:
+            paths.add(d)
+            d = os.path.dirname(d)
+    return paths
+
+
+class Evict(unittest.TestCase):
+    def assert_evicted(self, tid, name, before_cache, before_archives, nodes=("archive1",)):
+        cache_root = LAB.node("cache1")["qb_root"]
+        self.assertEqual(LAB.qb("cache1").info([tid]), [], "the cache torrent must be gone")
+        after = listing(cache_root)
+        expected = {k: v for k, v in before_cache.items() if not (k.startswith(name + "/") and k[len(name) + 1:] in owned_paths())}
+        self.assertEqual(after, expected, "only manifest-owned files and directories may go")
+        self.assertTrue(os.path.isdir(os.path.join(cache_root, name)), "the save path itself is not owned")
+        for node in nodes:
+            self.assertEqual(listing(LAB.node(node)["qb_root"]), before_archives[node], f"{node} must be untouched")
+            st = archive_state(tid, node)
+            self.assertTrue(st["present"], f"{node} must keep its placement")
+            self.assertTrue(all(f[2] == 1 for f in st["files"] if f[3] > 0), st)
+            self.assertTrue(any(f[3] > 0 for f in st["files"]), st)
+            self.assertNotIn(HOLD, st["tags"])
+
+    def snapshot(self, nodes=("archive1",)):
+        return listing(LAB.node("cache1")["qb_root"]), {n: listing(LAB.node(n)["qb_root"]) for n in nodes}
+
+    def test_a_evict_after_archive_then_rerun_is_a_no_op(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before_cache, before_archives = self.snapshot()
+
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--json")
+        self.assertEqual(rc, 0, err)
+        plan = json.loads(out)
+        self.assertTrue(plan["coverage"]["complete"])
+        self.assertEqual([f["nodes"] for f in plan["coverage"]["files"]], [["archive1"]] * len(LAYOUT))
+        self.assertTrue(plan["token"])
+        rc, text, err = archctl("plan", "evict", tid[:12], "--from", "cache1")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("archive copies", text + err)
+        self.assertIn("pay/sub/dir/c.dat", text + err)
+
+        rc, out, err = archctl("evict", tid[:12], "--from", "cache1", "--confirm", plan["token"], "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        doc = json.loads(out)
+        self.assertEqual(doc["job"]["outcome"], "done")
+        self.assertEqual(doc["evicted"]["files_removed"], len(LAYOUT))
+        self.assert_evicted(tid, name, before_cache, before_archives)
+
+        job = evict_job(tid)
+        self.assertIsNotNone(job)
+        self.assertEqual(job["state"], "done")
+        types = [e["type"] for e in events_of(job["id"])]
+        for t in ("created", "held", "revalidated", "removed", "snapshot", "unlinked", "partfile", "released", "done"):
+            self.assertIn(t, types)
+        rc, text, err = archctl("job", "show", job["id"])
+        self.assertIn("revalidated right before deleting: archive1 still holds", text)
+        self.assertIn("data deletion disabled", text)
+        rc, text, err = archctl("job", "list")
+        row = [line for line in text.splitlines() if line.startswith(job["id"])][0]
+        self.assertIn("evict", row)
+        self.assertIn("cache1", row)
+        self.assertNotIn("→", row)
+
+        settled = listing(LAB.node("cache1")["qb_root"])
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(json.loads(out)["nothing_to_do"])
+        self.assertEqual(listing(LAB.node("cache1")["qb_root"]), settled)
+
+    def test_b_coverage_split_over_two_archive_nodes(self):
+        tid, name, save = new_resource()
+        archive(tid, "archive1", "0-2")
+        archive(tid, "archive2", "3-4")
+        before_cache, before_archives = self.snapshot(("archive1", "archive2"))
+        rc, out, err = archctl("plan", "evict", tid[:12], "--json")
+        self.assertEqual(rc, 0, err)
+        cov = json.loads(out)["coverage"]
+        self.assertEqual(sorted(p["node"] for p in cov["proofs"]), ["archive1", "archive2"])
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 0, err + out)
+        self.assert_evicted(tid, name, before_cache, before_archives, ("archive1", "archive2"))
+
+    def test_c_one_file_missing_is_refused_listing_it(self):
+        tid, name, save = new_resource()
+        archive(tid, "archive1", "0-3")
+        before_cache, before_archives = self.snapshot()
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--json")
+        self.assertEqual(rc, 1, err)
+        doc = json.loads(out)
+        self.assertFalse(doc["ok"])
+        missing = doc["coverage"]["missing"]
+        self.assertEqual([m["index"] for m in missing], [4])
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("1 of 5 files have no archive copy", err)
+        self.assertIn(missing[0]["path"], err)
+        self.assertIn("--files 4", err)
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1, "nothing may be removed")
+        self.assertEqual(self.snapshot(), (before_cache, before_archives))
+        self.assertIsNone(evict_job(tid), "a refused eviction records no job")
+
+    def test_d_referenced_file_and_unknown_file_survive(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        # Another torrent on the cache node whose single file is one of ours.
+        shared = os.path.join(save, "pay/sub/b.bin")
+        tfile = os.path.join(LAB.dir, f"{name}-shared.torrent")
+        flows.create_torrent(shared, tfile, kind="v1", piece_length=32768)
+        other = flows.seed_cache(LAB, "cache1", tfile, os.path.join(save, "pay/sub"))
+        unknown = os.path.join(save, "pay/sub/dir/notes.txt")
+        with open(unknown, "w") as f:
+            f.write("mine\n")
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 0, err + out)
+        self.assertTrue(os.path.isfile(shared), "a file another torrent references must survive")
+        self.assertTrue(os.path.isfile(unknown), "an unknown file must survive")
+        for rel in ("pay/a.bin", "pay/sub/dir/c.dat", "pay/d.txt", "pay/empty.bin"):
+            self.assertFalse(os.path.exists(os.path.join(save, rel)), rel)
+        self.assertTrue(os.path.isdir(os.path.join(save, "pay/sub/dir")))
+        kept = json.loads(out)["evicted"]["kept"]
+        reasons = {k["path"]: k["reason"] for k in kept}
+        self.assertEqual(reasons.get(shared), "referenced by another torrent")
+        self.assertIn(os.path.join(save, "pay/sub/dir"), reasons)
+        self.assertEqual(len(LAB.qb("cache1").info([other])), 1)
+        self.assertEqual(LAB.qb("cache1").torrent(other)["progress"], 1)
+        LAB.qb("cache1").delete(other)
+
+    def test_e_proof_drift_between_plan_and_deletion_is_refused(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before_cache, _ = self.snapshot()
+        rc, out, err = evict(tid, env={"ARCHCTL_TEST_CRASH_AT": "evict.held"})
+        self.assertEqual(rc, 137, err)
+        self.assertIn(HOLD, archive_state(tid)["tags"], "the hold tag marks the archive torrent while in flight")
+        LAB.qb("archive1").file_prio(tid, [1], 0)
+        flows.wait(lambda: any(f["index"] == 1 and f["priority"] == 0 for f in LAB.qb("archive1").files(tid)),
+                   what="archive file deselected")
+        rc, out, err = archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("PROOF_DRIFT", out)
+        self.assertIn("no longer selected and complete", out)
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1, "the cache torrent must stay")
+        self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache, "nothing may be deleted")
+        self.assertNotIn(HOLD, archive_state(tid)["tags"], "a refused eviction drops its hold")
+        self.assertEqual(evict_job(tid)["state"], "failed")
+        LAB.qb("archive1").file_prio(tid, [1], 1)
+
+    def test_f_verify_archive_refuses_a_corrupted_archive_byte(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before_cache, _ = self.snapshot()
+        victim = os.path.join(LAB.node("archive1")["qb_root"], name, "pay/a.bin")
+        with open(victim, "r+b") as f:
+            f.seek(123456)
+            b = f.read(1)
+            f.seek(123456)
+            f.write(bytes([b[0] ^ 0x01]))
+        rc, out, err = evict(tid, "--verify-archive")
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("PROOF_FAILED", out)
+        self.assertIn("pay/a.bin", out)
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1)
+        self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache)
+
+    def test_g_verify_archive_on_a_clean_archive_evicts(self):
+        tid, name, save = new_resource(kind="v1")
+        archive(tid)
+        before_cache, before_archives = self.snapshot()
+        rc, out, err = evict(tid, "--verify-archive")
+        self.assertEqual(rc, 0, err + out)
+        self.assert_evicted(tid, name, before_cache, before_archives)
+        events = events_of(evict_job(tid)["id"])
+        reval = [e for e in events if e["type"] == "revalidated"][0]
+        self.assertTrue(all(p["pieces"]["verified"] for p in reval["proofs"]))
+
+    def test_h_archive_placement_not_committed_by_archctl_does_not_count(self):
+        # An archive copy qBittorrent verified on its own, never through archctl.
+        tid, name, save = new_resource()
+        tfile = os.path.join(LAB.dir, f"{name}.torrent")
+        dest = os.path.join(LAB.node("archive2")["qb_root"], name)
+        flows.write_payload(dest, LAYOUT, seed=500 + COUNTER[0])
+        flows.seed_cache(LAB, "archive2", tfile, dest)
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("no recheck committed by archctl", err)
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--verify-archive", "--json")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = evict(tid, "--verify-archive")
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(LAB.qb("cache1").info([tid]), [])
+
+
+class CrashMatrix(unittest.TestCase):
+    def test_crash_at_every_point_then_rerun_converges(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        rc, out, err = evict(tid, env={"ARCHCTL_TEST_CRASH_LIST": "1"})
+        self.assertEqual(rc, 0, err)
+        points = []
+        for line in err.splitlines():
+            if line.startswith("archctl: crash-point "):
+                p = line.split(" ", 2)[2]
+                if p not in points:
+                    points.append(p)
+        self.assertIn("evict.removed", points)
+        self.assertIn("unlink_owned.unlinked", points)
+        covered = []
+        for point in points + ["unlink_owned.unlinked:3", "job.event:4"]:
+            tid, name, save = new_resource()
+            archive(tid)
+            before_cache, before_archives = Evict.snapshot(self)
+            rc, out, err = evict(tid, env={"ARCHCTL_TEST_CRASH_AT": point})
+            if rc != 137:
+                self.assertEqual(rc, 0, f"{point}: {err}")
+                continue
+            covered.append(point)
+            rc, out, err = evict(tid)
+            self.assertEqual(rc, 0, f"rerun after a crash at {point}: {err}{out}")
+            Evict.assert_evicted(self, tid, name, before_cache, before_archives)
+            job = evict_job(tid)
+            self.assertEqual(job["state"], "done", point)
+        print(f"  evict crash points: {len(points)} listed, {len(covered)} covered: {covered}", file=sys.stderr)
+        self.assertGreaterEqual(len(covered), 12)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
