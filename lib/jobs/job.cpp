@@ -28,6 +28,12 @@ const char* partfile_text(plan::PartfileNeed n) {
 
 }  // namespace
 
+bool is_transfer_definition(const nlohmann::json& j) {
+    if (!j.is_object() || !j.contains("op") || !j["op"].is_string()) return false;
+    const std::string& op = j["op"].get_ref<const std::string&>();
+    return op == "archive" || op == "unarchive";
+}
+
 std::string JobDefinition::summary() const {
     return fmt::format("{} {} {} → {}", plan::to_string(op), qb_id.substr(0, 12), source, target);
 }
@@ -65,7 +71,10 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
     try {
         JobDefinition d;
         d.id = j.at("id");
-        d.op = j.at("op") == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
+        std::string op = j.at("op").get<std::string>();
+        if (!is_transfer_definition(j))
+            return Error("NOT_A_TRANSFER", fmt::format("job {} is not an archive or unarchive job: {}", j.value("id", "?"), op));
+        d.op = op == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
         d.created_at = j.value("created_at", "");
         ARCHCTL_TRY_ASSIGN(d.identity, torrent::Identity::from_json(j.at("resource")));
         d.name = j.value("name", "");
@@ -131,7 +140,7 @@ nlohmann::json Ledger::to_json() const {
     return {{"version", 1},          {"state", to_string(state)},     {"step", step},
             {"staged", staged},      {"synced", synced},              {"merged", merged},
             {"target_added", target_added}, {"baseline_recorded", baseline_recorded},
-            {"target_baseline", target_baseline}, {"committed", committed}, {"generation", generation},
+            {"target_baseline", target_baseline}, {"target_touched", target_touched}, {"committed", committed}, {"generation", generation},
             {"started_target", started_target}, {"cleaned", cleaned}, {"bytes_present", bytes_present},
             {"merge_provenance", merge_provenance}, {"failure", failure}, {"sessions", sess}};
 }
@@ -146,6 +155,7 @@ Ledger Ledger::from_json(const nlohmann::json& j) {
     l.target_added = j.value("target_added", false);
     l.baseline_recorded = j.value("baseline_recorded", false);
     l.target_baseline = j.value("target_baseline", nlohmann::json());
+    l.target_touched = j.value("target_touched", false);
     l.committed = j.value("committed", false);
     l.generation = j.value("generation", std::uint64_t{0});
     l.started_target = j.value("started_target", false);

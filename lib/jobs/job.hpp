@@ -64,6 +64,10 @@ struct JobDefinition {
     std::string summary() const;             // "archive 1838bf9a70c1 seedbox → nas"
 };
 
+// True for an archive/unarchive definition. Other job kinds (evict) keep their definitions in
+// the same jobs directory; every reader here skips them.
+[[nodiscard]] bool is_transfer_definition(const nlohmann::json& j);
+
 enum class JobState { running, done, failed, cancelled, cleanup_required };
 std::string to_string(JobState s);
 JobState parse_job_state(const std::string& s);
@@ -82,7 +86,11 @@ struct Ledger {
     bool merged = false;
     bool target_added = false;        // this job added the torrent to the target qBittorrent
     bool baseline_recorded = false;
-    nlohmann::json target_baseline;   // existing target: selection, run state before we touched it
+    // Existing target, before this job touched it: qb_id, run_state, started, selected,
+    // priorities, files [{index,size,progress}], content (digest of those and the files on
+    // disk), save_path, category, tags, auto_tmm, partfile {present, size, xxh3, copy}.
+    nlohmann::json target_baseline;
+    bool target_touched = false;      // intent: verify is about to stop/select the existing target
     bool committed = false;
     std::uint64_t generation = 0;
     bool started_target = false;

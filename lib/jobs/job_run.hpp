@@ -53,7 +53,12 @@ struct JobRun {
     Result<NodeHandle*> target() { return nodes.get(def.target); }
 };
 
+// Preflight, run before every step until the commit: the source placement (present, save path,
+// selection, completion) and the target (a new target still without the torrent; an existing
+// one unchanged until this job touches it). A change is STALE_STATE.
 StepResult step_preflight(JobRun& run);
+[[nodiscard]] Status check_source(JobRun& run);
+[[nodiscard]] Status check_target(JobRun& run);
 StepResult step_stage(JobRun& run);
 StepResult step_sync(JobRun& run);
 StepResult step_merge(JobRun& run);
@@ -61,8 +66,24 @@ StepResult step_verify(JobRun& run);
 StepResult step_cleanup(JobRun& run);
 // A lost or corrupt ledger, rebuilt from placement records, events and the target's disk.
 Status rebuild_ledger(JobRun& run);
+// Existing target: record its baseline durably (selection, run state, qB id, content,
+// provenance, part file) before anything touches it. Idempotent.
+[[nodiscard]] Status record_baseline(JobRun& run);
 // Failure before commit: restore the target baseline, remove only what this job created.
 Status compensate(JobRun& run, const Error& why);
+// Undo what this job did to an existing target (after unmerge): selection, part file, per-file
+// progress (a recheck), tags, run state. Errors name what could not be restored.
+[[nodiscard]] Status restore_baseline(JobRun& run);
+// Drop the job's copy of the baseline part file (after commit or compensation).
+[[nodiscard]] Status drop_baseline_copy(JobRun& run);
+// Recheck a stopped torrent and wait for the result; an attempt to download fails.
+[[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(clients::qbittorrent::Client& client,
+                                                                                      const std::string& id);
+
+// The delta files as node operations take them: [{index, path, size}].
+nlohmann::json files_arg(const std::vector<JobFile>& files);
+// STALE_STATE: `what` changed since the job was created; archctl never adapts silently.
+Error stale(const std::string& what, const JobRun& run);
 
 // The job directory name inside a route folder.
 inline std::string job_dir(const std::string& route_folder, const std::string& job_id) { return route_folder + "/" + job_id; }

@@ -21,6 +21,8 @@ Status rebuild_ledger(JobRun& run) {
                 l.baseline_recorded = true;
                 l.target_baseline = e;
             }
+            if (type == "target_touched") l.target_touched = true;
+            if (type == "baseline_restored") l.target_touched = false;
             if (type == "staged") l.staged = true;
         }
     // The commit is the placement record this job wrote.

@@ -14,6 +14,17 @@
 
 namespace archctl::jobs {
 
+nlohmann::json files_arg(const std::vector<JobFile>& files) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& f : files) a.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});
+    return a;
+}
+
+Error stale(const std::string& what, const JobRun& run) {
+    return Error("STALE_STATE", fmt::format("{} changed since job {} was created", what, run.def.id),
+                 "archctl never adapts silently to external changes; the job was stopped and compensated");
+}
+
 Status JobRun::save() { return store.write_ledger(def.id, ledger.to_json()); }
 
 Status JobRun::event(const std::string& type, nlohmann::json fields) { return store.append_event(def.id, type, std::move(fields)); }
@@ -144,14 +155,15 @@ RunResult Engine::run(const std::string& job_id, const Budgets& budgets) {
     auto torrent = read_file(store.dir_of(job_id) + "/resource.torrent");
     if (torrent.ok()) run.metainfo = torrent.value();
 
-    StepResult pre = step_preflight(run);
-    if (pre.kind == StepResult::fail) return finish_failed(run, pre.error, m_state);
     size_t first = 0;
     while (first < std::size(k_steps) && run.ledger.step != k_steps[first].name) ++first;
     for (size_t i = first; i < std::size(k_steps); ++i) {
-        StepResult r = StepResult::ok();
-        if (auto stop = run.should_stop()) r = *stop;
-        else r = k_steps[i].fn(run);
+        // External state is recomputed before every step, not only before the first.
+        StepResult r = step_preflight(run);
+        if (r.kind == StepResult::next) {
+            if (auto stop = run.should_stop()) r = *stop;
+            else r = k_steps[i].fn(run);
+        }
         if (r.kind == StepResult::fail) return finish_failed(run, r.error, m_state);
         if (r.kind == StepResult::stop) {
             end_session(run, r.reason);
@@ -228,8 +240,10 @@ Result<std::vector<std::string>> Engine::unfinished() {
     ARCHCTL_TRY_ASSIGN(auto ids, store.list());
     std::vector<std::string> out;
     for (const auto& id : ids) {
-        // A torn definition never became a job (its reservation is released as stale).
-        if (!store.definition(id).ok()) continue;
+        // A torn definition never became a job (its reservation is released as stale); other
+        // job kinds (evict) are driven by their own engine.
+        auto def = store.definition(id);
+        if (!def.ok() || !is_transfer_definition(def.value())) continue;
         auto l = store.ledger(id);
         JobState s = l.ok() ? parse_job_state(l.value().value("state", "running")) : JobState::running;
         if (s == JobState::running || s == JobState::cleanup_required) out.push_back(id);

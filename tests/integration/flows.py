@@ -98,3 +98,73 @@ def tree(root):
 def stat_of(path):
     st = os.stat(path)
     return (st.st_ino, st.st_mode, st.st_mtime_ns, st.st_size)
+
+
+def archctl_paused_at(lab, point, *args, env=None, timeout=120):
+    """Start archctl in the background with ARCHCTL_TEST_PAUSE_AT=<point>:<gate> and wait until it
+    is paused there. Returns release(): opens the gate and returns (rc, stdout, stderr)."""
+    gate = os.path.join(lab.dir, f"gate-{time.monotonic_ns()}")
+    full_env = dict(os.environ)
+    full_env.pop("ARCHCTL_CONFIG", None)
+    full_env.setdefault("NO_COLOR", "1")
+    full_env["XDG_CONFIG_HOME"] = os.path.join(lab.dir, "xdg-config")
+    full_env.update(env or {})
+    full_env["ARCHCTL_TEST_PAUSE_AT"] = f"{point}:{gate}"
+    argv = [BIN, "--config", lab.config_path, "--state", lab.state_dir, *args]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            env=full_env)
+    try:
+        wait(lambda: os.path.exists(gate + ".paused") or proc.poll() is not None, timeout=timeout, what=f"pause at {point}")
+    except AssertionError:
+        proc.kill()
+        proc.communicate()
+        raise
+    if proc.poll() is not None:
+        out, err = proc.communicate()
+        raise AssertionError(f"archctl ended (rc {proc.returncode}) before pausing at {point}: {err}{out}")
+
+    def release(run_timeout=300):
+        with open(gate, "w"):
+            pass
+        out, err = proc.communicate(timeout=run_timeout)
+        return proc.returncode, out, err
+
+    return release
+
+
+def job_of(lab, tid):
+    """The newest job id on resource `tid` (qB id)."""
+    jobs = json.loads(lab.archctl("job", "list", "--json")[1])["jobs"]
+    return [j for j in jobs if j["resource"] == tid][-1]["id"]
+
+
+def set_location(lab, node, tid, location):
+    """qBittorrent moves the torrent's files to `location` (torrents/setLocation)."""
+    lab.qb(node).post("torrents/setLocation", hashes=tid, location=location)
+
+
+def pause_folder(lab, node, folder, paused=True):
+    """Pause or unpause a Syncthing folder on `node` through its REST config."""
+    lab.st(node).request("PATCH", f"config/folders/{folder}", {"paused": paused})
+
+
+def placement_snapshot(lab, node, tid, save_path):
+    """What a placement is, for before/after comparisons: qB's selection, progress, run state,
+    save path and tags, every file below the save path with size and content hash, and the part
+    file (present, size, md5)."""
+    import hashlib
+    qb = lab.qb(node)
+    t = qb.info([tid])
+    if not t:
+        return {"present": False}
+    t = t[0]
+    files = sorted((f["index"], f["priority"] > 0, round(f["progress"], 6)) for f in qb.files(tid))
+    disk = {}
+    for rel in tree(save_path):
+        p = os.path.join(save_path, rel)
+        if os.path.isfile(p) and not rel.startswith(".archctl"):
+            with open(p, "rb") as f:
+                disk[rel] = (os.path.getsize(p), hashlib.md5(f.read()).hexdigest())
+    running = t["state"] not in ("pausedUP", "pausedDL", "stoppedUP", "stoppedDL")
+    return {"present": True, "files": files, "running": running, "save_path": t["save_path"].rstrip("/"),
+            "tags": t.get("tags", ""), "category": t.get("category", ""), "disk": disk}

@@ -2,6 +2,8 @@
 
 #include "lib/jobs/engine.hpp"
 #include "lib/jobs/job.hpp"
+#include "lib/state/job_store.hpp"
+#include "tests/support/scratch.hpp"
 
 using namespace archctl;
 using namespace archctl::jobs;
@@ -56,4 +58,37 @@ TEST_CASE("the same command gives the same request digest") {
     CHECK(a != request_digest(r, {"a", "b"}, "seedbox", "nas2"));
     r.files = torrent::Selection::parse("0-3").value();
     CHECK(a != request_digest(r, {"a", "b"}, "seedbox", "nas"));
+}
+
+TEST_CASE("only archive and unarchive definitions are transfer jobs") {
+    CHECK(is_transfer_definition({{"op", "archive"}}));
+    CHECK(is_transfer_definition({{"op", "unarchive"}}));
+    CHECK_FALSE(is_transfer_definition({{"op", "evict"}}));
+    CHECK_FALSE(is_transfer_definition({{"id", "x"}}));
+    CHECK_FALSE(is_transfer_definition(nlohmann::json::array()));
+    auto evict = JobDefinition::from_json({{"id", "20261201-183412-7f3c"}, {"op", "evict"}});
+    REQUIRE_FALSE(evict.ok());
+    CHECK(evict.error().code == "NOT_A_TRANSFER");
+}
+
+TEST_CASE("unfinished() lists transfer jobs and skips other job kinds in the same directory") {
+    test::Scratch scratch;
+    auto dir = state::StateDir::open((scratch / "state").string());
+    REQUIRE(dir.ok());
+    state::JobStore store(dir.value());
+    JobDefinition d;
+    d.id = "20261201-183412-7f3c";
+    d.identity = torrent::Identity::from_qb("78d5a6edfa4e0000000000000000000000000000", "").value();
+    d.qb_id = d.identity.qb_id();
+    d.aliases = {d.identity.v1_hex()};
+    d.source = "seedbox";
+    d.target = "nas";
+    REQUIRE(store.create(d.id, d.to_json()).ok());
+    REQUIRE(store.create("20261201-183413-aaaa", {{"id", "20261201-183413-aaaa"}, {"op", "evict"}, {"node", "seedbox"}}).ok());
+    config::Config config;
+    Nodes nodes(config, clients::Tuning{});
+    Engine engine(config, dir.value(), nodes, EngineIo{});
+    auto ids = engine.unfinished();
+    REQUIRE(ids.ok());
+    CHECK(ids.value() == std::vector<std::string>{d.id});
 }

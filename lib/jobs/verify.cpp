@@ -1,4 +1,5 @@
-// Steps 4–5 of a job: verify (the commit point) and cleanup; and compensation before commit.
+// Step 4, verify (the commit point): the target qBittorrent rechecks the union; success advances
+// the placement generation.
 
 #include <thread>
 
@@ -27,7 +28,9 @@ Result<qb::TorrentInfo> wait_listed(qb::Client& client, const std::string& id, s
     }
 }
 
-// Recheck and wait for the result. A stopped torrent must never start downloading.
+}  // namespace
+
+// A stopped torrent must never start downloading.
 Result<std::vector<qb::TorrentFile>> recheck_and_wait(qb::Client& client, const std::string& id) {
     ARCHCTL_TRY_STATUS(client.recheck({id}));
     auto begun = real_clock().steady();
@@ -48,10 +51,6 @@ Result<std::vector<qb::TorrentFile>> recheck_and_wait(qb::Client& client, const 
             return Error("QB_TIMEOUT", fmt::format("the recheck of '{}' did not finish", id.substr(0, 12)));
     }
 }
-
-std::vector<std::uint32_t> to_vec(const torrent::Selection& s) { return s.indices(); }
-
-}  // namespace
 
 StepResult step_verify(JobRun& run) {
     auto dst = run.target();
@@ -101,24 +100,23 @@ StepResult step_verify(JobRun& run) {
             if (!listed.ok()) return StepResult::failed(listed.take_error());
             torrent::Selection skipped = run.def.union_set.complement(run.def.file_count);
             if (!skipped.empty()) {
-                Status prio = tqb.set_file_priority(id, to_vec(skipped), qb::FilePriority::skip);
+                Status prio = tqb.set_file_priority(id, skipped.indices(), qb::FilePriority::skip);
                 if (!prio.ok()) return StepResult::failed(prio.take_error());
             }
         } else {
-            if (!run.ledger.baseline_recorded) {
-                auto infos = tqb.torrents({id});
-                if (!infos.ok() || infos.value().empty())
-                    return StepResult::failed(Error("STALE_STATE", fmt::format("the target placement on '{}' is gone", run.def.target)));
-                run.ledger.target_baseline = {{"run_state", qb::to_string(infos.value()[0].run_state)},
-                                              {"started", qb::is_started(infos.value()[0].run_state)},
-                                              {"selected", run.def.baseline.to_string()}};
-                run.ledger.baseline_recorded = true;
-                (void)run.save();
-                (void)run.event("baseline_recorded", run.ledger.target_baseline);
+            Status baseline = record_baseline(run);
+            if (!baseline.ok()) return StepResult::failed(baseline.take_error());
+            // The intent is durable before the first change, so a rerun after a crash knows the
+            // target differs from its plan because of this job.
+            if (!run.ledger.target_touched) {
+                run.ledger.target_touched = true;
+                Status saved = run.save();
+                if (!saved.ok()) return StepResult::failed(saved.take_error());
+                (void)run.event("target_touched", {{"node", run.def.target}});
             }
             Status stopped = tqb.stop({id});
             if (!stopped.ok()) return StepResult::failed(stopped.take_error());
-            Status prio = tqb.set_file_priority(id, to_vec(run.def.delta), qb::FilePriority::normal);
+            Status prio = tqb.set_file_priority(id, run.def.delta.indices(), qb::FilePriority::normal);
             if (!prio.ok()) return StepResult::failed(prio.take_error());
         }
         auto files = recheck_and_wait(tqb, id);
@@ -132,6 +130,10 @@ StepResult step_verify(JobRun& run) {
                                             fmt::format("the recheck on '{}' did not verify {} file(s): {}", run.def.target,
                                                         short_files.size(), fmt::join(short_files, "; ")),
                                             "nothing was committed; the target was restored"));
+        // The source is checked once more right before the commit; after it, a change there
+        // no longer undoes anything.
+        Status source = check_source(run);
+        if (!source.ok()) return StepResult::failed(source.take_error());
         Resource res;
         res.identity = run.def.identity;
         auto view = read_placement(*dst.value(), res);
@@ -165,53 +167,6 @@ StepResult step_verify(JobRun& run) {
         (void)run.event(start ? "target_started" : "target_restored");
     }
     return StepResult::ok();
-}
-
-StepResult step_cleanup(JobRun& run) {
-    if (run.ledger.cleaned) return StepResult::ok();
-    for (auto [node_name, folder] : {std::pair{run.def.source, run.def.route.source_path}, std::pair{run.def.target, run.def.route.target_path}}) {
-        auto node = run.nodes.get(node_name);
-        if (!node.ok()) return StepResult::failed(node.take_error());
-        auto ops = node.value()->ops();
-        if (!ops.ok()) return StepResult::failed(ops.take_error());
-        nlohmann::json args = {{"job_dir", job_dir(folder, run.def.id)}};
-        if (node_name == run.def.target) args["save_path"] = run.def.target_save_path;  // drops the merge record
-        auto r = node::call_operation(*ops.value(), "cleanup", args);
-        if (!r.ok()) return StepResult::failed(r.take_error());
-        crash_point("cleanup.node");
-    }
-    run.ledger.cleaned = true;
-    (void)run.event("cleaned");
-    return StepResult::ok();
-}
-
-Status compensate(JobRun& run, const Error& why) {
-    (void)run.event("compensating", {{"reason", why.message}});
-    auto dst = run.target();
-    if (!dst.ok()) return dst.take_error();
-    qb::Client& tqb = dst.value()->qb();
-    if (run.def.new_target && run.ledger.target_added) {
-        ARCHCTL_TRY_STATUS(tqb.remove({run.def.qb_id}, qb::DeleteData::no));
-        run.ledger.target_added = false;
-    } else if (!run.def.new_target && run.ledger.baseline_recorded) {
-        ARCHCTL_TRY_STATUS(tqb.set_file_priority(run.def.qb_id, to_vec(run.def.delta), qb::FilePriority::skip));
-        if (run.ledger.target_baseline.value("started", false)) ARCHCTL_TRY_STATUS(tqb.start({run.def.qb_id}));
-    }
-    if (run.ledger.merged) {
-        ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.value()->ops());
-        ARCHCTL_TRY_STATUS(node::call_operation(*ops, "unmerge",
-                                                {{"job_dir", job_dir(run.def.route.target_path, run.def.id)},
-                                                 {"save_path", run.def.target_save_path},
-                                                 {"provenance", run.ledger.merge_provenance}})
-                               .ok()
-                               ? Status()
-                               : Status(Error("UNMERGE_FAILED", "cannot remove the files this job placed")));
-        run.ledger.merged = false;
-    }
-    StepResult c = step_cleanup(run);
-    if (c.kind == StepResult::fail) return c.error;
-    (void)run.event("compensated");
-    return {};
 }
 
 }  // namespace archctl::jobs

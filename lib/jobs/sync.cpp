@@ -1,0 +1,88 @@
+// Step 2, sync: wait until the target's Syncthing holds every file of the job (DESIGN.md §5).
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "lib/base/units.hpp"
+#include "lib/jobs/job_run.hpp"
+
+namespace archctl::jobs {
+namespace {
+
+// Names (relative to the route folder) that must be in the target's index before merge.
+std::vector<std::string> job_names(const JobRun& run) {
+    std::vector<std::string> names;
+    for (const auto& f : run.def.files) names.push_back(fmt::format("{}/p/{}", run.def.id, f.index));
+    names.push_back(run.def.id + "/a/resource.torrent");
+    if (run.def.partfile == plan::PartfileNeed::carry_source) names.push_back(run.def.id + "/a/partfile");
+    names.push_back(run.def.id + "/manifest.json");
+    names.push_back(run.def.id + "/READY");
+    return names;
+}
+
+}  // namespace
+
+StepResult step_sync(JobRun& run) {
+    if (run.ledger.synced) return StepResult::ok();
+    auto src = run.source();
+    auto dst = run.target();
+    if (!src.ok()) return StepResult::failed(src.take_error());
+    if (!dst.ok()) return StepResult::failed(dst.take_error());
+    // Ask the sender to scan the job prefix now instead of waiting for its watcher.
+    Status scanned = src.value()->st().scan(run.def.route.id, {run.def.id});
+    if (!scanned.ok()) return StepResult::failed(scanned.take_error());
+    auto ops = dst.value()->ops();
+    if (!ops.ok()) return StepResult::failed(ops.take_error());
+    std::vector<std::string> names = job_names(run);
+    std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
+    std::uint64_t seen_at_start = run.ledger.bytes_present;
+    auto last_floor_probe = real_clock().steady() - std::chrono::seconds(10);
+    for (;;) {
+        nlohmann::json indexed = nlohmann::json::array();
+        for (const auto& n : names) {
+            auto rec = dst.value()->st().file(run.def.route.id, n);
+            if (!rec.ok()) return StepResult::failed(rec.take_error());
+            if (rec.value() && rec.value()->local_is_current()) indexed.push_back(n.substr(run.def.id.size() + 1));
+        }
+        auto check = node::call_operation(*ops.value(), "receive_check",
+                                          {{"job_dir", job_dir(run.def.route.target_path, run.def.id)},
+                                           {"files", files_arg(run.def.files)},
+                                           {"indexed", indexed}, {"verify_transit", run.def.verify_transit}});
+        if (!check.ok()) return StepResult::failed(check.take_error());
+        std::uint64_t present = check.value().value("bytes_present", std::uint64_t{0});
+        if (present > run.ledger.bytes_present) {
+            run.session.bytes_synced += present - std::max(run.ledger.bytes_present, seen_at_start);
+            seen_at_start = present;
+            run.ledger.bytes_present = present;
+        }
+        std::uint64_t files_done = check.value().value("files_present", std::uint64_t{0});
+        run.progress("sync", 2, present, total, files_done, "");
+        for (const auto& f : check.value().value("files", nlohmann::json::array()))
+            if (f.value("state", "") == "mismatch")
+                return StepResult::failed(Error("TRANSIT_MISMATCH", fmt::format("received file '{}' of job {} does not match the manifest{}",
+                                                                                f.value("name", ""), run.def.id,
+                                                                                f.contains("detail") ? ": " + f.value("detail", "") : "")));
+        if (check.value().value("complete", false) && indexed.size() == names.size()) break;
+        if (run.budgets.no_wait) return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)");
+        if (auto stop = run.should_stop()) return *stop;
+        if (run.budgets.min_free && real_clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
+            last_floor_probe = real_clock().steady();
+            auto info = node::call_operation(*ops.value(), "info");
+            if (info.ok())
+                for (const auto& root : info.value().value("roots", nlohmann::json::array()))
+                    if (run.def.route.target_path.rfind(root.value("path", ""), 0) == 0 &&
+                        root.value("free_bytes", std::uint64_t{0}) < run.budgets.min_free)
+                        return StepResult::stopped("disk", fmt::format("destination free space fell below the floor ({} free < {} floor)",
+                                                                       format_size(root.value("free_bytes", std::uint64_t{0})),
+                                                                       format_size(run.budgets.min_free)));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    run.ledger.synced = true;
+    (void)run.event("synced", {{"bytes", run.ledger.bytes_present}});
+    return StepResult::ok();
+}
+
+}  // namespace archctl::jobs
