@@ -247,17 +247,20 @@ Status step_unlink(EvictRun& run) {
     ARCHCTL_TRY_ASSIGN(auto result, node::call_operation(*ops, "unlink_owned", {{"paths", paths}, {"referenced", ours_referenced},
                                                                                  {"stop_at", run.def.save_path}}));
     crash_point("evict.unlinked");
+    nlohmann::json files = nlohmann::json::array(), dirs = nlohmann::json::array();
     for (const auto& r : result.value("removed", nlohmann::json::array())) {
         auto it = size_of.find(r.get<std::string>());
         if (it != size_of.end()) {
             ++run.ledger.files_removed;
             run.ledger.bytes_freed += it->second;
+            files.push_back(r);
         } else {
             ++run.ledger.dirs_removed;
+            dirs.push_back(r);
         }
     }
     run.ledger.kept = result.value("kept", nlohmann::json::array());
-    ARCHCTL_TRY_STATUS(run.event("unlinked", {{"removed", result.value("removed", nlohmann::json::array())}, {"kept", run.ledger.kept}}));
+    ARCHCTL_TRY_STATUS(run.event("unlinked", {{"files", files}, {"dirs", dirs}, {"kept", run.ledger.kept}}));
     return {};
 }
 

@@ -71,7 +71,6 @@ std::string render_plan(const EvictPrepared& p) {
                            pr.trust == plan::Trust::verify_pieces ? "piece check on its disk before deleting"
                                                                    : fmt::format("verified by archctl's recheck (generation {})", pr.generation));
     for (const auto& n : c.notes) out += fmt::format("\n  note     {}", n);
-    if (!c.complete()) out += "\n" + missing_lines(c);
     return out;
 }
 
@@ -82,7 +81,15 @@ Error incomplete_error(const EvictPrepared& p) {
     for (const auto& n : c.notes) msg += fmt::format("\n  note     {}", n);
     std::vector<std::uint32_t> idx;
     for (const auto& m : c.missing) idx.push_back(m.index);
+    // The archive node to extend: the only one, else the one already holding most of it.
     std::string to = p.archive_nodes.size() == 1 ? p.archive_nodes[0] : "ARCHIVE";
+    std::uint64_t most = 0;
+    if (p.archive_nodes.size() != 1)
+        for (const auto& pr : c.proofs)
+            if (pr.files.count() > most) {
+                most = pr.files.count();
+                to = pr.node;
+            }
     std::string hint = fmt::format("archctl archive {} --from {} --to {} --files {}", p.resource.short_id(), p.cache, to,
                                    torrent::Selection::of(idx).to_string());
     return Error("NOT_COVERED", msg, hint);
@@ -130,11 +137,15 @@ std::string describe_event(const nlohmann::json& e) {
     if (type == "removed")
         return fmt::format("{} torrent {} from qBittorrent on {}, data deletion disabled",
                            e.value("already_absent", false) ? "already gone:" : "removed", e.value("qb_id", ""), e.value("node", ""));
-    if (type == "snapshot")
-        return fmt::format("{} remaining torrents reference {} paths; {} of ours are among them (kept)", e.value("torrents", 0),
-                           e.value("referenced_paths", 0), e.value("owned_referenced", nlohmann::json::array()).size());
+    if (type == "snapshot") {
+        auto ours = e.value("owned_referenced", nlohmann::json::array());
+        std::string which = ours.empty() ? "none of this torrent's files" : fmt::format("{} of this torrent's files (kept)", ours.size());
+        return fmt::format("{} other torrents reference {} paths on this node; {}", e.value("torrents", 0), e.value("referenced_paths", 0),
+                           which);
+    }
     if (type == "unlinked") {
-        std::string out = fmt::format("unlinked {} paths", e.value("removed", nlohmann::json::array()).size());
+        std::string out = fmt::format("unlinked {} files, removed {} directories", e.value("files", nlohmann::json::array()).size(),
+                                      e.value("dirs", nlohmann::json::array()).size());
         auto kept = e.value("kept", nlohmann::json::array());
         if (!kept.empty()) out += "; kept " + kept_text(kept);
         return out;

@@ -18,6 +18,7 @@ from flows import Lab  # noqa: E402
 LAB = None
 LAYOUT = {"pay/a.bin": 300000, "pay/sub/b.bin": 70001, "pay/sub/dir/c.dat": 40000, "pay/d.txt": 12, "pay/empty.bin": 0}
 COUNTER = [0]
+INFO = {}
 HOLD = "archctl-hold"
 
 
@@ -45,9 +46,16 @@ def new_resource(kind="hybrid", layout=LAYOUT):
     save = os.path.join(LAB.node("cache1")["qb_root"], name)
     flows.write_payload(save, layout, seed=500 + COUNTER[0])
     tfile = os.path.join(LAB.dir, f"{name}.torrent")
-    flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
+    info = flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
     tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    INFO[tid] = info
     return tid, name, save
+
+
+def partfile_header(pieces, piece_size):
+    """A libtorrent part file header with no slot in use (torrent-format.md §6)."""
+    data = pieces.to_bytes(4, "big") + piece_size.to_bytes(4, "big") + b"\xff\xff\xff\xff" * pieces
+    return data + b"\0" * (-len(data) % 1024)
 
 
 def archive(tid, to="archive1", files=None):
@@ -286,6 +294,29 @@ class Evict(unittest.TestCase):
         rc, out, err = evict(tid, "--verify-archive")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(LAB.qb("cache1").info([tid]), [])
+
+    def partfile_after_crash(self, content):
+        tid, name, save = new_resource(kind="v1")
+        archive(tid)
+        rc, out, err = evict(tid, env={"ARCHCTL_TEST_CRASH_AT": "evict.step.unlink"})
+        self.assertEqual(rc, 137, err)
+        part = os.path.join(save, f".{tid}.parts")
+        self.assertFalse(os.path.exists(part), "qBittorrent removes the part file of a torrent it deletes")
+        with open(part, "wb") as f:
+            f.write(content(INFO[tid]))
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 0, err + out)
+        return part, json.loads(out)["evicted"]["partfile"]
+
+    def test_i_a_part_file_whose_header_matches_is_removed(self):
+        part, outcome = self.partfile_after_crash(lambda i: partfile_header(i["piece_count"], i["piece_length"]))
+        self.assertEqual(outcome, "removed")
+        self.assertFalse(os.path.exists(part))
+
+    def test_j_a_part_file_that_is_not_this_torrents_is_kept(self):
+        part, outcome = self.partfile_after_crash(lambda i: partfile_header(i["piece_count"] + 1, i["piece_length"]))
+        self.assertTrue(outcome.startswith("kept: its header does not match this torrent"), outcome)
+        self.assertTrue(os.path.exists(part))
 
 
 class CrashMatrix(unittest.TestCase):

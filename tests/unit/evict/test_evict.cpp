@@ -132,9 +132,11 @@ TEST_CASE("job show lines say what was deleted and what proved it safe") {
     CHECK(created.find("nas2 holds 3-4 (piece check before deleting)") != std::string::npos);
     std::string removed = describe_event({{"type", "removed"}, {"qb_id", "abc"}, {"node", "seedbox"}, {"already_absent", false}});
     CHECK(removed == "removed torrent abc from qBittorrent on seedbox, data deletion disabled");
-    std::string unlinked = describe_event({{"type", "unlinked"}, {"removed", {"/a", "/b"}},
+    std::string unlinked = describe_event({{"type", "unlinked"}, {"files", {"/a", "/b"}}, {"dirs", {"/d"}},
                                            {"kept", {{{"path", "/c"}, {"reason", "referenced by another torrent"}}}}});
-    CHECK(unlinked == "unlinked 2 paths; kept /c (referenced by another torrent)");
+    CHECK(unlinked == "unlinked 2 files, removed 1 directories; kept /c (referenced by another torrent)");
+    CHECK(describe_event({{"type", "snapshot"}, {"torrents", 3}, {"referenced_paths", 9}, {"owned_referenced", {"/c"}}}) ==
+          "3 other torrents reference 9 paths on this node; 1 of this torrent's files (kept)");
     CHECK(describe_event({{"type", "something-else"}}).empty());
 }
 
