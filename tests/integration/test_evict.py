@@ -318,6 +318,50 @@ class Evict(unittest.TestCase):
         self.assertTrue(outcome.startswith("kept: its header does not match this torrent"), outcome)
         self.assertTrue(os.path.exists(part))
 
+    def test_k_drift_after_the_cache_torrent_is_removed_keeps_every_file(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before_cache, before_archives = self.snapshot()
+        rc, out, err = evict(tid, env={"ARCHCTL_TEST_CRASH_AT": "evict.step.remove"})
+        self.assertEqual(rc, 137, err)
+        self.assertEqual(LAB.qb("cache1").info([tid]), [])
+        LAB.qb("archive1").file_prio(tid, [0], 0)
+        flows.wait(lambda: any(f["index"] == 0 and f["priority"] == 0 for f in LAB.qb("archive1").files(tid)),
+                   what="archive file deselected")
+        rc, out, err = archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("CLEANUP_REQUIRED", out)
+        self.assertIn("no longer selected and complete", out)
+        self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache, "no file may go once a proof drifted")
+        self.assertIn(HOLD, archive_state(tid)["tags"], "the hold stays while the eviction is unfinished")
+        job = evict_job(tid)
+        self.assertEqual(job["state"], "cleanup_required")
+        self.assertTrue(job["needs_attention"])
+        # The archive copy comes back (selected and rechecked by its qBittorrent): the rerun finishes.
+        aq = LAB.qb("archive1")
+        aq.file_prio(tid, [0], 1)
+        flows.wait(lambda: all(f["priority"] > 0 and f["progress"] == 1 for f in aq.files(tid)), what="archive file reselected")
+        rc, out, err = archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        self.assert_evicted(tid, name, before_cache, before_archives)
+
+    def test_l_cancel_before_removal_deletes_nothing_and_drops_the_hold(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before_cache, _ = self.snapshot()
+        rc, out, err = evict(tid, env={"ARCHCTL_TEST_CRASH_AT": "evict.step.hold"})
+        self.assertEqual(rc, 137, err)
+        job = evict_job(tid)["id"]
+        rc, out, err = archctl("job", "cancel", job)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(evict_job(tid)["state"], "cancelled")
+        self.assertNotIn(HOLD, archive_state(tid)["tags"])
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1)
+        self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache)
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(LAB.qb("cache1").info([tid]), [])
+
 
 class CrashMatrix(unittest.TestCase):
     def test_crash_at_every_point_then_rerun_converges(self):
