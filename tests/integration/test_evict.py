@@ -40,14 +40,14 @@ def archctl(*args, **kw):
     return LAB.archctl(*args, **kw)
 
 
-def new_resource(kind="hybrid", layout=LAYOUT):
+def new_resource(kind="hybrid", layout=LAYOUT, skip=()):
     COUNTER[0] += 1
     name = f"ev-{COUNTER[0]}"
     save = os.path.join(LAB.node("cache1")["qb_root"], name)
     flows.write_payload(save, layout, seed=500 + COUNTER[0])
     tfile = os.path.join(LAB.dir, f"{name}.torrent")
     info = flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
-    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    tid = flows.seed_cache(LAB, "cache1", tfile, save, skip=skip)
     INFO[tid] = info
     return tid, name, save
 
@@ -361,6 +361,21 @@ class Evict(unittest.TestCase):
         rc, out, err = evict(tid)
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(LAB.qb("cache1").info([tid]), [])
+
+    def test_m_a_file_skipped_on_the_cache_is_neither_required_nor_deleted(self):
+        tid, name, save = new_resource(skip=(1,))
+        skipped = [f for f in LAB.qb("cache1").files(tid) if f["index"] == 1][0]["name"]
+        archive(tid)
+        rc, out, err = archctl("plan", "evict", tid[:12], "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["coverage"]["required"]["count"], len(LAYOUT) - 1)
+        rc, out, err = evict(tid)
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(LAB.qb("cache1").info([tid]), [])
+        self.assertTrue(os.path.isfile(os.path.join(save, skipped)), "a file the cache never proved is unknown content")
+        for f in LAB.qb("archive1").files(tid):
+            if f["index"] != 1:
+                self.assertFalse(os.path.exists(os.path.join(save, f["name"])), f["name"])
 
 
 class CrashMatrix(unittest.TestCase):
