@@ -1,8 +1,13 @@
-// archctl status: nodes (reachable, versions, Syncthing device, torrent count).
+// archctl status [RES|JOB]: nodes (reachable, versions, Syncthing device, torrent count),
+// routes, placements with per-node coverage, jobs in progress and jobs needing attention.
 //
-// Probing lives in lib/clients/node_probe; this file renders it. A node that is down is
-// reported, not fatal: the command still prints every node and then fails with
-// NODES_UNREACHABLE (exit 1) carrying the full result.
+// Without an argument it covers every resource archctl has a job record for; with RES (a hash or
+// an unambiguous prefix) or a job id it shows that resource's placements on every node, how much
+// of each cache copy archive copies hold, and its jobs.
+//
+// Probing lives in lib/clients/node_probe and lib/jobs/summary; this file renders them. A node
+// that is down is reported, not fatal: the command still prints everything it could read and
+// then fails with NODES_UNREACHABLE (exit 1) carrying the full result.
 
 #include <fmt/format.h>
 
@@ -13,6 +18,8 @@
 #include "lib/config/config.hpp"
 #include "lib/ui/table.hpp"
 #if ARCHCTL_HAVE_JOBS
+#include "lib/base/units.hpp"
+#include "lib/jobs/resolve.hpp"
 #include "lib/jobs/summary.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
@@ -21,7 +28,9 @@
 namespace archctl::cli {
 namespace {
 
-struct StatusOptions {};
+struct StatusOptions {
+    std::string target;  // RES or JOB; empty: everything
+};
 
 // "qBittorrent unreachable: connection refused (URL)" for transport failures, else the error.
 std::string failure_cell(const std::string& service, const clients::ServiceProbe& s) {
@@ -89,41 +98,188 @@ std::string render_routes(const config::Config& config, nlohmann::json& out) {
     return "routes" + (t.empty() ? std::string("\n  (none)") : "\n" + t.render());
 }
 
-// The `jobs` block: unfinished jobs with their progress, and how many need attention.
-std::string render_jobs(const config::Config& config, nlohmann::json& out) {
+// The `jobs` block: unfinished jobs with their progress, and how many need attention. With a
+// resource, only its jobs (finished ones too); with a job id, only that job.
+struct JobFilter {
+    std::string qb_id;
+    std::string job_id;
+    bool matches(const jobs::JobSummary& j) const {
+        if (!job_id.empty()) return j.id == job_id;
+        return qb_id.empty() || j.definition.value("qb_id", "") == qb_id;
+    }
+    bool any() const { return !qb_id.empty() || !job_id.empty(); }
+};
+
+std::string render_jobs(const std::vector<jobs::JobSummary>& all, const JobFilter& filter, nlohmann::json& out) {
     out = nlohmann::json::array();
-    auto dir = state::StateDir::open(config.state_dir);
-    if (!dir.ok()) return "jobs\n  (state directory unreadable: " + dir.error().message + ")";
-    state::JobStore store(dir.value());
-    auto jobs = jobs::summarize_jobs(store);
-    if (!jobs.ok()) return "jobs\n  (" + jobs.error().message + ")";
     ui::Table t({}, "  ");
     std::vector<std::string> attention;
-    for (const auto& j : jobs.value()) {
+    for (const auto& j : all) {
+        if (!filter.matches(j)) continue;
         out.push_back(j.to_json());
         if (j.needs_attention) attention.push_back(j.id);
-        if (j.finished() && !j.needs_attention) continue;
-        t.add_row({j.id, j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12),
-                   fmt::format("{} → {}", j.definition["source"].value("node", ""), j.definition["target"].value("node", "")),
-                   j.status});
+        if (j.finished() && !j.needs_attention && !filter.any()) continue;
+        std::string nodes = j.definition["source"].value("node", "");
+        if (j.definition.contains("target")) nodes += " → " + j.definition["target"].value("node", "");
+        t.add_row({j.id, j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12), nodes, j.status});
     }
     std::string text = "jobs";
-    text += t.empty() ? "\n  (none in progress)" : "\n" + t.render();
+    text += t.empty() ? (filter.any() ? "\n  (none)" : "\n  (none in progress)") : "\n" + t.render();
     if (!attention.empty())
         text += fmt::format("\nneeds attention: {} job{} (archctl job show {})", attention.size(), attention.size() == 1 ? "" : "s",
                             attention.front());
     return text;
 }
+
+// "15/15 files complete (55.6 GiB)" for a placement, or why nothing is known.
+std::string holding_cell(const jobs::PlacementSummary& p) {
+    if (!p.error.empty()) return "unreadable: " + p.error;
+    if (!p.present) return "no placement";
+    std::string text = fmt::format("{}/{} files complete ({})", p.complete, p.selected, format_size(static_cast<std::uint64_t>(p.complete_bytes)));
+    if (p.selected < p.files) text += fmt::format(", {} of {} selected", p.selected, p.files);
+    return text;
+}
+
+std::string coverage_line(const jobs::CoverageSummary& c) {
+    std::string holders;
+    for (const auto& [node, n] : c.by_archive) holders += fmt::format("{}{} {}", holders.empty() ? "" : ", ", node, n);
+    std::string text = fmt::format("  {}: {}/{} files held by archive placements", c.cache, c.covered, c.files);
+    if (!holders.empty()) text += " (" + holders + ")";
+    if (c.missing.empty()) return text + " — every file has an archive copy";
+    text += fmt::format("; {} without one:", c.missing.size());
+    const std::size_t shown = std::min<std::size_t>(c.missing.size(), 5);
+    for (std::size_t i = 0; i < shown; ++i) text += "\n    " + c.missing[i];
+    if (shown < c.missing.size()) text += fmt::format("\n    … and {} more (--json lists all)", c.missing.size() - shown);
+    return text;
+}
+
+// One resource in full: every node's placement, then the coverage of each cache copy.
+std::string render_resource(const jobs::ResourceStatus& r) {
+    std::string text = fmt::format("{}  \"{}\"", r.identity.short_id(), r.name);
+    ui::Table t({}, "  ");
+    for (const auto& p : r.placements) {
+        std::string generation = p.record ? fmt::format("generation {}", p.record->generation) : "";
+        t.add_row({p.node, p.role, p.present ? p.run_state : "", holding_cell(p), p.present ? p.save_path : "", generation});
+    }
+    text += "\nplacements\n" + t.render();
+    if (!r.coverage.empty()) {
+        text += "\ncoverage";
+        for (const auto& c : r.coverage) text += "\n" + coverage_line(c);
+    }
+    return text;
+}
+
+// The `placements` block of the overview: one line per resource archctl has a job record for.
+std::string render_placements(const std::vector<jobs::ResourceStatus>& resources) {
+    if (resources.empty()) return "placements\n  (none recorded)";
+    ui::Table t({}, "  ");
+    for (const auto& r : resources) {
+        std::string where;
+        for (const auto& p : r.placements) {
+            if (!p.error.empty()) where += fmt::format("{}{} unreadable", where.empty() ? "" : " · ", p.node);
+            else if (p.present) where += fmt::format("{}{} {}/{}", where.empty() ? "" : " · ", p.node, p.complete, p.selected);
+        }
+        std::string covered;
+        for (const auto& c : r.coverage) covered += fmt::format("{}{} covered {}/{}", covered.empty() ? "" : ", ", c.cache, c.covered, c.files);
+        t.add_row({r.identity.short_id(), r.name, where.empty() ? "no placement" : where, covered});
+    }
+    return "placements\n" + t.render();
+}
+
+// Resources named by job records, oldest job first, each once.
+std::vector<jobs::ResourceStatus> resources_of(const std::vector<jobs::JobSummary>& all) {
+    std::vector<jobs::ResourceStatus> out;
+    for (const auto& j : all) {
+        auto id = torrent::Identity::from_json(j.definition.value("resource", nlohmann::json::object()));
+        if (!id.ok()) continue;
+        bool seen = std::any_of(out.begin(), out.end(), [&](const auto& r) { return r.identity.same_resource(id.value()); });
+        if (seen) continue;
+        jobs::ResourceStatus r;
+        r.identity = id.value();
+        r.name = j.definition.value("name", "");
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+struct Overview {
+    std::vector<jobs::JobSummary> jobs;
+    std::optional<state::StateDir> dir;
+    std::string error;  // the state directory could not be read
+};
+
+Overview read_jobs(const config::Config& config) {
+    Overview o;
+    auto dir = state::StateDir::open(config.state_dir);
+    if (!dir.ok()) {
+        o.error = "state directory unreadable: " + dir.error().message;
+        return o;
+    }
+    o.dir = dir.value();
+    state::JobStore store(*o.dir);
+    auto jobs = jobs::summarize_jobs(store);
+    if (!jobs.ok()) o.error = jobs.error().message;
+    else o.jobs = std::move(jobs.value());
+    return o;
+}
+
+// status RES|JOB: the one resource, its placements and coverage, its jobs.
+Outcome run_focused(Context& ctx, const config::Config& config, const std::string& target) {
+    Overview o = read_jobs(config);
+    if (!o.dir) return Outcome::failed(Error("STATE_UNREADABLE", o.error));
+    jobs::Nodes nodes(config, clients::Tuning{});
+    JobFilter filter;
+    jobs::ResourceStatus wanted;
+    auto job = std::find_if(o.jobs.begin(), o.jobs.end(), [&](const auto& j) { return j.id == target; });
+    if (job != o.jobs.end()) {
+        auto id = torrent::Identity::from_json(job->definition.value("resource", nlohmann::json::object()));
+        if (!id.ok()) return Outcome::failed(Error("CORRUPT", fmt::format("job '{}' names no readable resource: {}", target, id.error().message)));
+        wanted.identity = id.value();
+        wanted.name = job->definition.value("name", "");
+        filter.job_id = target;
+    } else {
+        auto res = jobs::resolve(nodes, target);
+        if (!res.ok()) {
+            Error e = res.take_error();
+            if (e.code == "BAD_VALUE" || e.code == "NOT_FOUND")
+                e.hint = "give a resource (a hash or at least 8 hex of one) or a job id from 'archctl job list'";
+            return Outcome::failed(std::move(e));
+        }
+        wanted.identity = res->identity;
+        wanted.name = res->name;
+        filter.qb_id = res->identity.qb_id();
+    }
+    auto resources = jobs::resource_status(nodes, *o.dir, {wanted});
+    const auto& r = resources.front();
+    nlohmann::json jobs_json;
+    std::string text = render_resource(r) + "\n" + render_jobs(o.jobs, filter, jobs_json);
+    ctx.out().result(text);
+    nlohmann::json result = r.to_json();
+    result["jobs"] = jobs_json;
+    std::vector<std::string> unreadable;
+    for (const auto& p : r.placements)
+        if (!p.error.empty()) unreadable.push_back("'" + p.node + "'");
+    if (unreadable.empty()) return Outcome::done(result);
+    return Outcome::failed(Error("NODES_UNREACHABLE", fmt::format("{} of {} nodes unreadable: {}", unreadable.size(), r.placements.size(),
+                                                                  fmt::join(unreadable, ", ")),
+                                 "check that qBittorrent runs on those nodes, and its URL and credentials"),
+                           result);
+}
 #endif
 
-Outcome run_status(Context& ctx, const StatusOptions&) {
+Outcome run_status(Context& ctx, const StatusOptions& options) {
     auto config = ctx.config();
     if (!config.ok()) return Outcome::failed(config.take_error());
-    clients::ProbeOptions options;
+#if ARCHCTL_HAVE_JOBS
+    if (!options.target.empty()) return run_focused(ctx, *config.value(), options.target);
+#else
+    if (!options.target.empty()) return Outcome::failed(Error("USAGE", "'status RES|JOB' is not available in this build"));
+#endif
+    clients::ProbeOptions probe;
     Output& out = ctx.out();
-    if (out.verbose() > 1) options.tuning.log = [&out](const std::string& line) { out.debug(line); };
-    options.tuning.warn = [&out](const std::string& line) { out.warn(line); };
-    const auto probes = clients::probe_nodes(*config.value(), options);
+    if (out.verbose() > 1) probe.tuning.log = [&out](const std::string& line) { out.debug(line); };
+    probe.tuning.warn = [&out](const std::string& line) { out.warn(line); };
+    const auto probes = clients::probe_nodes(*config.value(), probe);
 
     nlohmann::json nodes = nlohmann::json::array();
     std::vector<std::string> unreachable;
@@ -134,15 +290,21 @@ Outcome run_status(Context& ctx, const StatusOptions&) {
         requests += p.requests;
     }
     std::string text = render_nodes(probes);
-    nlohmann::json jobs_json = nlohmann::json::array();
-    nlohmann::json routes_json = nlohmann::json::array();
+    nlohmann::json result = {{"nodes", nodes}, {"routes", nlohmann::json::array()}, {"placements", nlohmann::json::array()},
+                             {"jobs", nlohmann::json::array()}};
 #if ARCHCTL_HAVE_JOBS
-    text += "\n" + render_routes(*config.value(), routes_json);
-    text += "\n" + render_jobs(*config.value(), jobs_json);
+    text += "\n" + render_routes(*config.value(), result["routes"]);
+    Overview o = read_jobs(*config.value());
+    if (o.dir) {
+        jobs::Nodes handles(*config.value(), clients::Tuning{});
+        auto resources = jobs::resource_status(handles, *o.dir, resources_of(o.jobs));
+        for (const auto& r : resources) result["placements"].push_back(r.to_json());
+        text += "\n" + render_placements(resources);
+    }
+    text += "\n" + (o.error.empty() ? render_jobs(o.jobs, JobFilter{}, result["jobs"]) : "jobs\n  (" + o.error + ")");
 #endif
     out.result(text);
     out.debug(fmt::format("{} HTTP requests to {} nodes", requests, probes.size()));
-    nlohmann::json result = {{"nodes", nodes}, {"routes", routes_json}, {"jobs", jobs_json}};
     if (unreachable.empty()) return Outcome::done(result);
     std::string names;
     for (const auto& n : unreachable) names += (names.empty() ? "'" : ", '") + n + "'";
@@ -156,6 +318,8 @@ Outcome run_status(Context& ctx, const StatusOptions&) {
 
 Runner register_status(CLI::App& app) {
     auto options = std::make_shared<StatusOptions>();
+    app.add_option("TARGET", options->target, "a resource (a hash or at least 8 hex of one) or a job id: show only that")
+        ->type_name("RES|JOB");
     app.footer("Exit status: 0 when every node is reachable, 1 otherwise (the report still lists every node).");
     return [options](Context& ctx) { return run_status(ctx, *options); };
 }

@@ -8,6 +8,59 @@
 #include "lib/base/units.hpp"
 
 namespace archctl::jobs {
+namespace {
+
+namespace qb = clients::qbittorrent;
+
+void fill_placement(NodeHandle& node, const qb::TorrentInfo& info, PlacementSummary& p) {
+    p.present = true;
+    p.qb_id = info.id;
+    p.save_path = info.save_path;
+    p.run_state = qb::to_string(info.run_state);
+    auto files = node.qb().files(info.id);
+    if (!files.ok()) {
+        p.error = files.error().message;
+        return;
+    }
+    p.files = files->size();
+    p.names.resize(files->size());
+    for (const auto& f : files.value()) {
+        if (f.index < p.names.size()) p.names[f.index] = f.name;
+        if (f.priority <= 0) continue;
+        ++p.selected;
+        p.selected_bytes += f.size;
+        if (f.progress < 1.0) continue;
+        ++p.complete;
+        p.complete_bytes += f.size;
+    }
+    p.selected_set = torrent::Selection::of(qb::selected_files(files.value()));
+    p.complete_set = torrent::Selection::of(qb::complete_files(files.value()));
+}
+
+// Per cache placement: which of its selected files some archive placement holds complete.
+std::vector<CoverageSummary> coverage_of(const std::vector<PlacementSummary>& placements) {
+    std::vector<CoverageSummary> out;
+    for (const auto& cache : placements) {
+        if (cache.role != "cache" || !cache.present || !cache.error.empty()) continue;
+        CoverageSummary c;
+        c.cache = cache.node;
+        c.files = cache.selected;
+        for (std::uint32_t index : cache.selected_set.indices()) {
+            bool held = false;
+            for (const auto& archive : placements) {
+                if (archive.role != "archive" || !archive.present || !archive.complete_set.contains(index)) continue;
+                ++c.by_archive[archive.node];
+                held = true;
+            }
+            if (held) ++c.covered;
+            else c.missing.push_back(index < cache.names.size() ? cache.names[index] : std::to_string(index));
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+}  // namespace
 
 bool JobSummary::finished() const {
     return ledger.state == JobState::done || ledger.state == JobState::cancelled || ledger.state == JobState::failed;
@@ -61,6 +114,72 @@ Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
                             (s.ledger.state == JobState::failed && s.ledger.merged);
         out.push_back(std::move(s));
     }
+    return out;
+}
+
+}  // namespace archctl::jobs
+
+namespace archctl::jobs {
+
+nlohmann::json PlacementSummary::to_json() const {
+    nlohmann::json j = {{"node", node}, {"role", role}, {"present", present}};
+    if (!error.empty()) j["error"] = error;
+    if (!present) return j;
+    j.update({{"qb_id", qb_id},
+              {"save_path", save_path},
+              {"run_state", run_state},
+              {"files", files},
+              {"selected", selected_set.to_string()},
+              {"complete", complete_set.to_string()},
+              {"selected_files", selected},
+              {"complete_files", complete},
+              {"selected_bytes", selected_bytes},
+              {"complete_bytes", complete_bytes}});
+    if (record) j["generation"] = {{"generation", record->generation}, {"job", record->job_id}, {"committed_at", record->committed_at}};
+    return j;
+}
+
+nlohmann::json CoverageSummary::to_json() const {
+    return {{"cache", cache}, {"files", files}, {"covered", covered}, {"by_archive", by_archive}, {"missing", missing}};
+}
+
+nlohmann::json ResourceStatus::to_json() const {
+    nlohmann::json ps = nlohmann::json::array(), cs = nlohmann::json::array();
+    for (const auto& p : placements) ps.push_back(p.to_json());
+    for (const auto& c : coverage) cs.push_back(c.to_json());
+    return {{"resource", identity.qb_id()}, {"identity", identity.to_json()}, {"name", name}, {"placements", ps}, {"coverage", cs}};
+}
+
+std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir& dir, const std::vector<ResourceStatus>& resources) {
+    std::vector<ResourceStatus> out = resources;
+    state::PlacementStore records(dir);
+    for (NodeHandle* node : nodes.all()) {
+        auto list = node->qb().all_torrents();
+        for (auto& r : out) {
+            PlacementSummary p;
+            p.node = node->name();
+            p.role = config::to_string(node->config().role);
+            if (!list.ok()) {
+                p.error = list.error().message;
+            } else {
+                for (const auto& t : list.value()) {
+                    auto id = torrent::Identity::from_qb(t.infohash_v1, t.infohash_v2);
+                    if (!id.ok() || !id->same_resource(r.identity)) continue;
+                    fill_placement(*node, t, p);
+                    break;
+                }
+            }
+            for (const auto& alias : {r.identity.has_v1() ? r.identity.v1_hex() : "", r.identity.has_v2() ? r.identity.v2_hex() : ""}) {
+                auto record = alias.empty() ? Result<std::optional<state::PlacementRecord>>(std::nullopt) : records.get(alias, node->name());
+                if (record.ok() && record.value()) {
+                    p.record = record.value();
+                    break;
+                }
+            }
+            r.placements.push_back(std::move(p));
+        }
+    }
+    for (auto& r : out) r.coverage = coverage_of(r.placements);
     return out;
 }
 

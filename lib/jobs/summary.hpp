@@ -1,7 +1,11 @@
 #pragma once
-// Job summaries for `status` and `job list`: one row per job with its progress in the user's
-// words, e.g. "archiving: 61% (13.2 GiB/21.5 GiB, 3/6 files)".
+// Summaries for `status` and `job list`: one row per job with its progress in the user's words,
+// e.g. "archiving: 61% (13.2 GiB/21.5 GiB, 3/6 files)", and each resource's placements read live
+// with per-node and per-cache coverage.
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +13,9 @@
 
 #include "lib/base/result.hpp"
 #include "lib/jobs/job.hpp"
+#include "lib/jobs/nodes.hpp"
+#include "lib/state/placements.hpp"
+#include "lib/torrent/identity.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::jobs {
@@ -27,5 +34,46 @@ struct JobSummary {
 
 [[nodiscard]] Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store);
 std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);
+
+// What one node holds of a resource, as its qBittorrent reports it now.
+struct PlacementSummary {
+    std::string node, role;
+    std::string error;                 // the node could not be read (then nothing else is known)
+    bool present = false;              // the node's qBittorrent has the torrent
+    std::string qb_id, save_path, run_state;
+    std::size_t files = 0, selected = 0, complete = 0;
+    std::int64_t selected_bytes = 0, complete_bytes = 0;
+    torrent::Selection selected_set, complete_set;
+    std::vector<std::string> names;    // file paths by qB index
+    std::optional<state::PlacementRecord> record;  // archctl's last commit on this node
+
+    nlohmann::json to_json() const;
+};
+
+// How much of one cache placement's selected files archive placements hold, selected and
+// complete (DESIGN.md §7's per-file coverage, as qBittorrent reports it now).
+struct CoverageSummary {
+    std::string cache;
+    std::size_t files = 0, covered = 0;
+    std::map<std::string, std::size_t> by_archive;  // archive node → files of this cache it holds
+    std::vector<std::string> missing;               // paths no archive node holds
+
+    nlohmann::json to_json() const;
+};
+
+struct ResourceStatus {
+    torrent::Identity identity;
+    std::string name;
+    std::vector<PlacementSummary> placements;  // every configured node, by name
+    std::vector<CoverageSummary> coverage;     // one per cache node holding the resource
+
+    nlohmann::json to_json() const;
+};
+
+// Fill in the placements and coverage of each resource (given by identity and name) on every
+// configured node: one torrent list per node for all of them, then the file list of each
+// placement found. An unreadable node is reported in its placement's `error`, never fatal.
+[[nodiscard]] std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir& dir,
+                                                          const std::vector<ResourceStatus>& resources);
 
 }  // namespace archctl::jobs

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""`archctl status` against a 3-node lab: all up, one qBittorrent down, a wrong password."""
+"""`archctl status` against a 3-node lab: all up, one qBittorrent down, a wrong password, and
+`status RES|JOB` after a partial archive (placements, per-node and per-cache coverage, jobs)."""
 
 import json
 import os
@@ -9,8 +10,10 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lab.lab import Lab  # noqa: E402
+import flows  # noqa: E402
 
 LAB = None
 CAPTURED = []
@@ -136,6 +139,66 @@ class Status(unittest.TestCase):
         self.assertIn("POST /api/v2/auth/login -> 200", err)
         self.assertRegex(err, r"\d+ HTTP requests to 3 nodes")
         self.assertNotRegex(err, r"SID=[A-Za-z0-9]")
+
+    def test_e_resource_and_job_focus(self):
+        cache = LAB.node("cache1")
+        save = os.path.join(cache["qb_root"], "res-status")
+        layout = {"pay/a.bin": 70000, "pay/b.bin": 50000, "pay/sub/c.txt": 9}
+        flows.write_payload(save, layout, seed=5)
+        tfile = os.path.join(LAB.dir, "res-status.torrent")
+        flows.create_torrent(os.path.join(save, "pay"), tfile, kind="hybrid", piece_length=16384)
+        tid = flows.seed_cache(LAB, "cache1", tfile, save)
+        flows.pair_route(LAB, "cache1", "archive1")
+        rc, out, err = archctl("archive", tid[:12], "--to", "archive1", "--files", "0", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        job_id = json.loads(out)["job"]["job"]
+
+        rc, out, err = archctl("status", tid[:12], "--json")
+        self.assertEqual(rc, 0, err + out)
+        doc = json.loads(out)
+        self.assertEqual(doc["resource"], tid)
+        by_node = {p["node"]: p for p in doc["placements"]}
+        self.assertEqual(sorted(by_node), ["archive1", "archive2", "cache1"])
+        self.assertEqual((by_node["cache1"]["complete_files"], by_node["cache1"]["files"]), (3, 3))
+        self.assertEqual((by_node["archive1"]["complete_files"], by_node["archive1"]["selected_files"]), (1, 1))
+        self.assertEqual(by_node["archive1"]["generation"]["job"], job_id)
+        self.assertFalse(by_node["archive2"]["present"])
+        cover = doc["coverage"]
+        self.assertEqual(len(cover), 1)
+        self.assertEqual((cover[0]["cache"], cover[0]["files"], cover[0]["covered"]), ("cache1", 3, 1))
+        self.assertEqual(cover[0]["by_archive"], {"archive1": 1})
+        self.assertEqual(sorted(cover[0]["missing"]), ["pay/b.bin", "pay/sub/c.txt"])
+        self.assertEqual([j["id"] for j in doc["jobs"]], [job_id])
+
+        rc, out, err = archctl("status", tid[:12])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("placements", out)
+        self.assertRegex(out, r"cache1\s+cache\s+\S+\s+3/3 files complete")
+        self.assertRegex(out, r"archive1\s+archive\s+\S+\s+1/1 files complete \(68\.4 KiB\), 1 of 3 selected")
+        self.assertRegex(out, r"archive2\s+archive\s+no placement")
+        self.assertIn("cache1: 1/3 files held by archive placements (archive1 1); 2 without one:", out)
+        self.assertIn(job_id, out)
+
+        rc, out, err = archctl("status", job_id, "--json")
+        self.assertEqual(rc, 0, err + out)
+        doc = json.loads(out)
+        self.assertEqual(doc["resource"], tid)
+        self.assertEqual([j["id"] for j in doc["jobs"]], [job_id])
+
+        rc, out, err = archctl("status", "--json")
+        self.assertEqual(rc, 0, err + out)
+        doc = json.loads(out)
+        mine = [r for r in doc["placements"] if r["resource"] == tid]
+        self.assertEqual(len(mine), 1)
+        self.assertEqual(mine[0]["coverage"][0]["covered"], 1)
+        rc, out, err = archctl("status")
+        self.assertRegex(out, rf"placements\n(.*\n)*  {tid[:12]}\s+pay\s+archive1 1/1 · cache1 3/3\s+cache1 covered 1/3")
+
+        rc, out, err = archctl("status", "deadbeef00", "--json")
+        self.assertEqual(rc, 1, out)
+        doc = json.loads(out)
+        self.assertEqual(doc["error"]["code"], "NOT_FOUND")
+        self.assertIn("job id", doc["error"]["hint"])
 
     def test_z_no_secret_anywhere(self):
         self.assertGreater(len(CAPTURED), 6)
