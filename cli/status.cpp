@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "cli/commands.hpp"
 #include "lib/clients/node_probe.hpp"
@@ -21,6 +22,7 @@
 #include "lib/base/units.hpp"
 #include "lib/jobs/resolve.hpp"
 #include "lib/jobs/summary.hpp"
+#include "lib/node/transport.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
 #endif
@@ -54,7 +56,8 @@ std::string torrents_cell(const clients::NodeProbe& p) {
 }
 
 // The `nodes` block of UX.md's status sketch.
-std::string render_nodes(const std::vector<clients::NodeProbe>& probes) {
+// `free` maps a node to the free space at its qBittorrent root, when its node operations answer.
+std::string render_nodes(const std::vector<clients::NodeProbe>& probes, const std::map<std::string, std::uint64_t>& free) {
     if (probes.empty()) return "nodes\n  (none configured)";
     std::size_t name_w = 0, role_w = 0;
     for (const auto& p : probes) {
@@ -72,7 +75,9 @@ std::string render_nodes(const std::vector<clients::NodeProbe>& probes) {
             down.push_back(std::move(line));
             continue;
         }
-        up.add_row({who, qb_cell(p), st_cell(p), torrents_cell(p), p.reachable() ? "ok" : "down"});
+        auto f = free.find(p.name);
+        std::string free_cell = f == free.end() ? "" : "free " + format_size(f->second);
+        up.add_row({who, qb_cell(p), st_cell(p), torrents_cell(p), free_cell, p.reachable() ? "ok" : "down"});
     }
     std::string out = "nodes";
     if (!up.empty()) out += "\n" + up.render();
@@ -81,6 +86,28 @@ std::string render_nodes(const std::vector<clients::NodeProbe>& probes) {
 }
 
 #if ARCHCTL_HAVE_JOBS
+bool same_dir(std::string a, std::string b) {
+    while (a.size() > 1 && a.back() == '/') a.pop_back();
+    while (b.size() > 1 && b.back() == '/') b.pop_back();
+    return a == b;
+}
+
+// Free space at each node's qBittorrent root, from its node operations (`info`); nodes whose
+// operations do not answer are left out (their row says why through the service probes).
+std::map<std::string, std::uint64_t> free_space(jobs::Nodes& nodes) {
+    std::map<std::string, std::uint64_t> out;
+    for (jobs::NodeHandle* node : nodes.all()) {
+        auto ops = node->ops();
+        if (!ops.ok()) continue;
+        auto info = node::call_operation(*ops.value(), "info", nlohmann::json::object());
+        if (!info.ok()) continue;
+        for (const auto& root : info->value("roots", nlohmann::json::array()))
+            if (same_dir(root.value("path", ""), node->config().qb_root) && root.contains("free_bytes"))
+                out[node->name()] = root["free_bytes"].get<std::uint64_t>();
+    }
+    return out;
+}
+
 // The `routes` block: every route discovered in live Syncthing config, with its state.
 std::string render_routes(const config::Config& config, nlohmann::json& out) {
     out = nlohmann::json::array();
@@ -289,14 +316,20 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
         if (!p.reachable()) unreachable.push_back(p.name);
         requests += p.requests;
     }
-    std::string text = render_nodes(probes);
+    std::map<std::string, std::uint64_t> free;
+#if ARCHCTL_HAVE_JOBS
+    jobs::Nodes handles(*config.value(), clients::Tuning{});
+    free = free_space(handles);
+    for (auto& n : nodes)
+        if (auto f = free.find(n.value("name", "")); f != free.end()) n["free_bytes"] = f->second;
+#endif
+    std::string text = render_nodes(probes, free);
     nlohmann::json result = {{"nodes", nodes}, {"routes", nlohmann::json::array()}, {"placements", nlohmann::json::array()},
                              {"jobs", nlohmann::json::array()}};
 #if ARCHCTL_HAVE_JOBS
     text += "\n" + render_routes(*config.value(), result["routes"]);
     Overview o = read_jobs(*config.value());
     if (o.dir) {
-        jobs::Nodes handles(*config.value(), clients::Tuning{});
         auto resources = jobs::resource_status(handles, *o.dir, resources_of(o.jobs));
         for (const auto& r : resources) result["placements"].push_back(r.to_json());
         text += "\n" + render_placements(resources);

@@ -61,6 +61,7 @@ class Status(unittest.TestCase):
             self.assertEqual(node["qbittorrent"]["url"], lab_node["qb"]["url"])
             self.assertTrue(node["syncthing"]["version"].startswith("v1.19.2"))
             self.assertEqual(node["syncthing"]["device_id"], lab_node["st"]["device_id"])
+            self.assertGreater(node["free_bytes"], 0)
         self.assertLess(time.monotonic() - started, 10)
 
         rc, out, err = archctl("status")
@@ -70,7 +71,7 @@ class Status(unittest.TestCase):
         for name, role in NODES:
             line = next(l for l in lines if l.split()[0:1] == [name])
             self.assertRegex(line, rf"^  {name}\s+{role}\s+qBittorrent 4\.5\.2 \(API 2\.8\.19\)\s+Syncthing v1\.19\.2\S*"
-                                   rf" \({LAB.node(name)['st']['device_id'][:7]}\)\s+0 torrents\s+ok$")
+                                   rf" \({LAB.node(name)['st']['device_id'][:7]}\)\s+0 torrents\s+free \d+\.\d [KMGT]iB\s+ok$")
 
     def test_b_one_qbittorrent_down(self):
         LAB.stop_qb("archive1")
