@@ -147,7 +147,8 @@ std::string render_jobs(const std::vector<jobs::JobSummary>& all, const JobFilte
         if (j.needs_attention) attention.push_back(j.id);
         if (j.finished() && !j.needs_attention && !filter.any()) continue;
         std::string nodes = j.definition["source"].value("node", "");
-        if (j.definition.contains("target")) nodes += " → " + j.definition["target"].value("node", "");
+        const std::string target = j.definition.value("target", nlohmann::json::object()).value("node", "");
+        if (!target.empty()) nodes += " → " + target;
         t.add_row({j.id, j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12), nodes, j.status});
     }
     std::string text = "jobs";

@@ -1,4 +1,5 @@
-"""The archctl demo, driven by examples/demo.sh: a lab of two real nodes, one archive job."""
+"""The archctl demo, driven by examples/demo.sh: a lab of two real nodes, one archive job, then
+the eviction of the cache copy it made safe."""
 
 import os
 import shlex
@@ -56,6 +57,13 @@ def main():
         run(lab, "job", "list")
         say("archive again: nothing to do")
         run(lab, "archive", tid[:12], "--yes")
+        say("status of the resource: each node's copy, and how much of the cache copy the archive holds")
+        run(lab, "status", tid[:12])
+        say("plan evict: which archive node proves each file (read-only)")
+        run(lab, "plan", "evict", tid[:12], "--from", "seedbox")
+        say("evict: revalidate the proofs, remove the seedbox torrent without its data, unlink its own files")
+        run(lab, "evict", tid[:12], "--from", "seedbox", "--yes")
+        run(lab, "status", tid[:12])
         say("done; the lab is being torn down" + (" (kept: ARCHCTL_DEMO_KEEP=1)" if keep else ""))
 
 
