@@ -82,7 +82,9 @@ Status record_baseline(JobRun& run) {
     qb::MainData main;
     ARCHCTL_TRY_STATUS(tqb.sync(main));
     auto object = main.torrent_objects().find(id);
-    std::string category = object != main.torrent_objects().end() ? object->second.value("category", "") : "";
+    std::string category;
+    if (object != main.torrent_objects().end() && object->second.contains("category") && object->second["category"].is_string())
+        category = object->second["category"].get<std::string>();
     nlohmann::json per_file = nlohmann::json::array(), priorities = nlohmann::json::array();
     for (const auto& f : files) {
         per_file.push_back({{"index", f.index}, {"size", f.size}, {"progress", f.progress}});
