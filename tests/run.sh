@@ -11,7 +11,7 @@ jobs="${ARCHCTL_JOBS:-2}"
 # -O1 -g1 with assertions on: what the sanitizers want (readable stacks, Result misuse asserts),
 # at about half the compile time of -O2 -g; precompiled headers save the rest of the parsing.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DARCHCTL_WERROR=ON -DARCHCTL_SANITIZE=ON -DARCHCTL_PCH=ON >/dev/null
 cmake --build "$build" -j"$jobs"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1"
