@@ -81,8 +81,8 @@ class Faults(unittest.TestCase):
             tid, name, save = new_resource()
             rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": point}, timeout=300)
             if rc != 137:
-                # Only the first run provisions the route (its points are the routes suite's
-                # crash matrix); later runs on the ready route do not pass them.
+                # A point only the first run passes (the route's first check and record; the
+                # routes suite has its own crash matrix), or a retry path.
                 not_reached.append(point)
                 continue
             covered += 1
@@ -91,7 +91,7 @@ class Faults(unittest.TestCase):
             got = target_state(tid, name)
             self.assertEqual([f[2:] for f in got["files"]], [f[2:] for f in reference["files"]], point)
             self.assertEqual(len(got["tree"]), len(reference["tree"]), point)
-        print(f"  crash points: {len(points)} listed, {covered} covered; not reached on a ready route: "
+        print(f"  crash points: {len(points)} listed, {covered} covered; not reached again: "
               f"{', '.join(not_reached) or 'none'}", file=sys.stderr)
         self.assertGreater(covered, 10)
         staging_empty()
