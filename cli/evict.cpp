@@ -1,6 +1,7 @@
 // archctl evict RES --from CACHE: remove a cache copy once archive copies are proven.
 #include "cli/evict.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/state/tokens.hpp"
 
@@ -82,6 +84,30 @@ std::string confirm_line(const EvictOptions& o, const evict::EvictPrepared& p, c
 }
 
 }  // namespace
+
+void add_evict_rows(const state::JobStore& store, std::vector<jobs::JobSummary>& rows) {
+    auto ids = store.list();
+    if (!ids.ok()) return;
+    for (const auto& id : ids.value()) {
+        auto def = store.definition(id);
+        if (!def.ok() || !evict::is_evict(def.value())) continue;
+        auto it = std::find_if(rows.begin(), rows.end(), [&](const jobs::JobSummary& r) { return r.id == id; });
+        if (it == rows.end()) it = rows.insert(rows.end(), jobs::JobSummary{});
+        it->id = id;
+        it->definition = def.value();
+        auto l = store.ledger(id);
+        nlohmann::json ledger = l.ok() ? l.value() : nlohmann::json::object();
+        it->ledger = jobs::Ledger{};
+        it->ledger.state = jobs::parse_job_state(ledger.value("state", "running"));
+        it->ledger.step = ledger.value("step", "hold");
+        it->ledger.failure = ledger.value("failure", nlohmann::json());
+        auto lock = LockFile::read(store.dir_of(id));
+        it->running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+        it->status = evict::evict_progress_text(it->definition, ledger);
+        it->needs_attention = it->ledger.state == jobs::JobState::cleanup_required;
+    }
+    std::sort(rows.begin(), rows.end(), [](const jobs::JobSummary& a, const jobs::JobSummary& b) { return a.id < b.id; });
+}
 
 std::unique_ptr<evict::Evictor> make_evictor(Context& ctx, EngineSetup& setup) {
     jobs::EngineIo io;

@@ -4,12 +4,20 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "cli/transfer_common.hpp"
 #include "lib/evict/evict.hpp"
+#include "lib/jobs/summary.hpp"
+#include "lib/state/job_store.hpp"
 
 namespace archctl::cli {
+
+// Evict jobs live in the job store with their own ledger shape: put their rows (state, progress,
+// whether a live process holds them) into `rows` from lib/evict, replacing any row the transfer
+// summary made for them, sorted by id. Used by `job list` and `status`.
+void add_evict_rows(const state::JobStore& store, std::vector<jobs::JobSummary>& rows);
 
 // An Evictor on the nodes, state and log of an engine set-up (setup_engine).
 std::unique_ptr<evict::Evictor> make_evictor(Context& ctx, EngineSetup& setup);

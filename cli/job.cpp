@@ -44,34 +44,6 @@ std::string nodes_of(const jobs::JobSummary& r) {
     return fmt::format("{} → {}", source, r.definition.value("target", nlohmann::json::object()).value("node", ""));
 }
 
-#if ARCHCTL_HAVE_EVICT
-// Evict jobs live in the same store with their own ledger shape: their rows (state, progress,
-// whether a live process holds them) come from lib/evict, whether or not the transfer summary
-// listed them.
-void add_evict_rows(const state::JobStore& store, std::vector<jobs::JobSummary>& rows) {
-    auto ids = store.list();
-    if (!ids.ok()) return;
-    for (const auto& id : ids.value()) {
-        auto def = store.definition(id);
-        if (!def.ok() || !evict::is_evict(def.value())) continue;
-        auto it = std::find_if(rows.begin(), rows.end(), [&](const jobs::JobSummary& r) { return r.id == id; });
-        if (it == rows.end()) it = rows.insert(rows.end(), jobs::JobSummary{});
-        it->id = id;
-        it->definition = def.value();
-        auto l = store.ledger(id);
-        nlohmann::json ledger = l.ok() ? l.value() : nlohmann::json::object();
-        it->ledger = jobs::Ledger{};
-        it->ledger.state = jobs::parse_job_state(ledger.value("state", "running"));
-        it->ledger.step = ledger.value("step", "hold");
-        it->ledger.failure = ledger.value("failure", nlohmann::json());
-        auto lock = LockFile::read(store.dir_of(id));
-        it->running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
-        it->status = evict::evict_progress_text(it->definition, ledger);
-        it->needs_attention = it->ledger.state == jobs::JobState::cleanup_required;
-    }
-    std::sort(rows.begin(), rows.end(), [](const jobs::JobSummary& a, const jobs::JobSummary& b) { return a.id < b.id; });
-}
-#endif
 
 std::string event_line(const jobs::JobSummary& r, const nlohmann::json& e) {
     std::string line = fmt::format("  {}  {}", e.value("at", ""), e.value("type", ""));

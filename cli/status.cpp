@@ -26,6 +26,9 @@
 #include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
 #endif
+#if ARCHCTL_HAVE_EVICT
+#include "cli/evict.hpp"
+#endif
 
 namespace archctl::cli {
 namespace {
@@ -246,8 +249,14 @@ Overview read_jobs(const config::Config& config) {
     o.dir = dir.value();
     state::JobStore store(*o.dir);
     auto jobs = jobs::summarize_jobs(store);
-    if (!jobs.ok()) o.error = jobs.error().message;
-    else o.jobs = std::move(jobs.value());
+    if (!jobs.ok()) {
+        o.error = jobs.error().message;
+        return o;
+    }
+    o.jobs = std::move(jobs.value());
+#if ARCHCTL_HAVE_EVICT
+    add_evict_rows(store, o.jobs);
+#endif
     return o;
 }
 
