@@ -1,6 +1,8 @@
 // Evictor::prepare and Evictor::create: prove coverage from fresh reads, then record the proofs.
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -118,6 +120,47 @@ Result<std::vector<OwnedFile>> owned_files(jobs::NodeHandle& cache, const std::s
     return out;
 }
 
+// (device, inode) of each path below `base` on `node`; nullopt for a path that is not a file.
+Result<std::vector<std::optional<std::pair<std::uint64_t, std::uint64_t>>>> file_ids(jobs::NodeHandle& node, const std::string& base,
+                                                                                     const nlohmann::json& paths) {
+    ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
+    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", base}, {"paths", paths}}));
+    std::vector<std::optional<std::pair<std::uint64_t, std::uint64_t>>> out;
+    for (const auto& e : tree.value("entries", nlohmann::json::array())) {
+        if (e.value("type", "") != "file") out.emplace_back();
+        else out.emplace_back(std::pair{e.value("dev", std::uint64_t{0}), e.value("ino", std::uint64_t{0})});
+    }
+    return out;
+}
+
+// The cache copy must be storage separate from every archive copy that proves it: a cache file
+// that is the very file (same device and inode) an archive node holds is no second copy, and
+// unlinking it could take the archive's data with it. Refuses before anything is deleted.
+Status check_separate_storage(jobs::Nodes& nodes, const std::string& cache_name, const std::string& cache_save_path,
+                              const std::vector<OwnedFile>& owned, const std::vector<plan::ArchiveProof>& proofs) {
+    if (owned.empty()) return {};
+    ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, nodes.get(cache_name));
+    nlohmann::json paths = nlohmann::json::array();
+    for (const auto& f : owned) paths.push_back(f.path);
+    ARCHCTL_TRY_ASSIGN(auto cache_ids, file_ids(*cache, cache_save_path, paths));
+    for (const auto& proof : proofs) {
+        ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * archive, nodes.get(proof.node));
+        auto ids = file_ids(*archive, strip_slash(proof.save_path), paths);
+        if (!ids.ok())
+            return Error("STORAGE_UNCHECKED", fmt::format("cannot check that '{}' and '{}' are separate storage: {}", cache_name, proof.node,
+                                                          ids.error().message),
+                         "nothing was deleted; make the archive node's operations reachable and rerun");
+        for (std::size_t i = 0; i < owned.size() && i < ids->size() && i < cache_ids.size(); ++i) {
+            if (!proof.files.contains(owned[i].index) || !cache_ids[i] || (*ids)[i] != cache_ids[i]) continue;
+            return Error("SHARED_STORAGE",
+                         fmt::format("cannot evict from '{}': '{}' is the same file as the archive copy on '{}' (device {}, inode {})",
+                                     cache_name, owned[i].path, proof.node, cache_ids[i]->first, cache_ids[i]->second),
+                         "the two nodes share storage, so the archive copy is not a second copy; give each node its own storage");
+        }
+    }
+    return {};
+}
+
 Status check_names(const plan::PlacementView& cache, const std::vector<plan::CoverageFile>& files) {
     for (std::uint32_t i : cache.selected.indices())
         if (i < cache.names.size() && i < files.size() && cache.names[i] != files[i].path)
@@ -185,6 +228,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     }
     ARCHCTL_TRY_ASSIGN(p.coverage, plan::compute_coverage(in));
     ARCHCTL_TRY_ASSIGN(p.owned, owned_files(*cache, strip_slash(p.cache_view.save_path), p.coverage));
+    ARCHCTL_TRY_STATUS(check_separate_storage(m_nodes, p.cache, strip_slash(p.cache_view.save_path), p.owned, p.coverage.proofs));
     return p;
 }
 

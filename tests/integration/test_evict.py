@@ -295,6 +295,28 @@ class Evict(unittest.TestCase):
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(LAB.qb("cache1").info([tid]), [])
 
+    def test_h2_an_archive_copy_that_is_the_same_file_is_refused(self):
+        # The "archive copy" is the cache's own files (hard links: same device and inode), as two
+        # nodes configured over one payload tree would see them: no second copy exists.
+        tid, name, save = new_resource()
+        tfile = os.path.join(LAB.dir, f"{name}.torrent")
+        dest = os.path.join(LAB.node("archive2")["qb_root"], name)
+        for rel in LAYOUT:
+            os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+            os.link(os.path.join(save, rel), os.path.join(dest, rel))
+        flows.seed_cache(LAB, "archive2", tfile, dest)
+        before = self.snapshot(("archive2",))
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--verify-archive", "--json")
+        self.assertEqual(rc, 1, err + out)
+        self.assertEqual(json.loads(out)["error"]["code"], "SHARED_STORAGE")
+        rc, out, err = evict(tid, "--verify-archive")
+        self.assertEqual(rc, 1, err + out)
+        self.assertEqual(json.loads(out)["error"]["code"], "SHARED_STORAGE")
+        self.assertIn("is the same file as the archive copy on 'archive2'", out)
+        self.assertEqual(self.snapshot(("archive2",)), before, "nothing may be deleted")
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1, "the cache torrent stays")
+        self.assertIsNone(evict_job(tid), "no job is created")
+
     def partfile_after_crash(self, content):
         tid, name, save = new_resource(kind="v1")
         archive(tid)
