@@ -5,7 +5,6 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
@@ -19,18 +18,14 @@
 #include "lib/state/reservations.hpp"
 #include "lib/torrent/file_model.hpp"
 #include "lib/torrent/metainfo.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::evict {
 namespace {
 
 namespace qb = clients::qbittorrent;
 
-std::string sha256_hex(const std::string& text) {
-    unsigned char out[32];
-    unsigned len = 0;
-    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
-}
+using torrent::sha256_hex;
 
 std::string request_digest(const std::vector<std::string>& aliases, const std::string& cache) {
     std::vector<std::string> sorted = aliases;
@@ -58,28 +53,6 @@ Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const 
     }
     return Error("USAGE", fmt::format("torrent '{}' is on several cache nodes ({})", res.short_id(), fmt::join(candidates, ", ")),
                  "choose one with --from");
-}
-
-// The unfinished job holding the resource: the same eviction continues, anything else refuses.
-Result<std::optional<std::string>> holding_job(const state::StateDir& dir, const std::vector<std::string>& aliases,
-                                               const std::string& digest) {
-    state::JobStore store(dir);
-    for (const auto& alias : aliases) {
-        ARCHCTL_TRY_ASSIGN(auto held, state::holder(dir, alias));
-        if (!held) continue;
-        auto def = store.definition(*held);
-        if (!def.ok()) {
-            // A crash between reserving and defining left a reservation without a job: stale.
-            ARCHCTL_TRY_STATUS(state::release(dir, {alias}, *held));
-            continue;
-        }
-        if (def.value().value("request_digest", "") == digest) return held;
-        auto lock = LockFile::read(store.dir_of(*held));
-        std::string by = lock.ok() ? fmt::format(" (pid {} on {}, since {})", lock->pid, lock->host, lock->started_at) : "";
-        return Error("RESERVED", fmt::format("job {} holds '{}'{}", *held, alias.substr(0, 12), by),
-                     fmt::format("finish it with 'archctl resume {}', or cancel it with 'archctl job cancel {}'", *held, *held));
-    }
-    return std::optional<std::string>();
 }
 
 Result<plan::ArchiveEvidence> archive_evidence(jobs::NodeHandle& node, const qb::TorrentInfo& info, const state::StateDir& dir,
@@ -186,7 +159,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::cache)) cache_nodes.push_back(n->name());
     // An unfinished eviction continues even when its cache torrent is already gone.
     for (const auto& c : p.cache.empty() ? cache_nodes : std::vector<std::string>{p.cache}) {
-        ARCHCTL_TRY_ASSIGN(p.existing_job, holding_job(m_state, p.resource.aliases(), request_digest(p.resource.aliases(), c)));
+        ARCHCTL_TRY_ASSIGN(p.existing_job, state::holding_job(m_state, p.resource.aliases(), request_digest(p.resource.aliases(), c)));
         if (p.existing_job) {
             p.cache = c;
             return p;

@@ -6,23 +6,18 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include "lib/base/hash.hpp"
 #include "lib/clients/qbittorrent/maindata.hpp"
 #include "lib/jobs/job_run.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::jobs {
 namespace {
 
 namespace qb = clients::qbittorrent;
 
-std::string sha256_hex(const std::string& text) {
-    unsigned char out[32];
-    unsigned len = 0;
-    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
-}
+using torrent::sha256_hex;
 
 std::string partfile_path(const JobDefinition& def) { return def.target_save_path + "/." + def.qb_id + ".parts"; }
 

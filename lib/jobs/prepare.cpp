@@ -5,7 +5,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
@@ -16,16 +15,12 @@
 #include "lib/state/job_store.hpp"
 #include "lib/state/reservations.hpp"
 #include "lib/torrent/file_model.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::jobs {
 namespace {
 
-std::string sha256_hex(const std::string& text) {
-    unsigned char out[32];
-    unsigned len = 0;
-    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
-}
+using torrent::sha256_hex;
 
 config::Role source_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::cache : config::Role::archive; }
 config::Role target_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::archive : config::Role::cache; }
@@ -67,28 +62,6 @@ Result<std::string> pick_target(Nodes& nodes, const TransferRequest& r) {
     const char* kind = role == config::Role::cache ? "cache" : "archive";
     if (all.empty()) return Error("USAGE", fmt::format("no {} node is configured", kind), "add one to the config");
     return Error("USAGE", fmt::format("several {} nodes are configured", kind), "choose one with --to");
-}
-
-// An unfinished job already holding the resource: the same request continues it, another is refused.
-Result<std::optional<std::string>> existing_job(const state::StateDir& dir, const std::vector<std::string>& aliases,
-                                                const std::string& digest) {
-    state::JobStore store(dir);
-    for (const auto& alias : aliases) {
-        ARCHCTL_TRY_ASSIGN(auto held, state::holder(dir, alias));
-        if (!held) continue;
-        auto def = store.definition(*held);
-        if (!def.ok()) {
-            // A crash between reserving and defining left a reservation without a job: stale.
-            ARCHCTL_TRY_STATUS(state::release(dir, {alias}, *held));
-            continue;
-        }
-        if (def.value().value("request_digest", "") == digest) return held;
-        auto lock = LockFile::read(store.dir_of(*held));
-        std::string by = lock.ok() ? fmt::format(" (pid {} on {}, since {})", lock->pid, lock->host, lock->started_at) : "";
-        return Error("RESERVED", fmt::format("job {} holds '{}'{}", *held, alias.substr(0, 12), by),
-                     fmt::format("finish it with 'archctl resume {}', or cancel it with 'archctl job cancel {}'", *held, *held));
-    }
-    return std::optional<std::string>();
 }
 
 std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Selection& sel) {
@@ -174,7 +147,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     ARCHCTL_TRY_ASSIGN(p.source, pick_source(m_nodes, request, p.resource));
     ARCHCTL_TRY_ASSIGN(p.target, pick_target(m_nodes, request));
     p.request_digest = request_digest(request, p.resource.aliases(), p.source, p.target);
-    ARCHCTL_TRY_ASSIGN(p.existing_job, existing_job(m_state, p.resource.aliases(), p.request_digest));
+    ARCHCTL_TRY_ASSIGN(p.existing_job, state::holding_job(m_state, p.resource.aliases(), p.request_digest));
     if (p.existing_job) return p;
 
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, m_nodes.get(p.source));

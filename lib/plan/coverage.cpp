@@ -3,19 +3,14 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include "lib/base/hash.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::plan {
 namespace {
 
-std::string sha256_hex(const std::string& text) {
-    unsigned char out[32];
-    unsigned len = 0;
-    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
-}
+using torrent::sha256_hex;
 
 // The files of `a` that count as covered: selected, complete, named as the metainfo says.
 torrent::Selection counted_files(const ArchiveEvidence& a, const std::vector<CoverageFile>& files) {

@@ -1,11 +1,11 @@
 #include "lib/plan/transfer_plan.hpp"
 
-#include <openssl/evp.h>
 
 #include <fmt/format.h>
 
 #include "lib/base/hash.hpp"
 #include "lib/base/units.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::plan {
 namespace {
@@ -15,12 +15,7 @@ std::string strip_slashes(std::string p) {
     return p;
 }
 
-std::string sha256_hex(const std::string& text) {
-    unsigned char out[32];
-    unsigned len = 0;
-    EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
-}
+using torrent::sha256_hex;
 
 const torrent::ModelFile* find_path(const torrent::FileModel& model, const std::string& path) {
     for (const auto& f : model.files())

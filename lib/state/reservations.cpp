@@ -8,6 +8,8 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
+#include "lib/base/lock_file.hpp"
+#include "lib/state/job_store.hpp"
 
 namespace archctl::state {
 namespace {
@@ -85,6 +87,27 @@ Status release(const StateDir& dir, const std::vector<std::string>& aliases, con
         crash_point("reservation.released");
     }
     return fsync_dir(dir.reservations());
+}
+
+Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::vector<std::string>& aliases,
+                                                const std::string& digest) {
+    JobStore store(dir);
+    for (const auto& alias : aliases) {
+        ARCHCTL_TRY_ASSIGN(auto held, holder(dir, alias));
+        if (!held) continue;
+        auto def = store.definition(*held);
+        if (!def.ok()) {
+            // A crash between reserving and defining left a reservation without a job: stale.
+            ARCHCTL_TRY_STATUS(release(dir, {alias}, *held));
+            continue;
+        }
+        if (def.value().value("request_digest", "") == digest) return held;
+        auto lock = LockFile::read(store.dir_of(*held));
+        std::string by = lock.ok() ? fmt::format(" (pid {} on {}, since {})", lock->pid, lock->host, lock->started_at) : "";
+        return Error("RESERVED", fmt::format("job {} holds '{}'{}", *held, alias.substr(0, 12), by),
+                     fmt::format("finish it with 'archctl resume {}', or cancel it with 'archctl job cancel {}'", *held, *held));
+    }
+    return std::optional<std::string>();
 }
 
 }  // namespace archctl::state

@@ -23,4 +23,11 @@ Result<std::optional<std::string>> holder(const StateDir& dir, const std::string
 // Remove the reservations of `aliases` that `job_id` holds; others are left alone.
 Status release(const StateDir& dir, const std::vector<std::string>& aliases, const std::string& job_id);
 
+// The unfinished job holding any of `aliases`: its id when its definition's request digest is
+// `digest` (the same command: continue it), RESERVED naming the job and its lock holder when it
+// is another. A reservation whose job was never defined (a crash between reserving and
+// defining) is stale and released. nullopt when nothing holds the resource.
+[[nodiscard]] Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::vector<std::string>& aliases,
+                                                             const std::string& digest);
+
 }  // namespace archctl::state

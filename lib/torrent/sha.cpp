@@ -124,6 +124,8 @@ Sha256Digest sha256_pair(const Sha256Digest& left, const Sha256Digest& right) {
     return sha256(buf.data(), buf.size());
 }
 
+std::string sha256_hex(std::string_view bytes) { return to_hex(sha256(bytes)); }
+
 std::string to_hex(std::span<const std::uint8_t> bytes) {
     static constexpr char k_digits[] = "0123456789abcdef";
     std::string out;

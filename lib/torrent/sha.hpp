@@ -64,6 +64,9 @@ private:
 // SHA-256 of left ‖ right: one interior node of a BEP 52 merkle tree.
 [[nodiscard]] Sha256Digest sha256_pair(const Sha256Digest& left, const Sha256Digest& right);
 
+// Lowercase hex SHA-256 of `bytes`: the digests archctl derives from decision facts.
+[[nodiscard]] std::string sha256_hex(std::string_view bytes);
+
 // Lowercase hex of any byte sequence.
 [[nodiscard]] std::string to_hex(std::span<const std::uint8_t> bytes);
 // Parses exactly 2*N hex digits (either case) into N bytes; nullopt on any other input.
