@@ -1,5 +1,7 @@
 #include "lib/base/fs.hpp"
 
+#include <atomic>
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -94,16 +96,34 @@ Status write_file_atomic(const std::string& path, std::string_view data, unsigne
 }
 
 Status write_file_exclusive(const std::string& path, std::string_view data, unsigned mode) {
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, static_cast<mode_t>(mode)));
-    if (!fd.valid()) {
-        if (errno == EEXIST) return Error("EXISTS", fmt::format("cannot create '{}': it already exists", path));
-        return errno_error("cannot create", path, errno);
+    // Written in full to a temp name first, then linked into place: link(2) fails if the name
+    // exists, so the file is created exclusively and is never seen empty or half-written by a
+    // concurrent reader (who would otherwise take it for a torn file).
+    static std::atomic<unsigned> counter{0};
+    const std::string dir = parent_dir(path);
+    const std::string base = path.substr(path.find_last_of('/') + 1);
+    const std::string temp = fmt::format("{}/.{}.tmp.{}.{}", dir, base, ::getpid(), counter++);
+    {
+        UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, static_cast<mode_t>(mode)));
+        if (!fd.valid()) return errno_error("cannot create", temp, errno);
+        Status written = write_all(fd.get(), data, temp);
+        if (written.ok() && ::fsync(fd.get()) != 0) written = errno_error("cannot fsync", temp, errno);
+        if (!written.ok()) {
+            ::unlink(temp.c_str());
+            return written;
+        }
+    }
+    const bool linked = ::link(temp.c_str(), path.c_str()) == 0;
+    const int link_errno = errno;
+    ::unlink(temp.c_str());
+    if (!linked) {
+        if (link_errno == EEXIST) return Error("EXISTS", fmt::format("cannot create '{}': it already exists", path));
+        return errno_error("cannot create", path, link_errno);
     }
     crash_point("exclusive.created");
-    ARCHCTL_TRY_STATUS(write_all(fd.get(), data, path));
-    if (::fsync(fd.get()) != 0) return errno_error("cannot fsync", path, errno);
+    ARCHCTL_TRY_STATUS(fsync_dir(dir));
     crash_point("exclusive.synced");
-    return fsync_dir(parent_dir(path));
+    return {};
 }
 
 }  // namespace archctl
