@@ -171,16 +171,18 @@ std::string holding_cell(const jobs::PlacementSummary& p) {
     return text;
 }
 
+// "cache1: 4/5 files with a proven archive copy (nas 4); 1 without one:" and a line per file
+// saying why no archive copy of it counts.
 std::string coverage_line(const jobs::CoverageSummary& c) {
     std::string holders;
     for (const auto& [node, n] : c.by_archive) holders += fmt::format("{}{} {}", holders.empty() ? "" : ", ", node, n);
-    std::string text = fmt::format("  {}: {}/{} files held by archive placements", c.cache, c.covered, c.files);
+    std::string text = fmt::format("  {}: {}/{} files with a proven archive copy", c.cache, c.covered, c.files);
     if (!holders.empty()) text += " (" + holders + ")";
-    if (c.missing.empty()) return text + " — every file has an archive copy";
+    if (c.missing.empty()) return text + " — every file has one";
     text += fmt::format("; {} without one:", c.missing.size());
-    const std::size_t shown = std::min<std::size_t>(c.missing.size(), 5);
-    for (std::size_t i = 0; i < shown; ++i) text += "\n    " + c.missing[i];
-    if (shown < c.missing.size()) text += fmt::format("\n    … and {} more (--json lists all)", c.missing.size() - shown);
+    const std::size_t shown = std::min<std::size_t>(c.refused.size(), 5);
+    for (std::size_t i = 0; i < shown; ++i) text += fmt::format("\n    {} — {}", c.refused[i].first, c.refused[i].second);
+    if (shown < c.refused.size()) text += fmt::format("\n    … and {} more (--json lists all)", c.refused.size() - shown);
     return text;
 }
 

@@ -45,6 +45,9 @@ Result<EngineSetup> setup_engine(Context& ctx, const BudgetOptions* budgets) {
     ARCHCTL_TRY_ASSIGN(auto dir, state::StateDir::open(s.config->state_dir));
     s.state = std::make_unique<state::StateDir>(dir);
     clients::Tuning tuning;
+    Output* log_out = &ctx.out();
+    // -vv: one line per HTTP request (service, node, method, endpoint, status, time; redacted).
+    if (log_out->verbose() > 1) tuning.log = [log_out](const std::string& line) { log_out->debug(line); };
     s.nodes = std::make_unique<jobs::Nodes>(*s.config, tuning);
     ui::ProgressMode mode = ui::choose_mode(s.config->progress, ::isatty(2) != 0);
     if (ctx.out().quiet()) mode = ui::ProgressMode::none;

@@ -39,7 +39,7 @@
 
 namespace archctl::evict {
 
-enum class VerifyArchive { no, yes };
+using VerifyArchive = plan::VerifyArchive;
 
 struct EvictRequest {
     std::string res;

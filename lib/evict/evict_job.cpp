@@ -10,7 +10,7 @@ std::string EvictDefinition::summary() const { return fmt::format("evict {} from
 
 nlohmann::json EvictDefinition::to_json() const {
     nlohmann::json files_j = nlohmann::json::array();
-    for (const auto& f : files) files_j.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}, {"ino", f.ino}});
+    for (const auto& f : files) files_j.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}, {"dev", f.dev}, {"ino", f.ino}});
     nlohmann::json proofs_j = nlohmann::json::array();
     for (const auto& p : proofs) proofs_j.push_back(p.to_json());
     return {{"version", 1},
@@ -54,7 +54,7 @@ Result<EvictDefinition> EvictDefinition::from_json(const nlohmann::json& j) {
         d.required_bytes = j.value("required_bytes", std::uint64_t{0});
         for (const auto& f : j.at("files"))
             d.files.push_back({f.at("index").get<std::uint32_t>(), f.at("path").get<std::string>(), f.at("size").get<std::uint64_t>(),
-                               f.value("ino", std::uint64_t{0})});
+                               f.value("ino", std::uint64_t{0}), f.value("dev", std::uint64_t{0})});
         for (const auto& p : j.at("proofs")) {
             ARCHCTL_TRY_ASSIGN(plan::ArchiveProof proof, plan::ArchiveProof::from_json(p));
             d.proofs.push_back(std::move(proof));

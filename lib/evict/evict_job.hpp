@@ -38,6 +38,7 @@ struct OwnedFile {
     std::string path;      // metainfo path below the save path (root folder first)
     std::uint64_t size = 0;
     std::uint64_t ino = 0;
+    std::uint64_t dev = 0;
 };
 
 struct EvictDefinition {

@@ -1,6 +1,7 @@
 // Evictor::prepare and Evictor::create: prove coverage from fresh reads, then record the proofs.
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "lib/base/lock_file.hpp"
 #include "lib/evict/evict.hpp"
 #include "lib/evict/evict_internal.hpp"
+#include "lib/jobs/archive_evidence.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/placements.hpp"
 #include "lib/state/reservations.hpp"
@@ -55,79 +57,41 @@ Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const 
                  "choose one with --from");
 }
 
-Result<plan::ArchiveEvidence> archive_evidence(jobs::NodeHandle& node, const qb::TorrentInfo& info, const state::StateDir& dir,
-                                               const std::vector<std::string>& aliases, VerifyArchive verify) {
-    plan::ArchiveEvidence a;
-    ARCHCTL_TRY_ASSIGN(a.view, read_view(node, info));
-    a.fingerprint = jobs::fingerprint(a.view);
-    ARCHCTL_TRY_ASSIGN(auto record, committed_record(dir, aliases, node.name()));
-    a.generation = record ? record->generation : 0;
-    if (verify == VerifyArchive::yes) {
-        a.trust = plan::Trust::verify_pieces;
-    } else if (!record) {
-        a.trust = plan::Trust::untrusted;
-        a.why_untrusted = "no recheck committed by archctl (--verify-archive checks its pieces instead)";
-    } else if (record->fingerprint != a.fingerprint) {
-        a.trust = plan::Trust::untrusted;
-        a.why_untrusted = fmt::format("changed since archctl committed generation {} (--verify-archive checks its pieces instead)",
-                                      record->generation);
-    } else {
-        a.trust = plan::Trust::committed;
-    }
-    return a;
-}
-
 // Required files as they are on the cache's disk now; absent files have nothing to unlink.
 Result<std::vector<OwnedFile>> owned_files(jobs::NodeHandle& cache, const std::string& save_path, const plan::Coverage& coverage) {
-    nlohmann::json paths = nlohmann::json::array();
-    for (const auto& f : coverage.files) paths.push_back(f.file.path);
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, cache.ops());
-    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", save_path}, {"paths", paths}}));
-    std::vector<OwnedFile> out;
-    const auto& entries = tree.value("entries", nlohmann::json::array());
-    for (std::size_t i = 0; i < coverage.files.size() && i < entries.size(); ++i) {
-        if (entries[i].value("type", "") != "file") continue;
-        const auto& f = coverage.files[i].file;
-        out.push_back({f.index, f.path, entries[i].value("size", std::uint64_t{0}), entries[i].value("ino", std::uint64_t{0})});
+    std::vector<plan::CoverageFile> files;
+    std::size_t count = 0;
+    for (const auto& f : coverage.files) {
+        files.push_back(f.file);
+        count = std::max<std::size_t>(count, f.file.index + 1);
     }
-    return out;
-}
-
-// (device, inode) of each path below `base` on `node`; nullopt for a path that is not a file.
-Result<std::vector<std::optional<std::pair<std::uint64_t, std::uint64_t>>>> file_ids(jobs::NodeHandle& node, const std::string& base,
-                                                                                     const nlohmann::json& paths) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
-    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", base}, {"paths", paths}}));
-    std::vector<std::optional<std::pair<std::uint64_t, std::uint64_t>>> out;
-    for (const auto& e : tree.value("entries", nlohmann::json::array())) {
-        if (e.value("type", "") != "file") out.emplace_back();
-        else out.emplace_back(std::pair{e.value("dev", std::uint64_t{0}), e.value("ino", std::uint64_t{0})});
+    ARCHCTL_TRY_ASSIGN(auto stats, jobs::stat_files(cache, save_path, files, count));
+    std::vector<OwnedFile> out;
+    for (const auto& f : files) {
+        const plan::DiskFile& d = stats[f.index];
+        if (d.type != "file") continue;
+        out.push_back({f.index, f.path, d.stamp.size, d.stamp.ino, d.stamp.dev});
     }
     return out;
 }
 
 // The cache copy must be storage separate from every archive copy that proves it: a cache file
 // that is the very file (same device and inode) an archive node holds is no second copy, and
-// unlinking it could take the archive's data with it. Refuses before anything is deleted.
-Status check_separate_storage(jobs::Nodes& nodes, const std::string& cache_name, const std::string& cache_save_path,
-                              const std::vector<OwnedFile>& owned, const std::vector<plan::ArchiveProof>& proofs) {
-    if (owned.empty()) return {};
-    ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, nodes.get(cache_name));
-    nlohmann::json paths = nlohmann::json::array();
-    for (const auto& f : owned) paths.push_back(f.path);
-    ARCHCTL_TRY_ASSIGN(auto cache_ids, file_ids(*cache, cache_save_path, paths));
+// unlinking it could take the archive's data with it. Decided on the stamps both nodes' stat
+// just gave; refuses before anything is deleted.
+Status check_separate_storage(const std::string& cache_name, const std::vector<OwnedFile>& owned,
+                              const std::vector<plan::ArchiveProof>& proofs) {
+    std::map<std::uint32_t, const OwnedFile*> by_index;
+    for (const auto& f : owned) by_index[f.index] = &f;
     for (const auto& proof : proofs) {
-        ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * archive, nodes.get(proof.node));
-        auto ids = file_ids(*archive, strip_slash(proof.save_path), paths);
-        if (!ids.ok())
-            return Error("STORAGE_UNCHECKED", fmt::format("cannot check that '{}' and '{}' are separate storage: {}", cache_name, proof.node,
-                                                          ids.error().message),
-                         "nothing was deleted; make the archive node's operations reachable and rerun");
-        for (std::size_t i = 0; i < owned.size() && i < ids->size() && i < cache_ids.size(); ++i) {
-            if (!proof.files.contains(owned[i].index) || !cache_ids[i] || (*ids)[i] != cache_ids[i]) continue;
+        for (const auto& p : proof.proven) {
+            auto it = by_index.find(p.index);
+            if (it == by_index.end() || p.size == 0) continue;
+            const OwnedFile& f = *it->second;
+            if (f.dev != p.stamp.dev || f.ino != p.stamp.ino) continue;
             return Error("SHARED_STORAGE",
                          fmt::format("cannot evict from '{}': '{}' is the same file as the archive copy on '{}' (device {}, inode {})",
-                                     cache_name, owned[i].path, proof.node, cache_ids[i]->first, cache_ids[i]->second),
+                                     cache_name, f.path, proof.node, f.dev, f.ino),
                          "the two nodes share storage, so the archive copy is not a second copy; give each node its own storage");
         }
     }
@@ -192,7 +156,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::archive)) {
         auto it = p.resource.placements.find(n->name());
         if (it == p.resource.placements.end()) continue;
-        auto evidence = archive_evidence(*n, it->second, m_state, p.resource.aliases(), request.verify_archive);
+        auto evidence = read_evidence(*n, it->second, in.files, m_state, p.resource.aliases(), request.verify_archive);
         if (!evidence.ok()) {
             in.unreachable.push_back(fmt::format("{}: {}", n->name(), evidence.error().message));
             continue;
@@ -201,7 +165,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     }
     ARCHCTL_TRY_ASSIGN(p.coverage, plan::compute_coverage(in));
     ARCHCTL_TRY_ASSIGN(p.owned, owned_files(*cache, strip_slash(p.cache_view.save_path), p.coverage));
-    ARCHCTL_TRY_STATUS(check_separate_storage(m_nodes, p.cache, strip_slash(p.cache_view.save_path), p.owned, p.coverage.proofs));
+    ARCHCTL_TRY_STATUS(check_separate_storage(p.cache, p.owned, p.coverage.proofs));
     return p;
 }
 

@@ -19,6 +19,7 @@
 #include "lib/base/units.hpp"
 #include "lib/evict/evict.hpp"
 #include "lib/evict/evict_internal.hpp"
+#include "lib/jobs/archive_evidence.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/placements.hpp"
 #include "lib/state/reservations.hpp"
@@ -29,17 +30,13 @@ namespace qb = clients::qbittorrent;
 
 Result<plan::PlacementView> read_view(jobs::NodeHandle& node, const qb::TorrentInfo& info) {
     ARCHCTL_TRY_ASSIGN(auto files, node.qb().files(info.id));
-    plan::PlacementView v;
-    v.node = node.name();
-    v.qb_id = info.id;
-    v.save_path = info.save_path;
-    v.run_state = qb::to_string(info.run_state);
-    v.selected = torrent::Selection::of(qb::selected_files(files));
-    v.complete = torrent::Selection::of(qb::complete_files(files));
-    v.names.resize(files.size());
-    for (const auto& f : files)
-        if (f.index < v.names.size()) v.names[f.index] = f.name;
-    return v;
+    return jobs::placement_view(node.name(), info, files);
+}
+
+Result<plan::ArchiveEvidence> read_evidence(jobs::NodeHandle& node, const qb::TorrentInfo& info, const std::vector<plan::CoverageFile>& files,
+                                            const state::StateDir& dir, const std::vector<std::string>& aliases, plan::VerifyArchive verify) {
+    ARCHCTL_TRY_ASSIGN(auto committed, jobs::committed_files(dir, aliases, node.name()));
+    return jobs::archive_evidence(node, info, files, committed, verify);
 }
 
 Result<std::optional<state::PlacementRecord>> committed_record(const state::StateDir& dir, const std::vector<std::string>& aliases,
@@ -73,7 +70,9 @@ struct EvictRun {
     EvictLedger ledger;
     RunOptions options;
     std::string metainfo;
-    bool revalidated = false;  // in this run, right before the next deletion
+    // Archive node → the stamps its files had when this run piece-checked them: later
+    // revalidations in the run compare with these instead of checking the pieces again.
+    std::map<std::string, std::vector<plan::ProvenFile>> pieces_verified;
     nlohmann::json session = nlohmann::json::object();
 
     Status save() { return store.write_ledger(def.id, ledger.to_json()); }
@@ -125,25 +124,52 @@ Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const
                  "nothing was deleted; repair the archive copy (a recheck in its qBittorrent) and rerun");
 }
 
+// The resource's files as far as `proof` names them, by index (others are placeholders).
+std::vector<plan::CoverageFile> files_of(const plan::ArchiveProof& proof) {
+    std::vector<plan::CoverageFile> files;
+    for (const auto& p : proof.proven) {
+        if (files.size() <= p.index)
+            for (std::uint32_t i = static_cast<std::uint32_t>(files.size()); i <= p.index; ++i) files.push_back({i, "", 0});
+        files[p.index] = {p.index, p.path, p.size};
+    }
+    return files;
+}
+
+// The proof against fresh evidence from its node: the torrent and its state in qBittorrent, each
+// file at 100% there, and the node's stat of each file equal to the stamp it was proven at (and,
+// with --verify-archive, a piece check once per run).
 Result<nlohmann::json> revalidate_proof(EvictRun& run, const plan::ArchiveProof& proof) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * n, node_of(run, proof.node));
     ARCHCTL_TRY_ASSIGN(auto infos, n->qb().torrents({proof.qb_id}));
-    std::optional<plan::PlacementView> live;
-    std::string fp;
+    bool pieces = run.verify_pieces() || proof.trust == plan::Trust::verify_pieces;
+    std::optional<plan::ArchiveEvidence> live;
     if (!infos.empty()) {
-        ARCHCTL_TRY_ASSIGN(auto v, read_view(*n, infos[0]));
-        fp = jobs::fingerprint(v);
-        live = std::move(v);
+        ARCHCTL_TRY_ASSIGN(live, read_evidence(*n, infos[0], files_of(proof), run.dir, run.def.aliases,
+                                               pieces ? plan::VerifyArchive::yes : plan::VerifyArchive::no));
     }
-    ARCHCTL_TRY_ASSIGN(auto record, committed_record(run.dir, run.def.aliases, proof.node));
-    std::string drift = plan::proof_drift(proof, live, fp, record ? record->generation : 0);
-    if (!drift.empty())
+    // With a piece check due now, the bytes are proven by it, whatever the stamps did since the
+    // proof; after it, the stamps it checked are the reference for the rest of the run.
+    plan::ArchiveProof reference = proof;
+    auto checked = run.pieces_verified.find(proof.node);
+    bool check_now = pieces && checked == run.pieces_verified.end();
+    if (checked != run.pieces_verified.end()) reference.proven = checked->second;
+    if (check_now && live)
+        for (auto& f : reference.proven)
+            if (f.index < live->disk.size() && live->disk[f.index].type == "file") f.stamp = live->disk[f.index].stamp;
+    std::string drift = plan::proof_drift(reference, live);
+    if (!drift.empty()) {
+        std::string kept = run.ledger.files_removed == 0 && !run.ledger.removed
+                               ? "nothing was deleted"
+                               : fmt::format("nothing more was deleted ({} file(s) removed before, listed in 'archctl job show {}')",
+                                             run.ledger.files_removed, run.def.id);
         return Error("PROOF_DRIFT", fmt::format("the archive proof for '{}' no longer holds: {}", run.def.qb_id.substr(0, 12), drift),
-                     "nothing was deleted; run 'archctl plan evict' again to see the coverage now");
+                     fmt::format("{}; run 'archctl plan evict {}' to see the coverage now", kept, run.def.qb_id.substr(0, 12)));
+    }
     nlohmann::json verdict = {{"node", proof.node}, {"qb_id", proof.qb_id}, {"files", proof.files.to_string()},
-                              {"generation", proof.generation}, {"fingerprint", fp}, {"holds", true}};
-    if (run.verify_pieces()) {
+                              {"generation", proof.generation}, {"state", live->state}, {"holds", true}};
+    if (check_now) {
         ARCHCTL_TRY_ASSIGN(verdict["pieces"], verify_proof(run, *n, proof));
+        run.pieces_verified[proof.node] = reference.proven;
     }
     return verdict;
 }
@@ -166,8 +192,9 @@ Status revalidate_cache(EvictRun& run, jobs::NodeHandle& cache) {
     return {};
 }
 
+// Right before every deletion (the removal, each batch of unlinks): every proof against live
+// evidence, and the cache placement while qBittorrent still has it.
 Status revalidate(EvictRun& run) {
-    if (run.revalidated) return {};
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, node_of(run, run.def.cache));
     if (!run.ledger.removed) ARCHCTL_TRY_STATUS(revalidate_cache(run, *cache));
     nlohmann::json verdicts = nlohmann::json::array();
@@ -175,7 +202,6 @@ Status revalidate(EvictRun& run) {
         ARCHCTL_TRY_ASSIGN(auto v, revalidate_proof(run, proof));
         verdicts.push_back(std::move(v));
     }
-    run.revalidated = true;
     ARCHCTL_TRY_STATUS(run.event("revalidated", {{"proofs", verdicts}, {"pieces_verified", run.verify_pieces()}}));
     crash_point("evict.revalidated");
     return {};
@@ -227,14 +253,19 @@ Result<std::set<std::string>> snapshot_referenced(EvictRun& run, jobs::NodeHandl
     return out;
 }
 
-Status step_unlink(EvictRun& run) {
+// Files unlinked per batch: each batch is preceded by a fresh revalidation of every proof and a
+// fresh snapshot of what the remaining torrents reference.
+constexpr std::size_t k_unlink_batch = 1000;
+
+// One batch of unlinks. The last batch names every owned path (those already gone are skipped),
+// so its upward rmdir sees every directory and its kept list is the final one.
+Status unlink_batch(EvictRun& run, jobs::NodeHandle& cache, const std::vector<OwnedFile>& batch, bool last) {
     ARCHCTL_TRY_STATUS(revalidate(run));
-    ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, node_of(run, run.def.cache));
     std::size_t torrents = 0;
-    ARCHCTL_TRY_ASSIGN(auto referenced, snapshot_referenced(run, *cache, torrents));
+    ARCHCTL_TRY_ASSIGN(auto referenced, snapshot_referenced(run, cache, torrents));
     nlohmann::json paths = nlohmann::json::array(), ours_referenced = nlohmann::json::array();
     std::map<std::string, std::uint64_t> size_of;
-    for (const auto& f : run.def.files) {
+    for (const auto& f : batch) {
         std::string p = run.abs(f.path);
         paths.push_back({{"path", p}, {"size", f.size}, {"ino", f.ino}});
         size_of[p] = f.size;
@@ -243,7 +274,7 @@ Status step_unlink(EvictRun& run) {
     ARCHCTL_TRY_STATUS(run.event("snapshot", {{"torrents", torrents}, {"referenced_paths", referenced.size()},
                                               {"owned_referenced", ours_referenced}}));
     crash_point("evict.snapshot");
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, cache->ops());
+    ARCHCTL_TRY_ASSIGN(node::Transport * ops, cache.ops());
     ARCHCTL_TRY_ASSIGN(auto result, node::call_operation(*ops, "unlink_owned", {{"paths", paths}, {"referenced", ours_referenced},
                                                                                  {"stop_at", run.def.save_path}}));
     crash_point("evict.unlinked");
@@ -259,9 +290,24 @@ Status step_unlink(EvictRun& run) {
             dirs.push_back(r);
         }
     }
-    run.ledger.kept = result.value("kept", nlohmann::json::array());
-    ARCHCTL_TRY_STATUS(run.event("unlinked", {{"files", files}, {"dirs", dirs}, {"kept", run.ledger.kept}}));
-    return {};
+    // A directory that still holds a later batch's files is no news; the last batch decides.
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& k : result.value("kept", nlohmann::json::array()))
+        if (last || size_of.count(k.value("path", ""))) kept.push_back(k);
+    if (last) run.ledger.kept = kept;
+    ARCHCTL_TRY_STATUS(run.event("unlinked", {{"files", files}, {"dirs", dirs}, {"kept", kept}}));
+    return run.save();
+}
+
+Status step_unlink(EvictRun& run) {
+    ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, node_of(run, run.def.cache));
+    const std::vector<OwnedFile>& all = run.def.files;
+    for (std::size_t begin = 0; begin + k_unlink_batch < all.size(); begin += k_unlink_batch) {
+        std::vector<OwnedFile> batch(all.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     all.begin() + static_cast<std::ptrdiff_t>(begin + k_unlink_batch));
+        ARCHCTL_TRY_STATUS(unlink_batch(run, *cache, batch, false));
+    }
+    return unlink_batch(run, *cache, all, true);
 }
 
 Status step_partfile(EvictRun& run) {
@@ -333,14 +379,27 @@ EvictResult failed(EvictRun& run, const Error& e) {
         (void)state::release(run.dir, run.def.aliases, run.def.id);
     } else {
         run.ledger.state = jobs::JobState::cleanup_required;
+        std::string removed = run.ledger.files_removed == 0
+                                  ? "no file was unlinked"
+                                  : fmt::format("{} file(s) ({}) were unlinked before it stopped (listed in 'archctl job show {}')",
+                                                run.ledger.files_removed, format_size(run.ledger.bytes_freed), run.def.id);
+        std::string hint = e.code == "PROOF_DRIFT"
+                               ? fmt::format("the cache files left in '{}' are kept; restore the archive copy and run 'archctl evict {} "
+                                             "--from {} --verify-archive' (its piece check proves the copy again), or add the torrent "
+                                             "back to qBittorrent on '{}' from '{}'",
+                                             run.def.save_path, run.def.qb_id.substr(0, 12), run.def.cache, run.def.cache,
+                                             run.store.dir_of(run.def.id) + "/resource.torrent")
+                               : fmt::format("its remaining files are kept; fix the cause and run 'archctl resume {}'", run.def.id);
         r.run.error = Error("CLEANUP_REQUIRED",
-                            fmt::format("job {} removed the cache torrent, but finishing the eviction failed: {}", run.def.id, e.message),
-                            fmt::format("its remaining files are kept; fix the cause and run 'archctl resume {}'", run.def.id));
+                            fmt::format("job {} removed the cache torrent, but finishing the eviction failed: {}; {}", run.def.id, e.message,
+                                        removed),
+                            hint);
     }
     run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", run.ledger.step}};
     end_session(run, "error");
     (void)run.save();
-    (void)run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", run.ledger.step}, {"removed", run.ledger.removed}});
+    (void)run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", run.ledger.step}, {"removed", run.ledger.removed},
+                               {"files_removed", run.ledger.files_removed}});
     return r;
 }
 
@@ -405,7 +464,7 @@ EvictResult Evictor::run(const std::string& job_id, const RunOptions& options) {
     for (const auto& n : notices) if (m_io.log) m_io.log("archctl: " + n);
     if (!lock.ok())
         return early_failure(job_id, Error("LOCKED", fmt::format("job {} is running: {}", job_id, lock.error().message), lock.error().hint));
-    EvictRun run{m_state, m_nodes, store, m_io, def.value(), EvictLedger{}, options, {}, false, nlohmann::json::object()};
+    EvictRun run{m_state, m_nodes, store, m_io, def.value(), EvictLedger{}, options, {}, {}, nlohmann::json::object()};
     auto ledger = store.ledger(job_id);
     // A lost or unreadable ledger starts again from the first step: every step checks live
     // evidence (qBittorrent, the disk) before acting, so nothing is done twice.
@@ -458,7 +517,7 @@ EvictResult Evictor::cancel(const std::string& job_id) {
     if (!lock.ok())
         return early_failure(job_id, Error("LOCKED", fmt::format("job {} is running: {}", job_id, lock.error().message),
                                            "stop it first (Ctrl-C in its terminal), then cancel"));
-    EvictRun run{m_state, m_nodes, store, m_io, def.value(), ledger, {}, {}, false, nlohmann::json::object()};
+    EvictRun run{m_state, m_nodes, store, m_io, def.value(), ledger, {}, {}, {}, nlohmann::json::object()};
     EvictResult r;
     r.run.job_id = job_id;
     r.run.step = ledger.step;

@@ -27,9 +27,14 @@ std::string covered_line(const plan::Coverage& c) {
     return fmt::format("{} file{} on {}", covered, covered == 1 ? "" : "s", fmt::join(parts, ", "));
 }
 
+// One line per missing file, with why each archive copy of it does not count.
 std::string missing_lines(const plan::Coverage& c) {
-    ui::Table t({ui::Align::left, ui::Align::left, ui::Align::right, ui::Align::left, ui::Align::right}, "  ");
-    for (const auto& m : c.missing) t.add_row({"missing", "idx", std::to_string(m.index), m.path, format_size(m.size)});
+    ui::Table t({ui::Align::left, ui::Align::left, ui::Align::right, ui::Align::left, ui::Align::right, ui::Align::left}, "  ");
+    for (const auto& f : c.files) {
+        if (!f.nodes.empty()) continue;
+        std::string why = f.refused.empty() ? "no archive placement has it" : fmt::format("{}", fmt::join(f.refused, "; "));
+        t.add_row({"missing", "idx", std::to_string(f.file.index), f.file.path, format_size(f.file.size), why});
+    }
     return t.render();
 }
 
@@ -68,8 +73,11 @@ std::string render_plan(const EvictPrepared& p) {
     out += fmt::format("  covered  {}", covered_line(c));
     for (const auto& pr : c.proofs)
         out += fmt::format("\n  proof    {}: {} files, {}", pr.node, pr.files.count(),
-                           pr.trust == plan::Trust::verify_pieces ? "piece check on its disk before deleting"
-                                                                   : fmt::format("verified by archctl's recheck (generation {})", pr.generation));
+                           pr.trust == plan::Trust::verify_pieces
+                               ? "qBittorrent 100%, regular files of the exact size; piece check on its disk before deleting"
+                               : fmt::format("qBittorrent 100%, the same files archctl's recheck verified (generation {}), "
+                                             "checked again before every deletion",
+                                             pr.generation));
     for (const auto& n : c.notes) out += fmt::format("\n  note     {}", n);
     return out;
 }
@@ -130,9 +138,10 @@ std::string describe_event(const nlohmann::json& e) {
     if (type == "revalidated") {
         std::vector<std::string> parts;
         for (const auto& p : e.value("proofs", nlohmann::json::array()))
-            parts.push_back(fmt::format("{} still holds {} (generation {}){}", p.value("node", ""), p.value("files", ""),
-                                        p.value("generation", 0), p.contains("pieces") ? ", pieces verified" : ""));
-        return fmt::format("revalidated right before deleting: {}", fmt::join(parts, "; "));
+            parts.push_back(fmt::format("{} still holds {} ({}, qBittorrent {}, same files on disk){}", p.value("node", ""),
+                                        p.value("files", ""), fmt::format("generation {}", p.value("generation", 0)),
+                                        p.value("state", "?"), p.contains("pieces") ? ", pieces verified" : ""));
+        return fmt::format("revalidated live right before deleting: {}", fmt::join(parts, "; "));
     }
     if (type == "removed")
         return fmt::format("{} torrent {} from qBittorrent on {}, data deletion disabled",
@@ -154,7 +163,11 @@ std::string describe_event(const nlohmann::json& e) {
     if (type == "released") return fmt::format("tag {} removed from the archive torrents", e.value("tag", ""));
     if (type == "failed")
         return fmt::format("{}: {} ({})", e.value("code", ""), e.value("message", ""),
-                           e.value("removed", false) ? "the cache torrent was removed" : "nothing was deleted");
+                           !e.value("removed", false) ? "nothing was deleted"
+                           : e.value("files_removed", 0) == 0
+                               ? "the cache torrent was removed; no file was unlinked"
+                               : fmt::format("the cache torrent was removed; {} file(s) were unlinked before, the rest kept",
+                                             e.value("files_removed", 0)));
     if (type == "done")
         return fmt::format("{} files ({}) and {} directories removed", e.value("files_removed", 0),
                            format_size(e.value("bytes_freed", std::uint64_t{0})), e.value("dirs_removed", 0));

@@ -6,6 +6,7 @@
 
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
+#include "lib/jobs/archive_evidence.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -14,6 +15,7 @@ namespace qb = clients::qbittorrent;
 
 void fill_placement(NodeHandle& node, const qb::TorrentInfo& info, PlacementSummary& p) {
     p.present = true;
+    p.info = info;
     p.qb_id = info.id;
     p.save_path = info.save_path;
     p.run_state = qb::to_string(info.run_state);
@@ -22,6 +24,7 @@ void fill_placement(NodeHandle& node, const qb::TorrentInfo& info, PlacementSumm
         p.error = files.error().message;
         return;
     }
+    p.file_list = files.value();
     p.files = files->size();
     p.names.resize(files->size());
     for (const auto& f : files.value()) {
@@ -37,27 +40,51 @@ void fill_placement(NodeHandle& node, const qb::TorrentInfo& info, PlacementSumm
     p.complete_set = torrent::Selection::of(qb::complete_files(files.value()));
 }
 
-// Per cache placement: which of its selected files some archive placement holds complete.
-std::vector<CoverageSummary> coverage_of(const std::vector<PlacementSummary>& placements) {
-    std::vector<CoverageSummary> out;
-    for (const auto& cache : placements) {
-        if (cache.role != "cache" || !cache.present || !cache.error.empty()) continue;
-        CoverageSummary c;
-        c.cache = cache.node;
-        c.files = cache.selected;
-        for (std::uint32_t index : cache.selected_set.indices()) {
-            bool held = false;
-            for (const auto& archive : placements) {
-                if (archive.role != "archive" || !archive.present || !archive.complete_set.contains(index)) continue;
-                ++c.by_archive[archive.node];
-                held = true;
-            }
-            if (held) ++c.covered;
-            else c.missing.push_back(index < cache.names.size() ? cache.names[index] : std::to_string(index));
-        }
-        out.push_back(std::move(c));
-    }
+std::vector<std::string> aliases_of(const torrent::Identity& id) {
+    std::vector<std::string> out;
+    if (id.has_v1()) out.push_back(id.v1_hex());
+    if (id.has_v2()) out.push_back(id.v2_hex());
     return out;
+}
+
+// Per cache placement: which of its selected files an archive placement holds now, by the same
+// live test evict applies (plan::judge_file on jobs::archive_evidence). The cache's own file
+// list stands in for the metainfo (status exports no torrent).
+CoverageSummary coverage_of_cache(Nodes& nodes, const state::StateDir& dir, const ResourceStatus& r, const PlacementSummary& cache) {
+    plan::CoverageInput in;
+    in.cache = placement_view(cache.node, cache.info, cache.file_list);
+    in.files.resize(cache.file_list.size());
+    for (const auto& f : cache.file_list)
+        if (f.index < in.files.size()) in.files[f.index] = {f.index, f.name, static_cast<std::uint64_t>(f.size)};
+    for (const auto& archive : r.placements) {
+        if (archive.role != "archive" || !archive.present || !archive.error.empty()) continue;
+        auto evidence = [&]() -> Result<plan::ArchiveEvidence> {
+            ARCHCTL_TRY_ASSIGN(NodeHandle * node, nodes.get(archive.node));
+            ARCHCTL_TRY_ASSIGN(auto committed, committed_files(dir, aliases_of(r.identity), archive.node));
+            return archive_evidence(*node, archive.info, archive.file_list, in.files, committed, plan::VerifyArchive::no);
+        }();
+        if (evidence.ok()) in.archives.push_back(std::move(evidence).value());
+        else in.unreachable.push_back(fmt::format("{}: {}", archive.node, evidence.error().message));
+    }
+    CoverageSummary c;
+    c.cache = cache.node;
+    c.files = cache.selected;
+    auto coverage = plan::compute_coverage(in);
+    if (!coverage.ok()) {
+        c.notes.push_back(coverage.error().message);
+        return c;
+    }
+    for (const auto& f : coverage->files) {
+        if (f.nodes.empty()) {
+            c.missing.push_back(f.file.path);
+            c.refused.push_back({f.file.path, f.refused.empty() ? "no archive placement has it" : fmt::format("{}", fmt::join(f.refused, "; "))});
+            continue;
+        }
+        ++c.covered;
+        for (const auto& n : f.nodes) ++c.by_archive[n];
+    }
+    c.notes = coverage->notes;
+    return c;
 }
 
 }  // namespace
@@ -140,7 +167,10 @@ nlohmann::json PlacementSummary::to_json() const {
 }
 
 nlohmann::json CoverageSummary::to_json() const {
-    return {{"cache", cache}, {"files", files}, {"covered", covered}, {"by_archive", by_archive}, {"missing", missing}};
+    nlohmann::json why = nlohmann::json::array();
+    for (const auto& [path, reason] : refused) why.push_back({{"path", path}, {"why", reason}});
+    return {{"cache", cache}, {"files", files}, {"covered", covered}, {"by_archive", by_archive}, {"missing", missing},
+            {"missing_why", why}, {"notes", notes}};
 }
 
 nlohmann::json ResourceStatus::to_json() const {
@@ -179,7 +209,9 @@ std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir&
             r.placements.push_back(std::move(p));
         }
     }
-    for (auto& r : out) r.coverage = coverage_of(r.placements);
+    for (auto& r : out)
+        for (const auto& p : r.placements)
+            if (p.role == "cache" && p.present && p.error.empty()) r.coverage.push_back(coverage_of_cache(nodes, dir, r, p));
     return out;
 }
 

@@ -45,18 +45,22 @@ struct PlacementSummary {
     std::int64_t selected_bytes = 0, complete_bytes = 0;
     torrent::Selection selected_set, complete_set;
     std::vector<std::string> names;    // file paths by qB index
+    clients::qbittorrent::TorrentInfo info;                    // qB's torrent entry
+    std::vector<clients::qbittorrent::TorrentFile> file_list;  // qB's file list
     std::optional<state::PlacementRecord> record;  // archctl's last commit on this node
 
     nlohmann::json to_json() const;
 };
 
-// How much of one cache placement's selected files archive placements hold, selected and
-// complete (DESIGN.md §7's per-file coverage, as qBittorrent reports it now).
+// How much of one cache placement's selected files archive placements hold now, by the live
+// test evict applies before it deletes anything (DESIGN.md §7, plan::judge_file).
 struct CoverageSummary {
     std::string cache;
     std::size_t files = 0, covered = 0;
-    std::map<std::string, std::size_t> by_archive;  // archive node → files of this cache it holds
-    std::vector<std::string> missing;               // paths no archive node holds
+    std::map<std::string, std::size_t> by_archive;  // archive node → files of this cache it proves
+    std::vector<std::string> missing;               // paths no archive node proves
+    std::vector<std::pair<std::string, std::string>> refused;  // (path, why no archive copy counts)
+    std::vector<std::string> notes;                 // archive placements that do not count, and why
 
     nlohmann::json to_json() const;
 };

@@ -7,6 +7,7 @@
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
+#include "lib/jobs/archive_evidence.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/resolve.hpp"
 #include "lib/state/placements.hpp"
@@ -26,6 +27,14 @@ Result<qb::TorrentInfo> wait_listed(qb::Client& client, const std::string& id, s
             return Error("QB_TIMEOUT", fmt::format("qBittorrent did not list torrent '{}' within {} s", id.substr(0, 12), limit.count()));
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
+}
+
+// The target's stat of every file of the union, right after its recheck verified them.
+Result<std::map<std::uint32_t, plan::FileStamp>> committed_stamps(JobRun& run, NodeHandle& dst) {
+    std::vector<plan::CoverageFile> files;
+    for (const auto& f : run.def.union_files) files.push_back({f.index, f.path, f.size});
+    ARCHCTL_TRY_ASSIGN(auto stats, stat_files(dst, run.def.target_save_path, files, run.def.file_count));
+    return stamps_of(stats);
 }
 
 }  // namespace
@@ -138,9 +147,16 @@ StepResult step_verify(JobRun& run) {
         res.identity = run.def.identity;
         auto view = read_placement(*dst.value(), res);
         if (!view.ok() || !view.value()) return StepResult::failed(Error("STALE_STATE", "the target placement vanished after its recheck"));
+        // The commit records each verified file as the disk shows it now (device, inode, size,
+        // mtime): evict later counts an archive file only while a fresh stat still shows this.
+        auto stamps = committed_stamps(run, *dst.value());
+        if (!stamps.ok()) return StepResult::failed(stamps.take_error());
         state::PlacementStore placements(run.state_dir);
         auto gen = placements.advance(run.def.aliases, run.def.target, fingerprint(*view.value()), run.def.id,
-                                      {{"qb_id", id}, {"save_path", run.def.target_save_path}, {"union", run.def.union_set.to_string()}});
+                                      {{"qb_id", id},
+                                       {"save_path", run.def.target_save_path},
+                                       {"union", run.def.union_set.to_string()},
+                                       {"stamps", plan::stamps_to_json(stamps.value())}});
         if (!gen.ok()) return StepResult::failed(gen.take_error());
         run.ledger.committed = true;
         run.ledger.generation = gen.value();

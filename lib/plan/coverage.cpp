@@ -12,39 +12,96 @@ namespace {
 
 using torrent::sha256_hex;
 
-// The files of `a` that count as covered: selected, complete, named as the metainfo says.
-torrent::Selection counted_files(const ArchiveEvidence& a, const std::vector<CoverageFile>& files) {
-    std::vector<std::uint32_t> out;
-    for (std::uint32_t i : a.view.complete.intersection(a.view.selected).indices()) {
-        if (i >= files.size()) continue;
-        if (i < a.view.names.size() && !a.view.names[i].empty() && a.view.names[i] != files[i].path) continue;
-        out.push_back(i);
-    }
-    return torrent::Selection::of(std::move(out));
+// qBittorrent states in which its per-file progress is not a statement about the disk: it found
+// files missing, it failed, or it is still working out what it has.
+bool state_disproves(const std::string& run_state) {
+    return run_state == "error" || run_state == "missing_files" || run_state == "checking" || run_state == "moving" ||
+           run_state == "metadata" || run_state == "unknown";
 }
 
-std::string renamed_note(const ArchiveEvidence& a, const std::vector<CoverageFile>& files, const torrent::Selection& required) {
-    std::size_t renamed = 0;
-    for (std::uint32_t i : a.view.complete.intersection(required).indices())
-        if (i < files.size() && i < a.view.names.size() && !a.view.names[i].empty() && a.view.names[i] != files[i].path) ++renamed;
-    if (!renamed) return "";
-    return fmt::format("{}: {} file(s) renamed in qBittorrent do not count", a.view.node, renamed);
+// What differs between the stamp archctl's recheck recorded and the file now.
+std::string stamp_difference(const FileStamp& was, const FileStamp& now) {
+    if (was.dev != now.dev) return fmt::format("on device {} now, {} at archctl's recheck", now.dev, was.dev);
+    if (was.ino != now.ino) return fmt::format("replaced since archctl's recheck (inode {}, was {})", now.ino, was.ino);
+    if (was.size != now.size) return fmt::format("size {} now, {} at archctl's recheck", now.size, was.size);
+    if (was.mtime_ns != now.mtime_ns) return "modified since archctl's recheck (its mtime changed)";
+    return "";
+}
+
+constexpr const char* k_verify_hint = "--verify-archive checks its pieces";
+
+// The note for one archive node: how many required files it does not prove, and the first why.
+std::string refused_note(const std::string& node, const std::vector<std::pair<CoverageFile, std::string>>& refused) {
+    const auto& [first, why] = refused.front();
+    std::string more = refused.size() > 1 ? fmt::format(" (and {} more)", refused.size() - 1) : "";
+    return fmt::format("{}: {} file(s) do not count: file {} '{}': {}{}", node, refused.size(), first.index, first.path, why, more);
 }
 
 }  // namespace
 
-std::string to_string(Trust t) {
-    switch (t) {
-        case Trust::committed: return "committed";
-        case Trust::verify_pieces: return "verify_pieces";
-        case Trust::untrusted: return "untrusted";
+nlohmann::json FileStamp::to_json() const { return nlohmann::json::array({dev, ino, size, mtime_ns}); }
+
+Result<FileStamp> FileStamp::from_json(const nlohmann::json& j) {
+    if (!j.is_array() || j.size() != 4) return Error("CORRUPT", fmt::format("unreadable file stamp: {}", j.dump()));
+    try {
+        return FileStamp{j[0].get<std::uint64_t>(), j[1].get<std::uint64_t>(), j[2].get<std::uint64_t>(), j[3].get<std::int64_t>()};
+    } catch (const nlohmann::json::exception& e) {
+        return Error("CORRUPT", fmt::format("unreadable file stamp: {}", e.what()));
     }
-    return "untrusted";
+}
+
+nlohmann::json stamps_to_json(const std::map<std::uint32_t, FileStamp>& stamps) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [index, s] : stamps) out.push_back({index, s.dev, s.ino, s.size, s.mtime_ns});
+    return out;
+}
+
+Result<std::map<std::uint32_t, FileStamp>> stamps_from_json(const nlohmann::json& j) {
+    std::map<std::uint32_t, FileStamp> out;
+    if (j.is_null()) return out;
+    if (!j.is_array()) return Error("CORRUPT", "unreadable file stamps: not a list");
+    for (const auto& row : j) {
+        if (!row.is_array() || row.size() != 5 || !row[0].is_number_unsigned())
+            return Error("CORRUPT", fmt::format("unreadable file stamp: {}", row.dump()));
+        ARCHCTL_TRY_ASSIGN(FileStamp s, FileStamp::from_json(nlohmann::json::array({row[1], row[2], row[3], row[4]})));
+        out[row[0].get<std::uint32_t>()] = s;
+    }
+    return out;
+}
+
+std::string to_string(Trust t) { return t == Trust::verify_pieces ? "verify_pieces" : "committed"; }
+
+FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
+    auto no = [](std::string why) { return FileVerdict{FileProof::unproven, std::move(why)}; };
+    const PlacementView& v = a.view;
+    const std::uint32_t i = f.index;
+    if (state_disproves(v.run_state)) return no(fmt::format("qBittorrent reports the torrent {}", a.state.empty() ? v.run_state : a.state));
+    if (!v.selected.contains(i)) return no("skipped in qBittorrent");
+    if (!v.complete.contains(i)) return no("not at 100% in qBittorrent");
+    if (i < v.names.size() && !v.names[i].empty() && v.names[i] != f.path)
+        return no(fmt::format("renamed in qBittorrent to '{}'", v.names[i]));
+    if (f.size == 0) return {FileProof::proven, ""};  // no bytes to lose
+    const DiskFile disk = i < a.disk.size() ? a.disk[i] : DiskFile{};
+    if (disk.type == "unread") return no("not read on the node's disk");
+    if (disk.type == "absent") return no("absent on disk");
+    if (disk.type != "file") return no(fmt::format("a {} on disk, not a regular file", disk.type));
+    if (disk.stamp.size != f.size) return no(fmt::format("size {} on disk, {} in the metainfo", disk.stamp.size, f.size));
+    if (a.verify == VerifyArchive::yes) return {FileProof::piece_check, ""};
+    auto committed = a.committed.find(i);
+    if (committed == a.committed.end()) {
+        if (a.generation == 0) return no(fmt::format("no recheck committed by archctl ({})", k_verify_hint));
+        return no(fmt::format("no file stamp from archctl's recheck (committed by an older archctl; {})", k_verify_hint));
+    }
+    if (std::string diff = stamp_difference(committed->second, disk.stamp); !diff.empty())
+        return no(fmt::format("{} ({})", diff, k_verify_hint));
+    return {FileProof::proven, ""};
 }
 
 nlohmann::json ArchiveProof::to_json() const {
-    return {{"node", node},         {"qb_id", qb_id},           {"save_path", save_path}, {"files", files.to_json()},
-            {"generation", generation}, {"fingerprint", fingerprint}, {"trust", to_string(trust)}};
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& p : proven) rows.push_back({{"i", p.index}, {"path", p.path}, {"size", p.size}, {"stamp", p.stamp.to_json()}});
+    return {{"node", node},         {"qb_id", qb_id},          {"save_path", save_path}, {"files", files.to_json()},
+            {"generation", generation}, {"trust", to_string(trust)}, {"proven", rows}};
 }
 
 Result<ArchiveProof> ArchiveProof::from_json(const nlohmann::json& j) {
@@ -55,8 +112,15 @@ Result<ArchiveProof> ArchiveProof::from_json(const nlohmann::json& j) {
         p.save_path = j.value("save_path", "");
         ARCHCTL_TRY_ASSIGN(p.files, torrent::Selection::from_json(j.at("files")));
         p.generation = j.value("generation", std::uint64_t{0});
-        p.fingerprint = j.value("fingerprint", "");
         p.trust = j.value("trust", "committed") == "verify_pieces" ? Trust::verify_pieces : Trust::committed;
+        for (const auto& row : j.value("proven", nlohmann::json::array())) {
+            ProvenFile f;
+            f.index = row.at("i");
+            f.path = row.at("path");
+            f.size = row.at("size");
+            ARCHCTL_TRY_ASSIGN(f.stamp, FileStamp::from_json(row.at("stamp")));
+            p.proven.push_back(std::move(f));
+        }
         return p;
     } catch (const nlohmann::json::exception& e) {
         return Error("CORRUPT", fmt::format("unreadable archive proof: {}", e.what()));
@@ -71,63 +135,78 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
                                               c.required.end() - 1, in.files.size()));
     std::vector<ArchiveEvidence> archives = in.archives;
     std::sort(archives.begin(), archives.end(), [](const auto& a, const auto& b) { return a.view.node < b.view.node; });
-    std::map<std::uint32_t, std::vector<std::string>> holders;
+    std::map<std::uint32_t, std::vector<std::string>> holders, refused;
     for (const auto& a : archives) {
-        if (a.trust == Trust::untrusted) {
-            c.notes.push_back(fmt::format("{}: not counted: {}", a.view.node, a.why_untrusted.empty() ? "not verified by archctl" : a.why_untrusted));
-            continue;
+        ArchiveProof proof{a.view.node, a.view.qb_id, a.view.save_path, {}, a.generation,
+                           a.verify == VerifyArchive::yes ? Trust::verify_pieces : Trust::committed, {}};
+        std::vector<std::uint32_t> held;
+        std::vector<std::pair<CoverageFile, std::string>> not_counted;
+        for (std::uint32_t i : c.required.indices()) {
+            const CoverageFile& f = in.files[i];
+            FileVerdict verdict = judge_file(a, f);
+            if (verdict.proof == FileProof::unproven) {
+                refused[i].push_back(fmt::format("{}: {}", a.view.node, verdict.why));
+                not_counted.emplace_back(f, verdict.why);
+                continue;
+            }
+            held.push_back(i);
+            holders[i].push_back(a.view.node);
+            FileStamp stamp = i < a.disk.size() ? a.disk[i].stamp : FileStamp{};
+            proof.proven.push_back({i, f.path, f.size, stamp});
         }
-        if (std::string note = renamed_note(a, in.files, c.required); !note.empty()) c.notes.push_back(note);
-        torrent::Selection held = counted_files(a, in.files).intersection(c.required);
+        if (!not_counted.empty()) c.notes.push_back(refused_note(a.view.node, not_counted));
         if (held.empty()) continue;
-        for (std::uint32_t i : held.indices()) holders[i].push_back(a.view.node);
-        c.proofs.push_back({a.view.node, a.view.qb_id, a.view.save_path, held, a.generation, a.fingerprint, a.trust});
+        proof.files = torrent::Selection::of(std::move(held));
+        c.proofs.push_back(std::move(proof));
     }
     for (const auto& u : in.unreachable) c.notes.push_back(fmt::format("{} (not counted)", u));
     std::string facts = fmt::format("cache {} {} {}\n", in.cache.node, in.cache.qb_id, c.required.to_string());
     for (std::uint32_t i : c.required.indices()) {
         const CoverageFile& f = in.files[i];
         c.required_bytes += f.size;
-        auto it = holders.find(i);
-        if (it == holders.end()) {
+        FileCoverage fc{f, holders[i], refused[i]};
+        if (fc.nodes.empty()) {
             c.missing.push_back(f);
             c.missing_bytes += f.size;
-            c.files.push_back({f, {}});
-        } else {
-            c.files.push_back({f, it->second});
         }
+        c.files.push_back(std::move(fc));
     }
-    for (const auto& p : c.proofs)
-        facts += fmt::format("proof {} {} {} {} {} {}\n", p.node, p.qb_id, p.files.to_string(), p.generation, p.fingerprint, to_string(p.trust));
+    for (const auto& p : c.proofs) {
+        facts += fmt::format("proof {} {} {} {} {}\n", p.node, p.qb_id, p.files.to_string(), p.generation, to_string(p.trust));
+        for (const auto& f : p.proven) facts += fmt::format("  {} {}\n", f.index, f.stamp.to_json().dump());
+    }
     for (const auto& m : c.missing) facts += fmt::format("missing {}\n", m.index);
     c.digest = sha256_hex(facts);
     return c;
 }
 
-std::string proof_drift(const ArchiveProof& proof, const std::optional<PlacementView>& live, const std::string& live_fingerprint,
-                        std::uint64_t live_generation) {
+std::string proof_drift(const ArchiveProof& proof, const std::optional<ArchiveEvidence>& live) {
     if (!live) return fmt::format("'{}' no longer has the archive placement", proof.node);
-    if (live->qb_id != proof.qb_id) return fmt::format("the placement on '{}' is now qB id {}, not {}", proof.node, live->qb_id, proof.qb_id);
-    torrent::Selection held = live->selected.intersection(live->complete);
-    torrent::Selection lost = proof.files.difference(held);
-    if (!lost.empty()) {
-        std::uint32_t first = lost.indices().front();
-        std::string name = first < live->names.size() ? live->names[first] : "";
-        return fmt::format("file {} '{}'{} no longer selected and complete on '{}'", first, name,
-                           lost.count() > 1 ? fmt::format(" and {} more are", lost.count() - 1) : std::string(" is"), proof.node);
+    const PlacementView& v = live->view;
+    if (v.qb_id != proof.qb_id) return fmt::format("the placement on '{}' is now qB id {}, not {}", proof.node, v.qb_id, proof.qb_id);
+    if (v.save_path != proof.save_path)
+        return fmt::format("the placement on '{}' moved from '{}' to '{}'", proof.node, proof.save_path, v.save_path);
+    if (proof.proven.size() != proof.files.count())
+        return fmt::format("the proof on '{}' names no file stamps (made by an older archctl); prove it again", proof.node);
+    std::vector<std::string> drifted;
+    for (const auto& p : proof.proven) {
+        FileVerdict verdict = judge_file(*live, {p.index, p.path, p.size});
+        std::string why = verdict.why;
+        if (verdict.proof != FileProof::unproven && p.size > 0) {
+            const DiskFile& now = p.index < live->disk.size() ? live->disk[p.index] : DiskFile{};
+            why = stamp_difference(p.stamp, now.stamp);
+            if (!why.empty()) why = "changed since it was proven: " + why;
+        }
+        if (!why.empty()) drifted.push_back(fmt::format("file {} '{}' on '{}': {}", p.index, p.path, proof.node, why));
     }
-    if (live->save_path != proof.save_path)
-        return fmt::format("the placement on '{}' moved from '{}' to '{}'", proof.node, proof.save_path, live->save_path);
-    if (live_fingerprint != proof.fingerprint) return fmt::format("the placement on '{}' changed since it was proven", proof.node);
-    if (live_generation != proof.generation)
-        return fmt::format("the placement on '{}' is at generation {}, not {}", proof.node, live_generation, proof.generation);
-    return "";
+    if (drifted.empty()) return "";
+    return drifted.size() == 1 ? drifted.front() : fmt::format("{} (and {} more files)", drifted.front(), drifted.size() - 1);
 }
 
 nlohmann::json Coverage::to_json() const {
     nlohmann::json files_j = nlohmann::json::array();
     for (const auto& f : files)
-        files_j.push_back({{"index", f.file.index}, {"path", f.file.path}, {"size", f.file.size}, {"nodes", f.nodes}});
+        files_j.push_back({{"index", f.file.index}, {"path", f.file.path}, {"size", f.file.size}, {"nodes", f.nodes}, {"refused", f.refused}});
     nlohmann::json missing_j = nlohmann::json::array();
     for (const auto& m : missing) missing_j.push_back({{"index", m.index}, {"path", m.path}, {"size", m.size}});
     nlohmann::json proofs_j = nlohmann::json::array();

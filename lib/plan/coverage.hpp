@@ -1,17 +1,26 @@
 #pragma once
 // Archive coverage of a cache placement (pure; DESIGN.md §7, seeds/workflows.md "Evict cache").
 //
-// Evicting a cache placement is safe only when every file the cache holds is held elsewhere.
-// The required set is the cache placement's selected files (files skipped there hold no payload
-// on the cache). A required file is covered by an archive placement when, on that node:
-//   - the file is selected and at 100% in qBittorrent's view,
-//   - the placement's name for the file equals the metainfo path (no rename in qBittorrent), and
-//   - the placement is trusted: its live fingerprint equals the one archctl recorded when its own
-//     recheck committed it, or a fresh piece check (--verify-archive) will prove the files.
-// Per-file coverage is the union over archive nodes; a file may be covered by several. Identity
-// is the caller's duty: every view must be a placement of the same resource (by its aliases).
+// Evicting a cache placement is safe only when every file the cache holds is held elsewhere
+// *now*. The required set is the cache placement's selected files (files skipped there hold no
+// payload on the cache). Whether an archive placement holds one file is one decision,
+// `judge_file`, shared by `plan evict`, `status RES`, evict's proof and its revalidation before
+// every deletion. A file counts only when, read live:
+//   - the covering torrent is in that qBittorrent and not in an error, missingFiles, checking,
+//     moving or unknown state;
+//   - qBittorrent reports the file selected and at 100%, under its metainfo path (no rename);
+//   - the archive node's own stat of the file at its metainfo path shows a regular file of the
+//     exact size; and
+//   - that stat is the one archctl recorded when its recheck committed the file (device, inode,
+//     size, mtime) — or, with --verify-archive, a piece check on the archive's disk will prove
+//     the bytes before anything is deleted.
+// archctl's records (a committed generation, a fingerprint) are never a proof on their own: a
+// placement committed before stamps were recorded, or by another state directory, counts only
+// through --verify-archive. Per-file coverage is the union over archive nodes. Identity is the
+// caller's duty: every view must be a placement of the same resource (by its aliases).
 //
-// Nothing here talks to a service or touches a disk; callers bring the views.
+// Nothing here talks to a service or touches a disk; callers bring the evidence
+// (lib/jobs/archive_evidence reads it).
 
 #include <cstdint>
 #include <map>
@@ -34,20 +43,56 @@ struct CoverageFile {
     std::uint64_t size = 0;
 };
 
-// Why an archive placement may count through qBittorrent's view.
-enum class Trust {
-    committed,       // archctl's recheck committed it and nothing changed since (fingerprints equal)
-    verify_pieces,   // it will be proven by a fresh piece check before anything is deleted
-    untrusted,       // neither: its files do not count
+// A file as a node's disk shows it: what archctl records when its recheck commits a file, and
+// compares with a fresh stat before it relies on that file. Equal stamps: the bytes the recheck
+// read are still the bytes at that path.
+struct FileStamp {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0;
+
+    bool operator==(const FileStamp&) const = default;
+    nlohmann::json to_json() const;                        // [dev, ino, size, mtime_ns]
+    static Result<FileStamp> from_json(const nlohmann::json& j);
 };
 
-struct ArchiveEvidence {
-    PlacementView view;
-    Trust trust = Trust::untrusted;
-    std::uint64_t generation = 0;   // archctl's placement generation on that node (0: none recorded)
-    std::string fingerprint;        // live fingerprint of `view`
-    std::string why_untrusted;      // for the notes when trust == untrusted
+// Stamps by file index, as stored in a placement record and an evict proof:
+// [[index, dev, ino, size, mtime_ns], ...].
+nlohmann::json stamps_to_json(const std::map<std::uint32_t, FileStamp>& stamps);
+[[nodiscard]] Result<std::map<std::uint32_t, FileStamp>> stamps_from_json(const nlohmann::json& j);
+
+// What the node's stat of one file at its metainfo path showed.
+struct DiskFile {
+    std::string type = "unread";   // "file", "absent", "directory", "symlink", ..., "refused", "unread"
+    FileStamp stamp;               // when type == "file"
 };
+
+// How files are proven when the archive's recorded stamps are not enough.
+enum class VerifyArchive { no, yes };
+
+// One archive placement as its qBittorrent and its disk show it now.
+struct ArchiveEvidence {
+    PlacementView view;                          // qBittorrent's view (selection, 100% files, names)
+    std::string state;                           // qBittorrent's own state string ("missingFiles")
+    std::uint64_t generation = 0;                // archctl's committed generation there (0: none)
+    std::map<std::uint32_t, FileStamp> committed; // stamps archctl recorded at its commit
+    std::vector<DiskFile> disk;                  // by file index: the node's stat now
+    VerifyArchive verify = VerifyArchive::no;    // --verify-archive: a piece check proves the bytes
+};
+
+// How one file is held by one archive placement.
+enum class FileProof {
+    proven,       // live evidence equals what archctl's recheck committed
+    piece_check,  // counts once a piece check on the archive's disk proves it (--verify-archive)
+    unproven,     // does not count
+};
+
+struct FileVerdict {
+    FileProof proof = FileProof::unproven;
+    std::string why;  // for unproven: what differs ("absent on disk", "size 9 on disk, 12 in the metainfo")
+};
+
+// The one decision: does archive placement `a` hold `f` now? (DESIGN.md §7)
+[[nodiscard]] FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f);
 
 struct CoverageInput {
     PlacementView cache;
@@ -58,19 +103,34 @@ struct CoverageInput {
 
 struct FileCoverage {
     CoverageFile file;
-    std::vector<std::string> nodes;  // archive nodes holding it, sorted
+    std::vector<std::string> nodes;    // archive nodes holding it, sorted
+    std::vector<std::string> refused;  // "nas: absent on disk" for placements that do not count
+};
+
+// What one proof relies on for one file: its path and the stamp seen when it was proven.
+struct ProvenFile {
+    std::uint32_t index = 0;
+    std::string path;
+    std::uint64_t size = 0;
+    FileStamp stamp;
+};
+
+// How an archive node proves its files.
+enum class Trust {
+    committed,       // stamps equal to the ones archctl's recheck committed
+    verify_pieces,   // a fresh piece check on the archive's disk (--verify-archive)
 };
 
 // What one archive node proves: the required files it holds (a proof the job persists and
-// revalidates right before deleting).
+// revalidates, live, right before every deletion).
 struct ArchiveProof {
     std::string node;
     std::string qb_id;
     std::string save_path;
     torrent::Selection files;
     std::uint64_t generation = 0;
-    std::string fingerprint;
     Trust trust = Trust::committed;
+    std::vector<ProvenFile> proven;  // one per file in `files`, with the stamp it was proven at
 
     nlohmann::json to_json() const;
     static Result<ArchiveProof> from_json(const nlohmann::json& j);
@@ -81,7 +141,7 @@ struct Coverage {
     std::vector<FileCoverage> files;        // one per required file, by index
     std::vector<CoverageFile> missing;      // required files no archive placement covers
     std::vector<ArchiveProof> proofs;       // one per archive node that covers at least one file
-    std::vector<std::string> notes;         // placements that do not count, and why
+    std::vector<std::string> notes;         // placements or files that do not count, and why
     std::uint64_t required_bytes = 0, missing_bytes = 0;
     std::string digest;                     // sha256 hex over every fact the verdict relies on
 
@@ -92,11 +152,10 @@ struct Coverage {
 // Compute the coverage. Errors: BAD_VALUE when a selected index is not a file of the resource.
 [[nodiscard]] Result<Coverage> compute_coverage(const CoverageInput& input);
 
-// Does `proof` still hold against a fresh read of its node? Empty when it does, else the reason
-// (user-facing, e.g. "file 3 'pay/b.bin' is no longer selected and complete on 'nas'").
-// `live` is nullopt when the node no longer has the placement.
-[[nodiscard]] std::string proof_drift(const ArchiveProof& proof, const std::optional<PlacementView>& live,
-                                      const std::string& live_fingerprint, std::uint64_t live_generation);
+// Does `proof` still hold against fresh evidence from its node? Empty when it does, else the
+// reason naming the file, the node and what differs ("file 3 'pay/b.bin' on 'nas': absent on
+// disk"). `live` is nullopt when the node's qBittorrent no longer has the placement.
+[[nodiscard]] std::string proof_drift(const ArchiveProof& proof, const std::optional<ArchiveEvidence>& live);
 
 std::string to_string(Trust t);
 

@@ -47,7 +47,7 @@ Result<std::uint64_t> PlacementStore::advance(const std::vector<std::string>& al
                         {"committed_at", format_rfc3339(system_now())}, {"detail", detail}};
     for (const auto& alias : aliases) {
         ARCHCTL_TRY_STATUS(make_dirs(m_dir.placements() + "/" + alias, 0700));
-        ARCHCTL_TRY_STATUS(write_file_atomic(path_of(alias, node), j.dump(2) + "\n"));
+        ARCHCTL_TRY_STATUS(write_file_atomic(path_of(alias, node), j.dump() + "\n"));
         crash_point("placement.advanced");
     }
     return next;

@@ -4,6 +4,8 @@ one and on two archive nodes, refusal with the missing files, files other torren
 unknown files, proof drift between plan and deletion, a crash at every crash point, the piece
 check of --verify-archive and the hold tag."""
 
+import glob
+import hashlib
 import json
 import os
 import sys
@@ -73,6 +75,20 @@ def listing(root):
         path = os.path.join(root, rel)
         st = os.lstat(path)
         out[rel] = ("dir", 0, 0) if os.path.isdir(path) else ("file", st.st_ino, st.st_size)
+    return out
+
+
+def content(root):
+    """Every file below root with inode, size, mtime and content hash: byte-identical or not."""
+    out = {}
+    for rel in flows.tree(root):
+        path = os.path.join(root, rel)
+        if os.path.isdir(path):
+            out[rel] = "dir"
+            continue
+        st = os.lstat(path)
+        with open(path, "rb") as f:
+            out[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, hashlib.sha256(f.read()).hexdigest())
     return out
 
 
@@ -158,8 +174,12 @@ class Evict(unittest.TestCase):
         types = [e["type"] for e in events_of(job["id"])]
         for t in ("created", "held", "revalidated", "removed", "snapshot", "unlinked", "partfile", "released", "done"):
             self.assertIn(t, types)
+        # Live evidence right before each deletion: the removal and the (one) batch of unlinks.
+        self.assertEqual(types.count("revalidated"), 2, types)
+        self.assertLess(types.index("revalidated"), types.index("removed"))
+        self.assertLess(len(types) - 1 - types[::-1].index("revalidated"), types.index("unlinked"))
         rc, text, err = archctl("job", "show", job["id"])
-        self.assertIn("revalidated right before deleting: archive1 still holds", text)
+        self.assertIn("revalidated live right before deleting: archive1 still holds", text)
         self.assertIn("data deletion disabled", text)
         rc, text, err = archctl("job", "list")
         row = [line for line in text.splitlines() if line.startswith(job["id"])][0]
@@ -244,7 +264,7 @@ class Evict(unittest.TestCase):
         rc, out, err = archctl("resume", "--json", timeout=300)
         self.assertEqual(rc, 1, err + out)
         self.assertIn("PROOF_DRIFT", out)
-        self.assertIn("no longer selected and complete", out)
+        self.assertIn("file 1 'pay/sub/b.bin' on 'archive1': skipped in qBittorrent", out)
         self.assertEqual(len(LAB.qb("cache1").info([tid])), 1, "the cache torrent must stay")
         self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache, "nothing may be deleted")
         self.assertNotIn(HOLD, archive_state(tid)["tags"], "a refused eviction drops its hold")
@@ -353,19 +373,26 @@ class Evict(unittest.TestCase):
         rc, out, err = archctl("resume", "--json", timeout=300)
         self.assertEqual(rc, 1, err + out)
         self.assertIn("CLEANUP_REQUIRED", out)
-        self.assertIn("no longer selected and complete", out)
+        self.assertIn("file 0 'pay/a.bin' on 'archive1': skipped in qBittorrent", out)
+        self.assertIn("no file was unlinked", out)
         self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache, "no file may go once a proof drifted")
         self.assertIn(HOLD, archive_state(tid)["tags"], "the hold stays while the eviction is unfinished")
         job = evict_job(tid)
         self.assertEqual(job["state"], "cleanup_required")
         self.assertTrue(job["needs_attention"])
-        # The archive copy comes back (selected and rechecked by its qBittorrent): the rerun finishes.
+        # The archive copy comes back (selected again by its qBittorrent), but selecting a file
+        # is a write to it (libtorrent bumps its mtime): its stamp no longer proves it, so a plain
+        # rerun still refuses; a piece check proves the bytes and the eviction finishes.
         aq = LAB.qb("archive1")
         aq.file_prio(tid, [0], 1)
         flows.wait(lambda: all(f["priority"] > 0 and f["progress"] == 1 for f in aq.files(tid)), what="archive file reselected")
         rc, out, err = archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("modified since archctl's recheck", out)
+        self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache)
+        rc, out, err = evict(tid, "--verify-archive")
         self.assertEqual(rc, 0, err + out)
-        self.assert_evicted(tid, name, before_cache, before_archives)
+        self.assert_evicted(tid, name, before_cache, {"archive1": listing(LAB.node("archive1")["qb_root"])})
 
     def test_l_cancel_before_removal_deletes_nothing_and_drops_the_hold(self):
         tid, name, save = new_resource()
@@ -398,6 +425,157 @@ class Evict(unittest.TestCase):
         for f in LAB.qb("archive1").files(tid):
             if f["index"] != 1:
                 self.assertFalse(os.path.exists(os.path.join(save, f["name"])), f["name"])
+
+
+class LiveProof(unittest.TestCase):
+    """An archive copy counts only by live evidence, never by archctl's own records: the covering
+    torrent in its qBittorrent now (state, file at 100%) and the archive node's stat of the file
+    equal to what archctl's recheck committed. Each case: plan evict and status RES say the file
+    has no proven copy, evict refuses naming it, and the cache copy stays byte-identical."""
+
+    def archive_file(self, name, rel="pay/sub/b.bin"):
+        return os.path.join(LAB.node("archive1")["qb_root"], name, rel)
+
+    def assert_refused(self, tid, save, before, *needles, args=()):
+        rc, out, err = evict(tid, *args)
+        self.assertEqual(rc, 1, err + out)
+        for needle in needles:
+            self.assertIn(needle, out)
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1, "the cache torrent must stay")
+        self.assertEqual(content(save), before, "the cache copy must stay byte-identical")
+
+    def assert_not_covered(self, tid, needle):
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--json")
+        self.assertEqual(rc, 1, err + out)
+        doc = json.loads(out)
+        self.assertFalse(doc["coverage"]["complete"], doc)
+        self.assertIn(needle, json.dumps(doc["coverage"]["files"]))
+        rc, out, err = archctl("status", tid[:12])
+        self.assertEqual(rc, 0, err + out)
+        self.assertNotIn("every file has one", out)
+        self.assertIn(needle, out)
+
+    def test_a_an_archive_file_deleted_on_disk(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        os.unlink(self.archive_file(name))
+        self.assert_not_covered(tid, "archive1: absent on disk")
+        self.assert_refused(tid, save, before, "NOT_COVERED", "pay/sub/b.bin", "archive1: absent on disk")
+
+    def test_b_an_archive_file_replaced_by_one_of_another_size(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        path = self.archive_file(name)
+        os.unlink(path)
+        with open(path, "wb") as f:
+            f.write(b"x" * 1000)
+        self.assert_not_covered(tid, "size 1000 on disk, 70001 in the metainfo")
+        self.assert_refused(tid, save, before, "pay/sub/b.bin", "size 1000 on disk")
+
+    def test_c_an_archive_file_replaced_by_one_of_the_same_size(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        path = self.archive_file(name)
+        st = os.stat(path)
+        os.unlink(path)
+        with open(path, "wb") as f:
+            f.write(b"\0" * st.st_size)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        self.assert_not_covered(tid, "replaced since archctl's recheck")
+        self.assert_refused(tid, save, before, "pay/sub/b.bin", "replaced since archctl's recheck")
+        # A piece check reads the bytes: the zeros are not the payload.
+        self.assert_refused(tid, save, before, "PROOF_FAILED", "pay/sub/b.bin", args=("--verify-archive",))
+
+    def test_d_archive_torrent_re_added_with_skip_checking_over_a_missing_file(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        aq = LAB.qb("archive1")
+        data = aq.export(tid)
+        aq.delete(tid)
+        flows.wait(lambda: not aq.info([tid]), what="archive torrent removed")
+        os.unlink(self.archive_file(name))
+        aq.add_torrent(data, os.path.join(LAB.node("archive1")["qb_root"], name), paused=False, skip_checking=True)
+        flows.wait(lambda: aq.info([tid]) and aq.info([tid])[0]["state"] == "missingFiles", timeout=60,
+                   what="archive torrent in missingFiles")
+        # qBittorrent still reports every file at 100%: only the torrent's state and the disk tell.
+        self.assertTrue(all(f["progress"] == 1 for f in aq.files(tid)))
+        self.assert_not_covered(tid, "qBittorrent reports the torrent missingFiles")
+        self.assert_refused(tid, save, before, "NOT_COVERED", "missingFiles")
+        aq.delete(tid, delete_files=True)
+
+    def test_e_a_file_deleted_between_plan_and_confirm(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--json")
+        self.assertEqual(rc, 0, err + out)
+        token = json.loads(out)["token"]
+        os.unlink(self.archive_file(name))
+        rc, out, err = archctl("evict", tid[:12], "--from", "cache1", "--confirm", token, "--json", timeout=300)
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("pay/sub/b.bin", out)
+        self.assertIn("absent on disk", out)
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1)
+        self.assertEqual(content(save), before)
+
+    def test_f_a_file_deleted_while_the_evict_is_held(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        release = flows.archctl_paused_at(LAB, "evict.held", "evict", tid[:12], "--from", "cache1", "--yes", "--json")
+        os.unlink(self.archive_file(name))
+        rc, out, err = release()
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("PROOF_DRIFT", out)
+        self.assertIn("file 1 'pay/sub/b.bin' on 'archive1': absent on disk", out)
+        self.assertEqual(len(LAB.qb("cache1").info([tid])), 1, "the cache torrent must stay")
+        self.assertEqual(content(save), before)
+        self.assertEqual(evict_job(tid)["state"], "failed")
+        self.assertNotIn(HOLD, archive_state(tid)["tags"])
+
+    def test_g_the_covering_torrent_deleted_with_its_files_after_revalidation(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        release = flows.archctl_paused_at(LAB, "evict.revalidated", "evict", tid[:12], "--from", "cache1", "--yes", "--json")
+        LAB.qb("archive1").delete(tid, delete_files=True)
+        flows.wait(lambda: not LAB.qb("archive1").info([tid]), what="archive torrent deleted")
+        rc, out, err = release()
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("'archive1' no longer has the archive placement", out)
+        self.assertIn("no file was unlinked", out)
+        # The cache torrent was removed (that step had been proven); every byte stays on disk.
+        self.assertEqual(content(save), before, "no cache file may go once the archive copy is gone")
+        job = evict_job(tid)
+        self.assertEqual(job["state"], "cleanup_required")
+        events = [e["type"] for e in events_of(job["id"])]
+        self.assertNotIn("unlinked", events)
+        # A rerun refuses again: there is still nothing proving the payload elsewhere.
+        rc, out, err = archctl("resume", job["id"], "--json", timeout=300)
+        self.assertEqual(rc, 1, err + out)
+        self.assertEqual(content(save), before)
+
+    def test_h_a_placement_committed_without_stamps_counts_only_by_a_piece_check(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        # A commit by an archctl that recorded no file stamps.
+        for path in glob.glob(os.path.join(LAB.state_dir, "placements", "*", "archive1.json")):
+            with open(path) as f:
+                record = json.load(f)
+            if record.get("detail", {}).get("qb_id") == tid:
+                record["detail"].pop("stamps", None)
+                with open(path, "w") as f:
+                    json.dump(record, f)
+        self.assert_not_covered(tid, "no file stamp from archctl's recheck")
+        self.assert_refused(tid, save, before, "no file stamp from archctl's recheck", "--verify-archive")
+        rc, out, err = evict(tid, "--verify-archive")
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(LAB.qb("cache1").info([tid]), [])
 
 
 class CrashMatrix(unittest.TestCase):

@@ -177,7 +177,8 @@ class Status(unittest.TestCase):
         self.assertRegex(out, r"cache1\s+cache\s+\S+\s+3/3 files complete")
         self.assertRegex(out, r"archive1\s+archive\s+\S+\s+1/1 files complete \(68\.4 KiB\), 1 of 3 selected")
         self.assertRegex(out, r"archive2\s+archive\s+no placement")
-        self.assertIn("cache1: 1/3 files held by archive placements (archive1 1); 2 without one:", out)
+        self.assertIn("cache1: 1/3 files with a proven archive copy (archive1 1); 2 without one:", out)
+        self.assertIn("pay/b.bin — archive1: skipped in qBittorrent", out)
         self.assertIn(job_id, out)
 
         rc, out, err = archctl("status", job_id, "--json")

@@ -26,9 +26,11 @@ EvictDefinition sample() {
     d.cache_generation = 3;
     d.required = *Selection::parse("0-4");
     d.required_bytes = 1000;
-    d.files = {{0, "x/a", 100, 11}, {2, "x/sub/c", 300, 13}};
-    d.proofs = {{"nas", d.qb_id, "/tank/linux", *Selection::parse("0-2"), 2, "fpn", plan::Trust::committed},
-                {"nas2", d.qb_id, "/tank2/linux", *Selection::parse("3-4"), 1, "fpm", plan::Trust::verify_pieces}};
+    d.files = {{0, "x/a", 100, 11, 3}, {2, "x/sub/c", 300, 13, 3}};
+    d.proofs = {{"nas", d.qb_id, "/tank/linux", *Selection::parse("0-2"), 2, plan::Trust::committed,
+                 {{0, "x/a", 100, {1, 21, 100, 5}}, {1, "x/b", 200, {1, 22, 200, 6}}, {2, "x/sub/c", 300, {1, 23, 300, 7}}}},
+                {"nas2", d.qb_id, "/tank2/linux", *Selection::parse("3-4"), 1, plan::Trust::verify_pieces,
+                 {{3, "x/d", 400, {2, 31, 400, 8}}, {4, "x/e", 0, {2, 32, 0, 9}}}}};
     d.proved_at = d.created_at;
     d.verify_archive = true;
     d.piece_count = 40;
@@ -55,8 +57,10 @@ EvictPrepared incomplete() {
     a.view.qb_id = "q";
     a.view.selected = *Selection::parse("0");
     a.view.complete = *Selection::parse("0");
-    a.trust = plan::Trust::committed;
+    a.view.run_state = "running";
     a.generation = 1;
+    a.committed[0] = {1, 2, 100, 3};
+    a.disk = {{"file", {1, 2, 100, 3}}, {"absent", {}}, {"absent", {}}};
     in.archives = {a};
     p.coverage = plan::compute_coverage(in).value();
     return p;

@@ -1,3 +1,6 @@
+// Archive coverage and the one decision behind it, plan::judge_file: a table of the ways an
+// archive copy stops being one (DESIGN.md §7), each a case evict, plan evict and status share.
+
 #include <doctest/doctest.h>
 
 #include "lib/plan/coverage.hpp"
@@ -23,18 +26,26 @@ PlacementView view(const std::string& node, const Selection& selected, const Sel
     v.node = node;
     v.qb_id = "abcd";
     v.save_path = "/srv/" + node + "/res";
+    v.run_state = "running";
     v.selected = selected;
     v.complete = complete;
     v.names = names();
     return v;
 }
 
-ArchiveEvidence archive(const std::string& node, const std::string& sel, Trust trust = Trust::committed) {
+FileStamp stamp_of(std::uint32_t i) { return {7, 1000 + i, five_files()[i].size, 1'700'000'000'000'000'000 + i}; }
+
+// An archive placement holding `sel`, committed by archctl with every file still as committed.
+ArchiveEvidence archive(const std::string& node, const std::string& sel) {
     ArchiveEvidence a;
     a.view = view(node, *Selection::parse(sel), *Selection::parse(sel));
-    a.trust = trust;
+    a.state = "stalledUP";
     a.generation = 1;
-    a.fingerprint = "fp-" + node;
+    a.disk.resize(5);
+    for (std::uint32_t i : Selection::parse(sel)->indices()) {
+        a.committed[i] = stamp_of(i);
+        a.disk[i] = {"file", stamp_of(i)};
+    }
     return a;
 }
 
@@ -45,7 +56,91 @@ CoverageInput input() {
     return in;
 }
 
+const CoverageFile k_d{3, "pay/d.bin", 400};
+
 }  // namespace
+
+TEST_CASE("judge_file: the ways an archive copy stops being one") {
+    struct Case {
+        const char* what;
+        void (*change)(ArchiveEvidence&);
+        FileProof expect;
+        const char* why;  // a part of the reason
+    };
+    const Case cases[] = {
+        {"as committed", [](ArchiveEvidence&) {}, FileProof::proven, ""},
+        {"deleted on the archive's disk", [](ArchiveEvidence& a) { a.disk[3] = {"absent", {}}; }, FileProof::unproven, "absent on disk"},
+        {"replaced by a file of another size", [](ArchiveEvidence& a) { a.disk[3].stamp.size = 9; }, FileProof::unproven,
+         "size 9 on disk, 400 in the metainfo"},
+        {"replaced by a file of the same size", [](ArchiveEvidence& a) { a.disk[3].stamp.ino = 5; }, FileProof::unproven,
+         "replaced since archctl's recheck (inode 5, was 1003)"},
+        {"rewritten in place", [](ArchiveEvidence& a) { a.disk[3].stamp.mtime_ns += 1; }, FileProof::unproven, "modified since"},
+        {"on another device", [](ArchiveEvidence& a) { a.disk[3].stamp.dev = 8; }, FileProof::unproven, "on device 8"},
+        {"a directory now", [](ArchiveEvidence& a) { a.disk[3] = {"directory", {}}; }, FileProof::unproven, "a directory on disk"},
+        {"not read on the node", [](ArchiveEvidence& a) { a.disk[3] = {}; }, FileProof::unproven, "not read"},
+        {"torrent missingFiles (re-added with skip_checking)",
+         [](ArchiveEvidence& a) {
+             a.view.run_state = "missing_files";
+             a.state = "missingFiles";
+         },
+         FileProof::unproven, "qBittorrent reports the torrent missingFiles"},
+        {"torrent in error", [](ArchiveEvidence& a) { a.view.run_state = "error"; a.state = "error"; }, FileProof::unproven, "error"},
+        {"torrent checking", [](ArchiveEvidence& a) { a.view.run_state = "checking"; a.state = "checkingUP"; }, FileProof::unproven,
+         "checkingUP"},
+        {"torrent moving", [](ArchiveEvidence& a) { a.view.run_state = "moving"; a.state = "moving"; }, FileProof::unproven, "moving"},
+        {"a stopped torrent still holds its files", [](ArchiveEvidence& a) { a.view.run_state = "stopped"; }, FileProof::proven, ""},
+        {"skipped in qBittorrent", [](ArchiveEvidence& a) { a.view.selected = *Selection::parse("0-2,4"); }, FileProof::unproven,
+         "skipped"},
+        {"below 100% in qBittorrent", [](ArchiveEvidence& a) { a.view.complete = *Selection::parse("0-2,4"); }, FileProof::unproven,
+         "not at 100%"},
+        {"renamed in qBittorrent", [](ArchiveEvidence& a) { a.view.names[3] = "pay/x.bin"; }, FileProof::unproven, "renamed"},
+        {"never committed by archctl", [](ArchiveEvidence& a) { a.committed.clear(); a.generation = 0; }, FileProof::unproven,
+         "no recheck committed by archctl"},
+        {"committed by an older archctl (no stamps)", [](ArchiveEvidence& a) { a.committed.clear(); }, FileProof::unproven,
+         "no file stamp"},
+        {"--verify-archive: a replaced file is piece-checked",
+         [](ArchiveEvidence& a) {
+             a.disk[3].stamp.ino = 5;
+             a.verify = VerifyArchive::yes;
+         },
+         FileProof::piece_check, ""},
+        {"--verify-archive: an uncommitted placement is piece-checked",
+         [](ArchiveEvidence& a) {
+             a.committed.clear();
+             a.generation = 0;
+             a.verify = VerifyArchive::yes;
+         },
+         FileProof::piece_check, ""},
+        {"--verify-archive: a file of another size is still refused",
+         [](ArchiveEvidence& a) {
+             a.disk[3].stamp.size = 9;
+             a.verify = VerifyArchive::yes;
+         },
+         FileProof::unproven, "size 9"},
+        {"--verify-archive: missingFiles is still refused",
+         [](ArchiveEvidence& a) {
+             a.view.run_state = "missing_files";
+             a.state = "missingFiles";
+             a.verify = VerifyArchive::yes;
+         },
+         FileProof::unproven, "missingFiles"},
+    };
+    for (const auto& c : cases) {
+        const std::string what = c.what;
+        CAPTURE(what);
+        ArchiveEvidence a = archive("nas", "0-4");
+        c.change(a);
+        FileVerdict v = judge_file(a, k_d);
+        CHECK(v.proof == c.expect);
+        CHECK(v.why.find(c.why) != std::string::npos);
+    }
+}
+
+TEST_CASE("judge_file: an empty file has no bytes to lose") {
+    ArchiveEvidence a = archive("nas", "0-4");
+    a.disk[4] = {"absent", {}};
+    CHECK(judge_file(a, {4, "pay/e.bin", 0}).proof == FileProof::proven);
+}
 
 TEST_CASE("one archive node holding every file covers the cache placement") {
     auto in = input();
@@ -58,6 +153,8 @@ TEST_CASE("one archive node holding every file covers the cache placement") {
     REQUIRE(c->proofs.size() == 1);
     CHECK(c->proofs[0].node == "nas");
     CHECK(c->proofs[0].files.to_string() == "0-4");
+    REQUIRE(c->proofs[0].proven.size() == 5);
+    CHECK(c->proofs[0].proven[3].stamp == stamp_of(3));
     CHECK(c->files[2].nodes == std::vector<std::string>{"nas"});
     CHECK_FALSE(c->digest.empty());
 }
@@ -84,73 +181,57 @@ TEST_CASE("a file held by two nodes names both, and each proof lists it") {
     CHECK(c->proofs[1].files.to_string() == "3-4");
 }
 
-TEST_CASE("a missing file makes coverage incomplete and is listed with its size") {
+TEST_CASE("a file deleted on the archive is missing, named with the node and what differs") {
     auto in = input();
-    in.archives = {archive("nas", "0-1,3-4")};
+    in.archives = {archive("nas", "0-4")};
+    in.archives[0].disk[2] = {"absent", {}};
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     CHECK_FALSE(c->complete());
     REQUIRE(c->missing.size() == 1);
-    CHECK(c->missing[0].index == 2);
     CHECK(c->missing[0].path == "pay/sub/c.bin");
     CHECK(c->missing_bytes == 300);
-    CHECK(c->files[2].nodes.empty());
+    CHECK(c->files[2].refused == std::vector<std::string>{"nas: absent on disk"});
+    REQUIRE(c->notes.size() == 1);
+    CHECK(c->notes[0] == "nas: 1 file(s) do not count: file 2 'pay/sub/c.bin': absent on disk");
 }
 
-TEST_CASE("selected but incomplete on the archive does not count") {
+TEST_CASE("a torrent in missingFiles covers nothing, even its files still on disk") {
     auto in = input();
-    ArchiveEvidence a = archive("nas", "0-4");
-    a.view.complete = *Selection::parse("0-3");
-    in.archives = {a};
-    auto c = compute_coverage(in);
-    REQUIRE(c.ok());
-    REQUIRE(c->missing.size() == 1);
-    CHECK(c->missing[0].index == 4);
-}
-
-TEST_CASE("complete but skipped on the archive does not count") {
-    auto in = input();
-    ArchiveEvidence a = archive("nas", "0-4");
-    a.view.selected = *Selection::parse("0-3");
-    in.archives = {a};
-    auto c = compute_coverage(in);
-    REQUIRE(c.ok());
-    REQUIRE(c->missing.size() == 1);
-    CHECK(c->missing[0].index == 4);
-}
-
-TEST_CASE("an untrusted placement counts for nothing and says why") {
-    auto in = input();
-    in.archives = {archive("nas", "0-4", Trust::untrusted)};
-    in.archives[0].why_untrusted = "no recheck committed by archctl (use --verify-archive)";
+    in.archives = {archive("nas", "0-4")};
+    in.archives[0].view.run_state = "missing_files";
+    in.archives[0].state = "missingFiles";
+    in.archives[0].disk[1] = {"absent", {}};
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     CHECK(c->missing.size() == 5);
     CHECK(c->proofs.empty());
-    REQUIRE(c->notes.size() == 1);
-    CHECK(c->notes[0].find("nas: not counted: no recheck committed") == 0);
 }
 
-TEST_CASE("a placement to be verified by pieces counts and its proof says so") {
+TEST_CASE("a second archive node covers what the first one lost") {
     auto in = input();
-    in.archives = {archive("nas", "0-4", Trust::verify_pieces)};
+    in.archives = {archive("nas", "0-4"), archive("nas2", "2")};
+    in.archives[0].disk[2] = {"absent", {}};
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     CHECK(c->complete());
-    CHECK(c->proofs[0].trust == Trust::verify_pieces);
+    CHECK(c->files[2].nodes == std::vector<std::string>{"nas2"});
+    CHECK(c->files[2].refused == std::vector<std::string>{"nas: absent on disk"});
 }
 
-TEST_CASE("a file renamed in the archive's qBittorrent does not count") {
+TEST_CASE("--verify-archive: a placement archctl never committed counts, to be piece-checked") {
     auto in = input();
-    ArchiveEvidence a = archive("nas", "0-4");
-    a.view.names[1] = "pay/renamed.bin";
-    in.archives = {a};
-    auto c = compute_coverage(in);
-    REQUIRE(c.ok());
-    REQUIRE(c->missing.size() == 1);
-    CHECK(c->missing[0].index == 1);
-    REQUIRE(c->notes.size() == 1);
-    CHECK(c->notes[0] == "nas: 1 file(s) renamed in qBittorrent do not count");
+    in.archives = {archive("nas", "0-4")};
+    in.archives[0].committed.clear();
+    in.archives[0].generation = 0;
+    auto without = compute_coverage(in);
+    REQUIRE(without.ok());
+    CHECK(without->missing.size() == 4);  // the empty file needs no proof
+    in.archives[0].verify = VerifyArchive::yes;
+    auto with = compute_coverage(in);
+    REQUIRE(with.ok());
+    CHECK(with->complete());
+    CHECK(with->proofs[0].trust == Trust::verify_pieces);
 }
 
 TEST_CASE("only the cache's selected files are required") {
@@ -172,6 +253,7 @@ TEST_CASE("an archive file the cache does not hold is not part of the proof") {
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     CHECK(c->proofs[0].files.to_string() == "0-1");
+    CHECK(c->proofs[0].proven.size() == 2);
 }
 
 TEST_CASE("a cache selection past the file list is refused") {
@@ -189,7 +271,8 @@ TEST_CASE("unreachable archive nodes are noted, and the digest changes with the 
     auto a = compute_coverage(in);
     REQUIRE(a.ok());
     CHECK(a->notes == std::vector<std::string>{"nas2: connection refused (not counted)"});
-    in.archives[0].generation = 2;
+    in.archives[0].committed[1].mtime_ns += 5;
+    in.archives[0].disk[1].stamp.mtime_ns += 5;
     auto b = compute_coverage(in);
     REQUIRE(b.ok());
     CHECK(a->digest != b->digest);
@@ -197,38 +280,72 @@ TEST_CASE("unreachable archive nodes are noted, and the digest changes with the 
     CHECK(again->digest == b->digest);
 }
 
-TEST_CASE("proof_drift: a proof holds until its placement changes") {
+TEST_CASE("proof_drift: a proof holds until the live evidence changes") {
     auto in = input();
     in.archives = {archive("nas", "0-4")};
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     const ArchiveProof& p = c->proofs[0];
-    PlacementView live = in.archives[0].view;
-    CHECK(proof_drift(p, live, "fp-nas", 1).empty());
-    CHECK(proof_drift(p, std::nullopt, "", 0) == "'nas' no longer has the archive placement");
-    CHECK(proof_drift(p, live, "other", 1) == "the placement on 'nas' changed since it was proven");
-    CHECK(proof_drift(p, live, "fp-nas", 2) == "the placement on 'nas' is at generation 2, not 1");
-    PlacementView deselected = live;
-    deselected.selected = *Selection::parse("0-2,4");
-    CHECK(proof_drift(p, deselected, "fp-nas", 1) == "file 3 'pay/d.bin' is no longer selected and complete on 'nas'");
-    PlacementView two = live;
-    two.complete = *Selection::parse("0-2");
-    CHECK(proof_drift(p, two, "fp-nas", 1) == "file 3 'pay/d.bin' and 1 more are no longer selected and complete on 'nas'");
-    PlacementView moved = live;
-    moved.save_path = "/elsewhere";
-    CHECK(proof_drift(p, moved, "fp-nas", 1).find("moved from") != std::string::npos);
-    PlacementView other = live;
-    other.qb_id = "ffff";
-    CHECK(proof_drift(p, other, "fp-nas", 1).find("is now qB id ffff") != std::string::npos);
+    const ArchiveEvidence live = in.archives[0];
+    CHECK(proof_drift(p, live).empty());
+    CHECK(proof_drift(p, std::nullopt) == "'nas' no longer has the archive placement");
+
+    ArchiveEvidence gone = live;
+    gone.disk[3] = {"absent", {}};
+    CHECK(proof_drift(p, gone) == "file 3 'pay/d.bin' on 'nas': absent on disk");
+    ArchiveEvidence two = live;
+    two.view.complete = *Selection::parse("0-2");
+    CHECK(proof_drift(p, two) == "file 3 'pay/d.bin' on 'nas': not at 100% in qBittorrent (and 1 more files)");
+    ArchiveEvidence missing = live;
+    missing.view.run_state = "missing_files";
+    missing.state = "missingFiles";
+    CHECK(proof_drift(p, missing).find("qBittorrent reports the torrent missingFiles") != std::string::npos);
+    ArchiveEvidence moved = live;
+    moved.view.save_path = "/elsewhere";
+    CHECK(proof_drift(p, moved).find("moved from") != std::string::npos);
+    ArchiveEvidence other = live;
+    other.view.qb_id = "ffff";
+    CHECK(proof_drift(p, other).find("is now qB id ffff") != std::string::npos);
 }
 
-TEST_CASE("proofs round-trip through JSON") {
-    ArchiveProof p{"nas", "abcd", "/srv/nas/res", *Selection::parse("0-3,7"), 4, "fp", Trust::verify_pieces};
+TEST_CASE("proof_drift: under --verify-archive a file replaced after the proof is drift, not a new proof") {
+    auto in = input();
+    in.archives = {archive("nas", "0-4")};
+    in.archives[0].verify = VerifyArchive::yes;
+    auto c = compute_coverage(in);
+    REQUIRE(c.ok());
+    ArchiveEvidence replaced = in.archives[0];
+    replaced.disk[0].stamp.ino = 99;
+    CHECK(proof_drift(c->proofs[0], replaced).find("changed since it was proven: replaced") != std::string::npos);
+}
+
+TEST_CASE("proof_drift: a proof without file stamps never holds") {
+    auto in = input();
+    in.archives = {archive("nas", "0-4")};
+    auto c = compute_coverage(in);
+    REQUIRE(c.ok());
+    ArchiveProof old = c->proofs[0];
+    old.proven.clear();
+    CHECK(proof_drift(old, in.archives[0]).find("names no file stamps") != std::string::npos);
+}
+
+TEST_CASE("proofs and stamps round-trip through JSON") {
+    ArchiveProof p{"nas", "abcd", "/srv/nas/res", *Selection::parse("0,3"), 4, Trust::verify_pieces,
+                   {{0, "pay/a.bin", 100, stamp_of(0)}, {3, "pay/d.bin", 400, stamp_of(3)}}};
     auto back = ArchiveProof::from_json(p.to_json());
     REQUIRE(back.ok());
     CHECK(back->node == "nas");
-    CHECK(back->files.to_string() == "0-3,7");
+    CHECK(back->files.to_string() == "0,3");
     CHECK(back->generation == 4);
     CHECK(back->trust == Trust::verify_pieces);
+    REQUIRE(back->proven.size() == 2);
+    CHECK(back->proven[1].stamp == stamp_of(3));
     CHECK_FALSE(ArchiveProof::from_json(nlohmann::json{{"node", 1}}).ok());
+
+    std::map<std::uint32_t, FileStamp> stamps{{2, stamp_of(2)}, {4, stamp_of(4)}};
+    auto again = stamps_from_json(stamps_to_json(stamps));
+    REQUIRE(again.ok());
+    CHECK(again.value() == stamps);
+    CHECK(stamps_from_json(nlohmann::json()).value().empty());
+    CHECK_FALSE(stamps_from_json(nlohmann::json::array({{1, 2}})).ok());
 }
