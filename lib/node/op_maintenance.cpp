@@ -150,7 +150,12 @@ Status unlink_in(int dirfd, const std::string& name, const std::string& display,
         sweep.kept.push_back({{"path", display}, {"reason", fmt::format("a {}, not a file archctl writes", file_type_name(st->st_mode))}});
         return {};
     }
-    if (::unlinkat(dirfd, name.c_str(), 0) != 0) return errno_error("cannot remove", display, errno);
+    if (::unlinkat(dirfd, name.c_str(), 0) != 0) {
+        // Syncthing may propagate the target's move-out as a delete of this very staged link
+        // between the stat and the unlink: gone is what cleanup wants.
+        if (errno == ENOENT) return {};
+        return errno_error("cannot remove", display, errno);
+    }
     crash_point("cleanup.unlinked");
     sweep.removed.push_back(display);
     return {};
