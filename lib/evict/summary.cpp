@@ -98,8 +98,17 @@ Error incomplete_error(const EvictPrepared& p) {
                 most = pr.files.count();
                 to = pr.node;
             }
+    // Files an archive holds but archctl cannot vouch for (no stamp, or changed since its
+    // recheck) need a piece check, not another archive: that would find nothing to move.
+    std::vector<std::uint32_t> to_archive;
+    for (const auto& f : c.files)
+        if (f.nodes.empty() && !f.pieces_could_prove) to_archive.push_back(f.file.index);
+    std::string verify = fmt::format("archctl evict {} --from {} --verify-archive", p.resource.short_id(), p.cache);
+    if (to_archive.empty())
+        return Error("NOT_COVERED", msg, verify + "   (a piece check on the archive's disk proves the copies archctl cannot vouch for)");
     std::string hint = fmt::format("archctl archive {} --from {} --to {} --files {}", p.resource.short_id(), p.cache, to,
-                                   torrent::Selection::of(idx).to_string());
+                                   torrent::Selection::of(to_archive).to_string());
+    if (to_archive.size() < idx.size()) hint += fmt::format("; then {}", verify);
     return Error("NOT_COVERED", msg, hint);
 }
 

@@ -1,6 +1,7 @@
 #include "lib/plan/coverage.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -87,13 +88,14 @@ FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
     if (disk.type != "file") return no(fmt::format("a {} on disk, not a regular file", disk.type));
     if (disk.stamp.size != f.size) return no(fmt::format("size {} on disk, {} in the metainfo", disk.stamp.size, f.size));
     if (a.verify == VerifyArchive::yes) return {FileProof::piece_check, ""};
+    auto by_pieces = [](std::string why) { return FileVerdict{FileProof::unproven, std::move(why), true}; };
     auto committed = a.committed.find(i);
     if (committed == a.committed.end()) {
-        if (a.generation == 0) return no(fmt::format("no recheck committed by archctl ({})", k_verify_hint));
-        return no(fmt::format("no file stamp from archctl's recheck (committed by an older archctl; {})", k_verify_hint));
+        if (a.generation == 0) return by_pieces(fmt::format("no recheck committed by archctl ({})", k_verify_hint));
+        return by_pieces(fmt::format("no file stamp from archctl's recheck (committed by an older archctl; {})", k_verify_hint));
     }
     if (std::string diff = stamp_difference(committed->second, disk.stamp); !diff.empty())
-        return no(fmt::format("{} ({})", diff, k_verify_hint));
+        return by_pieces(fmt::format("{} ({})", diff, k_verify_hint));
     return {FileProof::proven, ""};
 }
 
@@ -136,6 +138,7 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
     std::vector<ArchiveEvidence> archives = in.archives;
     std::sort(archives.begin(), archives.end(), [](const auto& a, const auto& b) { return a.view.node < b.view.node; });
     std::map<std::uint32_t, std::vector<std::string>> holders, refused;
+    std::set<std::uint32_t> by_pieces;
     for (const auto& a : archives) {
         ArchiveProof proof{a.view.node, a.view.qb_id, a.view.save_path, {}, a.generation,
                            a.verify == VerifyArchive::yes ? Trust::verify_pieces : Trust::committed, {}};
@@ -146,6 +149,7 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
             FileVerdict verdict = judge_file(a, f);
             if (verdict.proof == FileProof::unproven) {
                 refused[i].push_back(fmt::format("{}: {}", a.view.node, verdict.why));
+                if (verdict.pieces_could_prove) by_pieces.insert(i);
                 not_counted.emplace_back(f, verdict.why);
                 continue;
             }
@@ -164,7 +168,7 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
     for (std::uint32_t i : c.required.indices()) {
         const CoverageFile& f = in.files[i];
         c.required_bytes += f.size;
-        FileCoverage fc{f, holders[i], refused[i]};
+        FileCoverage fc{f, holders[i], refused[i], by_pieces.count(i) > 0};
         if (fc.nodes.empty()) {
             c.missing.push_back(f);
             c.missing_bytes += f.size;

@@ -89,6 +89,7 @@ enum class FileProof {
 struct FileVerdict {
     FileProof proof = FileProof::unproven;
     std::string why;  // for unproven: what differs ("absent on disk", "size 9 on disk, 12 in the metainfo")
+    bool pieces_could_prove = false;  // unproven only for want of a stamp: --verify-archive may prove it
 };
 
 // The one decision: does archive placement `a` hold `f` now? (DESIGN.md §7)
@@ -105,6 +106,7 @@ struct FileCoverage {
     CoverageFile file;
     std::vector<std::string> nodes;    // archive nodes holding it, sorted
     std::vector<std::string> refused;  // "nas: absent on disk" for placements that do not count
+    bool pieces_could_prove = false;   // missing, but some archive copy awaits only a piece check
 };
 
 // What one proof relies on for one file: its path and the stamp seen when it was proven.

@@ -572,7 +572,8 @@ class LiveProof(unittest.TestCase):
                 with open(path, "w") as f:
                     json.dump(record, f)
         self.assert_not_covered(tid, "no file stamp from archctl's recheck")
-        self.assert_refused(tid, save, before, "no file stamp from archctl's recheck", "--verify-archive")
+        self.assert_refused(tid, save, before, "no file stamp from archctl's recheck",
+                            f"archctl evict {tid[:12]} --from cache1 --verify-archive")
         rc, out, err = evict(tid, "--verify-archive")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(LAB.qb("cache1").info([tid]), [])

@@ -192,6 +192,7 @@ TEST_CASE("a file deleted on the archive is missing, named with the node and wha
     CHECK(c->missing[0].path == "pay/sub/c.bin");
     CHECK(c->missing_bytes == 300);
     CHECK(c->files[2].refused == std::vector<std::string>{"nas: absent on disk"});
+    CHECK_FALSE(c->files[2].pieces_could_prove);
     REQUIRE(c->notes.size() == 1);
     CHECK(c->notes[0] == "nas: 1 file(s) do not count: file 2 'pay/sub/c.bin': absent on disk");
 }
@@ -227,6 +228,7 @@ TEST_CASE("--verify-archive: a placement archctl never committed counts, to be p
     auto without = compute_coverage(in);
     REQUIRE(without.ok());
     CHECK(without->missing.size() == 4);  // the empty file needs no proof
+    CHECK(without->files[0].pieces_could_prove);
     in.archives[0].verify = VerifyArchive::yes;
     auto with = compute_coverage(in);
     REQUIRE(with.ok());
