@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <thread>
@@ -254,8 +255,15 @@ Result<std::set<std::string>> snapshot_referenced(EvictRun& run, jobs::NodeHandl
 }
 
 // Files unlinked per batch: each batch is preceded by a fresh revalidation of every proof and a
-// fresh snapshot of what the remaining torrents reference.
-constexpr std::size_t k_unlink_batch = 1000;
+// fresh snapshot of what the remaining torrents reference. ARCHCTL_TEST_UNLINK_BATCH makes
+// batches small enough for a test to change an archive copy between two of them.
+std::size_t unlink_batch_size() {
+    if (const char* forced = std::getenv("ARCHCTL_TEST_UNLINK_BATCH"); forced && *forced) {
+        long n = std::strtol(forced, nullptr, 10);
+        if (n > 0) return static_cast<std::size_t>(n);
+    }
+    return 1000;
+}
 
 // One batch of unlinks. The last batch names every owned path (those already gone are skipped),
 // so its upward rmdir sees every directory and its kept list is the final one.
@@ -302,9 +310,10 @@ Status unlink_batch(EvictRun& run, jobs::NodeHandle& cache, const std::vector<Ow
 Status step_unlink(EvictRun& run) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, node_of(run, run.def.cache));
     const std::vector<OwnedFile>& all = run.def.files;
-    for (std::size_t begin = 0; begin + k_unlink_batch < all.size(); begin += k_unlink_batch) {
+    const std::size_t size = unlink_batch_size();
+    for (std::size_t begin = 0; begin + size < all.size(); begin += size) {
         std::vector<OwnedFile> batch(all.begin() + static_cast<std::ptrdiff_t>(begin),
-                                     all.begin() + static_cast<std::ptrdiff_t>(begin + k_unlink_batch));
+                                     all.begin() + static_cast<std::ptrdiff_t>(begin + size));
         ARCHCTL_TRY_STATUS(unlink_batch(run, *cache, batch, false));
     }
     return unlink_batch(run, *cache, all, true);
@@ -365,7 +374,32 @@ void end_session(EvictRun& run, const std::string& reason) {
     run.ledger.sessions.push_back(run.session);
 }
 
+// The owned files no longer on the cache's disk, read live (the ledger may not have recorded a
+// batch a crash interrupted). Unknown when the cache node cannot be read: then the ledger's count.
+nlohmann::json files_gone(EvictRun& run) {
+    nlohmann::json gone = nlohmann::json::array();
+    std::vector<plan::CoverageFile> files;
+    std::size_t count = 0;
+    for (const auto& f : run.def.files) {
+        files.push_back({f.index, f.path, f.size});
+        count = std::max<std::size_t>(count, f.index + 1);
+    }
+    auto cache = node_of(run, run.def.cache);
+    auto stats = cache.ok() ? jobs::stat_files(*cache.value(), run.def.save_path, files, count)
+                            : Result<std::vector<plan::DiskFile>>(cache.error());
+    if (!stats.ok()) {
+        for (std::uint64_t i = 0; i < run.ledger.files_removed; ++i) gone.push_back("?");
+        return gone;
+    }
+    for (const auto& f : run.def.files) {
+        const plan::DiskFile& d = stats.value()[f.index];
+        if (d.type == "absent" || (d.type == "file" && d.stamp.ino != f.ino)) gone.push_back(run.abs(f.path));
+    }
+    return gone;
+}
+
 EvictResult failed(EvictRun& run, const Error& e) {
+    nlohmann::json gone = nlohmann::json::array();
     EvictResult r;
     r.run.outcome = jobs::RunOutcome::failed;
     r.run.job_id = run.def.id;
@@ -379,10 +413,11 @@ EvictResult failed(EvictRun& run, const Error& e) {
         (void)state::release(run.dir, run.def.aliases, run.def.id);
     } else {
         run.ledger.state = jobs::JobState::cleanup_required;
-        std::string removed = run.ledger.files_removed == 0
-                                  ? "no file was unlinked"
-                                  : fmt::format("{} file(s) ({}) were unlinked before it stopped (listed in 'archctl job show {}')",
-                                                run.ledger.files_removed, format_size(run.ledger.bytes_freed), run.def.id);
+        gone = files_gone(run);
+        std::string removed = gone.empty() ? "no file of it was unlinked"
+                                           : fmt::format("{} of its {} file(s) are no longer on the cache's disk (listed in 'archctl job "
+                                                         "show {}'), the rest are kept",
+                                                         gone.size(), run.def.files.size(), run.def.id);
         std::string hint = e.code == "PROOF_DRIFT"
                                ? fmt::format("the cache files left in '{}' are kept; restore the archive copy and run 'archctl evict {} "
                                              "--from {} --verify-archive' (its piece check proves the copy again), or add the torrent "
@@ -396,10 +431,11 @@ EvictResult failed(EvictRun& run, const Error& e) {
                             hint);
     }
     run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", run.ledger.step}};
+    if (!gone.empty()) run.ledger.failure["gone"] = gone;
     end_session(run, "error");
     (void)run.save();
     (void)run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", run.ledger.step}, {"removed", run.ledger.removed},
-                               {"files_removed", run.ledger.files_removed}});
+                               {"files_removed", gone.size()}, {"gone", gone}});
     return r;
 }
 

@@ -175,8 +175,8 @@ std::string describe_event(const nlohmann::json& e) {
                            !e.value("removed", false) ? "nothing was deleted"
                            : e.value("files_removed", 0) == 0
                                ? "the cache torrent was removed; no file was unlinked"
-                               : fmt::format("the cache torrent was removed; {} file(s) were unlinked before, the rest kept",
-                                             e.value("files_removed", 0)));
+                               : fmt::format("the cache torrent was removed; gone from the cache's disk: {}; the rest kept",
+                                             fmt::join(e.value("gone", std::vector<std::string>{}), ", ")));
     if (type == "done")
         return fmt::format("{} files ({}) and {} directories removed", e.value("files_removed", 0),
                            format_size(e.value("bytes_freed", std::uint64_t{0})), e.value("dirs_removed", 0));

@@ -374,7 +374,7 @@ class Evict(unittest.TestCase):
         self.assertEqual(rc, 1, err + out)
         self.assertIn("CLEANUP_REQUIRED", out)
         self.assertIn("file 0 'pay/a.bin' on 'archive1': skipped in qBittorrent", out)
-        self.assertIn("no file was unlinked", out)
+        self.assertIn("no file of it was unlinked", out)
         self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache, "no file may go once a proof drifted")
         self.assertIn(HOLD, archive_state(tid)["tags"], "the hold stays while the eviction is unfinished")
         job = evict_job(tid)
@@ -547,7 +547,7 @@ class LiveProof(unittest.TestCase):
         rc, out, err = release()
         self.assertEqual(rc, 1, err + out)
         self.assertIn("'archive1' no longer has the archive placement", out)
-        self.assertIn("no file was unlinked", out)
+        self.assertIn("no file of it was unlinked", out)
         # The cache torrent was removed (that step had been proven); every byte stays on disk.
         self.assertEqual(content(save), before, "no cache file may go once the archive copy is gone")
         job = evict_job(tid)
@@ -558,6 +558,31 @@ class LiveProof(unittest.TestCase):
         rc, out, err = archctl("resume", job["id"], "--json", timeout=300)
         self.assertEqual(rc, 1, err + out)
         self.assertEqual(content(save), before)
+
+    def test_g2_an_archive_file_lost_between_two_unlink_batches_stops_the_next_batch(self):
+        tid, name, save = new_resource()
+        archive(tid)
+        before = content(save)
+        # Batches of two files; a crash right after the first batch is unlinked, before the
+        # ledger records it.
+        env = {"ARCHCTL_TEST_UNLINK_BATCH": "2", "ARCHCTL_TEST_CRASH_AT": "evict.unlinked"}
+        rc, out, err = evict(tid, env=env)
+        self.assertEqual(rc, 137, err + out)
+        now = content(save)
+        gone = sorted(set(before) - set(now))
+        self.assertEqual(len([g for g in gone if not os.path.isdir(os.path.join(save, g))]), 2, gone)
+        os.unlink(self.archive_file(name, "pay/a.bin") if "pay/a.bin" in now else self.archive_file(name, "pay/sub/dir/c.dat"))
+        rc, out, err = archctl("resume", "--json", env={"ARCHCTL_TEST_UNLINK_BATCH": "2"}, timeout=300)
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("CLEANUP_REQUIRED", out)
+        self.assertIn("the archive proof", out)
+        self.assertIn("absent on disk", out)
+        self.assertIn("2 of its 5 file(s) are no longer on the cache's disk", out)
+        self.assertEqual(content(save), now, "nothing more may be deleted once a proof stops holding")
+        job = evict_job(tid)
+        self.assertEqual(job["state"], "cleanup_required")
+        failed = [e for e in events_of(job["id"]) if e["type"] == "failed"][-1]
+        self.assertEqual(len(failed["gone"]), 2, failed)
 
     def test_h_a_placement_committed_without_stamps_counts_only_by_a_piece_check(self):
         tid, name, save = new_resource()
