@@ -144,7 +144,6 @@ Outcome run_verify(Context& ctx, const TorrentOptions& o) {
     if (!r.all_verified()) text += "\n" + failure_lines(r);
     if (o.pieces) text += "\n" + piece_lines(r);
     ctx.out().result(text);
-    for (const auto& w : r.warnings) ctx.out().warn(w);
     if (r.all_verified()) return Outcome::done(result);
     return Outcome::failed(Error{"VERIFY_FAILED",
                                  fmt::format("verification of '{}' failed: {} of {} files did not verify", printable(m.name()),

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # Install everything archctl needs to build, test and run its demo on Debian 12 (idempotent, no
 # prompts). Skips apt when every package is already installed.
+#
+# apt runs with --no-install-recommends, so every package a build or a test uses is named here,
+# including those Debian ships only as a recommendation (a bare debootstrap root has none):
+#   libclang-rt-14-dev  clang's runtimes (libFuzzer, ASan, UBSan): the fuzz target cannot link
+#                       without it; clang-14 only recommends it (through libclang-common-14-dev)
+#   llvm                /usr/bin/llvm-symbolizer, which clang's sanitizer runtime needs to print
+#                       a fuzz crash with file:line (GCC's runtime symbolizes by itself)
+# Beyond these and the essential packages (bash, coreutils, grep, util-linux's mount/umount for
+# the tmpfs tests, dpkg), the tests run only what they build, python3 with its standard library,
+# python3-libtorrent, qbittorrent-nox and syncthing.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config clang
+  build-essential cmake ninja-build pkg-config
+  clang libclang-rt-14-dev llvm
   libcli11-dev libfmt-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev libxxhash-dev
   doctest-dev libtomlplusplus-dev
   qbittorrent-nox syncthing python3 python3-libtorrent openssl
@@ -14,7 +25,13 @@ for p in "${packages[@]}"; do
 done
 if ((${#missing[@]})); then
   sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null; then
+      echo "archctl: error: cannot install '${missing[*]}': not root and no sudo" >&2
+      exit 1
+    fi
+    sudo="sudo"
+  fi
   echo "archctl: installing ${missing[*]}" >&2
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -193,8 +193,10 @@ private:
             if (!entry.is_dict()) return invalid("'files' entry is not a dictionary");
             ARCHCTL_TRY_ASSIGN(RawFile f, parse_attrs_and_length(entry));
             ARCHCTL_TRY_ASSIGN(f.rel, parse_path_list(entry, f.pad));
-            if (f.rel.empty() && !f.pad) return unsafe_path_error(m_out.m_name, "", "empty path");
-            if (f.pad && f.rel.empty()) f.rel = {".pad", std::to_string(f.size)};
+            // Only a pad that has no path at all gets libtorrent's name; an empty list is refused.
+            bool has_path = entry.find("path") != nullptr || entry.find("path.utf-8") != nullptr;
+            if (f.rel.empty() && (has_path || !f.pad)) return unsafe_path_error(m_out.m_name, "", "empty path");
+            if (f.rel.empty()) f.rel = {".pad", std::to_string(f.size)};
             m_v1.push_back(std::move(f));
         }
         return ok_status();
@@ -333,11 +335,17 @@ private:
         return ok_status();
     }
 
+    // Every path, pads included, obeys the path rules; pads are only spared the pad-like-name
+    // rule and the set rules (they are never on disk, and equal pads share a path).
     Status check_paths() {
         std::vector<std::vector<std::string>> paths;
         for (std::size_t i = 0; i < m_out.m_files.size(); ++i) {
             const FileEntry& e = m_out.m_files[i];
-            if (e.pad) continue;
+            if (e.pad) {
+                if (auto v = path_violation(e.path, m_options.platform, PathRole::pad))
+                    return unsafe_path_error(m_out.m_name, e.path_string(), fmt::format("{} (pad file)", *v));
+                continue;
+            }
             if (m_symlinks[i])
                 return unsafe_path_error(m_out.m_name, e.path_string(),
                                          "symlinks (attr 'l') are not supported payload");

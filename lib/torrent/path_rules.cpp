@@ -232,7 +232,7 @@ std::optional<std::string> element_violation(std::string_view element, PathPlatf
     return std::nullopt;
 }
 
-std::optional<std::string> path_violation(const std::vector<std::string>& path, PathPlatform platform) {
+std::optional<std::string> path_violation(const std::vector<std::string>& path, PathPlatform platform, PathRole role) {
     if (path.empty()) return std::string("empty path");
     const std::string& first = path.front();
     if (first.size() >= 2 && first[1] == ':' &&
@@ -241,7 +241,7 @@ std::optional<std::string> path_violation(const std::vector<std::string>& path, 
     std::size_t total = 0;
     for (std::size_t i = 0; i < path.size(); ++i) {
         if (auto v = element_violation(path[i], platform)) return v;
-        if (is_pad_like(path[i]) || (path[i] == ".pad" && i + 1 < path.size()))
+        if (role == PathRole::payload && (is_pad_like(path[i]) || (path[i] == ".pad" && i + 1 < path.size())))
             return fmt::format("element '{}' is named like a pad file but the file has no 'p' attribute",
                                printable(path[i]));
         total += path[i].size() + (i == 0 ? 0 : 1);

@@ -15,6 +15,8 @@
 //  - an element longer than 255 bytes, a full path longer than 4095 bytes;
 //  - names that are not NFC-stable (see is_nfc_stable for the covered cases);
 //  - pad-like names (".pad" directory, "_____padding_file_") on non-pad files;
+//  (BEP 47 pad files obey every rule above except the pad-like name; they are never on disk, so
+//  the set rules below do not apply to them: pads of equal length often share one path.)
 //  - two paths equal after case folding, or a file path that is a directory prefix of another;
 //  - with PathPlatform::windows_compatible also Windows device names, trailing '.' or space and
 //    the characters < > : " | ? *.
@@ -31,6 +33,10 @@ namespace archctl::torrent {
 // Which file systems the path must be safe on.
 enum class PathPlatform { posix, windows_compatible };
 
+// What a path names: a payload file, or a BEP 47 pad file (attr 'p'), which may be named like a
+// pad but must be as safe as any other path.
+enum class PathRole { payload, pad };
+
 inline constexpr std::size_t k_max_element_bytes = 255;
 inline constexpr std::size_t k_max_path_bytes = 4095;
 
@@ -41,7 +47,8 @@ inline constexpr std::size_t k_max_path_bytes = 4095;
 
 // The first rule a full path (root folder first) breaks, element rules included; nullopt if ok.
 [[nodiscard]] std::optional<std::string> path_violation(const std::vector<std::string>& path,
-                                                        PathPlatform platform = PathPlatform::posix);
+                                                        PathPlatform platform = PathPlatform::posix,
+                                                        PathRole role = PathRole::payload);
 
 // Checks a torrent's payload paths as a set: each path individually, then case-folded
 // duplicates and file-vs-directory prefix collisions. `paths` are full paths (root folder first

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -79,7 +78,6 @@ nlohmann::json VerifyReport::to_json() const {
                         {"detail", f.detail}});
     }
     j["files"] = std::move(list);
-    j["warnings"] = warnings;
     if (!pieces.empty()) {
         std::vector<std::vector<std::int64_t>> by(6);
         for (std::size_t p = 0; p < pieces.size(); ++p) by[static_cast<std::size_t>(pieces[p])].push_back(static_cast<std::int64_t>(p));
@@ -143,7 +141,6 @@ public:
         classify_pieces();
         hash(root.get());
         VerifyReport report = build_report();
-        report.warnings = check_pads_on_disk(root.get());
         report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         return report;
     }
@@ -215,23 +212,6 @@ private:
         HashStats stats;
         m_digests = hash_pieces(job, &stats);
         m_bytes_read = stats.bytes_read;
-    }
-
-    // Pads are never read for hashing; one that exists on disk must still be zeros (BEP 47).
-    std::vector<std::string> check_pads_on_disk(int root) const {
-        std::vector<std::string> out;
-        std::set<std::string> seen;  // pads of equal length share a path
-        for (const FileEntry& e : m_meta.files()) {
-            if (!e.pad || !m_meta.multi_file() || !seen.insert(e.path_string()).second) continue;
-            OpenedFile f = open_below(root, e.path);
-            if (f.failure != OpenFailure::none || f.size == 0) continue;
-            std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::int64_t>(f.size, 1 << 20)));
-            ssize_t n = ::pread(f.fd.get(), buf.data(), buf.size(), 0);
-            bool zeros = n >= 0 && std::all_of(buf.begin(), buf.begin() + n, [](std::uint8_t b) { return b == 0; });
-            if (!zeros || f.size > e.size)
-                out.push_back(fmt::format("pad file '{}' exists on disk and is not {} zero bytes", printable(e.path_string()), e.size));
-        }
-        return out;
     }
 
     PieceVerdict judge(std::int64_t p) const {

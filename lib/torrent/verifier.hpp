@@ -7,7 +7,8 @@
 // selected file in one parallel pass (piece_engine.hpp): v1 SHA-1 across file boundaries with
 // pad files as zeros, v2 merkle per file against the piece layers / pieces root, and for a
 // hybrid both (a piece passes only when both do). Files outside the selection are never read: a
-// piece that needs their bytes is reported as "needs skipped file", not as corrupt.
+// piece that needs their bytes is reported as "needs skipped file", not as corrupt. A pad file
+// is never opened, whatever lies on disk at its path (BEP 47: its bytes are zeros).
 //
 // Per-file verdicts, in order of precedence: unsafe (symlink or not a regular file), missing,
 // unreadable, short, oversized, corrupt, incomplete (its own bytes are all there, but some of its
@@ -69,9 +70,6 @@ struct VerifyReport {
     std::int64_t pieces_corrupt = 0;
     std::uint64_t bytes_read = 0;
     double seconds = 0;
-    // Things that do not fail verification but deserve a look: a pad file present on disk with
-    // bytes that are not all zero (libtorrent never reads pads; BEP 47 says they are zeros).
-    std::vector<std::string> warnings;
 
     // True when every selected file is complete.
     [[nodiscard]] bool all_verified() const;
@@ -79,7 +77,7 @@ struct VerifyReport {
     // Stable JSON; piece lists are range strings ("3,7-9"), see selection.hpp:
     // {"verified", "selection", "summary": {...}, "files": [{"index","path","size","actual_size",
     //  "verdict","corrupt_pieces","needs_skipped_pieces","blocked_pieces","detail"}],
-    //  "warnings": [...], "pieces": {"ok": "...", ...}}
+    //  "pieces": {"ok": "...", ...}}
     [[nodiscard]] nlohmann::json to_json() const;
 };
 

@@ -4,7 +4,8 @@
 //  - the strict decoder accepts only canonical bencoding, so re-encoding what it accepted gives
 //    back the exact input bytes;
 //  - a parsed metainfo's identity is the hash of the info span, its file model is consistent
-//    with its piece count, and selection text round-trips.
+//    with its piece count, every path it holds (pad files' included) passes the path rules, and
+//    selection text round-trips.
 
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +27,8 @@ void check(bool condition) {
 void check_metainfo(const Metainfo& m) {
     check(m.identity().has_v1() ? *m.identity().v1() == sha1(m.info_bytes()) : true);
     check(m.identity().has_v2() ? *m.identity().v2() == sha256(m.info_bytes()) : true);
+    for (const auto& e : m.files())
+        check(!path_violation(e.path, PathPlatform::posix, e.pad ? PathRole::pad : PathRole::payload).has_value());
     FileModel model(m);
     check(model.piece_count() == m.piece_count());
     std::int64_t last_end = 0;

@@ -2,7 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "tests/support/scratch.hpp"
 
@@ -144,4 +148,43 @@ TEST_CASE("a malformed config is exit 1 with file and line, and a typo warns") {
     CHECK(w.exit_code == 0);
     CHECK(w.err.find("archctl: warning: unknown key 'min_fre' in [transfer]") != std::string::npos);
     CHECK(w.err.find("did you mean 'min_free'?") != std::string::npos);
+}
+
+TEST_CASE("torrent verify refuses a pad file whose path leaves the save path, and opens nothing there") {
+    test::Scratch s;
+    // v1, 16 KiB pieces: "a" (100 bytes), a BEP 47 pad of 16284 bytes at root/../../escape, "b".
+    // The hashes are never reached: the path rules refuse the torrent first.
+    const std::string torrent =
+        "d4:infod5:filesl"
+        "d6:lengthi100e4:pathl1:aee"
+        "d4:attr1:p6:lengthi16284e4:pathl2:..2:..6:escapeee"
+        "d6:lengthi50e4:pathl1:bee"
+        "e4:name4:root12:piece lengthi16384e6:pieces40:" + std::string(40, 'x') + "ee";
+    std::string file = s.write("pad.torrent", torrent).string();
+    std::string dir = (s / "save").string();
+    s.write("save/root/a", std::string(100, 'a'));
+    s.write("save/root/b", std::string(50, 'b'));
+    s.write("escape", "outside the save path");
+    // inotify reports every open of a file in the directory that holds the escape target.
+    int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::inotify_add_watch(fd, s.path().c_str(), IN_OPEN | IN_ACCESS) >= 0);
+
+    auto r = run_archctl(s, {"torrent", "verify", file, dir});
+    std::vector<std::string> opened;
+    alignas(inotify_event) char events[8192];
+    for (ssize_t n; (n = ::read(fd, events, sizeof events)) > 0;)
+        for (ssize_t at = 0; at < n;) {
+            const auto* e = reinterpret_cast<const inotify_event*>(events + at);
+            if (e->len > 0) opened.emplace_back(e->name);
+            at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+        }
+    ::close(fd);
+
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("archctl: error: unsafe path in torrent 'root': file 'root/../../escape': "
+                      "element '..' is not allowed (pad file)\n", 0) == 0);
+    CHECK(std::find(opened.begin(), opened.end(), "escape") == opened.end());
+    CHECK(std::find(opened.begin(), opened.end(), "pad.torrent") != opened.end());  // the watch works
 }

@@ -246,3 +246,82 @@ TEST_CASE("metainfo: total size 0 and v1 pad path defaults") {
     CHECK(r->payload_size() == 3);
     CHECK(FileModel(*r).file_count() == 1);
 }
+
+namespace {
+
+// A v1 multi-file torrent: "a" (100 bytes), a BEP 47 pad of 16284 zeros whose `path` list is
+// `pad_path`, then "b"; valid in every other respect (the pad's zeros are hashed).
+Value v1_with_pad(const std::vector<std::string>& pad_path) {
+    MemTorrent t;
+    t.kind = MemKind::v1;
+    t.files = {MemFile{{"a"}, test::random_bytes(100, 5), ""}, MemFile{pad_path, std::string(16284, '\0'), "p"},
+               MemFile{{"b"}, test::random_bytes(50, 6), ""}};
+    return t.build();
+}
+
+archctl::Error unsafe_error(const Value& v) {
+    auto r = parse_metainfo(bencode::encode(v), "pad.torrent");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "TORRENT_UNSAFE_PATH");
+    return r.error();
+}
+
+}  // namespace
+
+TEST_CASE("metainfo: a v1 pad file's path obeys the path rules of every other file") {
+    CHECK(unsafe_error(v1_with_pad({".."})).message ==
+          "unsafe path in torrent 'root': file 'root/..': element '..' is not allowed (pad file)");
+    CHECK(unsafe_error(v1_with_pad({"..", "x"})).message ==
+          "unsafe path in torrent 'root': file 'root/../x': element '..' is not allowed (pad file)");
+    CHECK(has(unsafe_error(v1_with_pad({"..", "..", "escape"})).message, "file 'root/../../escape': element '..'"));
+    CHECK(has(unsafe_error(v1_with_pad({".pad", "..", "16284"})).message, "element '..' is not allowed"));
+    // Absolute: the whole path in one element, or a leading empty element as "/etc/x" splits.
+    CHECK(has(unsafe_error(v1_with_pad({"/etc/passwd"})).message, "contains '/'"));
+    CHECK(has(unsafe_error(v1_with_pad({"", "etc", "passwd"})).message, "empty element"));
+    CHECK(has(unsafe_error(v1_with_pad({".pad", "", "16284"})).message, "empty element"));
+    CHECK(has(unsafe_error(v1_with_pad({"\xfe"})).message, "not valid UTF-8"));
+    CHECK(has(unsafe_error(v1_with_pad({"a", ".", "b"})).message, "element '.' is not allowed"));
+    CHECK(has(unsafe_error(v1_with_pad({"x\ny"})).message, "control character 0x0a"));
+    // An explicit empty list is an empty path, as for any file; only a missing `path` defaults.
+    CHECK(has(unsafe_error(v1_with_pad({})).message, "empty path"));
+}
+
+TEST_CASE("metainfo: a pad's path.utf-8 is checked too") {
+    Value v = v1_with_pad({".pad", "16284"});
+    Value& pad = at(at(v, "info"), "files").mutable_list()[1];
+    erase(pad, "path");
+    pad.set("path.utf-8", Value::list({Value::string(".."), Value::string("x")}));
+    CHECK(has(unsafe_error(v).message, "file 'root/../x': element '..'"));
+}
+
+TEST_CASE("metainfo: pads keep their names and may share a path") {
+    for (const auto& name : {std::vector<std::string>{".pad", "16284"}, std::vector<std::string>{"_____padding_file_0_"}}) {
+        auto r = parse_metainfo(bencode::encode(v1_with_pad(name)), "ok.torrent");
+        REQUIRE(r.ok());
+        CHECK(r->files()[1].pad);
+        std::vector<std::string> expected{"root"};
+        expected.insert(expected.end(), name.begin(), name.end());
+        CHECK(r->files()[1].path == expected);
+    }
+    // Two pads of one length with one path, as libtorrent names them (.pad/<N>).
+    MemTorrent t;
+    t.kind = MemKind::v1;
+    t.files = {MemFile{{"a"}, test::random_bytes(100, 5), ""}, MemFile{{".pad", "16284"}, std::string(16284, '\0'), "p"},
+               MemFile{{"b"}, test::random_bytes(100, 6), ""}, MemFile{{".pad", "16284"}, std::string(16284, '\0'), "p"},
+               MemFile{{"c"}, "c", ""}};
+    CHECK(parse_metainfo(t.encode(), "twins.torrent").ok());
+}
+
+TEST_CASE("metainfo: a hybrid's v1 pad entry with an unsafe path is refused") {
+    for (const auto& bad : {std::vector<std::string>{".."}, std::vector<std::string>{"..", "x"},
+                            std::vector<std::string>{"/", "x"}, std::vector<std::string>{"", "x"}}) {
+        Value v = sample(MemKind::hybrid).build();
+        Value& pad = at(at(v, "info"), "files").mutable_list()[1];  // the pad after b.txt
+        REQUIRE(pad.find("attr")->as_string() == "p");
+        Value list = Value::list();
+        for (const auto& e : bad) list.mutable_list().push_back(Value::string(e));
+        at(pad, "path") = list;
+        CAPTURE(bad.size());
+        CHECK(has(unsafe_error(v).message, "(pad file)"));
+    }
+}

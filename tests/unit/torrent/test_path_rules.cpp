@@ -91,6 +91,20 @@ TEST_CASE("path rules: path-level rules") {
     CHECK_FALSE(path_violation({"root", ".pad"}).has_value());  // a plain file named .pad is fine
 }
 
+TEST_CASE("path rules: a pad file's path obeys every rule but the pad-like name") {
+    const auto pad = PathRole::pad;
+    const auto posix = PathPlatform::posix;
+    CHECK_FALSE(path_violation({"root", ".pad", "12"}, posix, pad).has_value());
+    CHECK_FALSE(path_violation({"root", "_____padding_file_0_"}, posix, pad).has_value());
+    CHECK(*path_violation({"root", ".."}, posix, pad) == "element '..' is not allowed");
+    CHECK(*path_violation({"root", "..", "x"}, posix, pad) == "element '..' is not allowed");
+    CHECK(has(*path_violation({"root", "/etc/passwd"}, posix, pad), "contains '/'"));
+    CHECK(has(*path_violation({"root", "", "x"}, posix, pad), "empty element"));
+    CHECK(has(*path_violation({"C:", "x"}, posix, pad), "drive letter"));
+    CHECK(*path_violation({}, posix, pad) == "empty path");
+    CHECK(has(*path_violation({"root", ".pad", "AUX"}, PathPlatform::windows_compatible, pad), "Windows device"));
+}
+
 TEST_CASE("path rules: set rules (case folding, NFC, file vs directory)") {
     CHECK(check_payload_paths("t", {{"r", "a.txt"}, {"r", "b.txt"}}).ok());
     auto dup = check_payload_paths("t", {{"r", "Read.ME"}, {"r", "read.me"}});
