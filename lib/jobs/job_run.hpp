@@ -41,6 +41,9 @@ struct JobRun {
     // Durable ledger write at a step boundary.
     Status save();
     Status event(const std::string& type, nlohmann::json fields = nlohmann::json::object());
+    // Record a file compensation or cleanup left in place on `node` ({path, reason, code}) in
+    // the ledger's `kept`, once per node and path; saved with the next save().
+    void note_kept(const std::string& node, nlohmann::json entry, const std::string& step);
     void log(const std::string& line) const {
         if (io.log) io.log(line);
     }
