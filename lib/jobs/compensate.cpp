@@ -18,19 +18,12 @@ namespace {
 
 namespace qb = clients::qbittorrent;
 
-Result<TargetOwner> live_owner(JobRun& run, NodeHandle& dst) {
-    ARCHCTL_TRY_ASSIGN(auto live, dst.qb().torrents({run.def.qb_id}));
-    std::optional<std::vector<std::string>> tags;
-    if (!live.empty()) tags = live[0].tags;
-    return target_owner(run.ledger, run.def.id, tags);
-}
-
 // A new target: remove the torrent when this job added it (before its files, so qBittorrent
 // never sees them vanish), leave it when someone else did. Ok when nothing of this job's is
 // left in qBittorrent.
 Status remove_new_target(JobRun& run, NodeHandle& dst) {
     if (!run.def.new_target || !run.ledger.target_added) return {};
-    ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_owner(run, dst));
+    ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(dst, run.def, run.ledger));
     if (owner == TargetOwner::this_job) {
         ARCHCTL_TRY_STATUS(dst.qb().remove({run.def.qb_id}, qb::DeleteData::no));
         (void)run.event("target_removed", {{"node", run.def.target}});
@@ -50,7 +43,7 @@ Status remove_new_target(JobRun& run, NodeHandle& dst) {
 Result<Referenced> used_on_target(JobRun& run, NodeHandle& dst) {
     bool own_torrent_is_ours = !run.def.new_target;
     if (run.def.new_target) {
-        ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_owner(run, dst));
+        ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(dst, run.def, run.ledger));
         own_torrent_is_ours = owner == TargetOwner::this_job;
     }
     ARCHCTL_TRY_ASSIGN(Referenced refs, referenced_paths(dst, own_torrent_is_ours ? run.def.qb_id : std::string()));

@@ -60,6 +60,8 @@ struct JobRun {
 // selection, completion) and the target (a new target still without the torrent; an existing
 // one unchanged until this job touches it). A change is STALE_STATE.
 StepResult step_preflight(JobRun& run);
+// Who put the torrent with the job's qB id on the target, read live (target_owner in job.hpp).
+[[nodiscard]] Result<TargetOwner> live_target_owner(NodeHandle& dst, const JobDefinition& def, const Ledger& ledger);
 [[nodiscard]] Status check_source(JobRun& run);
 [[nodiscard]] Status check_target(JobRun& run);
 StepResult step_stage(JobRun& run);

@@ -42,8 +42,9 @@ Status rebuild_ledger(JobRun& run) {
     if (run.def.new_target && !l.committed) {
         auto dst = run.target();
         if (!dst.ok()) return dst.take_error();
-        ARCHCTL_TRY_ASSIGN(auto live, dst.value()->qb().torrents({run.def.qb_id}));
-        if (!live.empty() && target_owner(Ledger{}, run.def.id, live[0].tags) == TargetOwner::this_job) {
+        // Judged on the tag alone: nothing of the lost ledger is trusted.
+        ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(*dst.value(), run.def, Ledger{}));
+        if (owner == TargetOwner::this_job) {
             l.target_added = true;
             l.target_tag = job_tag(run.def.id);
         }
