@@ -173,6 +173,8 @@ class Compensation(unittest.TestCase):
         self.assertIn("compensation kept 3 files used by other torrents", out)
         for p in expected:
             self.assertIn(p, out)
+        print("  job show:\n" + "\n".join("    " + line for line in out.splitlines() if "kept" in line or REFERENCED in line),
+              file=sys.stderr)
         # status: the jobs section names the job and what it kept.
         rc, out, err = archctl_in(state, "status")
         self.assertIn(job, out, out + err)
