@@ -12,6 +12,7 @@
 
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/referenced.hpp"
+#include "lib/jobs/summary.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -107,6 +108,8 @@ Status compensate(JobRun& run, const Error& why) {
     (void)run.save();
     StepResult c = step_cleanup(run);
     if (c.kind == StepResult::fail) keep(c.error);
+    if (std::string kept = kept_text(run.ledger.kept); !kept.empty())
+        run.log(fmt::format("archctl: job {}: {} (see 'archctl job show {}')", run.def.id, kept, run.def.id));
     if (!first.ok()) return first;
     (void)run.event("compensated", {{"kept", run.ledger.kept.size()}});
     return {};

@@ -205,6 +205,7 @@ class UserTorrentOverPlacedFiles(Compensation):
         tid, name, job, files = self.arrange()
         rc, out, err = LAB.archctl("job", "cancel", job, "--json")
         self.assertEqual(rc, 0, err + out)
+        self.assertIn("compensation kept 3 files used by other torrents (see 'archctl job show", err)
         self.assertIsNotNone(LAB.qb("archive1").torrent(tid), "the user's torrent stays")
         self.assert_kept_for_other_torrent(tid, name, job, files, "cancelled")
 
