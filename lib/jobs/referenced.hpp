@@ -24,7 +24,9 @@ struct Referenced {
     std::size_t torrents = 0;         // torrents listed, the excluded one included
 };
 
-// Every path a torrent in `node`'s qBittorrent references now (save path + "/" + each file's name, as qBittorrent lays it out), read fresh right before an unlink: one torrent list, then each torrent's file list.
+// Every path a torrent in `node`'s qBittorrent references now (save path + "/" + each file's
+// name, as qBittorrent lays it out), read fresh right before an unlink: one torrent list, then
+// each torrent's file list. The torrent `excluding_qb_id` (if given) is skipped.
 [[nodiscard]] Result<Referenced> referenced_paths(NodeHandle& node, const std::string& excluding_qb_id = {});
 
 // The same, for a caller that only unlinks at or below `dir` (a job's staging directory): the

@@ -72,7 +72,8 @@ StepResult step_verify(JobRun& run) {
             // A torrent there that this job did not add is someone else's: never adopted.
             if (!present.value().empty() &&
                 target_owner(run.ledger, run.def.id, present.value()[0].tags) != TargetOwner::this_job)
-                return StepResult::failed(stale(fmt::format("the target '{}' (it now has the torrent, not added by this job)", run.def.target), run));
+                return StepResult::failed(
+                    stale(fmt::format("the target '{}' (it now has the torrent, not added by this job)", run.def.target), run));
             if (present.value().empty() && run.def.partfile == plan::PartfileNeed::carry_source) {
                 // libtorrent reads the slot table when the torrent is added: the part file must be
                 // in the save path before torrents/add (flow-facts §1.3).
@@ -99,7 +100,8 @@ StepResult step_verify(JobRun& run) {
                 if (!run.ledger.target_tag.empty()) add.tags = {run.ledger.target_tag};
                 Status added = tqb.add(add);
                 if (!added.ok()) return StepResult::failed(added.take_error());
-                (void)run.event("target_added", {{"node", run.def.target}, {"save_path", run.def.target_save_path}, {"tag", run.ledger.target_tag}});
+                (void)run.event("target_added",
+                                {{"node", run.def.target}, {"save_path", run.def.target_save_path}, {"tag", run.ledger.target_tag}});
                 crash_point("verify.added");
             }
             auto listed = wait_listed(tqb, id, std::chrono::seconds(60));

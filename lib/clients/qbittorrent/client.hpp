@@ -58,7 +58,8 @@ public:
 
     // torrents/add from .torrent bytes (multipart, unique part filename): stopped or started,
     // automatic management off, explicit save path, content layout, no download path, hash check
-    // unless `skip_checking`, and the given tags from the first moment the torrent exists. Adding is asynchronous: poll torrents() for the id afterwards.
+    // unless `skip_checking`, and the given tags from the first moment the torrent exists.
+    // Adding is asynchronous: poll torrents() for the id afterwards.
     // QB_ADD_REFUSED when qBittorrent added nothing (e.g. already present), QB_INVALID_TORRENT (415).
     [[nodiscard]] Status add(const AddTorrent& torrent);
 
