@@ -101,6 +101,12 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
                                        row->definition.value("op", ""), row->definition.value("qb_id", "").substr(0, 12),
                                        row->definition.value("name", ""), nodes_of(*row), to_string(row->ledger.state), row->ledger.step,
                                        row->status);
+        if (!row->ledger.kept.empty()) {
+            text += "kept\n";
+            for (const auto& k : row->ledger.kept)
+                text += fmt::format("  {}:{}  {} ({})\n", k.value("node", ""), k.value("path", ""), k.value("reason", ""),
+                                    k.value("step", "") == "cleanup" ? "cleanup" : "compensation");
+        }
         for (const auto& e : ev) text += event_line(*row, e);
         auto lock = LockFile::read(store.dir_of(row->id));
         if (lock.ok()) text += fmt::format("running: pid {} on {}, since {}\n", lock->pid, lock->host, lock->started_at);

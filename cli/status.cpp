@@ -128,8 +128,9 @@ std::string render_routes(const config::Config& config, nlohmann::json& out) {
     return "routes" + (t.empty() ? std::string("\n  (none)") : "\n" + t.render());
 }
 
-// The `jobs` block: unfinished jobs with their progress, and how many need attention. With a
-// resource, only its jobs (finished ones too); with a job id, only that job.
+// The `jobs` block: unfinished jobs with their progress, finished ones whose compensation or
+// cleanup kept files (until `job clear`), and how many need attention. With a resource, only its
+// jobs (finished ones too); with a job id, only that job.
 struct JobFilter {
     std::string qb_id;
     std::string job_id;
@@ -148,7 +149,8 @@ std::string render_jobs(const std::vector<jobs::JobSummary>& all, const JobFilte
         if (!filter.matches(j)) continue;
         out.push_back(j.to_json());
         if (j.needs_attention) attention.push_back(j.id);
-        if (j.finished() && !j.needs_attention && !filter.any()) continue;
+        // A finished job stays in the overview while it says what it left in place.
+        if (j.finished() && !j.needs_attention && !filter.any() && j.ledger.kept.empty()) continue;
         std::string nodes = j.definition["source"].value("node", "");
         const std::string target = j.definition.value("target", nlohmann::json::object()).value("node", "");
         if (!target.empty()) nodes += " → " + target;

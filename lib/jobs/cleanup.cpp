@@ -1,20 +1,36 @@
-// Step 5, cleanup: remove the job's staging on both nodes (DESIGN.md §5).
+// Step 5, cleanup: remove the job's staging on both nodes (DESIGN.md §5). Right before each
+// node's cleanup, the paths that node's torrents reference below the job directory are read
+// fresh: a staged file some torrent uses is kept (lib/node/keep_rule.hpp) and recorded.
 
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/job_run.hpp"
+#include "lib/jobs/referenced.hpp"
 
 namespace archctl::jobs {
 StepResult step_cleanup(JobRun& run) {
     if (run.ledger.cleaned) return StepResult::ok();
+    nlohmann::json kept_all = nlohmann::json::array();
     for (auto [node_name, folder] : {std::pair{run.def.source, run.def.route.source_path}, std::pair{run.def.target, run.def.route.target_path}}) {
         auto node = run.nodes.get(node_name);
         if (!node.ok()) return StepResult::failed(node.take_error());
         auto ops = node.value()->ops();
         if (!ops.ok()) return StepResult::failed(ops.take_error());
-        nlohmann::json args = {{"job_dir", job_dir(folder, run.def.id)}};
+        std::string dir = job_dir(folder, run.def.id);
+        auto used = referenced_paths_below(*node.value(), dir);
+        if (!used.ok()) return StepResult::failed(used.take_error());
+        nlohmann::json referenced = nlohmann::json::array();
+        for (const auto& p : used.value().paths)
+            if (path_at_or_below(p, dir)) referenced.push_back(p);
+        nlohmann::json args = {{"job_dir", dir}, {"referenced", referenced}};
         if (node_name == run.def.target) args["save_path"] = run.def.target_save_path;  // drops the merge record
         auto r = node::call_operation(*ops.value(), "cleanup", args);
         if (!r.ok()) return StepResult::failed(r.take_error());
+        for (auto k : r.value().value("kept", nlohmann::json::array())) {
+            // Files the keep rule kept; unknown content and directories are only reported.
+            if (k.contains("code") && k.value("code", "") != "not_empty") run.note_kept(node_name, k, "cleanup");
+            k["node"] = node_name;
+            kept_all.push_back(std::move(k));
+        }
         crash_point("cleanup.node");
     }
     // After the commit the target's part file is what the recheck verified; the job's copy of
@@ -24,7 +40,7 @@ StepResult step_cleanup(JobRun& run) {
         if (!dropped.ok()) return StepResult::failed(dropped.take_error());
     }
     run.ledger.cleaned = true;
-    (void)run.event("cleaned");
+    (void)run.event("cleaned", {{"kept", kept_all}});
     return StepResult::ok();
 }
 

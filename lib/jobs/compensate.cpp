@@ -1,30 +1,90 @@
 // Compensation: a failure before commit restores the target baseline and removes only what this
-// job created (DESIGN.md §5). Every part is attempted; the first error is reported.
+// job created that nothing references (DESIGN.md §5). Every part is attempted; the first error
+// is reported.
+//
+// Order on the target: the new target's torrent goes first, and only when the live torrent
+// proves this job added it (its tag, see job_tag); a torrent there that someone else added stays,
+// and so do its files. Then the referenced paths are read fresh and unmerge unlinks only files
+// this job placed that no other torrent references (lib/node/keep_rule.hpp decides per file).
+// What stays is recorded with its reason in the `unmerged` event and in the ledger's `kept`.
 
 #include <fmt/format.h>
 
 #include "lib/jobs/job_run.hpp"
+#include "lib/jobs/referenced.hpp"
+#include "lib/jobs/summary.hpp"
 
 namespace archctl::jobs {
 namespace {
 
 namespace qb = clients::qbittorrent;
 
+// A new target: remove the torrent when this job added it (before its files, so qBittorrent
+// never sees them vanish), leave it when someone else did. Ok when nothing of this job's is
+// left in qBittorrent.
+Status remove_new_target(JobRun& run, NodeHandle& dst) {
+    if (!run.def.new_target || !run.ledger.target_added) return {};
+    ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(dst, run.def, run.ledger));
+    if (owner == TargetOwner::this_job) {
+        ARCHCTL_TRY_STATUS(dst.qb().remove({run.def.qb_id}, qb::DeleteData::no));
+        (void)run.event("target_removed", {{"node", run.def.target}});
+    } else if (owner == TargetOwner::someone_else) {
+        (void)run.event("target_kept", {{"node", run.def.target}, {"reason", "the torrent there was not added by this job"}});
+    }
+    if (!run.ledger.target_tag.empty()) ARCHCTL_TRY_STATUS(dst.qb().delete_tags({run.ledger.target_tag}));
+    run.ledger.target_added = false;
+    (void)run.save();
+    return {};
+}
+
+// The paths the target's torrents use now, read right before unmerge unlinks anything. The
+// job's own torrent counts only for what is not this job's doing: a new target this job added
+// is left out (after remove_new_target it is gone anyway); an existing target is left out except
+// for files selected there that this job did not select itself.
+Result<Referenced> used_on_target(JobRun& run, NodeHandle& dst) {
+    bool own_torrent_is_ours = !run.def.new_target;
+    if (run.def.new_target) {
+        ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(dst, run.def, run.ledger));
+        own_torrent_is_ours = owner == TargetOwner::this_job;
+    }
+    ARCHCTL_TRY_ASSIGN(Referenced refs, referenced_paths(dst, own_torrent_is_ours ? run.def.qb_id : std::string()));
+    if (!run.def.new_target && refs.excluded_present) {
+        ARCHCTL_TRY_ASSIGN(auto files, dst.qb().files(run.def.qb_id));
+        for (const auto& f : files) {
+            bool selected_by_this_job = run.ledger.target_touched && run.def.delta.contains(f.index);
+            if (f.priority > 0 && !selected_by_this_job) refs.paths.insert(run.def.target_save_path + "/" + f.name);
+        }
+    }
+    return refs;
+}
+
 // Remove the files merge placed (its own record says which; pre-existing ones stay). A merge
 // that was interrupted left a record too, so this runs whenever merge may have started.
 Status unmerge(JobRun& run, NodeHandle& dst) {
     bool may_have_merged = run.ledger.merged || run.ledger.step == "merge" || run.ledger.step == "verify";
     if (!may_have_merged) return {};
+    ARCHCTL_TRY_ASSIGN(Referenced used, used_on_target(run, dst));
+    nlohmann::json referenced = nlohmann::json::array();
+    for (const auto& p : used.paths)
+        if (path_at_or_below(p, run.def.target_save_path)) referenced.push_back(p);
     ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.ops());
     auto r = node::call_operation(*ops, "unmerge", {{"job_dir", job_dir(run.def.route.target_path, run.def.id)},
                                                     {"save_path", run.def.target_save_path},
-                                                    {"provenance", run.ledger.merge_provenance}});
+                                                    {"provenance", run.ledger.merge_provenance},
+                                                    {"referenced", referenced}});
     if (!r.ok())
         return Error("UNMERGE_FAILED", fmt::format("cannot remove the files job {} placed on '{}': {}", run.def.id, run.def.target,
                                                    r.error().message));
     run.ledger.merged = false;
+    nlohmann::json kept = r.value().value("kept", nlohmann::json::array());
+    for (const auto& k : kept)
+        if (k.value("code", "") != "not_empty") run.note_kept(run.def.target, k, "unmerge");
+    for (const auto& p : r.value().value("preexisting", nlohmann::json::array()))
+        run.note_kept(run.def.target, {{"path", p}, {"reason", "it was there before this job"}, {"code", "preexisting"}}, "unmerge");
     (void)run.event("unmerged", {{"removed", r.value().value("removed", nlohmann::json::array())},
-                                 {"kept", r.value().value("kept", nlohmann::json::array())}});
+                                 {"kept", kept},
+                                 {"preexisting", r.value().value("preexisting", nlohmann::json::array())},
+                                 {"torrents_read", used.qb_ids.size()}});
     return {};
 }
 
@@ -38,20 +98,20 @@ Status compensate(JobRun& run, const Error& why) {
     auto keep = [&first](Status s) {
         if (!s.ok() && first.ok()) first = std::move(s);
     };
-    if (run.def.new_target && run.ledger.target_added) {
-        // A new target is removed before its files, so qBittorrent never sees them vanish.
-        Status removed = dst.value()->qb().remove({run.def.qb_id}, qb::DeleteData::no);
-        if (removed.ok()) run.ledger.target_added = false;
-        keep(std::move(removed));
-    }
-    keep(unmerge(run, *dst.value()));
+    Status removed = remove_new_target(run, *dst.value());
+    // While this job's torrent may still be in qBittorrent its files stay too: a rerun removes
+    // both (the merge record is kept until unmerge runs).
+    if (removed.ok()) keep(unmerge(run, *dst.value()));
+    keep(std::move(removed));
     keep(restore_baseline(run));
     keep(drop_baseline_copy(run));
     (void)run.save();
     StepResult c = step_cleanup(run);
     if (c.kind == StepResult::fail) keep(c.error);
+    if (std::string kept = kept_text(run.ledger.kept); !kept.empty())
+        run.log(fmt::format("archctl: job {}: {} (see 'archctl job show {}')", run.def.id, kept, run.def.id));
     if (!first.ok()) return first;
-    (void)run.event("compensated");
+    (void)run.event("compensated", {{"kept", run.ledger.kept.size()}});
     return {};
 }
 

@@ -1,5 +1,7 @@
 #include "lib/jobs/job.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace archctl::jobs {
@@ -139,10 +141,10 @@ nlohmann::json Ledger::to_json() const {
                         {"bytes_synced", s.bytes_synced}});
     return {{"version", 1},          {"state", to_string(state)},     {"step", step},
             {"staged", staged},      {"synced", synced},              {"merged", merged},
-            {"target_added", target_added}, {"baseline_recorded", baseline_recorded},
+            {"target_added", target_added}, {"target_tag", target_tag}, {"baseline_recorded", baseline_recorded},
             {"target_baseline", target_baseline}, {"target_touched", target_touched}, {"committed", committed}, {"generation", generation},
             {"started_target", started_target}, {"cleaned", cleaned}, {"bytes_present", bytes_present},
-            {"merge_provenance", merge_provenance}, {"failure", failure}, {"sessions", sess}};
+            {"merge_provenance", merge_provenance}, {"failure", failure}, {"kept", kept}, {"sessions", sess}};
 }
 
 Ledger Ledger::from_json(const nlohmann::json& j) {
@@ -153,6 +155,7 @@ Ledger Ledger::from_json(const nlohmann::json& j) {
     l.synced = j.value("synced", false);
     l.merged = j.value("merged", false);
     l.target_added = j.value("target_added", false);
+    l.target_tag = j.value("target_tag", "");
     l.baseline_recorded = j.value("baseline_recorded", false);
     l.target_baseline = j.value("target_baseline", nlohmann::json());
     l.target_touched = j.value("target_touched", false);
@@ -163,11 +166,22 @@ Ledger Ledger::from_json(const nlohmann::json& j) {
     l.bytes_present = j.value("bytes_present", std::uint64_t{0});
     l.merge_provenance = j.value("merge_provenance", nlohmann::json::array());
     l.failure = j.value("failure", nlohmann::json());
+    l.kept = j.value("kept", nlohmann::json::array());
     for (const auto& s : j.value("sessions", nlohmann::json::array()))
         l.sessions.push_back({s.value("started", ""), s.value("ended", ""), s.value("end_reason", ""), s.value("host", ""),
                               s.value("pid", 0L), s.value("bytes_linked", std::uint64_t{0}),
                               s.value("bytes_copied", std::uint64_t{0}), s.value("bytes_synced", std::uint64_t{0})});
     return l;
+}
+
+std::string job_tag(const std::string& job_id) { return "archctl-job-" + job_id; }
+
+TargetOwner target_owner(const Ledger& ledger, const std::string& job_id, const std::optional<std::vector<std::string>>& live_tags) {
+    if (!live_tags) return TargetOwner::absent;
+    if (std::find(live_tags->begin(), live_tags->end(), job_tag(job_id)) != live_tags->end()) return TargetOwner::this_job;
+    // A job that added its torrent without a tag can only go by its own record.
+    if (ledger.target_added && ledger.target_tag.empty()) return TargetOwner::this_job;
+    return TargetOwner::someone_else;
 }
 
 }  // namespace archctl::jobs

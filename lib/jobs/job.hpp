@@ -9,6 +9,7 @@
 // idempotent: it checks evidence, does what remains and records.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,8 @@ struct Ledger {
     bool staged = false;
     bool synced = false;
     bool merged = false;
-    bool target_added = false;        // this job added the torrent to the target qBittorrent
+    bool target_added = false;        // intent: this job adds (or added) the torrent to a new target
+    std::string target_tag;           // the tag this job's add set on it (job_tag(id)); empty: added without one
     bool baseline_recorded = false;
     // Existing target, before this job touched it: qb_id, run_state, started, selected,
     // priorities, files [{index,size,progress}], content (digest of those and the files on
@@ -98,10 +100,27 @@ struct Ledger {
     std::uint64_t bytes_present = 0;  // job bytes seen on the target so far
     nlohmann::json merge_provenance = nlohmann::json::array();
     nlohmann::json failure;           // {code, message} when failed
+    // Files compensation or cleanup left in place and why: [{node, path, reason, code, step}]
+    // (code: the keep rule's, or "preexisting"; step: "unmerge" or "cleanup").
+    nlohmann::json kept = nlohmann::json::array();
     std::vector<Session> sessions;
 
     nlohmann::json to_json() const;
     static Ledger from_json(const nlohmann::json& j);
 };
+
+// The tag a job's torrents/add sets on a new target, so the torrent carries from its first
+// moment the proof of who added it. Removed again at the commit.
+[[nodiscard]] std::string job_tag(const std::string& job_id);
+
+// Who put the torrent with the job's qB id on a new target, decided from live evidence.
+enum class TargetOwner {
+    absent,        // no such torrent
+    this_job,      // it carries this job's tag (or: the job added it before jobs tagged, and says so)
+    someone_else,  // the user, or another archctl (another state directory): never removed
+};
+// `live_tags`: the torrent's tags as qBittorrent lists them now, nullopt when it is not there.
+[[nodiscard]] TargetOwner target_owner(const Ledger& ledger, const std::string& job_id,
+                                       const std::optional<std::vector<std::string>>& live_tags);
 
 }  // namespace archctl::jobs

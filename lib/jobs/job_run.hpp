@@ -41,6 +41,9 @@ struct JobRun {
     // Durable ledger write at a step boundary.
     Status save();
     Status event(const std::string& type, nlohmann::json fields = nlohmann::json::object());
+    // Record a file compensation or cleanup left in place on `node` ({path, reason, code}) in
+    // the ledger's `kept`, once per node and path; saved with the next save().
+    void note_kept(const std::string& node, nlohmann::json entry, const std::string& step);
     void log(const std::string& line) const {
         if (io.log) io.log(line);
     }
@@ -57,6 +60,8 @@ struct JobRun {
 // selection, completion) and the target (a new target still without the torrent; an existing
 // one unchanged until this job touches it). A change is STALE_STATE.
 StepResult step_preflight(JobRun& run);
+// Who put the torrent with the job's qB id on the target, read live (target_owner in job.hpp).
+[[nodiscard]] Result<TargetOwner> live_target_owner(NodeHandle& dst, const JobDefinition& def, const Ledger& ledger);
 [[nodiscard]] Status check_source(JobRun& run);
 [[nodiscard]] Status check_target(JobRun& run);
 StepResult step_stage(JobRun& run);

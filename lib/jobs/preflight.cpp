@@ -29,13 +29,23 @@ Status check_source(JobRun& run) {
     return {};
 }
 
+Result<TargetOwner> live_target_owner(NodeHandle& dst, const JobDefinition& def, const Ledger& ledger) {
+    ARCHCTL_TRY_ASSIGN(auto live, dst.qb().torrents({def.qb_id}));
+    std::optional<std::vector<std::string>> tags;
+    if (!live.empty()) tags = live[0].tags;
+    return target_owner(ledger, def.id, tags);
+}
+
 Status check_target(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, run.target());
     ARCHCTL_TRY_ASSIGN(auto view, read_placement(*dst, resource_of(run.def)));
     if (run.def.new_target) {
-        // Once the add intent is durable the torrent there may be this job's own.
-        if (view && !run.ledger.target_added)
-            return stale(fmt::format("the target '{}' (it now has the torrent)", run.def.target), run);
+        if (!view) return {};
+        // Once the add intent is durable the torrent there may be this job's own: its tag says.
+        if (!run.ledger.target_added) return stale(fmt::format("the target '{}' (it now has the torrent)", run.def.target), run);
+        ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(*dst, run.def, run.ledger));
+        if (owner == TargetOwner::someone_else)
+            return stale(fmt::format("the target '{}' (it now has the torrent, not added by this job)", run.def.target), run);
         return {};
     }
     // An existing target is compared with what the job was planned against until this job

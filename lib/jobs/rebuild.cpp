@@ -16,7 +16,10 @@ Status rebuild_ledger(JobRun& run) {
     if (events.ok())
         for (const auto& e : events->records) {
             std::string type = e.value("type", "");
-            if (type == "target_added") l.target_added = true;
+            if (type == "target_added") {
+                l.target_added = true;
+                l.target_tag = e.value("tag", "");
+            }
             if (type == "baseline_recorded") {
                 l.baseline_recorded = true;
                 l.target_baseline = e;
@@ -32,6 +35,18 @@ Status rebuild_ledger(JobRun& run) {
         if (rec.ok() && rec.value() && rec.value()->job_id == run.def.id) {
             l.committed = true;
             l.generation = rec.value()->generation;
+        }
+    }
+    // A new target's torrent that carries this job's tag was added by this job, whatever the
+    // events managed to record before a crash.
+    if (run.def.new_target && !l.committed) {
+        auto dst = run.target();
+        if (!dst.ok()) return dst.take_error();
+        // Judged on the tag alone: nothing of the lost ledger is trusted.
+        ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(*dst.value(), run.def, Ledger{}));
+        if (owner == TargetOwner::this_job) {
+            l.target_added = true;
+            l.target_tag = job_tag(run.def.id);
         }
     }
     if (l.committed) {

@@ -29,6 +29,14 @@ Status JobRun::save() { return store.write_ledger(def.id, ledger.to_json()); }
 
 Status JobRun::event(const std::string& type, nlohmann::json fields) { return store.append_event(def.id, type, std::move(fields)); }
 
+void JobRun::note_kept(const std::string& node, nlohmann::json entry, const std::string& step) {
+    for (const auto& have : ledger.kept)
+        if (have.value("node", "") == node && have.value("path", "") == entry.value("path", "")) return;
+    entry["node"] = node;
+    entry["step"] = step;
+    ledger.kept.push_back(std::move(entry));
+}
+
 std::optional<StepResult> JobRun::should_stop() const {
     if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
     if (budgets.max_bytes && session_bytes() >= *budgets.max_bytes)

@@ -104,17 +104,64 @@ nlohmann::json JobSummary::to_json() const {
             {"step", ledger.step},
             {"running", running},
             {"status", status},
-            {"needs_attention", needs_attention}};
+            {"needs_attention", needs_attention},
+            {"kept", ledger.kept}};
+}
+
+namespace {
+
+// "used by other torrents" for `n` files kept for `code`.
+std::string kept_reason_words(const std::string& code, std::size_t n) {
+    bool one = n == 1;
+    if (code == "referenced") return one ? "used by another torrent" : "used by other torrents";
+    if (code == "preexisting") return "there before the job";
+    if (code == "replaced") return "replaced since the job placed " + std::string(one ? "it" : "them");
+    if (code == "size_changed") return "changed in size since the job placed " + std::string(one ? "it" : "them");
+    if (code == "other_links") return one ? "with another hard link" : "with other hard links";
+    if (code == "not_regular") return one ? "no longer a regular file" : "no longer regular files";
+    return "kept for another reason";
+}
+
+std::string files_word(std::size_t n) { return n == 1 ? "file" : "files"; }
+
+}  // namespace
+
+std::string kept_text(const nlohmann::json& kept) {
+    std::vector<std::string> parts;
+    for (const char* step : {"unmerge", "cleanup"}) {
+        std::vector<std::pair<std::string, std::size_t>> by_code;  // in order of first appearance
+        std::size_t total = 0;
+        for (const auto& k : kept) {
+            if (!k.is_object() || k.value("step", "unmerge") != step) continue;
+            std::string code = k.value("code", "");
+            auto it = std::find_if(by_code.begin(), by_code.end(), [&](const auto& p) { return p.first == code; });
+            if (it == by_code.end()) by_code.emplace_back(code, 1);
+            else ++it->second;
+            ++total;
+        }
+        if (total == 0) continue;
+        std::string who = std::string(step) == "unmerge" ? "compensation" : "cleanup";
+        if (by_code.size() == 1) {
+            parts.push_back(fmt::format("{} kept {} {} {}", who, total, files_word(total), kept_reason_words(by_code[0].first, total)));
+            continue;
+        }
+        std::vector<std::string> groups;
+        for (const auto& [code, n] : by_code) groups.push_back(fmt::format("{} {}", n, kept_reason_words(code, n)));
+        parts.push_back(fmt::format("{} kept {} {}: {}", who, total, files_word(total), fmt::join(groups, ", ")));
+    }
+    return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 std::string progress_text(const nlohmann::json& def, const Ledger& l) {
     std::uint64_t total = def.value("delta_bytes", std::uint64_t{0});
     std::size_t files = def.value("files", nlohmann::json::array()).size();
-    if (l.state == JobState::done) return "done";
+    std::string kept = kept_text(l.kept);
+    std::string kept_note = kept.empty() ? "" : " (" + kept + ")";
+    if (l.state == JobState::done) return "done" + kept_note;
     if (l.state != JobState::running) {
         std::string msg = l.failure.is_object() ? l.failure.value("message", "") : "";
         std::string state = l.state == JobState::cleanup_required ? "CLEANUP_REQUIRED" : to_string(l.state);
-        return state + (msg.empty() ? "" : ": " + msg);
+        return state + (msg.empty() ? "" : ": " + msg) + kept_note;
     }
     std::uint64_t done = l.synced ? total : std::min(total, l.bytes_present);
     double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : (l.synced ? 100.0 : 0.0);

@@ -33,7 +33,13 @@ struct JobSummary {
 };
 
 [[nodiscard]] Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store);
+// "archiving: 61% (…)", "done", "failed: <message> (compensation kept 3 files used by other
+// torrents)".
 std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);
+// What compensation and cleanup left in place, by step and reason: "compensation kept 3 files
+// used by other torrents", "compensation kept 2 files: 1 used by another torrent, 1 there before
+// the job"; empty when nothing was kept. `kept` is the ledger's list.
+std::string kept_text(const nlohmann::json& kept);
 
 // What one node holds of a resource, as its qBittorrent reports it now.
 struct PlacementSummary {

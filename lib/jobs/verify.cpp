@@ -72,11 +72,17 @@ StepResult step_verify(JobRun& run) {
             // recognised as this job's torrent on the rerun.
             if (!run.ledger.target_added) {
                 run.ledger.target_added = true;
+                run.ledger.target_tag = job_tag(run.def.id);
                 Status saved = run.save();
                 if (!saved.ok()) return StepResult::failed(saved.take_error());
             }
             auto present = tqb.torrents({id});
             if (!present.ok()) return StepResult::failed(present.take_error());
+            // A torrent there that this job did not add is someone else's: never adopted.
+            if (!present.value().empty() &&
+                target_owner(run.ledger, run.def.id, present.value()[0].tags) != TargetOwner::this_job)
+                return StepResult::failed(
+                    stale(fmt::format("the target '{}' (it now has the torrent, not added by this job)", run.def.target), run));
             if (present.value().empty() && run.def.partfile == plan::PartfileNeed::carry_source) {
                 // libtorrent reads the slot table when the torrent is added: the part file must be
                 // in the save path before torrents/add (flow-facts §1.3).
@@ -100,9 +106,11 @@ StepResult step_verify(JobRun& run) {
                 add.metainfo = run.metainfo;
                 add.save_path = run.def.target_save_path;
                 add.start = qb::AddStart::stopped;
+                if (!run.ledger.target_tag.empty()) add.tags = {run.ledger.target_tag};
                 Status added = tqb.add(add);
                 if (!added.ok()) return StepResult::failed(added.take_error());
-                (void)run.event("target_added", {{"node", run.def.target}, {"save_path", run.def.target_save_path}});
+                (void)run.event("target_added",
+                                {{"node", run.def.target}, {"save_path", run.def.target_save_path}, {"tag", run.ledger.target_tag}});
                 crash_point("verify.added");
             }
             auto listed = wait_listed(tqb, id, std::chrono::seconds(60));
@@ -173,6 +181,11 @@ StepResult step_verify(JobRun& run) {
         for (const auto& f : run.def.union_files) paths.push_back(f.path);
         auto chmod = node::call_operation(*ops.value(), "chmod_readable", {{"base", run.def.target_save_path}, {"paths", paths}});
         if (!chmod.ok()) return StepResult::failed(chmod.take_error());
+        // The add's proof of ownership has served its purpose: the placement is committed.
+        if (!run.ledger.target_tag.empty()) {
+            Status untagged = tqb.delete_tags({run.ledger.target_tag});
+            if (!untagged.ok()) return StepResult::failed(untagged.take_error());
+        }
         bool start = run.def.new_target || run.ledger.target_baseline.value("started", false);
         if (start) {
             Status s = tqb.start({id});

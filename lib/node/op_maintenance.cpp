@@ -4,10 +4,12 @@
 //   owner, write bits and special bits are kept (DESIGN.md §5 step 4).
 // cleanup: removes only job-owned staging artifacts — payload and auxiliary files named by the
 //   manifest or the stage journal, READY, the manifest, the journal, temp files archctl itself
-//   writes — then rmdir of the emptied directories; anything else is kept and reported. With
+//   writes — then rmdir of the emptied directories; anything else is kept and reported, and so
+//   is every file the keep rule keeps (`referenced`: paths other torrents reference now). With
 //   save_path it also drops this job's merge record.
 // unlink_owned (evict, DESIGN.md §7): unlinks only the given paths that no other torrent
-//   references and that are still what was recorded, then non-recursive rmdir from the deepest
+//   references and that are still what was recorded (the keep rule, lib/node/keep_rule.hpp;
+//   other hard links are allowed), then non-recursive rmdir from the deepest
 //   owned directory upward, keeping any directory with unknown content.
 //
 // Crash points: chmod.applied, cleanup.unlinked, cleanup.rmdir, unlink_owned.unlinked,
@@ -28,6 +30,7 @@
 #include "lib/base/journal.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/node/job_layout.hpp"
+#include "lib/node/keep_rule.hpp"
 #include "lib/node/operation.hpp"
 
 namespace archctl::node {
@@ -139,6 +142,7 @@ Owned owned_names(int job, const std::string& job_dir) {
 }
 
 struct Sweep {
+    std::set<std::string> referenced;  // paths other torrents reference (the caller's snapshot)
     json removed = json::array();
     json kept = json::array();
 };
@@ -146,8 +150,10 @@ struct Sweep {
 Status unlink_in(int dirfd, const std::string& name, const std::string& display, Sweep& sweep) {
     ARCHCTL_TRY_ASSIGN(auto st, stat_in(dirfd, name, display));
     if (!st) return {};
-    if (!S_ISREG(st->st_mode)) {
-        sweep.kept.push_back({{"path", display}, {"reason", fmt::format("a {}, not a file archctl writes", file_type_name(st->st_mode))}});
+    // A staged payload file is a link of the source's file: other links are expected.
+    KeepVerdict verdict = keep_verdict(OwnedPath{display, std::nullopt, std::nullopt}, *st, sweep.referenced, OtherLinks::allowed);
+    if (verdict.keep()) {
+        sweep.kept.push_back(kept_entry(display, verdict));
         return {};
     }
     if (::unlinkat(dirfd, name.c_str(), 0) != 0) {
@@ -214,6 +220,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     if (!route.ok()) return route.error().code == "NOT_FOUND" ? Result<json>(json{{"job_dir", "absent"}, {"removed", json::array()}, {"kept", json::array()}})
                                                               : Result<json>(route.take_error());
     const std::string job_id = route.value().name;
+    sweep.referenced = referenced_arg(args);
     if (args.contains("save_path")) ARCHCTL_TRY_STATUS(drop_merge_record(ctx.roots(), args.at("save_path").get<std::string>(), job_id, sweep));
     auto job = open_dir_below(route.value().dir.get(), std::vector<std::string>{job_id}, job_dir);
     if (!job.ok()) {
@@ -244,11 +251,6 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
 
 namespace {
 
-struct OwnedPath {
-    std::string path;
-    std::optional<std::uint64_t> size, ino;
-};
-
 std::vector<OwnedPath> parse_owned(const json& paths) {
     std::vector<OwnedPath> out;
     for (const auto& p : paths) {
@@ -265,20 +267,11 @@ std::vector<OwnedPath> parse_owned(const json& paths) {
     return out;
 }
 
-// Why an owned path must stay, or empty when it may be unlinked.
-std::string keep_reason(const OwnedPath& o, const struct stat& st, const std::set<std::string>& referenced) {
-    if (referenced.count(o.path)) return "referenced by another torrent";
-    if (!S_ISREG(st.st_mode)) return fmt::format("a {}, not a regular file", file_type_name(st.st_mode));
-    if (o.size && *o.size != static_cast<std::uint64_t>(st.st_size)) return "its size changed since it was recorded";
-    if (o.ino && *o.ino != static_cast<std::uint64_t>(st.st_ino)) return "it was replaced since it was recorded";
-    return "";
-}
-
 }  // namespace
 
 Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
     std::vector<OwnedPath> paths = parse_owned(args.at("paths"));
-    std::set<std::string> referenced = args.value("referenced", std::set<std::string>{});
+    std::set<std::string> referenced = referenced_arg(args);
     std::string stop_at = args.at("stop_at").get<std::string>();
     ARCHCTL_TRY_STATUS(ctx.roots().locate(stop_at));
     json removed = json::array(), kept = json::array();
@@ -294,9 +287,11 @@ Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
         }
         ARCHCTL_TRY_ASSIGN(auto st, stat_in(parent.value().dir.get(), parent.value().name, o.path));
         if (!st) continue;
-        std::string why = keep_reason(o, *st, referenced);
-        if (!why.empty()) {
-            kept.push_back({{"path", o.path}, {"reason", why}});
+        // A cache file may have other links (a staged link, the user's own): unlinking this
+        // name leaves their data alone.
+        KeepVerdict verdict = keep_verdict(o, *st, referenced, OtherLinks::allowed);
+        if (verdict.keep()) {
+            kept.push_back(kept_entry(o.path, verdict));
             continue;
         }
         if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0) return errno_error("cannot unlink", o.path, errno);

@@ -12,6 +12,12 @@
 // (provenance "preexisting"). Every move is preceded by an intent record with the inode that
 // will appear at the destination, so a rerun (or unmerge) recognises the job's own files.
 //
+// unmerge takes back each file whose intent it holds, unless the keep rule
+// (lib/node/keep_rule.hpp) keeps it: `referenced` (the paths other torrents reference, read by
+// the caller right before) wins over everything; a file replaced, resized or linked elsewhere
+// since merge stays. Answer: removed paths, kept [{path, reason, code}] (files and non-empty
+// directories), and the pre-existing paths, which are never removed.
+//
 // The record is a journal at `record_path`, by default `<root>/.archctl/merge-<job-id>.jsonl`
 // under the root that holds the save path (outside every Syncthing folder).
 //
@@ -34,6 +40,7 @@
 #include "lib/base/journal.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/node/job_layout.hpp"
+#include "lib/node/keep_rule.hpp"
 #include "lib/node/operation.hpp"
 
 namespace archctl::node {
@@ -187,8 +194,9 @@ Status append(Merger& m, const json& rec, bool sync_now) {
 
 // false when the kernel refuses the rename across mounts (EXDEV): the caller copies instead.
 Result<bool> move_by_rename(Merger& m, const DeltaFile& f, int dest_dir, const struct stat& received) {
-    ARCHCTL_TRY_STATUS(append(m, {{"intent", f.index}, {"how", "rename"}, {"ino", static_cast<std::uint64_t>(received.st_ino)}}, true));
-    m.state.intents[f.index] = {{"intent", f.index}, {"how", "rename"}, {"ino", static_cast<std::uint64_t>(received.st_ino)}};
+    json intent = {{"intent", f.index}, {"how", "rename"}, {"ino", static_cast<std::uint64_t>(received.st_ino)}, {"size", f.size}};
+    ARCHCTL_TRY_STATUS(append(m, intent, true));
+    m.state.intents[f.index] = intent;
     crash_point("merge.intent");
     std::string name = std::to_string(f.index);
     if (::renameat2(m.payload.get(), name.c_str(), dest_dir, f.components.back().c_str(), RENAME_NOREPLACE) != 0) {
@@ -228,7 +236,7 @@ Result<Placed> move_by_copy(Merger& m, const DeltaFile& f, int dest_dir, int rec
     if (::fsync(out.get()) != 0) return errno_error("cannot fsync", dest, errno);
     struct stat st {};
     ::fstat(out.get(), &st);
-    json intent = {{"intent", f.index}, {"how", "copy"}, {"ino", static_cast<std::uint64_t>(st.st_ino)}};
+    json intent = {{"intent", f.index}, {"how", "copy"}, {"ino", static_cast<std::uint64_t>(st.st_ino)}, {"size", f.size}};
     ARCHCTL_TRY_STATUS(append(m, intent, true));
     m.state.intents[f.index] = intent;
     crash_point("merge.intent");
@@ -377,9 +385,12 @@ namespace {
 
 struct Removal {
     json removed = json::array();
-    json kept = json::array();
+    json kept = json::array();        // files this job placed that the keep rule keeps
+    json preexisting = json::array();  // files that were there before the merge: never removed
 };
 
+// Takes back one delta path: the file this job placed there is unlinked unless the keep rule
+// (lib/node/keep_rule.hpp) says it stays. A pre-existing file is only reported.
 Status unmerge_file(const RootSet& roots, const std::string& save_path, const json& pre, const json& intent,
                     const std::set<std::string>& referenced, const std::string& job_id, Removal& out) {
     std::string rel = pre.at("path").get<std::string>();
@@ -390,13 +401,23 @@ Status unmerge_file(const RootSet& roots, const std::string& save_path, const js
         return parent.take_error();
     }
     int dir = parent.value().dir.get();
-    ::unlinkat(dir, fmt::format(".archctl-merge-{}-{}.tmp", job_id, pre.at("i").get<std::uint32_t>()).c_str(), 0);
+    bool preexisting = pre.at("state") == "preexisting";
+    if (!preexisting) ::unlinkat(dir, fmt::format(".archctl-merge-{}-{}.tmp", job_id, pre.at("i").get<std::uint32_t>()).c_str(), 0);
     ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir, parent.value().name, dest));
     if (!st) return {};
-    auto keep = [&](const char* why) { out.kept.push_back({{"path", dest}, {"reason", why}}); };
-    if (referenced.count(dest)) return keep("referenced by another torrent"), Status{};
-    if (!S_ISREG(st->st_mode) || st->st_ino != intent.at("ino").get<std::uint64_t>()) return keep("not the file this job placed"), Status{};
-    if (st->st_nlink > 1) return keep("the file has other hard links"), Status{};
+    if (preexisting) {
+        out.preexisting.push_back(dest);
+        return {};
+    }
+    if (intent.is_null()) return {};  // the job never moved a file there; whatever is there is not its own
+    OwnedPath owned{dest, std::nullopt, intent.at("ino").get<std::uint64_t>()};
+    if (intent.contains("size")) owned.size = intent.at("size").get<std::uint64_t>();
+    // A file merge moved into place has one link; another one means it is used elsewhere.
+    KeepVerdict verdict = keep_verdict(owned, *st, referenced, OtherLinks::keep_file);
+    if (verdict.keep()) {
+        out.kept.push_back(kept_entry(dest, verdict));
+        return {};
+    }
     if (::unlinkat(dir, parent.value().name.c_str(), 0) != 0) return errno_error("cannot remove", dest, errno);
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dir, dest));
     crash_point("unmerge.unlinked");
@@ -413,7 +434,8 @@ Status remove_created_dirs(const RootSet& roots, const json& dirs, Removal& out)
         auto parent = roots.open_parent(d);
         if (!parent.ok()) continue;
         if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), AT_REMOVEDIR) != 0) {
-            if (errno == ENOTEMPTY || errno == EEXIST) out.kept.push_back({{"path", d}, {"reason", "directory is not empty"}});
+            if (errno == ENOTEMPTY || errno == EEXIST)
+                out.kept.push_back({{"path", d}, {"reason", "directory is not empty"}, {"code", "not_empty"}});
             else if (errno != ENOENT) return errno_error("cannot remove directory", d, errno);
             continue;
         }
@@ -428,27 +450,26 @@ Status remove_created_dirs(const RootSet& roots, const json& dirs, Removal& out)
 Result<json> op_unmerge(OpContext& ctx, const json& args) {
     std::string save_path = args.at("save_path").get<std::string>();
     ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), args, save_path));
-    std::set<std::string> referenced = args.value("referenced", std::set<std::string>{});
+    std::set<std::string> referenced = referenced_arg(args);
     auto parent = ctx.roots().open_parent(record_path);
     if (!parent.ok() && parent.error().code != "NOT_FOUND") return parent.take_error();
     std::optional<MergeState> state;
     if (parent.ok()) {
         ARCHCTL_TRY_ASSIGN(state, load_record(fd_path(parent.value().dir.get(), parent.value().name)));
     }
-    if (!state) return json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}};
+    if (!state) return json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}, {"preexisting", json::array()}};
     std::string job_id = job_id_of(state->pre.value("job_dir", std::string("job")));
     Removal removal;
     for (const auto& pre : state->pre.at("pre")) {
-        if (pre.at("state") == "preexisting") continue;  // never removed
         auto intent = state->intents.find(pre.at("i").get<std::uint32_t>());
-        if (intent == state->intents.end()) continue;
-        ARCHCTL_TRY_STATUS(unmerge_file(ctx.roots(), save_path, pre, intent->second, referenced, job_id, removal));
+        const json& recorded = intent == state->intents.end() ? json() : intent->second;
+        ARCHCTL_TRY_STATUS(unmerge_file(ctx.roots(), save_path, pre, recorded, referenced, job_id, removal));
     }
     ARCHCTL_TRY_STATUS(remove_created_dirs(ctx.roots(), state->pre.at("dirs"), removal));
     if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0 && errno != ENOENT)
         return errno_error("cannot remove merge record", record_path, errno);
     crash_point("unmerge.done");
-    return json{{"record", "removed"}, {"removed", removal.removed}, {"kept", removal.kept}};
+    return json{{"record", "removed"}, {"removed", removal.removed}, {"kept", removal.kept}, {"preexisting", removal.preexisting}};
 }
 
 }  // namespace archctl::node

@@ -73,6 +73,15 @@ std::vector<std::vector<std::string>> chunks(const std::vector<std::string>& ids
     return out;
 }
 
+std::string join_tags(const std::vector<std::string>& tags) {
+    std::string out;
+    for (const auto& t : tags) {
+        if (!out.empty()) out.push_back(',');
+        out += t;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string join_ids(const std::vector<std::string>& ids) {
@@ -232,6 +241,7 @@ Status Client::add(const AddTorrent& torrent) {
               {"contentLayout", layout_name(torrent.layout)},
               {"useDownloadPath", "false"}};
     if (!torrent.rename.empty()) r.form.emplace_back("rename", torrent.rename);
+    if (!torrent.tags.empty()) r.form.emplace_back("tags", join_tags(torrent.tags));
     ++m_uploads;
     r.files.push_back({"torrents", fmt::format("archctl-{}-{}.torrent", ::getpid(), m_uploads),
                        "application/x-bittorrent", torrent.metainfo});
@@ -292,18 +302,6 @@ Status Client::remove(const std::vector<std::string>& ids, DeleteData data) {
     return ok_status();
 }
 
-namespace {
-
-std::string join_tags(const std::vector<std::string>& tags) {
-    std::string out;
-    for (const auto& t : tags) {
-        if (!out.empty()) out.push_back(',');
-        out += t;
-    }
-    return out;
-}
-
-}  // namespace
 
 Status Client::add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) {
     for (const auto& batch : chunks(ids))
@@ -315,6 +313,11 @@ Status Client::remove_tags(const std::vector<std::string>& ids, const std::vecto
     for (const auto& batch : chunks(ids))
         ARCHCTL_TRY_STATUS(action("torrents/removeTags", {{"hashes", join_ids(batch)}, {"tags", join_tags(tags)}}));
     return ok_status();
+}
+
+Status Client::delete_tags(const std::vector<std::string>& tags) {
+    if (tags.empty()) return ok_status();
+    return action("torrents/deleteTags", {{"tags", join_tags(tags)}});
 }
 
 Result<nlohmann::json> Client::add_peers(const std::vector<std::string>& ids, const std::vector<std::string>& peers) {

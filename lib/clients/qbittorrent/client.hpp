@@ -58,7 +58,8 @@ public:
 
     // torrents/add from .torrent bytes (multipart, unique part filename): stopped or started,
     // automatic management off, explicit save path, content layout, no download path, hash check
-    // unless `skip_checking`. Adding is asynchronous: poll torrents() for the id afterwards.
+    // unless `skip_checking`, and the given tags from the first moment the torrent exists.
+    // Adding is asynchronous: poll torrents() for the id afterwards.
     // QB_ADD_REFUSED when qBittorrent added nothing (e.g. already present), QB_INVALID_TORRENT (415).
     [[nodiscard]] Status add(const AddTorrent& torrent);
 
@@ -76,6 +77,9 @@ public:
     // torrent does not have is not an error).
     [[nodiscard]] Status add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags);
     [[nodiscard]] Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags);
+    // torrents/deleteTags: removes the tags from every torrent and from qBittorrent's tag list
+    // (deleting a tag that does not exist is not an error).
+    [[nodiscard]] Status delete_tags(const std::vector<std::string>& tags);
     // torrents/addPeers ("host:port" each); returns qBittorrent's per-torrent counts.
     [[nodiscard]] Result<nlohmann::json> add_peers(const std::vector<std::string>& ids,
                                                    const std::vector<std::string>& peers);

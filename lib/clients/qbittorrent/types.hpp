@@ -98,6 +98,7 @@ struct AddTorrent {
     ContentLayout layout = ContentLayout::original;
     bool skip_checking = false;  // never true in archctl's own flows
     std::string rename;          // optional display name
+    std::vector<std::string> tags;  // set by the add itself (no comma in a tag)
 };
 
 struct BuildInfo {

@@ -190,6 +190,27 @@ TEST_CASE("add refused and invalid torrents are explicit errors") {
     CHECK(client.add(add).error().code == "QB_INVALID_TORRENT");
 }
 
+TEST_CASE("add sets its tags in the add itself; deleteTags drops a tag everywhere") {
+    FakeQb fake;
+    CannedServer server(std::ref(fake));
+    Client client(settings_for(server.url()));
+    AddTorrent add;
+    add.metainfo = "x";
+    add.save_path = "/srv/x";
+    REQUIRE(client.add(add).ok());
+    add.tags = {"archctl-job-20261201-183412-7f3c", "second"};
+    REQUIRE(client.add(add).ok());
+    const auto adds = calls_to(server, "/api/v2/torrents/add");
+    REQUIRE(adds.size() == 2);
+    CHECK(adds[0].body.find("name=\"tags\"") == std::string::npos);
+    CHECK(adds[1].body.find("name=\"tags\"\r\n\r\narchctl-job-20261201-183412-7f3c,second\r\n") != std::string::npos);
+    REQUIRE(client.delete_tags({"archctl-job-20261201-183412-7f3c"}).ok());
+    REQUIRE(client.delete_tags({}).ok());
+    const auto deletes = calls_to(server, "/api/v2/torrents/deleteTags");
+    REQUIRE(deletes.size() == 1);
+    CHECK(deletes[0].body == "tags=archctl-job-20261201-183412-7f3c");
+}
+
 TEST_CASE("5.2 add: JSON counts, 409 when nothing was added") {
     FakeQb fake;
     fake.app = "v5.2.0";
