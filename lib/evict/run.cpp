@@ -21,6 +21,7 @@
 #include "lib/evict/evict.hpp"
 #include "lib/evict/evict_internal.hpp"
 #include "lib/jobs/archive_evidence.hpp"
+#include "lib/jobs/referenced.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/placements.hpp"
 #include "lib/state/reservations.hpp"
@@ -237,21 +238,15 @@ Status step_remove(EvictRun& run) {
     return {};
 }
 
-// Every path the remaining torrents on the cache node reference (files as qBittorrent lays them out).
+// Every path the remaining torrents on the cache node reference (jobs::referenced_paths). The
+// evicted torrent back in qBittorrent means someone added it again: its files are kept.
 Result<std::set<std::string>> snapshot_referenced(EvictRun& run, jobs::NodeHandle& cache, std::size_t& torrents) {
-    ARCHCTL_TRY_ASSIGN(auto all, cache.qb().all_torrents());
-    std::set<std::string> out;
-    torrents = 0;
-    for (const auto& t : all) {
-        if (t.id == run.def.qb_id)
-            return Error("STALE_STATE", fmt::format("torrent {} is back in qBittorrent on '{}'", run.def.qb_id.substr(0, 12), run.def.cache),
-                         "someone added it again; its files are kept");
-        ++torrents;
-        ARCHCTL_TRY_ASSIGN(auto files, cache.qb().files(t.id));
-        std::string base = strip_slash(t.save_path);
-        for (const auto& f : files) out.insert(base + "/" + f.name);
-    }
-    return out;
+    ARCHCTL_TRY_ASSIGN(auto ref, jobs::referenced_paths(cache, run.def.qb_id));
+    if (ref.excluded_present)
+        return Error("STALE_STATE", fmt::format("torrent {} is back in qBittorrent on '{}'", run.def.qb_id.substr(0, 12), run.def.cache),
+                     "someone added it again; its files are kept");
+    torrents = ref.qb_ids.size();
+    return std::move(ref.paths);
 }
 
 // Files unlinked per batch: each batch is preceded by a fresh revalidation of every proof and a
