@@ -9,8 +9,8 @@
 #   tests/run.sh                      the README's test command, unless --no-test
 #   examples/demo.sh                  the README's demo command, with --demo
 # Every mount under DIR is undone on any exit. Needs root. Not part of the ctest gate: it
-# downloads about a gigabyte of packages and builds the project from scratch (an hour or more
-# on two cores); see tests/README.md.
+# grows the root to about 1.5 GB and builds the project from scratch (about an hour on two
+# shared cores); see tests/README.md.
 #
 #   tests/bare_root.sh [--fuzz] [--no-test] [--demo] [--keep] [--reuse] [DIR]
 #     --keep    keep DIR after a successful run (it is always kept after a failure)
