@@ -75,6 +75,11 @@ Status make_dirs(const std::string& dir, unsigned mode) {
     return {};
 }
 
+std::string strip_trailing_slashes(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
+}
+
 std::string parent_dir(const std::string& path) {
     auto end = path.find_last_not_of('/');
     if (end == std::string::npos) return "/";

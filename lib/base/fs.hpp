@@ -50,6 +50,10 @@ Status make_dirs(const std::string& dir, unsigned mode = 0755);
 // Parent directory of a path ("a/b" → "a", "b" → ".").
 std::string parent_dir(const std::string& path);
 
+// A path without trailing slashes, as qBittorrent may report a save path ("/srv/x/" → "/srv/x";
+// "/" stays "/").
+std::string strip_trailing_slashes(std::string path);
+
 // True when the path exists (lstat succeeds).
 bool path_exists(const std::string& path);
 

@@ -30,7 +30,5 @@ namespace archctl::evict {
                                                                             const std::vector<std::string>& aliases,
                                                                             const std::string& node);
 
-// "/srv/x/" → "/srv/x" (qBittorrent may report a save path with a trailing slash).
-std::string strip_slash(std::string path);
 
 }  // namespace archctl::evict

@@ -164,7 +164,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
         in.archives.push_back(std::move(evidence).value());
     }
     ARCHCTL_TRY_ASSIGN(p.coverage, plan::compute_coverage(in));
-    ARCHCTL_TRY_ASSIGN(p.owned, owned_files(*cache, strip_slash(p.cache_view.save_path), p.coverage));
+    ARCHCTL_TRY_ASSIGN(p.owned, owned_files(*cache, strip_trailing_slashes(p.cache_view.save_path), p.coverage));
     ARCHCTL_TRY_STATUS(check_separate_storage(p.cache, p.owned, p.coverage.proofs));
     return p;
 }
@@ -180,7 +180,7 @@ Result<std::string> Evictor::create(const EvictPrepared& p) {
     d.qb_id = p.cache_view.qb_id;
     d.aliases = p.resource.aliases();
     d.cache = p.cache;
-    d.save_path = strip_slash(p.cache_view.save_path);
+    d.save_path = strip_trailing_slashes(p.cache_view.save_path);
     d.cache_fingerprint = p.cache_fingerprint;
     d.cache_generation = p.cache_generation;
     d.required = p.coverage.required;

@@ -51,11 +51,6 @@ Result<std::optional<state::PlacementRecord>> committed_record(const state::Stat
     return std::optional<state::PlacementRecord>();
 }
 
-std::string strip_slash(std::string path) {
-    while (path.size() > 1 && path.back() == '/') path.pop_back();
-    return path;
-}
-
 namespace {
 
 struct StepError {
@@ -114,7 +109,7 @@ Status step_hold(EvictRun& run) {
 Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const plan::ArchiveProof& proof) {
     ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
     ARCHCTL_TRY_ASSIGN(auto report, node::call_operation(*ops, "verify_pieces",
-                                                         {{"save_path", strip_slash(proof.save_path)},
+                                                         {{"save_path", strip_trailing_slashes(proof.save_path)},
                                                           {"torrent_b64", base64_encode(run.metainfo)},
                                                           {"files", proof.files.to_string()}}));
     if (report.value("verified", false)) return nlohmann::json{{"verified", true}, {"summary", report.value("summary", nlohmann::json())}};

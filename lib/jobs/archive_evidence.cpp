@@ -2,21 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/fs.hpp"
+
 #include "lib/node/transport.hpp"
 #include "lib/state/placements.hpp"
 
 namespace archctl::jobs {
 
 namespace qb = clients::qbittorrent;
-
-namespace {
-
-std::string strip_slash(std::string path) {
-    while (path.size() > 1 && path.back() == '/') path.pop_back();
-    return path;
-}
-
-}  // namespace
 
 plan::PlacementView placement_view(const std::string& node, const qb::TorrentInfo& info, const std::vector<qb::TorrentFile>& files) {
     plan::PlacementView v;
@@ -54,7 +47,7 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
     nlohmann::json paths = nlohmann::json::array();
     for (const auto& f : files) paths.push_back(f.path);
     ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
-    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", strip_slash(base)}, {"paths", paths}}));
+    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", strip_trailing_slashes(base)}, {"paths", paths}}));
     const auto& entries = tree.value("entries", nlohmann::json::array());
     if (entries.size() != files.size())
         return Error("BAD_RESPONSE", fmt::format("node '{}' answered {} entries for {} paths", node.name(), entries.size(), files.size()));

@@ -3,17 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
 #include "lib/base/units.hpp"
 #include "lib/torrent/sha.hpp"
 
 namespace archctl::plan {
 namespace {
-
-std::string strip_slashes(std::string p) {
-    while (p.size() > 1 && p.back() == '/') p.pop_back();
-    return p;
-}
 
 using torrent::sha256_hex;
 
@@ -42,7 +38,7 @@ Result<torrent::Selection> expand_request(const PlanInput& in, const torrent::Fi
         wanted.push_back(f->index);
     }
     for (std::string d : r.dir_paths) {
-        d = strip_slashes(d);
+        d = strip_trailing_slashes(d);
         size_t before = wanted.size();
         for (const auto& f : model.files())
             if (f.path.rfind(d + "/", 0) == 0 && available.contains(f.index)) wanted.push_back(f.index);
@@ -105,7 +101,7 @@ std::string to_string(Operation op) { return op == Operation::archive ? "archive
 
 Result<std::string> rebase_save_path(const std::string& source_save_path, const std::string& source_root,
                                      const std::string& target_root) {
-    std::string save = strip_slashes(source_save_path), root = strip_slashes(source_root);
+    std::string save = strip_trailing_slashes(source_save_path), root = strip_trailing_slashes(source_root);
     std::string rel;
     if (save == root) rel = "";
     else if (save.rfind(root + "/", 0) == 0) rel = save.substr(root.size());
@@ -113,7 +109,7 @@ Result<std::string> rebase_save_path(const std::string& source_save_path, const 
         return Error("PATH_OUTSIDE_ROOT",
                      fmt::format("save path '{}' is outside the node's qb_root '{}'", source_save_path, source_root),
                      "move the torrent below qb_root in qBittorrent, or set qb_root to a directory that holds it");
-    return strip_slashes(target_root) + rel;
+    return strip_trailing_slashes(target_root) + rel;
 }
 
 nlohmann::json Plan::to_json() const {
@@ -135,7 +131,7 @@ Result<Plan> compute(const PlanInput& in) {
     ARCHCTL_TRY_STATUS(check_names(in.source, model, in.meta->name()));
     if (in.target) {
         ARCHCTL_TRY_STATUS(check_names(*in.target, model, in.meta->name()));
-        p.target_save_path = strip_slashes(in.target->save_path);
+        p.target_save_path = strip_trailing_slashes(in.target->save_path);
         p.extends_existing = true;
         torrent::Selection stale = in.target->selected.difference(in.target->complete);
         if (!stale.empty())
