@@ -1,6 +1,7 @@
 #include "cli/transfer_common.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <unistd.h>
 
@@ -33,6 +34,17 @@ void add_budget_options(CLI::App& app, BudgetOptions& o) {
     app.add_flag("--no-wait", o.no_wait, "do what can be done now, exit 10 instead of waiting for Syncthing");
 }
 
+// ARCHCTL_TEST_* switches (tests/README.md): read here, never in the library.
+jobs::TestSwitches test_switches() {
+    jobs::TestSwitches t;
+    if (const char* m = std::getenv("ARCHCTL_TEST_STAGE_METHOD"); m && *m) t.stage_method = m;
+    if (const char* b = std::getenv("ARCHCTL_TEST_UNLINK_BATCH"); b && *b) {
+        long n = std::strtol(b, nullptr, 10);
+        if (n > 0) t.unlink_batch = static_cast<std::size_t>(n);
+    }
+    return t;
+}
+
 Result<EngineSetup> setup_engine(Context& ctx, const BudgetOptions* budgets) {
     if (budgets && !budgets->min_free.empty()) {
         ARCHCTL_TRY_ASSIGN(std::uint64_t floor, parse_size(budgets->min_free));
@@ -60,6 +72,7 @@ Result<EngineSetup> setup_engine(Context& ctx, const BudgetOptions* budgets) {
         renderer->log(line);
     };
     io.progress = renderer;
+    io.test = test_switches();
     s.engine = std::make_unique<jobs::Engine>(*s.config, *s.state, *s.nodes, io);
     return s;
 }

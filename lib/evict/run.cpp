@@ -4,10 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -204,14 +202,14 @@ Status revalidate(EvictRun& run) {
     return {};
 }
 
-Status wait_absent(jobs::NodeHandle& cache, const std::string& id) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+Status wait_absent(Clock& clock, jobs::NodeHandle& cache, const std::string& id) {
+    auto deadline = clock.steady() + std::chrono::seconds(30);
     while (true) {
         ARCHCTL_TRY_ASSIGN(auto infos, cache.qb().torrents({id}));
         if (infos.empty()) return {};
-        if (std::chrono::steady_clock::now() > deadline)
+        if (clock.steady() > deadline)
             return Error("QB_TIMEOUT", fmt::format("qBittorrent on '{}' still lists torrent {} 30 s after removing it", cache.name(), id));
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        clock.sleep_for(std::chrono::milliseconds(100));
     }
 }
 
@@ -222,7 +220,7 @@ Status step_remove(EvictRun& run) {
     bool present = !infos.empty();
     if (present) {
         ARCHCTL_TRY_STATUS(cache->qb().remove({run.def.qb_id}, qb::DeleteData::no));
-        ARCHCTL_TRY_STATUS(wait_absent(*cache, run.def.qb_id));
+        ARCHCTL_TRY_STATUS(wait_absent(*run.io.clock, *cache, run.def.qb_id));
         crash_point("evict.removed");
     }
     run.ledger.removed = true;
@@ -245,15 +243,9 @@ Result<std::set<std::string>> snapshot_referenced(EvictRun& run, jobs::NodeHandl
 }
 
 // Files unlinked per batch: each batch is preceded by a fresh revalidation of every proof and a
-// fresh snapshot of what the remaining torrents reference. ARCHCTL_TEST_UNLINK_BATCH makes
-// batches small enough for a test to change an archive copy between two of them.
-std::size_t unlink_batch_size() {
-    if (const char* forced = std::getenv("ARCHCTL_TEST_UNLINK_BATCH"); forced && *forced) {
-        long n = std::strtol(forced, nullptr, 10);
-        if (n > 0) return static_cast<std::size_t>(n);
-    }
-    return 1000;
-}
+// fresh snapshot of what the remaining torrents reference. The test switch makes batches small
+// enough for a test to change an archive copy between two of them.
+std::size_t unlink_batch_size(const EvictRun& run) { return run.io.test.unlink_batch > 0 ? run.io.test.unlink_batch : 1000; }
 
 // One batch of unlinks. The last batch names every owned path (those already gone are skipped),
 // so its upward rmdir sees every directory and its kept list is the final one.
@@ -300,7 +292,7 @@ Status unlink_batch(EvictRun& run, jobs::NodeHandle& cache, const std::vector<Ow
 Status step_unlink(EvictRun& run) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, node_of(run, run.def.cache));
     const std::vector<OwnedFile>& all = run.def.files;
-    const std::size_t size = unlink_batch_size();
+    const std::size_t size = unlink_batch_size(run);
     for (std::size_t begin = 0; begin + size < all.size(); begin += size) {
         std::vector<OwnedFile> batch(all.begin() + static_cast<std::ptrdiff_t>(begin),
                                      all.begin() + static_cast<std::ptrdiff_t>(begin + size));

@@ -172,7 +172,7 @@ Status restore_baseline(JobRun& run) {
             if (i < priorities.size() && priorities[i].get<int>() == 0) skip.push_back(i);
         if (!skip.empty()) ARCHCTL_TRY_STATUS(tqb.set_file_priority(id, skip, qb::FilePriority::skip));
         ARCHCTL_TRY_STATUS(restore_partfile(run, *dst));
-        ARCHCTL_TRY_ASSIGN(auto files, recheck_and_wait(tqb, id));
+        ARCHCTL_TRY_ASSIGN(auto files, recheck_and_wait(run.clock(), tqb, id));
         auto diff = differences(b, files);
         if (!diff.empty())
             return Error("RESTORE_INCOMPLETE", fmt::format("the target on '{}' differs from its baseline after restoring: {}", run.def.target,

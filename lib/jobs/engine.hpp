@@ -84,10 +84,20 @@ struct RunResult {
     nlohmann::json to_json() const;
 };
 
-// How the engine talks to the person: log lines (above the progress panel) and progress.
+// Test-only switches, set by the command from ARCHCTL_TEST_* (tests/README.md); the library
+// never reads the environment. Empty/zero: the normal behaviour.
+struct TestSwitches {
+    std::string stage_method;        // force the node's stage method (reflink|hardlink|copy)
+    std::size_t unlink_batch = 0;    // evict: files unlinked per revalidated batch (default 1000)
+};
+
+// How the engine talks to the person (log lines above the progress panel, progress), the clock
+// every wait and deadline reads, and the test switches.
 struct EngineIo {
     std::function<void(const std::string&)> log;
     ui::ProgressRenderer* progress = nullptr;
+    Clock* clock = &real_clock();
+    TestSwitches test;
 };
 
 class Engine {

@@ -37,6 +37,7 @@ struct JobRun {
     SteadyTime started;
     std::string metainfo;  // exported .torrent bytes
     std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
+    Clock& clock() const { return *io.clock; }
 
     // Durable ledger write at a step boundary.
     Status save();
@@ -82,7 +83,7 @@ Status compensate(JobRun& run, const Error& why);
 // Drop the job's copy of the baseline part file (after commit or compensation).
 [[nodiscard]] Status drop_baseline_copy(JobRun& run);
 // Recheck a stopped torrent and wait for the result; an attempt to download fails.
-[[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(clients::qbittorrent::Client& client,
+[[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Client& client,
                                                                                       const std::string& id);
 
 // The delta files as node operations take them: [{index, path, size}].

@@ -2,7 +2,6 @@
 // (DESIGN.md §5 "Creation").
 
 #include <algorithm>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -104,12 +103,12 @@ Status Engine::route_for(Prepared& p, const TransferRequest& request) {
         options.stop_at = request.stop_at;
         // Another archctl ensuring the same route holds its lock for a moment: wait for it
         // (bounded) rather than fail; the route is then ready and the check is quick.
-        auto give_up = real_clock().steady() + std::chrono::minutes(2);
+        auto give_up = m_io.clock->steady() + std::chrono::minutes(2);
         if (request.stop_at && *request.stop_at < give_up) give_up = *request.stop_at;
         auto ensured = routes::ensure_route(env, cache, arch, options);
-        for (bool told = false; !ensured.ok() && ensured.error().code == "LOCKED" && real_clock().steady() < give_up; told = true) {
+        for (bool told = false; !ensured.ok() && ensured.error().code == "LOCKED" && m_io.clock->steady() < give_up; told = true) {
             if (!told && m_io.log) m_io.log(fmt::format("archctl: waiting for another archctl: {}", ensured.error().message));
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            m_io.clock->sleep_for(std::chrono::milliseconds(200));
             ensured = routes::ensure_route(env, cache, arch, options);
         }
         ARCHCTL_TRY_ASSIGN(routes::Route r, std::move(ensured));

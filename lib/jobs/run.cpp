@@ -42,7 +42,7 @@ std::optional<StepResult> JobRun::should_stop() const {
     if (budgets.max_bytes && session_bytes() >= *budgets.max_bytes)
         return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(session_bytes()),
                                                          format_size(*budgets.max_bytes)));
-    if (budgets.max_duration && real_clock().steady() - started >= *budgets.max_duration)
+    if (budgets.max_duration && clock().steady() - started >= *budgets.max_duration)
         return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(budgets.max_duration->count())));
     return std::nullopt;
 }
@@ -130,7 +130,7 @@ RunResult Engine::run(const std::string& job_id, const Budgets& budgets) {
         result.error = Error("LOCKED", fmt::format("job {} is running: {}", job_id, lock.error().message), lock.error().hint);
         return result;
     }
-    JobRun run{m_config, m_state, m_nodes, store, m_io, def.value(), Ledger{}, budgets, Session{}, real_clock().steady(), {}};
+    JobRun run{m_config, m_state, m_nodes, store, m_io, def.value(), Ledger{}, budgets, Session{}, m_io.clock->steady(), {}};
     auto ledger = store.ledger(job_id);
     if (ledger.ok()) {
         run.ledger = Ledger::from_json(ledger.value());
@@ -218,7 +218,7 @@ RunResult Engine::cancel(const std::string& job_id) {
                              "stop it first (Ctrl-C in its terminal), then cancel");
         return result;
     }
-    JobRun run{m_config, m_state, m_nodes, store, m_io, def.value(), Ledger{}, Budgets{}, Session{}, real_clock().steady(), {}};
+    JobRun run{m_config, m_state, m_nodes, store, m_io, def.value(), Ledger{}, Budgets{}, Session{}, m_io.clock->steady(), {}};
     auto ledger = store.ledger(job_id);
     if (ledger.ok()) run.ledger = Ledger::from_json(ledger.value());
     result.step = run.ledger.step;

@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -49,7 +48,7 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Transport& ops) {
     if (was_started) {
         Status s = src.qb().stop({run.def.qb_id});
         if (!s.ok()) return StepResult::failed(s.take_error());
-        std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // qB flushes the part file on stop
+        run.clock().sleep_for(std::chrono::milliseconds(1500));  // qB flushes the part file on stop
     }
     auto copied = node::call_operation(ops, "partfile_copy",
                                        {{"from", run.def.source_save_path + "/." + run.def.qb_id + ".parts"},
@@ -92,7 +91,7 @@ StepResult step_stage(JobRun& run) {
                            {"files", files_arg(run.def.files)},
                            {"verify_transit", run.def.verify_transit},
                            {"aux", aux}};
-    if (const char* forced = std::getenv("ARCHCTL_TEST_STAGE_METHOD"); forced && *forced) args["method"] = forced;
+    if (!run.io.test.stage_method.empty()) args["method"] = run.io.test.stage_method;
     if (run.budgets.max_bytes) {
         std::uint64_t used = run.session_bytes();
         args["budget_bytes"] = *run.budgets.max_bytes > used ? *run.budgets.max_bytes - used : 1;

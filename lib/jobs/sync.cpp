@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -26,15 +25,16 @@ std::vector<std::string> job_names(const JobRun& run) {
 // Sleep until the target's Syncthing reports progress (an item pulled, an index commit, a state
 // change) or a second passes, but at least 100 ms after the last check so that a burst of events
 // does not turn into a busy loop. Without the event stream: a fixed 250 ms.
-void wait_for_target(clients::syncthing::EventStream& events, SteadyTime checked_at) {
+void wait_for_target(Clock& clock, clients::syncthing::EventStream& events, SteadyTime checked_at) {
     static const std::vector<std::string> k_wake = {"ItemFinished", "LocalIndexUpdated", "RemoteIndexUpdated", "StateChanged"};
     auto woke = events.next(k_wake, std::chrono::seconds(1));
     if (!woke.ok()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        clock.sleep_for(std::chrono::milliseconds(250));
         return;
     }
-    auto since = real_clock().steady() - checked_at;
-    if (since < std::chrono::milliseconds(100)) std::this_thread::sleep_for(std::chrono::milliseconds(100) - since);
+    auto since = clock.steady() - checked_at;
+    if (since < std::chrono::milliseconds(100))
+        clock.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::milliseconds(100) - since));
 }
 
 }  // namespace
@@ -53,13 +53,13 @@ StepResult step_sync(JobRun& run) {
     std::vector<std::string> names = job_names(run);
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
     std::uint64_t seen_at_start = run.ledger.bytes_present;
-    auto last_floor_probe = real_clock().steady() - std::chrono::seconds(10);
+    auto last_floor_probe = run.clock().steady() - std::chrono::seconds(10);
     // A job file is immutable once staged: a name the target's index holds at the global
     // version is not asked about again (the receive check and the recheck still judge it).
     std::set<std::string> current;
     clients::syncthing::EventStream events(dst.value()->st());
     for (;;) {
-        auto checked_at = real_clock().steady();
+        auto checked_at = run.clock().steady();
         nlohmann::json indexed = nlohmann::json::array();
         for (const auto& n : names) {
             if (!current.count(n)) {
@@ -91,8 +91,8 @@ StepResult step_sync(JobRun& run) {
         if (check.value().value("complete", false) && indexed.size() == names.size()) break;
         if (run.budgets.no_wait) return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)");
         if (auto stop = run.should_stop()) return *stop;
-        if (run.budgets.min_free && real_clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
-            last_floor_probe = real_clock().steady();
+        if (run.budgets.min_free && run.clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
+            last_floor_probe = run.clock().steady();
             auto info = node::call_operation(*ops.value(), "info");
             if (info.ok())
                 for (const auto& root : info.value().value("roots", nlohmann::json::array()))
@@ -102,7 +102,7 @@ StepResult step_sync(JobRun& run) {
                                                                        format_size(root.value("free_bytes", std::uint64_t{0})),
                                                                        format_size(run.budgets.min_free)));
         }
-        wait_for_target(events, checked_at);
+        wait_for_target(run.clock(), events, checked_at);
     }
     run.ledger.synced = true;
     (void)run.event("synced", {{"bytes", run.ledger.bytes_present}});

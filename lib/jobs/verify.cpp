@@ -1,7 +1,6 @@
 // Step 4, verify (the commit point): the target qBittorrent rechecks the union; success advances
 // the placement generation.
 
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,15 +16,15 @@ namespace {
 
 namespace qb = clients::qbittorrent;
 
-Result<qb::TorrentInfo> wait_listed(qb::Client& client, const std::string& id, std::chrono::seconds limit) {
-    auto deadline = real_clock().steady() + limit;
+Result<qb::TorrentInfo> wait_listed(Clock& clock, qb::Client& client, const std::string& id, std::chrono::seconds limit) {
+    auto deadline = clock.steady() + limit;
     for (;;) {
         ARCHCTL_TRY_ASSIGN(auto infos, client.torrents({id}));
         if (!infos.empty() && qb::parse_run_state(infos[0].state) != qb::RunState::checking) return infos[0];
         if (!infos.empty() && infos[0].state != "checkingResumeData") return infos[0];
-        if (real_clock().steady() > deadline)
+        if (clock.steady() > deadline)
             return Error("QB_TIMEOUT", fmt::format("qBittorrent did not list torrent '{}' within {} s", id.substr(0, 12), limit.count()));
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        clock.sleep_for(std::chrono::milliseconds(200));
     }
 }
 
@@ -40,12 +39,12 @@ Result<std::map<std::uint32_t, plan::FileStamp>> committed_stamps(JobRun& run, N
 }  // namespace
 
 // A stopped torrent must never start downloading.
-Result<std::vector<qb::TorrentFile>> recheck_and_wait(qb::Client& client, const std::string& id) {
+Result<std::vector<qb::TorrentFile>> recheck_and_wait(Clock& clock, qb::Client& client, const std::string& id) {
     ARCHCTL_TRY_STATUS(client.recheck({id}));
-    auto begun = real_clock().steady();
+    auto begun = clock.steady();
     bool saw_checking = false;
     for (;;) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        clock.sleep_for(std::chrono::milliseconds(200));
         ARCHCTL_TRY_ASSIGN(auto infos, client.torrents({id}));
         if (infos.empty()) return Error("QB_GONE", fmt::format("torrent '{}' disappeared during its recheck", id.substr(0, 12)));
         qb::RunState s = infos[0].run_state;
@@ -53,10 +52,10 @@ Result<std::vector<qb::TorrentFile>> recheck_and_wait(qb::Client& client, const 
             return Error("DOWNLOAD_ATTEMPT", fmt::format("qBittorrent tried to download torrent '{}' (state {})", id.substr(0, 12), infos[0].state),
                          "archctl never downloads; the job failed before commit");
         if (s == qb::RunState::checking) { saw_checking = true; continue; }
-        bool settled = saw_checking || infos[0].progress >= 1.0 || real_clock().steady() - begun > std::chrono::seconds(4);
+        bool settled = saw_checking || infos[0].progress >= 1.0 || clock.steady() - begun > std::chrono::seconds(4);
         if (s == qb::RunState::error) return Error("QB_ERROR", fmt::format("qBittorrent reports an error for '{}'", id.substr(0, 12)));
         if (settled && s == qb::RunState::stopped) return client.files(id);
-        if (real_clock().steady() - begun > std::chrono::minutes(30))
+        if (clock.steady() - begun > std::chrono::minutes(30))
             return Error("QB_TIMEOUT", fmt::format("the recheck of '{}' did not finish", id.substr(0, 12)));
     }
 }
@@ -113,7 +112,7 @@ StepResult step_verify(JobRun& run) {
                                 {{"node", run.def.target}, {"save_path", run.def.target_save_path}, {"tag", run.ledger.target_tag}});
                 crash_point("verify.added");
             }
-            auto listed = wait_listed(tqb, id, std::chrono::seconds(60));
+            auto listed = wait_listed(run.clock(), tqb, id, std::chrono::seconds(60));
             if (!listed.ok()) return StepResult::failed(listed.take_error());
             torrent::Selection skipped = run.def.union_set.complement(run.def.file_count);
             if (!skipped.empty()) {
@@ -136,7 +135,7 @@ StepResult step_verify(JobRun& run) {
             Status prio = tqb.set_file_priority(id, run.def.delta.indices(), qb::FilePriority::normal);
             if (!prio.ok()) return StepResult::failed(prio.take_error());
         }
-        auto files = recheck_and_wait(tqb, id);
+        auto files = recheck_and_wait(run.clock(), tqb, id);
         if (!files.ok()) return StepResult::failed(files.take_error());
         std::vector<std::string> short_files;
         for (const auto& f : files.value())
