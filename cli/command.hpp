@@ -19,6 +19,7 @@
 #include "lib/base/result.hpp"
 
 namespace archctl::config { struct Config; }
+namespace archctl::state { class StateDir; }
 
 namespace archctl::cli {
 
@@ -50,24 +51,45 @@ struct Outcome {
                            nlohmann::json result = nlohmann::json::object());
 };
 
+// What a command needs set up before it runs: the command table's "needs" column. Each level
+// includes the ones before it; main.cpp sets them up (and reports their errors) before the
+// runner starts, so a runner only parses, calls the library and renders.
+enum class Needs {
+    nothing,  // plumbing that runs without a configuration (node, torrent, config itself)
+    config,   // the effective configuration
+    state,    // and the state directory
+    nodes,    // and the configured nodes with the engine, the evictor and the job driver
+};
+
+struct Services;  // cli/services.hpp
+
 // Per-invocation services handed to a runner.
 class Context {
 public:
-    Context(const GlobalOptions& global, Output& out) : m_global(global), m_out(out) {}
+    Context(const GlobalOptions& global, Output& out);
+    ~Context();
 
     const GlobalOptions& global() const { return m_global; }
     Output& out() { return m_out; }
 
     // The effective configuration (all layers), loaded once on first use. Warnings go to stderr.
     Result<const config::Config*> config();
-    // A command's --min-free flag: the flag layer of transfer.min_free. Call before config().
+    // A command's --min-free flag: the flag layer of transfer.min_free. Set before config().
     void set_flag_min_free(std::uint64_t bytes) { m_flag_min_free = bytes; }
+    // The state directory, opened once on first use.
+    Result<const state::StateDir*> state();
+    // Nodes, progress, engine, evictor and driver, built once on first use.
+    Result<Services*> services();
+    // Set up what `needs` names (main.cpp, before the runner).
+    [[nodiscard]] Status prepare(Needs needs);
 
 private:
     const GlobalOptions& m_global;
     Output& m_out;
     std::shared_ptr<const config::Config> m_config;
     std::optional<std::uint64_t> m_flag_min_free;
+    std::unique_ptr<state::StateDir> m_state;
+    std::unique_ptr<Services> m_services;
 };
 
 using Runner = std::function<Outcome(Context&)>;

@@ -16,9 +16,10 @@ struct CommandSpec {
     const char* name;
     Group group;
     const char* summary;
-    // Adds options/subcommands to the (already created) subcommand and returns its runner;
-    // nullptr when the command is not available in this build.
+    // Adds options/subcommands to the (already created) subcommand and returns its runner.
     Runner (*register_fn)(CLI::App& app);
+    // What is set up before the runner starts.
+    Needs needs;
 };
 
 const std::vector<CommandSpec>& command_table();

@@ -1,28 +1,16 @@
 // archctl evict RES --from CACHE: remove a cache copy once archive copies are proven.
 #include "cli/evict.hpp"
 
-#include <algorithm>
-#include <cstdio>
-#include <iostream>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "lib/base/lock_file.hpp"
+#include "cli/confirm.hpp"
+#include "cli/services.hpp"
 #include "lib/base/units.hpp"
 #include "lib/state/tokens.hpp"
 
 namespace archctl::cli {
 namespace {
-
-bool ask(const std::string& question) {
-    std::fprintf(stderr, "%s [y/N] ", question.c_str());
-    std::fflush(stderr);
-    std::string answer;
-    if (!std::getline(std::cin, answer)) return false;
-    return answer == "y" || answer == "Y" || answer == "yes";
-}
 
 evict::EvictRequest to_request(const EvictOptions& o) {
     return {o.res, o.from, o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no};
@@ -34,30 +22,36 @@ Outcome nothing_to_do(Context& ctx, const evict::EvictPrepared& p) {
     return Outcome::done({{"evict", p.to_json()}, {"nothing_to_do", true}});
 }
 
-// --yes, --confirm TOKEN, or a question on a terminal.
-std::optional<Error> confirm(Context& ctx, const EvictOptions& o, const state::StateDir& dir, const evict::EvictPrepared& p) {
-    if (!o.confirm.empty()) {
-        Status spent = state::spend_token(dir, o.confirm, p.coverage.digest);
-        if (!spent.ok()) return spent.take_error();
-        return std::nullopt;
+// An evict run as an Outcome: done 0, stopped 10, failed/refused 1.
+Outcome evict_outcome(Context& ctx, const jobs::RunResult& r, nlohmann::json result) {
+    result["job"] = r.to_json();
+    result["evicted"] = r.detail;
+    switch (r.outcome) {
+        case jobs::RunOutcome::done: {
+            std::uint64_t files = r.detail.value("files_removed", std::uint64_t{0});
+            ctx.out().info(fmt::format("archctl: job {} done: {} files ({}) and {} directories removed{}", r.job_id, files,
+                                       format_size(r.detail.value("bytes_freed", std::uint64_t{0})),
+                                       r.detail.value("dirs_removed", std::uint64_t{0}),
+                                       r.detail.value("kept", nlohmann::json::array()).empty()
+                                           ? ""
+                                           : fmt::format(", {} kept (see 'archctl job show {}')", r.detail["kept"].size(), r.job_id)));
+            return Outcome::done(result);
+        }
+        case jobs::RunOutcome::stopped:
+            ctx.out().info(fmt::format("archctl: job {} is at {}; nothing is lost", r.job_id, r.step));
+            return Outcome::partial(r.stop_text, "rerun the same command, or 'archctl resume', to continue", result);
+        case jobs::RunOutcome::failed: break;
     }
-    if (o.yes || ctx.global().yes) return std::nullopt;
-    if (::isatty(0) && ::isatty(2)) {
-        ctx.out().info(evict::render_plan(p));
-        if (ask(fmt::format("evict {} from {}: unlink {} files ({}) held by archive copies?", p.resource.short_id(), p.cache,
-                            p.owned.size(), format_size(p.coverage.required_bytes))))
-            return std::nullopt;
-        return Error("NOT_CONFIRMED", "nothing done: not confirmed");
-    }
-    return Error("CONFIRM_REQUIRED", fmt::format("evict of '{}' needs confirmation", p.resource.short_id()),
-                 "pass --yes, or --confirm TOKEN from 'archctl plan evict'");
+    Error e = r.error;
+    if (e.message.find(r.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.job_id, e.message);
+    return Outcome::failed(e, result);
 }
 
 Outcome run_evict(Context& ctx, const EvictOptions& o) {
-    auto setup = setup_engine(ctx, nullptr);
-    if (!setup.ok()) return Outcome::failed(setup.take_error());
-    auto evictor = make_evictor(ctx, setup.value());
-    auto prepared = evictor->prepare(to_request(o));
+    auto services = ctx.services();
+    if (!services.ok()) return Outcome::failed(services.take_error());
+    Services& s = *services.value();
+    auto prepared = s.evictor->prepare(to_request(o));
     if (!prepared.ok()) return Outcome::failed(prepared.take_error());
     const evict::EvictPrepared& p = prepared.value();
     if (p.existing_job) {
@@ -65,15 +59,22 @@ Outcome run_evict(Context& ctx, const EvictOptions& o) {
     } else {
         if (p.nothing_to_do) return nothing_to_do(ctx, p);
         if (!p.coverage.complete()) return Outcome::failed(evict::incomplete_error(p), {{"evict", p.to_json()}});
-        if (auto refused = confirm(ctx, o, *setup->state, p)) return Outcome::failed(*refused, {{"evict", p.to_json()}});
+        ConfirmRequest c;
+        c.yes = o.yes;
+        c.token = o.confirm;
+        c.plan_digest = p.coverage.digest;
+        c.plan = [&p] { return evict::render_plan(p); };
+        c.question = fmt::format("evict {} from {}: unlink {} files ({}) held by archive copies?", p.resource.short_id(), p.cache,
+                                 p.owned.size(), format_size(p.coverage.required_bytes));
+        c.needs = fmt::format("evict of '{}' needs confirmation", p.resource.short_id());
+        c.needs_hint = "pass --yes, or --confirm TOKEN from 'archctl plan evict'";
+        if (auto refused = confirm(ctx, *s.state, c)) return Outcome::failed(*refused, {{"evict", p.to_json()}});
     }
-    auto job = evictor->create(p);
+    auto job = s.evictor->create(p);
     if (!job.ok()) return Outcome::failed(job.take_error(), {{"evict", p.to_json()}});
     if (!p.existing_job) ctx.out().info(fmt::format("archctl: job {}  evict {} from {}", job.value(), p.resource.short_id(), p.cache));
-    evict::RunOptions options;
-    options.verify_archive = o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no;
-    auto r = evictor->run(job.value(), options);
-    setup->progress->finish();
+    auto r = s.driver->run(job.value(), jobs::Budgets{}, o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no);
+    s.progress->finish();
     return evict_outcome(ctx, r, {{"evict", p.to_json()}});
 }
 
@@ -85,46 +86,11 @@ std::string confirm_line(const EvictOptions& o, const evict::EvictPrepared& p, c
 
 }  // namespace
 
-void add_evict_rows(const state::JobStore& store, std::vector<jobs::JobSummary>& rows) {
-    auto ids = store.list();
-    if (!ids.ok()) return;
-    for (const auto& id : ids.value()) {
-        auto def = store.definition(id);
-        if (!def.ok() || !evict::is_evict(def.value())) continue;
-        auto it = std::find_if(rows.begin(), rows.end(), [&](const jobs::JobSummary& r) { return r.id == id; });
-        if (it == rows.end()) it = rows.insert(rows.end(), jobs::JobSummary{});
-        it->id = id;
-        it->definition = def.value();
-        auto l = store.ledger(id);
-        nlohmann::json ledger = l.ok() ? l.value() : nlohmann::json::object();
-        it->ledger = jobs::Ledger{};
-        it->ledger.state = jobs::parse_job_state(ledger.value("state", "running"));
-        it->ledger.step = ledger.value("step", "hold");
-        it->ledger.failure = ledger.value("failure", nlohmann::json());
-        auto lock = LockFile::read(store.dir_of(id));
-        it->running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
-        it->status = evict::evict_progress_text(it->definition, ledger);
-        it->needs_attention = it->ledger.state == jobs::JobState::cleanup_required;
-    }
-    std::sort(rows.begin(), rows.end(), [](const jobs::JobSummary& a, const jobs::JobSummary& b) { return a.id < b.id; });
-}
-
-std::unique_ptr<evict::Evictor> make_evictor(Context& ctx, EngineSetup& setup) {
-    jobs::EngineIo io;
-    ui::ProgressRenderer* renderer = setup.progress.get();
-    Output* out = &ctx.out();
-    io.log = [renderer, out](const std::string& line) {
-        if (!out->quiet()) renderer->log(line);
-    };
-    io.progress = renderer;
-    return std::make_unique<evict::Evictor>(*setup.config, *setup.state, *setup.nodes, io);
-}
-
 Outcome run_plan_evict(Context& ctx, const EvictOptions& o) {
-    auto setup = setup_engine(ctx, nullptr);
-    if (!setup.ok()) return Outcome::failed(setup.take_error());
-    auto evictor = make_evictor(ctx, setup.value());
-    auto prepared = evictor->prepare(to_request(o));
+    auto services = ctx.services();
+    if (!services.ok()) return Outcome::failed(services.take_error());
+    Services& s = *services.value();
+    auto prepared = s.evictor->prepare(to_request(o));
     if (!prepared.ok()) return Outcome::failed(prepared.take_error());
     const evict::EvictPrepared& p = prepared.value();
     nlohmann::json result = p.to_json();
@@ -141,35 +107,11 @@ Outcome run_plan_evict(Context& ctx, const EvictOptions& o) {
     state::TokenRequest tr;
     tr.plan_digest = p.coverage.digest;
     tr.summary = fmt::format("evict {} from {}", p.resource.short_id(), p.cache);
-    auto token = state::mint_token(*setup->state, tr);
+    auto token = state::mint_token(*s.state, tr);
     if (!token.ok()) return Outcome::failed(token.take_error());
     result["token"] = token.value();
     ctx.out().result(text + "\n\n" + confirm_line(o, p, token.value()));
     return Outcome::done(result);
-}
-
-Outcome evict_outcome(Context& ctx, const evict::EvictResult& r, nlohmann::json result) {
-    result["job"] = r.run.to_json();
-    result["evicted"] = r.detail;
-    switch (r.run.outcome) {
-        case jobs::RunOutcome::done: {
-            std::uint64_t files = r.detail.value("files_removed", std::uint64_t{0});
-            ctx.out().info(fmt::format("archctl: job {} done: {} files ({}) and {} directories removed{}", r.run.job_id, files,
-                                       format_size(r.detail.value("bytes_freed", std::uint64_t{0})),
-                                       r.detail.value("dirs_removed", std::uint64_t{0}),
-                                       r.detail.value("kept", nlohmann::json::array()).empty()
-                                           ? ""
-                                           : fmt::format(", {} kept (see 'archctl job show {}')", r.detail["kept"].size(), r.run.job_id)));
-            return Outcome::done(result);
-        }
-        case jobs::RunOutcome::stopped:
-            ctx.out().info(fmt::format("archctl: job {} is at {}; nothing is lost", r.run.job_id, r.run.step));
-            return Outcome::partial(r.run.stop_text, "rerun the same command, or 'archctl resume', to continue", result);
-        case jobs::RunOutcome::failed: break;
-    }
-    Error e = r.run.error;
-    if (e.message.find(r.run.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.run.job_id, e.message);
-    return Outcome::failed(e, result);
 }
 
 Runner register_evict(CLI::App& app) {

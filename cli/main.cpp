@@ -15,6 +15,7 @@
 #include "cli/command.hpp"
 #include "cli/command_table.hpp"
 #include "lib/base/signals.hpp"
+#include "lib/base/units.hpp"
 #include "lib/base/version.hpp"
 
 namespace archctl::cli {
@@ -51,10 +52,17 @@ void allow_global_options_everywhere(CLI::App& app) {
     }
 }
 
-Runner unavailable(const std::string& name) {
-    return [name](Context&) {
-        return Outcome::failed(Error("NOT_AVAILABLE", fmt::format("'{}' is not available in this build", name)));
-    };
+// What the command table says the command needs, set up before it runs. A command's
+// --min-free is the flag layer of the configuration, so it is read first.
+Outcome set_up(Context& ctx, CLI::App& command, Needs needs) {
+    if (const CLI::Option* floor = command.get_option_no_throw("--min-free"); floor && floor->count() > 0) {
+        auto bytes = parse_size(floor->as<std::string>());
+        if (!bytes.ok()) return Outcome::failed(bytes.take_error());
+        ctx.set_flag_min_free(bytes.value());
+    }
+    Status ready = ctx.prepare(needs);
+    if (!ready.ok()) return Outcome::failed(ready.take_error());
+    return Outcome::done();
 }
 
 void print_human(const Outcome& o) {
@@ -127,17 +135,11 @@ int run(int argc, char** argv) {
     GlobalOptions global;
     add_global_options(app, global);
 
-    std::map<CLI::App*, Runner> runners;
+    std::map<CLI::App*, std::pair<Runner, Needs>> runners;
     for (const CommandSpec& spec : command_table()) {
         CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
         sub->group(spec.group == Group::porcelain ? "Porcelain commands" : "Plumbing commands");
-        if (spec.register_fn) {
-            runners[sub] = spec.register_fn(*sub);
-        } else {
-            // Accept any arguments so the answer is "not available", never a usage error.
-            sub->prefix_command();
-            runners[sub] = unavailable(spec.name);
-        }
+        runners[sub] = {spec.register_fn(*sub), spec.needs};
     }
     allow_global_options_everywhere(app);
 
@@ -158,7 +160,9 @@ int run(int argc, char** argv) {
     Output out(global.json, global.quiet, global.verbose);
     Context ctx(global, out);
     install_interrupt_handlers();
-    Outcome outcome = runners.at(chosen)(ctx);
+    const auto& [runner, needs] = runners.at(chosen);
+    Outcome outcome = set_up(ctx, *chosen, needs);
+    if (!outcome.error) outcome = runner(ctx);
     return finish(outcome, global.json, command_path(app));
 }
 

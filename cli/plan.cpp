@@ -2,11 +2,10 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/evict.hpp"
+#include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
 #include "lib/state/tokens.hpp"
-#if ARCHCTL_HAVE_EVICT
-#include "cli/evict.hpp"
-#endif
 
 namespace archctl::cli {
 
@@ -28,7 +27,6 @@ std::string confirm_line(const PlanOptions& o, const jobs::Prepared& p, const st
     return fmt::format("confirm with: {} --confirm {}   (valid 1 h, single use)", cmd, token);
 }
 
-#if ARCHCTL_HAVE_EVICT
 Outcome run_plan_evict_from(Context& ctx, const PlanOptions& o) {
     const TransferOptions& t = o.transfer;
     if (!t.to.empty() || !t.files.empty() || !t.file_paths.empty() || !t.dir_paths.empty() || t.verify_transit)
@@ -40,21 +38,19 @@ Outcome run_plan_evict_from(Context& ctx, const PlanOptions& o) {
     e.verify_archive = o.verify_archive;
     return run_plan_evict(ctx, e);
 }
-#endif
 
 Outcome run_plan(Context& ctx, const PlanOptions& o) {
-#if ARCHCTL_HAVE_EVICT
     if (o.op_name == "evict") return run_plan_evict_from(ctx, o);
-#endif
     if (o.verify_archive)
         return Outcome::usage(Error("USAGE", "--verify-archive belongs to 'plan evict'"));
     plan::Operation op = o.op_name == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
     auto request = to_request(op, o.transfer);
     if (!request.ok()) return Outcome::usage(request.take_error());
     request.value().route_mode = jobs::TransferRequest::RouteMode::look_up;  // plan moves and writes nothing
-    auto setup = setup_engine(ctx, nullptr);
-    if (!setup.ok()) return Outcome::failed(setup.take_error());
-    auto prepared = setup->engine->prepare(request.value());
+    auto services = ctx.services();
+    if (!services.ok()) return Outcome::failed(services.take_error());
+    Services& s = *services.value();
+    auto prepared = s.engine->prepare(request.value());
     if (!prepared.ok()) return Outcome::failed(prepared.take_error());
     if (prepared->existing_job) {
         ctx.out().result(fmt::format("job {} is already doing this; continue it with 'archctl resume {}'", *prepared->existing_job,
@@ -71,7 +67,7 @@ Outcome run_plan(Context& ctx, const PlanOptions& o) {
     state::TokenRequest tr;
     tr.plan_digest = prepared->plan.digest;
     tr.summary = fmt::format("{} {} {} → {}", o.op_name, prepared->resource.short_id(), prepared->source, prepared->target);
-    auto token = state::mint_token(*setup->state, tr);
+    auto token = state::mint_token(*s.state, tr);
     if (!token.ok()) return Outcome::failed(token.take_error());
     result["token"] = token.value();
     ctx.out().result(text + "\n\n" + confirm_line(o, prepared.value(), token.value()));
@@ -82,15 +78,9 @@ Outcome run_plan(Context& ctx, const PlanOptions& o) {
 
 Runner register_plan(CLI::App& app) {
     auto o = std::make_shared<PlanOptions>();
-#if ARCHCTL_HAVE_EVICT
     app.add_option("OPERATION", o->op_name, "archive, unarchive or evict")->required()->check(CLI::IsMember({"archive", "unarchive", "evict"}));
-#else
-    app.add_option("OPERATION", o->op_name, "archive or unarchive")->required()->check(CLI::IsMember({"archive", "unarchive"}));
-#endif
     add_transfer_options(app, o->transfer);
-#if ARCHCTL_HAVE_EVICT
     app.add_flag("--verify-archive", o->verify_archive, "evict: the archive copies will be proven by a piece check on their disks");
-#endif
     return [o](Context& ctx) { return run_plan(ctx, *o); };
 }
 

@@ -2,13 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
-#include "lib/state/job_store.hpp"
-#if ARCHCTL_HAVE_EVICT
-#include <algorithm>
-
-#include "cli/evict.hpp"
-#endif
 
 namespace archctl::cli {
 
@@ -19,46 +14,25 @@ struct ResumeOptions {
 
 namespace {
 
-#if ARCHCTL_HAVE_EVICT
-bool is_evict_job(const state::StateDir& dir, const std::string& id) {
-    auto def = state::JobStore(dir).definition(id);
-    return def.ok() && evict::is_evict(def.value());
-}
-#endif
-
 Outcome run_resume(Context& ctx, const ResumeOptions& o) {
-    auto setup = setup_engine(ctx, &o.budgets);
-    if (!setup.ok()) return Outcome::failed(setup.take_error());
-    auto budgets = to_budgets(o.budgets, *setup->config);
+    auto services = ctx.services();
+    if (!services.ok()) return Outcome::failed(services.take_error());
+    Services& s = *services.value();
+    auto budgets = to_budgets(o.budgets, *s.config);
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
     std::vector<std::string> ids = o.jobs;
-#if ARCHCTL_HAVE_EVICT
-    auto evictor = make_evictor(ctx, setup.value());
-#endif
     if (ids.empty()) {
-        auto all = setup->engine->unfinished();
+        auto all = s.driver->unfinished();
         if (!all.ok()) return Outcome::failed(all.take_error());
         ids = all.value();
-#if ARCHCTL_HAVE_EVICT
-        // Evict jobs are driven by the evictor; the engine drives archive and unarchive.
-        std::erase_if(ids, [&](const std::string& id) { return is_evict_job(*setup->state, id); });
-        auto evicts = evictor->unfinished();
-        if (!evicts.ok()) return Outcome::failed(evicts.take_error());
-        ids.insert(ids.end(), evicts->begin(), evicts->end());
-        std::sort(ids.begin(), ids.end());
-#endif
     }
     nlohmann::json runs = nlohmann::json::array();
     bool any_stopped = false, any_failed = false;
     std::string stop_text;
     Error first_error;
     for (const auto& id : ids) {
-#if ARCHCTL_HAVE_EVICT
-        auto r = is_evict_job(*setup->state, id) ? evictor->run(id).run : setup->engine->run(id, budgets.value());
-#else
-        auto r = setup->engine->run(id, budgets.value());
-#endif
-        setup->progress->finish();
+        auto r = s.driver->run(id, budgets.value());
+        s.progress->finish();
         runs.push_back(r.to_json());
         if (r.outcome == jobs::RunOutcome::stopped) {
             any_stopped = true;

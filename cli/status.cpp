@@ -17,18 +17,14 @@
 #include "cli/commands.hpp"
 #include "lib/clients/node_probe.hpp"
 #include "lib/config/config.hpp"
-#include "lib/ui/table.hpp"
-#if ARCHCTL_HAVE_JOBS
 #include "lib/base/units.hpp"
+#include "lib/jobs/driver.hpp"
 #include "lib/jobs/resolve.hpp"
 #include "lib/jobs/summary.hpp"
 #include "lib/node/transport.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
-#endif
-#if ARCHCTL_HAVE_EVICT
-#include "cli/evict.hpp"
-#endif
+#include "lib/ui/table.hpp"
 
 namespace archctl::cli {
 namespace {
@@ -88,7 +84,6 @@ std::string render_nodes(const std::vector<clients::NodeProbe>& probes, const st
     return out;
 }
 
-#if ARCHCTL_HAVE_JOBS
 bool same_dir(std::string a, std::string b) {
     while (a.size() > 1 && a.back() == '/') a.pop_back();
     while (b.size() > 1 && b.back() == '/') b.pop_back();
@@ -258,9 +253,6 @@ Overview read_jobs(const config::Config& config) {
         return o;
     }
     o.jobs = std::move(jobs.value());
-#if ARCHCTL_HAVE_EVICT
-    add_evict_rows(store, o.jobs);
-#endif
     return o;
 }
 
@@ -306,16 +298,11 @@ Outcome run_focused(Context& ctx, const config::Config& config, const std::strin
                                  "check that qBittorrent runs on those nodes, and its URL and credentials"),
                            result);
 }
-#endif
 
 Outcome run_status(Context& ctx, const StatusOptions& options) {
     auto config = ctx.config();
     if (!config.ok()) return Outcome::failed(config.take_error());
-#if ARCHCTL_HAVE_JOBS
     if (!options.target.empty()) return run_focused(ctx, *config.value(), options.target);
-#else
-    if (!options.target.empty()) return Outcome::failed(Error("USAGE", "'status RES|JOB' is not available in this build"));
-#endif
     clients::ProbeOptions probe;
     Output& out = ctx.out();
     if (out.verbose() > 1) probe.tuning.log = [&out](const std::string& line) { out.debug(line); };
@@ -330,17 +317,13 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
         if (!p.reachable()) unreachable.push_back(p.name);
         requests += p.requests;
     }
-    std::map<std::string, std::uint64_t> free;
-#if ARCHCTL_HAVE_JOBS
     jobs::Nodes handles(*config.value(), clients::Tuning{});
-    free = free_space(handles);
+    std::map<std::string, std::uint64_t> free = free_space(handles);
     for (auto& n : nodes)
         if (auto f = free.find(n.value("name", "")); f != free.end()) n["free_bytes"] = f->second;
-#endif
     std::string text = render_nodes(probes, free);
     nlohmann::json result = {{"nodes", nodes}, {"routes", nlohmann::json::array()}, {"placements", nlohmann::json::array()},
                              {"jobs", nlohmann::json::array()}};
-#if ARCHCTL_HAVE_JOBS
     text += "\n" + render_routes(*config.value(), result["routes"]);
     Overview o = read_jobs(*config.value());
     if (o.dir) {
@@ -349,7 +332,6 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
         text += "\n" + render_placements(resources);
     }
     text += "\n" + (o.error.empty() ? render_jobs(o.jobs, JobFilter{}, result["jobs"]) : "jobs\n  (" + o.error + ")");
-#endif
     out.result(text);
     out.debug(fmt::format("{} HTTP requests to {} nodes", requests, probes.size()));
     if (unreachable.empty()) return Outcome::done(result);

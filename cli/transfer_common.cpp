@@ -1,9 +1,7 @@
 #include "cli/transfer_common.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-#include <iostream>
-#include <unistd.h>
+#include "cli/confirm.hpp"
+#include "cli/services.hpp"
 
 #include <fmt/format.h>
 
@@ -11,7 +9,6 @@
 #include "lib/base/units.hpp"
 #include "lib/config/config.hpp"
 #include "lib/routes/routes.hpp"
-#include "lib/state/tokens.hpp"
 #include "lib/ui/table.hpp"
 
 namespace archctl::cli {
@@ -32,49 +29,6 @@ void add_budget_options(CLI::App& app, BudgetOptions& o) {
     app.add_option("--max-minutes", o.max_minutes, "stop cleanly after N minutes")->type_name("N");
     app.add_option("--min-free", o.min_free, "pause when destination free space falls below SIZE (0 disables)")->type_name("SIZE");
     app.add_flag("--no-wait", o.no_wait, "do what can be done now, exit 10 instead of waiting for Syncthing");
-}
-
-// ARCHCTL_TEST_* switches (tests/README.md): read here, never in the library.
-jobs::TestSwitches test_switches() {
-    jobs::TestSwitches t;
-    if (const char* m = std::getenv("ARCHCTL_TEST_STAGE_METHOD"); m && *m) t.stage_method = m;
-    if (const char* b = std::getenv("ARCHCTL_TEST_UNLINK_BATCH"); b && *b) {
-        long n = std::strtol(b, nullptr, 10);
-        if (n > 0) t.unlink_batch = static_cast<std::size_t>(n);
-    }
-    return t;
-}
-
-Result<EngineSetup> setup_engine(Context& ctx, const BudgetOptions* budgets) {
-    if (budgets && !budgets->min_free.empty()) {
-        ARCHCTL_TRY_ASSIGN(std::uint64_t floor, parse_size(budgets->min_free));
-        ctx.set_flag_min_free(floor);
-    }
-    EngineSetup s;
-    ARCHCTL_TRY_ASSIGN(s.config, ctx.config());
-    if (s.config->nodes.empty())
-        return Error("CONFIG_INVALID", "no nodes are configured", "add [nodes.<name>] tables to the config; see 'archctl config'");
-    ARCHCTL_TRY_ASSIGN(auto dir, state::StateDir::open(s.config->state_dir));
-    s.state = std::make_unique<state::StateDir>(dir);
-    clients::Tuning tuning;
-    Output* log_out = &ctx.out();
-    // -vv: one line per HTTP request (service, node, method, endpoint, status, time; redacted).
-    if (log_out->verbose() > 1) tuning.log = [log_out](const std::string& line) { log_out->debug(line); };
-    s.nodes = std::make_unique<jobs::Nodes>(*s.config, tuning);
-    ui::ProgressMode mode = ui::choose_mode(s.config->progress, ::isatty(2) != 0);
-    if (ctx.out().quiet()) mode = ui::ProgressMode::none;
-    s.progress = ui::make_renderer(mode, stderr, real_clock());
-    jobs::EngineIo io;
-    ui::ProgressRenderer* renderer = s.progress.get();
-    Output* out = &ctx.out();
-    io.log = [renderer, out](const std::string& line) {
-        if (out->quiet()) return;
-        renderer->log(line);
-    };
-    io.progress = renderer;
-    io.test = test_switches();
-    s.engine = std::make_unique<jobs::Engine>(*s.config, *s.state, *s.nodes, io);
-    return s;
 }
 
 Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o) {
@@ -155,70 +109,52 @@ Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& r
     return Outcome::failed(e, result);
 }
 
-namespace {
-
-bool ask(const std::string& question) {
-    std::fprintf(stderr, "%s [y/N] ", question.c_str());
-    std::fflush(stderr);
-    std::string answer;
-    if (!std::getline(std::cin, answer)) return false;
-    return answer == "y" || answer == "Y" || answer == "yes";
-}
-
-}  // namespace
-
 Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o, const BudgetOptions& b) {
     auto request = to_request(op, o);
     if (!request.ok()) return Outcome::usage(request.take_error());
-    auto setup = setup_engine(ctx, &b);
-    if (!setup.ok()) return Outcome::failed(setup.take_error());
-    auto budgets = to_budgets(b, *setup->config);
+    auto services = ctx.services();
+    if (!services.ok()) return Outcome::failed(services.take_error());
+    Services& s = *services.value();
+    auto budgets = to_budgets(b, *s.config);
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
     if (budgets->max_duration) request.value().stop_at = real_clock().steady() + *budgets->max_duration;
-    auto prepared = setup->engine->prepare(request.value());
+    auto prepared = s.engine->prepare(request.value());
     std::string hint = "rerun the same command, or 'archctl resume', to continue";
     if (!prepared.ok()) {
         if (routes::is_clean_stop(prepared.error())) return Outcome::partial(prepared.error().message, hint);
         return Outcome::failed(prepared.take_error());
     }
-    if (prepared->existing_job) {
-        ctx.out().info(fmt::format("archctl: continuing job {}", *prepared->existing_job));
+    const jobs::Prepared& p = prepared.value();
+    if (p.existing_job) {
+        ctx.out().info(fmt::format("archctl: continuing job {}", *p.existing_job));
     } else {
-        if (prepared->plan.empty_delta()) {
-            ctx.out().info(fmt::format("archctl: {} already holds the selection of '{}'; nothing to do", prepared->target,
-                                       prepared->resource.short_id()));
-            return Outcome::done({{"plan", prepared->to_json()}, {"nothing_to_do", true}});
+        if (p.plan.empty_delta()) {
+            ctx.out().info(fmt::format("archctl: {} already holds the selection of '{}'; nothing to do", p.target, p.resource.short_id()));
+            return Outcome::done({{"plan", p.to_json()}, {"nothing_to_do", true}});
         }
-        if (!prepared->plan.disk_ok)
-            return Outcome::failed(Error("DISK_INSUFFICIENT", fmt::format("not enough free space on '{}' for {} above the floor",
-                                                                          prepared->target, format_size(static_cast<std::uint64_t>(prepared->plan.delta_bytes)))),
-                                   {{"plan", prepared->to_json()}});
-        bool confirmed = o.yes || ctx.global().yes;
-        if (!o.confirm.empty()) {
-            Status spent = state::spend_token(*setup->state, o.confirm, prepared->plan.digest);
-            if (!spent.ok()) return Outcome::failed(spent.take_error());
-            confirmed = true;
-        }
-        if (!confirmed) {
-            if (::isatty(0) && ::isatty(2)) {
-                ctx.out().info(render_plan(prepared.value()));
-                confirmed = ask(fmt::format("{} {} files ({}) from {} to {}?", plan::to_string(op), prepared->plan.delta.count(),
-                                            format_size(static_cast<std::uint64_t>(prepared->plan.delta_bytes)), prepared->source,
-                                            prepared->target));
-                if (!confirmed) return Outcome::failed(Error("NOT_CONFIRMED", "nothing done: not confirmed"));
-            } else {
-                return Outcome::failed(Error("CONFIRM_REQUIRED", fmt::format("{} of '{}' needs confirmation", plan::to_string(op), prepared->resource.short_id()),
-                                             "pass --yes, or --confirm TOKEN from 'archctl plan'"));
-            }
-        }
+        if (!p.plan.disk_ok)
+            return Outcome::failed(Error("DISK_INSUFFICIENT", fmt::format("not enough free space on '{}' for {} above the floor", p.target,
+                                                                          format_size(static_cast<std::uint64_t>(p.plan.delta_bytes)))),
+                                   {{"plan", p.to_json()}});
+        ConfirmRequest c;
+        c.yes = o.yes;
+        c.token = o.confirm;
+        c.plan_digest = p.plan.digest;
+        c.plan = [&p] { return render_plan(p); };
+        c.question = fmt::format("{} {} files ({}) from {} to {}?", plan::to_string(op), p.plan.delta.count(),
+                                 format_size(static_cast<std::uint64_t>(p.plan.delta_bytes)), p.source, p.target);
+        c.needs = fmt::format("{} of '{}' needs confirmation", plan::to_string(op), p.resource.short_id());
+        c.needs_hint = "pass --yes, or --confirm TOKEN from 'archctl plan'";
+        if (auto refused = confirm(ctx, *s.state, c)) return Outcome::failed(*refused);
     }
-    auto job = setup->engine->create(prepared.value());
+    auto job = s.engine->create(p);
     if (!job.ok()) return Outcome::failed(job.take_error());
-    if (!prepared->existing_job) ctx.out().info(fmt::format("archctl: job {}  {} {} {} → {}", job.value(), plan::to_string(op),
-                                                           prepared->resource.short_id(), prepared->source, prepared->target));
-    auto result = setup->engine->run(job.value(), budgets.value());
-    setup->progress->finish();
-    return run_outcome(ctx, result, hint, {{"plan", prepared->to_json()}});
+    if (!p.existing_job)
+        ctx.out().info(fmt::format("archctl: job {}  {} {} {} → {}", job.value(), plan::to_string(op), p.resource.short_id(), p.source,
+                                   p.target));
+    auto result = s.driver->run(job.value(), budgets.value());
+    s.progress->finish();
+    return run_outcome(ctx, result, hint, {{"plan", p.to_json()}});
 }
 
 }  // namespace archctl::cli

@@ -1,6 +1,6 @@
 #pragma once
-// What plan, archive, unarchive and resume share: the transfer options, budgets, the engine
-// set-up, and rendering of plans and run results.
+// What plan, archive, unarchive and resume share: the transfer options, budgets, and rendering
+// of plans and run results.
 
 #include <memory>
 #include <optional>
@@ -32,16 +32,6 @@ struct BudgetOptions {
 
 void add_transfer_options(CLI::App& app, TransferOptions& o);
 void add_budget_options(CLI::App& app, BudgetOptions& o);
-
-// Everything a transfer command needs for one run.
-struct EngineSetup {
-    const config::Config* config = nullptr;
-    std::unique_ptr<state::StateDir> state;
-    std::unique_ptr<jobs::Nodes> nodes;
-    std::unique_ptr<ui::ProgressRenderer> progress;
-    std::unique_ptr<jobs::Engine> engine;
-};
-Result<EngineSetup> setup_engine(Context& ctx, const BudgetOptions* budgets);
 
 Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o);
 Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& config);

@@ -6,7 +6,7 @@
 //   auto prepared = engine.prepare(request);      // resolve RES, pick nodes, read live trees, plan
 //   ... show prepared->plan, confirm (TTY, --yes or --confirm TOKEN) ...
 //   auto job = engine.create(*prepared);          // reserve aliases, write the definition
-//   auto result = engine.run(job_id, budgets);    // drive it as far as it can go
+//   auto result = driver.run(job_id, budgets);    // drive it as far as it can go (driver.hpp)
 // A rerun of the same command finds the identical unfinished job in prepare() and continues it
 // (prepare() returns it in `existing_job` and create() is skipped); a different unfinished job on
 // the same resource is refused naming it.
@@ -81,6 +81,7 @@ struct RunResult {
     Error error;
     std::string job_id;
     std::string step;
+    nlohmann::json detail = nlohmann::json::object();  // what the kind reports (evict: files removed, bytes freed)
     nlohmann::json to_json() const;
 };
 
@@ -105,15 +106,9 @@ public:
     Engine(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io);
 
     [[nodiscard]] Result<Prepared> prepare(const TransferRequest& request);
-    // Reserve every alias and write the definition and first event. Returns the job id.
+    // Reserve every alias and write the definition and first event. Returns the job id; the
+    // job is then driven by jobs::Driver (driver.hpp).
     [[nodiscard]] Result<std::string> create(const Prepared& prepared);
-    // Drive the job until done, a clean stop, or a failure (with compensation before commit).
-    RunResult run(const std::string& job_id, const Budgets& budgets);
-    // Cancel: before commit, compensate (restore the target, remove what this job created) and
-    // release the reservation; after commit, only finish cleanup. LOCKED while a run holds it.
-    RunResult cancel(const std::string& job_id);
-    // Ids of unfinished jobs, oldest first.
-    [[nodiscard]] Result<std::vector<std::string>> unfinished();
 
 private:
     Status route_for(Prepared& p, const TransferRequest& request);

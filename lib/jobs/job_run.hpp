@@ -8,21 +8,11 @@
 
 #include "lib/base/clock.hpp"
 #include "lib/jobs/engine.hpp"
+#include "lib/jobs/kind.hpp"
 #include "lib/jobs/job.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::jobs {
-
-// What a step ended with.
-struct StepResult {
-    enum Kind { next, stop, fail } kind = next;
-    std::string reason;  // stop: budget|deadline|disk|interrupt|waiting; fail: error code
-    std::string text;    // stop: human reason
-    Error error;         // fail
-    static StepResult ok() { return {}; }
-    static StepResult stopped(std::string reason, std::string text) { return {stop, std::move(reason), std::move(text), {}}; }
-    static StepResult failed(Error e) { return {fail, e.code, {}, std::move(e)}; }
-};
 
 struct JobRun {
     const config::Config& config;

@@ -170,25 +170,20 @@ std::string progress_text(const nlohmann::json& def, const Ledger& l) {
                        pct, format_size(done), format_size(total), files_done, files, l.step);
 }
 
-Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
-    ARCHCTL_TRY_ASSIGN(auto ids, store.list());
-    std::vector<JobSummary> out;
-    for (const auto& id : ids) {
-        auto def = store.definition(id);
-        if (!def.ok()) continue;
-        JobSummary s;
-        s.id = id;
-        s.definition = def.value();
-        auto l = store.ledger(id);
-        if (l.ok()) s.ledger = Ledger::from_json(l.value());
-        auto lock = LockFile::read(store.dir_of(id));
-        s.running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
-        s.status = progress_text(s.definition, s.ledger);
-        s.needs_attention = s.ledger.state == JobState::cleanup_required ||
-                            (s.ledger.state == JobState::failed && s.ledger.merged);
-        out.push_back(std::move(s));
-    }
-    return out;
+JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition) {
+    JobSummary s;
+    s.id = id;
+    s.definition = definition;
+    auto l = store.ledger(id);
+    if (l.ok()) s.ledger = Ledger::from_json(l.value());
+    s.stored_ledger = s.ledger.to_json();
+    s.nodes = fmt::format("{} → {}", definition.value("source", nlohmann::json::object()).value("node", ""),
+                          definition.value("target", nlohmann::json::object()).value("node", ""));
+    auto lock = LockFile::read(store.dir_of(id));
+    s.running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+    s.status = progress_text(s.definition, s.ledger);
+    s.needs_attention = s.ledger.state == JobState::cleanup_required || (s.ledger.state == JobState::failed && s.ledger.merged);
+    return s;
 }
 
 }  // namespace archctl::jobs

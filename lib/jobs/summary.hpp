@@ -23,7 +23,9 @@ namespace archctl::jobs {
 struct JobSummary {
     std::string id;
     nlohmann::json definition;
-    Ledger ledger;
+    Ledger ledger;                // the kind's ledger as a transfer ledger: state, step, failure, kept
+    nlohmann::json stored_ledger; // the ledger as the kind stores it (`job show --json`)
+    std::string nodes;            // "seedbox → nas"; the cache node alone for an eviction
     bool running = false;         // a live process holds its lock
     std::string status;           // the progress text
     bool needs_attention = false; // failed with something left to do, or cleanup required
@@ -32,7 +34,9 @@ struct JobSummary {
     nlohmann::json to_json() const;
 };
 
-[[nodiscard]] Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store);
+// The row of one archive/unarchive job (the transfer kind's summary; every kind's rows come from
+// jobs::summarize_jobs in driver.hpp).
+[[nodiscard]] JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
 // "archiving: 61% (…)", "done", "failed: <message> (compensation kept 3 files used by other
 // torrents)".
 std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "lib/jobs/driver.hpp"
 #include "lib/jobs/engine.hpp"
 #include "lib/jobs/job.hpp"
 #include "lib/state/job_store.hpp"
@@ -71,7 +72,7 @@ TEST_CASE("only archive and unarchive definitions are transfer jobs") {
     CHECK(evict.error().code == "NOT_A_TRANSFER");
 }
 
-TEST_CASE("unfinished() lists transfer jobs and skips other job kinds in the same directory") {
+TEST_CASE("the driver's unfinished() lists every kind of job in the directory, and skips definitions no kind claims") {
     test::Scratch scratch;
     auto dir = state::StateDir::open((scratch / "state").string());
     REQUIRE(dir.ok());
@@ -85,10 +86,11 @@ TEST_CASE("unfinished() lists transfer jobs and skips other job kinds in the sam
     d.target = "nas";
     REQUIRE(store.create(d.id, d.to_json()).ok());
     REQUIRE(store.create("20261201-183413-aaaa", {{"id", "20261201-183413-aaaa"}, {"op", "evict"}, {"node", "seedbox"}}).ok());
+    REQUIRE(store.create("20261201-183414-bbbb", {{"id", "20261201-183414-bbbb"}, {"op", "mystery"}}).ok());
     config::Config config;
     Nodes nodes(config, clients::Tuning{});
-    Engine engine(config, dir.value(), nodes, EngineIo{});
-    auto ids = engine.unfinished();
+    Driver driver(config, dir.value(), nodes, EngineIo{});
+    auto ids = driver.unfinished();
     REQUIRE(ids.ok());
-    CHECK(ids.value() == std::vector<std::string>{d.id});
+    CHECK(ids.value() == std::vector<std::string>{d.id, "20261201-183413-aaaa"});
 }

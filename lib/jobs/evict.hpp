@@ -8,7 +8,8 @@
 //   auto p = evictor.prepare(request);      // resolve RES, read cache + every archive placement fresh
 //   ... p->coverage.complete()? show render_plan(*p), confirm (TTY, --yes, --confirm TOKEN) ...
 //   auto job = evictor.create(*p);          // reserve aliases, write the definition with the proofs
-//   auto r = evictor.run(job, options);     // hold → remove → unlink → partfile → release
+//   auto r = driver.run(job, budgets, verify_archive);  // hold → remove → unlink → partfile → release
+// (jobs::Driver, driver.hpp; the steps are evict_hold.cpp … evict_release.cpp).
 // A rerun of the same command finds the unfinished job in prepare() (`existing_job`) and
 // continues it; once the cache placement is gone, prepare() answers `nothing_to_do`.
 //
@@ -30,10 +31,11 @@
 
 #include "lib/base/result.hpp"
 #include "lib/config/config.hpp"
-#include "lib/evict/evict_job.hpp"
+#include "lib/jobs/evict_job.hpp"
 #include "lib/jobs/engine.hpp"
 #include "lib/jobs/nodes.hpp"
 #include "lib/jobs/resolve.hpp"
+#include "lib/jobs/summary.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/state/state_dir.hpp"
 
@@ -66,30 +68,16 @@ struct EvictPrepared {
     nlohmann::json to_json() const;
 };
 
-struct RunOptions {
-    VerifyArchive verify_archive = VerifyArchive::no;  // also verify pieces when the job did not ask
-};
-
-struct EvictResult {
-    jobs::RunResult run;
-    nlohmann::json detail = nlohmann::json::object();  // removed, kept, bytes freed, partfile
-};
-
 class Evictor {
 public:
     Evictor(const config::Config& config, const state::StateDir& state, jobs::Nodes& nodes, jobs::EngineIo io);
 
     [[nodiscard]] Result<EvictPrepared> prepare(const EvictRequest& request);
     // Reserve every alias and write the definition (with the proofs) and the first event.
-    // Precondition: prepared.coverage.complete() and no existing job.
+    // Precondition: prepared.coverage.complete() and no existing job. The job is then driven by
+    // jobs::Driver: cancel before the cache torrent is removed drops the hold tags and releases;
+    // after, the removal cannot be undone, so cancel finishes the eviction.
     [[nodiscard]] Result<std::string> create(const EvictPrepared& prepared);
-    // Drive the job to its end, a clean stop (Ctrl-C, exit 10), or a refusal.
-    EvictResult run(const std::string& job_id, const RunOptions& options = {});
-    // Before the cache torrent is removed: drop the hold tags, release, cancelled. After: the
-    // removal cannot be undone, so cancel finishes the eviction.
-    EvictResult cancel(const std::string& job_id);
-    // Ids of unfinished evict jobs, oldest first.
-    [[nodiscard]] Result<std::vector<std::string>> unfinished();
 
 private:
     const config::Config& m_config;
@@ -110,5 +98,8 @@ Error incomplete_error(const EvictPrepared& p);
 std::string evict_progress_text(const nlohmann::json& definition, const nlohmann::json& ledger);
 // One line per event for `job show`: why something was deleted and what proved it safe.
 std::string describe_event(const nlohmann::json& event);
+// The row of one evict job for `status` and `job list` (every kind's rows come from
+// jobs::summarize_jobs).
+jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
 
 }  // namespace archctl::evict

@@ -5,8 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
-#include "lib/evict/evict.hpp"
+#include "lib/state/job_store.hpp"
+#include "lib/jobs/evict.hpp"
 #include "lib/ui/table.hpp"
 
 namespace archctl::evict {
@@ -182,6 +184,23 @@ std::string describe_event(const nlohmann::json& e) {
                            format_size(e.value("bytes_freed", std::uint64_t{0})), e.value("dirs_removed", 0));
     if (type == "stopped") return fmt::format("stopped at {}: {}", e.value("step", ""), e.value("reason", ""));
     return "";
+}
+
+jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string& id, const nlohmann::json& definition) {
+    jobs::JobSummary row;
+    row.id = id;
+    row.definition = definition;
+    auto l = store.ledger(id);
+    row.stored_ledger = l.ok() ? l.value() : nlohmann::json::object();
+    row.ledger.state = jobs::parse_job_state(row.stored_ledger.value("state", "running"));
+    row.ledger.step = row.stored_ledger.value("step", "hold");
+    row.ledger.failure = row.stored_ledger.value("failure", nlohmann::json());
+    row.nodes = definition.value("source", nlohmann::json::object()).value("node", "");
+    auto lock = LockFile::read(store.dir_of(id));
+    row.running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+    row.status = evict_progress_text(definition, row.stored_ledger);
+    row.needs_attention = row.ledger.state == jobs::JobState::cleanup_required;
+    return row;
 }
 
 }  // namespace archctl::evict

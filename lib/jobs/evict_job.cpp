@@ -1,4 +1,4 @@
-#include "lib/evict/evict_job.hpp"
+#include "lib/jobs/evict_job.hpp"
 
 #include <fmt/format.h>
 

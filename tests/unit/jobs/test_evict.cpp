@@ -1,7 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "lib/evict/evict.hpp"
-#include "lib/evict/evict_job.hpp"
+#include "lib/jobs/driver.hpp"
+#include "lib/jobs/evict.hpp"
+#include "lib/jobs/evict_job.hpp"
 #include "lib/state/job_store.hpp"
 #include "tests/support/scratch.hpp"
 
@@ -157,7 +158,7 @@ TEST_CASE("incomplete coverage refuses listing the missing files and the archive
     CHECK(plan.find("season2/e04.mkv") != std::string::npos);
 }
 
-TEST_CASE("unfinished lists evict jobs that are running or need cleanup, nothing else") {
+TEST_CASE("the driver lists unfinished jobs of every kind: evict jobs running or needing cleanup, and transfers") {
     test::Scratch s;
     auto dir = state::StateDir::open((s / "state").string());
     REQUIRE(dir.ok());
@@ -180,8 +181,8 @@ TEST_CASE("unfinished lists evict jobs that are running or need cleanup, nothing
     REQUIRE(store.write_ledger(c.id, cleanup.to_json()).ok());
     config::Config config;
     jobs::Nodes nodes(config, clients::Tuning{});
-    Evictor evictor(config, dir.value(), nodes, jobs::EngineIo{});
-    auto ids = evictor.unfinished();
+    jobs::Driver driver(config, dir.value(), nodes, jobs::EngineIo{});
+    auto ids = driver.unfinished();
     REQUIRE(ids.ok());
-    CHECK(ids.value() == std::vector<std::string>{a.id, c.id});
+    CHECK(ids.value() == std::vector<std::string>{a.id, c.id, "20261201-000004-dddd"});
 }

@@ -1,0 +1,89 @@
+// Context's set-up of configuration, state and nodes (the command table's "needs" column).
+
+#include "cli/services.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "cli/command.hpp"
+#include "lib/base/clock.hpp"
+
+namespace archctl::cli {
+namespace {
+
+// ARCHCTL_TEST_* switches (tests/README.md): read here, never in the library.
+jobs::TestSwitches test_switches() {
+    jobs::TestSwitches t;
+    if (const char* m = std::getenv("ARCHCTL_TEST_STAGE_METHOD"); m && *m) t.stage_method = m;
+    if (const char* b = std::getenv("ARCHCTL_TEST_UNLINK_BATCH"); b && *b) {
+        long n = std::strtol(b, nullptr, 10);
+        if (n > 0) t.unlink_batch = static_cast<std::size_t>(n);
+    }
+    return t;
+}
+
+}  // namespace
+
+Context::Context(const GlobalOptions& global, Output& out) : m_global(global), m_out(out) {}
+Context::~Context() = default;
+
+Result<const state::StateDir*> Context::state() {
+    if (m_state) return m_state.get();
+    ARCHCTL_TRY_ASSIGN(const config::Config* config, this->config());
+    ARCHCTL_TRY_ASSIGN(auto dir, state::StateDir::open(config->state_dir));
+    m_state = std::make_unique<state::StateDir>(std::move(dir));
+    return m_state.get();
+}
+
+Result<Services*> Context::services() {
+    if (m_services) return m_services.get();
+    auto s = std::make_unique<Services>();
+    ARCHCTL_TRY_ASSIGN(s->config, config());
+    if (s->config->nodes.empty())
+        return Error("CONFIG_INVALID", "no nodes are configured", "add [nodes.<name>] tables to the config; see 'archctl config'");
+    ARCHCTL_TRY_ASSIGN(s->state, state());
+    clients::Tuning tuning;
+    Output* out = &m_out;
+    // -vv: one line per HTTP request (service, node, method, endpoint, status, time; redacted).
+    if (out->verbose() > 1) tuning.log = [out](const std::string& line) { out->debug(line); };
+    s->nodes = std::make_unique<jobs::Nodes>(*s->config, tuning);
+    ui::ProgressMode mode = ui::choose_mode(s->config->progress, ::isatty(2) != 0);
+    if (out->quiet()) mode = ui::ProgressMode::none;
+    s->progress = ui::make_renderer(mode, stderr, real_clock());
+    ui::ProgressRenderer* renderer = s->progress.get();
+    s->io.log = [renderer, out](const std::string& line) {
+        if (!out->quiet()) renderer->log(line);
+    };
+    s->io.progress = renderer;
+    s->io.test = test_switches();
+    s->engine = std::make_unique<jobs::Engine>(*s->config, *s->state, *s->nodes, s->io);
+    s->evictor = std::make_unique<evict::Evictor>(*s->config, *s->state, *s->nodes, s->io);
+    s->driver = std::make_unique<jobs::Driver>(*s->config, *s->state, *s->nodes, s->io);
+    m_services = std::move(s);
+    return m_services.get();
+}
+
+Status Context::prepare(Needs needs) {
+    switch (needs) {
+        case Needs::nothing: return {};
+        case Needs::config: {
+            auto c = config();
+            if (!c.ok()) return c.take_error();
+            return {};
+        }
+        case Needs::state: {
+            auto s = state();
+            if (!s.ok()) return s.take_error();
+            return {};
+        }
+        case Needs::nodes: {
+            auto s = services();
+            if (!s.ok()) return s.take_error();
+            return {};
+        }
+    }
+    return {};
+}
+
+}  // namespace archctl::cli

@@ -1,0 +1,29 @@
+#pragma once
+// What commands that reach nodes work with, built once per invocation by Context::services():
+// the configured nodes (one connection set per node for the whole run), the progress panel, the
+// planners (Engine for archive/unarchive, Evictor for evict) and the job driver.
+
+#include <memory>
+
+#include "lib/config/config.hpp"
+#include "lib/jobs/driver.hpp"
+#include "lib/jobs/engine.hpp"
+#include "lib/jobs/evict.hpp"
+#include "lib/jobs/nodes.hpp"
+#include "lib/state/state_dir.hpp"
+#include "lib/ui/progress.hpp"
+
+namespace archctl::cli {
+
+struct Services {
+    const config::Config* config = nullptr;
+    const state::StateDir* state = nullptr;
+    std::unique_ptr<jobs::Nodes> nodes;
+    std::unique_ptr<ui::ProgressRenderer> progress;
+    jobs::EngineIo io;
+    std::unique_ptr<jobs::Engine> engine;
+    std::unique_ptr<evict::Evictor> evictor;
+    std::unique_ptr<jobs::Driver> driver;
+};
+
+}  // namespace archctl::cli

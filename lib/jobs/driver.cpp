@@ -1,0 +1,208 @@
+// The one job driver: load → lock → ledger (or rebuild) → steps under budgets → finish, for
+// every kind of job (kind.hpp).
+
+#include "lib/jobs/driver.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/lock_file.hpp"
+#include "lib/jobs/kind.hpp"
+#include "lib/state/job_store.hpp"
+#include "lib/state/tombstones.hpp"
+
+namespace archctl::jobs {
+namespace {
+
+const Kind* const k_kinds[] = {&transfer_kind(), &evict_kind()};
+
+// The kind that owns a stored definition. A definition no kind claims is read as a transfer,
+// whose parser names what is wrong with it.
+const Kind& kind_of(const nlohmann::json& definition) {
+    for (const Kind* k : k_kinds)
+        if (k->owns(definition)) return *k;
+    return transfer_kind();
+}
+
+RunResult failure(const std::string& job_id, Error e) {
+    RunResult r;
+    r.job_id = job_id;
+    r.outcome = RunOutcome::failed;
+    r.error = std::move(e);
+    return r;
+}
+
+// A durable write that failed after the outcome was decided: the outcome stands, the run says
+// what could not be recorded (the next run re-derives it from evidence).
+void warn_unrecorded(const RunEnv& env, const Status& s, const std::string& what) {
+    if (!s.ok()) env.log(fmt::format("archctl: warning: {} was not recorded: {}", what, s.error().message));
+}
+
+// The steps from the ledger's step to the end. A clean stop records the session and its reason.
+RunResult drive(KindRun& job, const std::string& job_id) {
+    RunResult result;
+    result.job_id = job_id;
+    const auto& steps = job.steps();
+    std::size_t first = 0;
+    while (first < steps.size() && job.step() != steps[first]) ++first;
+    for (std::size_t i = first; i < steps.size(); ++i) {
+        StepResult r = job.before_step();
+        if (r.kind == StepResult::next) r = job.run_step(steps[i]);
+        if (r.kind == StepResult::fail) return job.fail(r.error);
+        if (r.kind == StepResult::stop) {
+            job.end_session(r.reason);
+            Status saved = job.save();
+            if (!saved.ok()) return job.fail(saved.error());
+            Status noted = job.event("stopped", {{"reason", r.reason}, {"step", job.step()}});
+            if (!noted.ok()) return job.fail(noted.error());
+            result.outcome = RunOutcome::stopped;
+            result.stop_reason = r.reason;
+            result.stop_text = r.text;
+            result.step = job.step();
+            result.detail = job.detail();
+            return result;
+        }
+        job.set_step(i + 1 < steps.size() ? steps[i + 1] : "done");
+        Status saved = job.save();
+        if (!saved.ok()) return job.fail(saved.error());
+        crash_point(job.crash_prefix() + steps[i]);
+    }
+    nlohmann::json fields = job.mark_done();
+    job.end_session("complete");
+    Status saved = job.save();
+    if (!saved.ok()) return failure(job_id, saved.take_error());
+    Status noted = job.event("done", std::move(fields));
+    if (!noted.ok()) return failure(job_id, noted.take_error());
+    job.release();
+    result.outcome = RunOutcome::done;
+    result.step = "done";
+    result.detail = job.detail();
+    return result;
+}
+
+}  // namespace
+
+Driver::Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io)
+    : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
+
+RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::VerifyArchive verify_archive) {
+    state::JobStore store(m_state);
+    auto definition = store.definition(job_id);
+    if (!definition.ok()) return failure(job_id, definition.take_error());
+    RunEnv env{m_config, m_state, m_nodes, store, m_io, budgets, verify_archive};
+    auto loaded = kind_of(definition.value()).load(env, definition.value());
+    if (!loaded.ok()) return failure(job_id, loaded.take_error());
+    KindRun& job = *loaded.value();
+    std::vector<std::string> notices;
+    auto lock = LockFile::acquire(store.dir_of(job_id), job.summary(), notices);
+    for (const auto& n : notices) env.log("archctl: " + n);
+    if (!lock.ok())
+        return failure(job_id, Error("LOCKED", fmt::format("job {} is running: {}", job_id, lock.error().message), lock.error().hint));
+    Status opened = job.open(store.ledger(job_id));
+    if (!opened.ok()) return failure(job_id, opened.take_error());
+    if (job.state() == JobState::done || job.state() == JobState::failed || job.state() == JobState::cancelled) {
+        RunResult r;
+        r.job_id = job_id;
+        r.step = job.step();
+        r.detail = job.detail();
+        r.outcome = job.state() == JobState::done ? RunOutcome::done : RunOutcome::failed;
+        if (job.state() != JobState::done)
+            r.error = Error("JOB_FINISHED", fmt::format("job {} already ended: {}", job_id, to_string(job.state())));
+        return r;
+    }
+    Status begun = job.begin();
+    if (!begun.ok()) return job.fail(begun.error());
+    return drive(job, job_id);
+}
+
+RunResult Driver::cancel(const std::string& job_id) {
+    state::JobStore store(m_state);
+    auto definition = store.definition(job_id);
+    if (!definition.ok()) return failure(job_id, definition.take_error());
+    RunEnv env{m_config, m_state, m_nodes, store, m_io, Budgets{}, plan::VerifyArchive::no};
+    auto loaded = kind_of(definition.value()).load(env, definition.value());
+    if (!loaded.ok()) return failure(job_id, loaded.take_error());
+    KindRun& job = *loaded.value();
+    job.read(store.ledger(job_id));
+    if (job.cancel_finishes()) {
+        warn_unrecorded(env, store.append_event(job_id, "cancel_requested", {{"effect", job.cancel_finishes_text()}}),
+                        "the cancel request");
+        return run(job_id, Budgets{});
+    }
+    std::vector<std::string> notices;
+    auto lock = LockFile::acquire(store.dir_of(job_id), job.summary(), notices);
+    if (!lock.ok())
+        return failure(job_id, Error("LOCKED", fmt::format("job {} is running: {}", job_id, lock.error().message),
+                                     "stop it first (Ctrl-C in its terminal), then cancel"));
+    job.read(store.ledger(job_id));
+    if (job.state() == JobState::done || job.state() == JobState::cancelled || job.state() == JobState::failed) {
+        RunResult r;
+        r.job_id = job_id;
+        r.step = job.step();
+        r.outcome = RunOutcome::done;
+        return r;
+    }
+    return job.cancel();
+}
+
+Result<std::vector<std::string>> Driver::unfinished() {
+    state::JobStore store(m_state);
+    ARCHCTL_TRY_ASSIGN(auto ids, store.list());
+    std::vector<std::string> out;
+    for (const auto& id : ids) {
+        // A torn definition never became a job (its reservation is released as stale).
+        auto def = store.definition(id);
+        if (!def.ok() || !std::any_of(std::begin(k_kinds), std::end(k_kinds), [&](const Kind* k) { return k->owns(def.value()); }))
+            continue;
+        auto l = store.ledger(id);
+        JobState s = l.ok() ? parse_job_state(l.value().value("state", "running")) : JobState::running;
+        if (s == JobState::running || s == JobState::cleanup_required) out.push_back(id);
+    }
+    return out;
+}
+
+std::string Driver::describe_event(const JobSummary& row, const nlohmann::json& event) {
+    return kind_of(row.definition).describe_event(event);
+}
+
+Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
+    ARCHCTL_TRY_ASSIGN(auto ids, store.list());
+    std::vector<JobSummary> out;
+    for (const auto& id : ids) {
+        auto def = store.definition(id);
+        if (!def.ok()) continue;
+        out.push_back(kind_of(def.value()).summarize(store, id, def.value()));
+    }
+    return out;
+}
+
+Status hide_job(const state::StateDir& dir, const JobSummary& row) {
+    if (!row.finished())
+        return Error("JOB_ACTIVE", fmt::format("job {} is not finished", row.id), fmt::format("cancel it first: 'archctl job cancel {}'", row.id));
+    ARCHCTL_TRY_STATUS(state::write_tombstone(dir, {row.id, row.definition.value("request_digest", ""), to_string(row.ledger.state), ""}));
+    return state::JobStore(dir).remove(row.id);
+}
+
+Result<Cleared> clear_finished(const state::StateDir& dir, long tombstone_days) {
+    Cleared c;
+    ARCHCTL_TRY_ASSIGN(auto rows, summarize_jobs(state::JobStore(dir)));
+    for (const auto& r : rows)
+        if (r.finished() && !(r.ledger.state == JobState::failed && r.ledger.merged)) {
+            ARCHCTL_TRY_STATUS(hide_job(dir, r));
+            ++c.jobs;
+        }
+    auto purged = state::purge_tombstones(dir, tombstone_days);
+    c.tombstones = purged.ok() ? purged.value() : 0;
+    return c;
+}
+
+const JobSummary* find_job(const std::vector<JobSummary>& rows, const std::string& id) {
+    const JobSummary* row = nullptr;
+    for (const auto& r : rows)
+        if (r.id == id || (id.size() >= 8 && r.id.rfind(id, 0) == 0)) row = &r;
+    return row;
+}
+
+}  // namespace archctl::jobs

@@ -1,0 +1,68 @@
+#pragma once
+// The job driver: run, cancel, list and summarize jobs of every kind (DESIGN.md §4, §5, §7, §8).
+//
+// Commands create a job with the kind's planner (Engine for archive/unarchive, Evictor for
+// evict) and then drive it here; `resume` and `job` use nothing else. The driver finds the kind
+// from the stored definition: callers never branch on it.
+//
+//   Driver driver(config, state, nodes, io);
+//   for (auto& id : driver.unfinished().value()) driver.run(id, budgets);
+//
+// What a crash leaves: every step records its result durably before the next starts; a rerun
+// re-derives the rest from evidence (node journals, qBittorrent, Syncthing).
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/config/config.hpp"
+#include "lib/jobs/engine.hpp"
+#include "lib/jobs/nodes.hpp"
+#include "lib/jobs/summary.hpp"
+#include "lib/plan/coverage.hpp"
+#include "lib/state/state_dir.hpp"
+
+namespace archctl::jobs {
+
+class Driver {
+public:
+    Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io);
+
+    // Drive the job until done, a clean stop, or a failure (compensated, or left in an explicit
+    // cleanup-required state). `verify_archive`: evict also checks the archive copies' pieces.
+    RunResult run(const std::string& job_id, const Budgets& budgets,
+                  plan::VerifyArchive verify_archive = plan::VerifyArchive::no);
+    // Cancel: before the job's point of no return, undo what it did and release the resource;
+    // after it, finish. LOCKED while a run holds the job.
+    RunResult cancel(const std::string& job_id);
+    // Ids of unfinished jobs of every kind, oldest first.
+    [[nodiscard]] Result<std::vector<std::string>> unfinished();
+    // One line of `job show` for an event of the job `row` (empty: the type alone says it).
+    [[nodiscard]] static std::string describe_event(const JobSummary& row, const nlohmann::json& event);
+
+private:
+    const config::Config& m_config;
+    state::StateDir m_state;
+    Nodes& m_nodes;
+    EngineIo m_io;
+};
+
+// Display retention (DESIGN.md §4): hide a finished job, keeping a tombstone so a rerun of the
+// same command is still recognised. JOB_ACTIVE for a job that is not finished.
+[[nodiscard]] Status hide_job(const state::StateDir& dir, const JobSummary& row);
+// Hide every finished job except a failed one that had merged files (it still needs a look),
+// and purge tombstones older than `tombstone_days`. Returns {cleared, tombstones purged}.
+struct Cleared {
+    std::size_t jobs = 0, tombstones = 0;
+};
+[[nodiscard]] Result<Cleared> clear_finished(const state::StateDir& dir, long tombstone_days);
+// The job `id` names: its full id, or a unique-enough prefix of at least 8 characters.
+[[nodiscard]] const JobSummary* find_job(const std::vector<JobSummary>& rows, const std::string& id);
+
+// One row per job of every kind, oldest first, for `job list` and `status` (read from the state
+// directory; no node is contacted).
+[[nodiscard]] Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store);
+
+}  // namespace archctl::jobs

@@ -1,0 +1,245 @@
+// The transfer kind (archive, unarchive): its steps stage → sync → merge → verify → cleanup, and
+// what failing or cancelling means before and after the commit (DESIGN.md §5, §8).
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
+#include "lib/base/lock_file.hpp"
+#include "lib/base/signals.hpp"
+#include "lib/base/units.hpp"
+#include "lib/jobs/job_run.hpp"
+#include "lib/state/reservations.hpp"
+
+namespace archctl::jobs {
+
+nlohmann::json files_arg(const std::vector<JobFile>& files) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& f : files) a.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});
+    return a;
+}
+
+Error stale(const std::string& what, const JobRun& run) {
+    return Error("STALE_STATE", fmt::format("{} changed since job {} was created", what, run.def.id),
+                 "archctl never adapts silently to external changes; the job was stopped and compensated");
+}
+
+Status JobRun::save() { return store.write_ledger(def.id, ledger.to_json()); }
+
+Status JobRun::event(const std::string& type, nlohmann::json fields) { return store.append_event(def.id, type, std::move(fields)); }
+
+void JobRun::note_kept(const std::string& node, nlohmann::json entry, const std::string& step) {
+    for (const auto& have : ledger.kept)
+        if (have.value("node", "") == node && have.value("path", "") == entry.value("path", "")) return;
+    entry["node"] = node;
+    entry["step"] = step;
+    ledger.kept.push_back(std::move(entry));
+}
+
+std::optional<StepResult> JobRun::should_stop() const {
+    if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
+    if (budgets.max_bytes && session_bytes() >= *budgets.max_bytes)
+        return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(session_bytes()),
+                                                         format_size(*budgets.max_bytes)));
+    if (budgets.max_duration && clock().steady() - started >= *budgets.max_duration)
+        return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(budgets.max_duration->count())));
+    return std::nullopt;
+}
+
+void JobRun::progress(const std::string& step, int number, std::uint64_t done, std::uint64_t total, std::uint64_t files_done,
+                      const std::string& current) const {
+    if (!io.progress) return;
+    ui::ProgressSnapshot s;
+    s.job_id = def.id;
+    s.step = step;
+    s.step_number = number;
+    s.done_bytes = done;
+    s.total_bytes = total;
+    s.files_done = files_done;
+    s.files_total = def.files.size();
+    s.current = current;
+    s.stopping = stop_requested();
+    io.progress->update(s);
+}
+
+namespace {
+
+using StepFn = StepResult (*)(JobRun&);
+
+struct StepSpec {
+    const char* name;
+    StepFn fn;
+};
+
+const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge", step_merge}, {"verify", step_verify},
+                            {"cleanup", step_cleanup}};
+
+// An archive or unarchive job, as the driver runs it.
+class TransferRun final : public KindRun {
+public:
+    TransferRun(RunEnv& env, JobDefinition def)
+        : m_run{env.config, env.state_dir, env.nodes, env.store, env.io, std::move(def), Ledger{}, env.budgets, Session{},
+                env.io.clock->steady(), {}} {}
+
+    std::string summary() const override { return m_run.def.summary(); }
+
+    Status open(Result<nlohmann::json> ledger) override {
+        if (ledger.ok()) {
+            m_run.ledger = Ledger::from_json(ledger.value());
+            return {};
+        }
+        // A job that never reached a step boundary has no ledger yet; one that did and lost it
+        // (deleted, corrupt) is rebuilt from evidence.
+        auto events = m_run.store.events(m_run.def.id);
+        bool worked = events.ok() && events->records.size() > 1;
+        if (ledger.error().code == "NOT_FOUND" && !worked) return {};
+        m_run.log(fmt::format("archctl: warning: ledger of job {} {}; rebuilding it from evidence", m_run.def.id,
+                              ledger.error().code == "NOT_FOUND" ? "is missing" : "is unreadable"));
+        return rebuild_ledger(m_run);
+    }
+
+    void read(const Result<nlohmann::json>& ledger) override {
+        m_run.ledger = ledger.ok() ? Ledger::from_json(ledger.value()) : Ledger{};
+    }
+
+    JobState state() const override { return m_run.ledger.state; }
+    const std::string& step() const override { return m_run.ledger.step; }
+    void set_step(std::string step) override { m_run.ledger.step = std::move(step); }
+    const std::vector<std::string>& steps() const override {
+        static const std::vector<std::string> names = [] {
+            std::vector<std::string> n;
+            for (const auto& s : k_steps) n.emplace_back(s.name);
+            return n;
+        }();
+        return names;
+    }
+    const char* crash_prefix() const override { return "job.step."; }
+
+    Status begin() override {
+        m_run.session.started = format_rfc3339(m_run.clock().now());
+        m_run.session.host = host_name();
+        m_run.session.pid = ::getpid();
+        auto torrent = read_file(m_run.store.dir_of(m_run.def.id) + "/resource.torrent");
+        if (torrent.ok()) m_run.metainfo = torrent.value();
+        return {};
+    }
+
+    // External state is recomputed before every step, not only before the first.
+    StepResult before_step() override {
+        StepResult r = step_preflight(m_run);
+        if (r.kind != StepResult::next) return r;
+        if (auto stop = m_run.should_stop()) return *stop;
+        return {};
+    }
+
+    StepResult run_step(const std::string& name) override {
+        for (const auto& s : k_steps)
+            if (name == s.name) return s.fn(m_run);
+        return Error("INTERNAL", fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
+    }
+
+    Status save() override { return m_run.save(); }
+    Status event(const std::string& type, nlohmann::json fields) override { return m_run.event(type, std::move(fields)); }
+
+    void end_session(const std::string& reason) override {
+        m_run.session.ended = format_rfc3339(m_run.clock().now());
+        m_run.session.end_reason = reason;
+        m_run.ledger.sessions.push_back(m_run.session);
+    }
+
+    nlohmann::json mark_done() override {
+        m_run.ledger.state = JobState::done;
+        m_run.ledger.step = "done";
+        return {{"generation", m_run.ledger.generation}};
+    }
+    void release() override { release_reservation(); }
+
+    // Before commit: compensate (restore the target, remove what this job created) and release
+    // the reservation. After: the target is verified, so the job waits for its cleanup.
+    RunResult fail(const Error& e) override {
+        RunResult r;
+        r.outcome = RunOutcome::failed;
+        r.error = e;
+        r.job_id = m_run.def.id;
+        r.step = m_run.ledger.step;
+        if (!m_run.ledger.committed) {
+            Status comp = compensate(m_run, e);
+            if (!comp.ok()) m_run.log(fmt::format("archctl: warning: compensation incomplete: {}", comp.error().message));
+            m_run.ledger.state = JobState::failed;
+            release_reservation();
+        } else {
+            m_run.ledger.state = JobState::cleanup_required;
+            r.error = Error("CLEANUP_REQUIRED", fmt::format("job {} committed, but finishing it failed: {}", m_run.def.id, e.message),
+                            fmt::format("the target placement is verified; rerun 'archctl resume {}' to finish", m_run.def.id));
+        }
+        m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+        end_session("error");
+        warn_unrecorded(m_run.save(), "the failure");
+        warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}}), "the failure event");
+        return r;
+    }
+
+    // Before commit, compensate; after commit, only finish cleanup.
+    RunResult cancel() override {
+        RunResult result;
+        result.job_id = m_run.def.id;
+        result.step = m_run.ledger.step;
+        warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
+        Status s = m_run.ledger.committed
+                       ? (step_cleanup(m_run).kind == StepResult::fail ? Status(Error("CLEANUP_REQUIRED", "cleanup failed")) : Status())
+                       : compensate(m_run, Error("CANCELLED", "cancelled by the user"));
+        if (!s.ok()) {
+            result.outcome = RunOutcome::failed;
+            result.error = s.error();
+            warn_unrecorded(m_run.save(), "the ledger");
+            return result;
+        }
+        m_run.ledger.state = m_run.ledger.committed ? JobState::done : JobState::cancelled;
+        if (Status saved = m_run.save(); !saved.ok()) {
+            result.outcome = RunOutcome::failed;
+            result.error = saved.take_error();
+            return result;
+        }
+        warn_unrecorded(m_run.event(m_run.ledger.committed ? "done" : "cancelled"), "the cancel event");
+        release_reservation();
+        result.outcome = RunOutcome::done;
+        return result;
+    }
+
+private:
+    void warn_unrecorded(const Status& s, const std::string& what) const {
+        if (!s.ok()) m_run.log(fmt::format("archctl: warning: {} of job {} was not recorded: {}", what, m_run.def.id, s.error().message));
+    }
+    // A reservation left behind is released as stale by the next planner; say so, go on.
+    void release_reservation() {
+        warn_unrecorded(state::release(m_run.state_dir, m_run.def.aliases, m_run.def.id), "the release of its reservation");
+    }
+
+    JobRun m_run;
+};
+
+Result<std::unique_ptr<KindRun>> load_transfer(RunEnv& env, const nlohmann::json& definition) {
+    ARCHCTL_TRY_ASSIGN(auto def, JobDefinition::from_json(definition));
+    return std::unique_ptr<KindRun>(std::make_unique<TransferRun>(env, std::move(def)));
+}
+
+std::string no_description(const nlohmann::json&) { return {}; }
+
+}  // namespace
+
+const Kind& transfer_kind() {
+    static const Kind kind{"transfer", is_transfer_definition, load_transfer, summarize_transfer, no_description};
+    return kind;
+}
+
+nlohmann::json RunResult::to_json() const {
+    nlohmann::json j = {{"job", job_id}, {"step", step}};
+    j["outcome"] = outcome == RunOutcome::done ? "done" : outcome == RunOutcome::stopped ? "stopped" : "failed";
+    if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
+    if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};
+    return j;
+}
+
+}  // namespace archctl::jobs
