@@ -191,7 +191,8 @@ def archctl_paused_at(lab, point, *args, env=None, timeout=120):
     """Start archctl in the background with ARCHCTL_TEST_PAUSE_AT=<point>:<gate> and wait until it
     is paused there. Returns release(): opens the gate and returns (rc, stdout, stderr)."""
     gate = os.path.join(lab.dir, f"gate-{time.monotonic_ns()}")
-    argv, full_env = lab.archctl_command(*args, env={**(env or {}), "ARCHCTL_TEST_PAUSE_AT": f"{point}:{gate}"})
+    pause = {"ARCHCTL_TEST_PAUSE_AT": f"{point}:{gate}"}
+    argv, full_env = lab.archctl_command(*args, env={**(env or {}), **pause})
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             env=full_env)
     try:
