@@ -1,15 +1,83 @@
-"""Shared steps for the job-engine suites: seeding a cache node with a real torrent, pairing a
-route by hand, and reading what qBittorrent and the disks say afterwards."""
+"""Shared support for the integration suites: the lab of a suite file (SuiteLab), seeding a
+cache node with a real torrent, pairing a route by hand, and reading what qBittorrent and the
+disks say afterwards."""
 
 import json
 import os
 import random
 import subprocess
 import time
+import unittest
 
-from lab.lab import Lab  # noqa: F401  (re-exported for the suites)
+from lab.lab import Lab
 
 BIN = os.environ.get("ARCHCTL_BIN", "")
+
+
+def stop_lab(lab):
+    """Stop every process the lab started; fail if one still runs."""
+    lab.__exit__(None, None, None)
+    lab.assert_all_stopped()
+
+
+def start_lab(nodes, extra_qb=0, routes=(), add_cleanup=unittest.addModuleCleanup):
+    """Start a lab and register stop_lab for it with `add_cleanup` at once: unittest runs module
+    and class cleanups after tearDownModule/tearDownClass and also when setUpModule/setUpClass
+    fails part way, so a failed set-up still stops what it started. Then pair `routes`, each
+    (cache, archive) or (cache, archive, route id). Returns (lab, route ids)."""
+    lab = Lab(nodes=nodes, extra_qb=extra_qb)
+    lab.__enter__()  # stops what it started if the start fails
+    add_cleanup(stop_lab, lab)
+    return lab, [pair_route(lab, *route) for route in routes]
+
+
+def class_lab(cls, nodes, extra_qb=0, routes=()):
+    """A lab of one test class, for a setUpClass; stopped by a class cleanup."""
+    lab, _ = start_lab(nodes, extra_qb=extra_qb, routes=routes, add_cleanup=cls.addClassCleanup)
+    return lab
+
+
+class SuiteLab:
+    """The one lab of a suite file, shared by all its test classes (labs are expensive):
+
+        LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")],
+                             routes=[("cache1", "archive1")], extra_qb=0)
+        setUpModule = LAB.set_up
+
+    set_up() starts the lab and pairs the routes (a suite with more to do in setUpModule calls
+    it there); a module cleanup stops the lab and checks that nothing it started still runs.
+    Once started, attributes are the Lab's (LAB.node, LAB.qb, LAB.dir, ...); LAB.route is the
+    first route's id, LAB.routes all of them. LAB.archctl may be bound before the start."""
+
+    def __init__(self, nodes, extra_qb=0, routes=()):
+        self._nodes = [tuple(n) for n in nodes]
+        self._extra_qb = extra_qb
+        self._routes = [tuple(r) for r in routes]
+        self._lab = None
+        self.routes = []
+
+    def set_up(self):
+        if self._lab is not None:
+            raise RuntimeError("the suite's lab is already started")
+        self._lab, self.routes = start_lab(self._nodes, extra_qb=self._extra_qb, routes=self._routes)
+
+    @property
+    def route(self):
+        return self.routes[0]
+
+    def archctl(self, *args, **kw):
+        return self.lab.archctl(*args, **kw)
+
+    @property
+    def lab(self):
+        if self._lab is None:
+            raise RuntimeError("the suite's lab is not started (setUpModule = LAB.set_up)")
+        return self._lab
+
+    def __getattr__(self, name):
+        if name.startswith("__") or "_lab" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.lab, name)
 
 
 def write_payload(root, layout, seed=1):
@@ -44,6 +112,25 @@ def wait(predicate, timeout=60, what="condition", interval=0.2):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+def seed_resource(lab, name, layout, seed, kind="hybrid", skip=(), node="cache1"):
+    """A new resource on `node`: the payload `layout` (its top directory "pay") written below
+    <qb_root>/<name>, <lab dir>/<name>.torrent made from it with 32 KiB pieces, and seeded there.
+    Returns (torrent info, qB id, save path, torrent file)."""
+    save = os.path.join(lab.node(node)["qb_root"], name)
+    write_payload(save, layout, seed=seed)
+    tfile = os.path.join(lab.dir, f"{name}.torrent")
+    info = create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
+    tid = seed_cache(lab, node, tfile, save, skip=skip)
+    return info, tid, save, tfile
+
+
+def staging_empty(lab, route, nodes=("cache1", "archive1")):
+    """Wait (30 s at most) until the route's folder holds no staging on any of `nodes`."""
+    for node in nodes:
+        folder = os.path.join(lab.node(node)["sync_root"], route)
+        wait(lambda: tree(folder) == [], timeout=30, what=f"staging removed on {node}")
 
 
 def seed_cache(lab, node, torrent_path, save_path, skip=()):
@@ -104,13 +191,8 @@ def archctl_paused_at(lab, point, *args, env=None, timeout=120):
     """Start archctl in the background with ARCHCTL_TEST_PAUSE_AT=<point>:<gate> and wait until it
     is paused there. Returns release(): opens the gate and returns (rc, stdout, stderr)."""
     gate = os.path.join(lab.dir, f"gate-{time.monotonic_ns()}")
-    full_env = dict(os.environ)
-    full_env.pop("ARCHCTL_CONFIG", None)
-    full_env.setdefault("NO_COLOR", "1")
-    full_env["XDG_CONFIG_HOME"] = os.path.join(lab.dir, "xdg-config")
-    full_env.update(env or {})
-    full_env["ARCHCTL_TEST_PAUSE_AT"] = f"{point}:{gate}"
-    argv = [BIN, "--config", lab.config_path, "--state", lab.state_dir, *args]
+    pause = {"ARCHCTL_TEST_PAUSE_AT": f"{point}:{gate}"}
+    argv, full_env = lab.archctl_command(*args, env={**(env or {}), **pause})
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             env=full_env)
     try:

@@ -12,39 +12,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from flows import Lab  # noqa: E402
 
-LAB = None
-ROUTE = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
+setUpModule = LAB.set_up
+archctl = LAB.archctl
 
 LAYOUT = {"pay/big.bin": 3 * 1024 * 1024 + 17, "pay/sub/small.txt": 6, "pay/sub/dir/deep.dat": 1048576,
           "pay/empty.bin": 0, "pay/ünïcödé.txt": 16}
 
 
-def setUpModule():
-    global LAB, ROUTE
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
-    LAB.__enter__()
-    ROUTE = flows.pair_route(LAB, "cache1", "archive1")
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
-
-
-def archctl(*args, **kw):
-    return LAB.archctl(*args, **kw)
-
-
 def make_resource(name, kind, seed, layout=LAYOUT):
-    cache = LAB.node("cache1")
-    save = os.path.join(cache["qb_root"], name)
-    flows.write_payload(save, layout, seed=seed)
-    tfile = os.path.join(LAB.dir, f"{name}.{kind}.torrent")
-    info = flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
-    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    info, tid, save, _ = flows.seed_resource(LAB, name, layout, seed, kind=kind)
     return info, tid, save
 
 
@@ -87,9 +65,7 @@ class Archive(unittest.TestCase):
         cq = LAB.qb("cache1")
         self.assertTrue(all(f["progress"] == 1 for f in cq.files(tid)))
         # Staging is gone on both sides (Syncthing propagates the deletes).
-        for node in ("cache1", "archive1"):
-            folder = os.path.join(LAB.node(node)["sync_root"], ROUTE)
-            flows.wait(lambda: flows.tree(folder) == [], timeout=30, what=f"staging removed on {node}")
+        flows.staging_empty(LAB, LAB.route)
         # Rerun: nothing to do, no new job.
         rc, out, err = archctl("archive", res, "--yes", "--json")
         self.assertEqual(rc, 0, err)

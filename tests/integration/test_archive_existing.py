@@ -13,31 +13,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from flows import Lab  # noqa: E402
 
-LAB = None
-ROUTE = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")],
+                     extra_qb=1)
+setUpModule = LAB.set_up
 # flow-facts §1.1: piece 6 holds a|b, piece 9 holds b|c, pieces 7–8 only b.
 V1_LAYOUT = {"pay1/a.bin": 100001, "pay1/b.bin": 50001, "pay1/c.bin": 70001}
 HYBRID_LAYOUT = {"pay/a.bin": 2 * 1024 * 1024 + 5, "pay/sub/b.bin": 300000, "pay/c.txt": 12}
 
 
-def setUpModule():
-    global LAB, ROUTE
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")], extra_qb=1)
-    LAB.__enter__()
-    ROUTE = flows.pair_route(LAB, "cache1", "archive1")
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
-
-
 def flip_received(job, index, offset):
     """One byte of a received job file on the target, flipped before merge."""
-    received = os.path.join(LAB.node("archive1")["sync_root"], ROUTE, job, "p", str(index))
+    received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", str(index))
     with open(received, "r+b") as f:
         f.seek(offset)
         b = f.read(1)

@@ -14,35 +14,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from flows import Lab  # noqa: E402
 
-LAB = None
-ROUTE = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
+setUpModule = LAB.set_up
 LAYOUT = {"pay/a.bin": 2 * 1024 * 1024 + 5, "pay/sub/b.bin": 300000, "pay/c.txt": 12}
 COUNTER = [0]
-
-
-def setUpModule():
-    global LAB, ROUTE
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
-    LAB.__enter__()
-    ROUTE = flows.pair_route(LAB, "cache1", "archive1")
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
 
 
 def new_resource(kind="hybrid", layout=LAYOUT):
     COUNTER[0] += 1
     name = f"fault-{COUNTER[0]}"
-    save = os.path.join(LAB.node("cache1")["qb_root"], name)
-    flows.write_payload(save, layout, seed=100 + COUNTER[0])
-    tfile = os.path.join(LAB.dir, f"{name}.torrent")
-    flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
-    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    _, tid, save, _ = flows.seed_resource(LAB, name, layout, 100 + COUNTER[0], kind=kind)
     return tid, name, save
 
 
@@ -53,12 +35,6 @@ def target_state(tid, name):
     files = sorted((f["index"], f["name"], f["progress"], f["priority"]) for f in aq.files(tid)) if t else []
     root = os.path.join(LAB.node("archive1")["qb_root"], name)
     return {"present": bool(t), "files": files, "tree": flows.tree(root) if os.path.isdir(root) else []}
-
-
-def staging_empty():
-    for node in ("cache1", "archive1"):
-        folder = os.path.join(LAB.node(node)["sync_root"], ROUTE)
-        flows.wait(lambda: flows.tree(folder) == [], timeout=30, what=f"staging removed on {node}")
 
 
 class Faults(unittest.TestCase):
@@ -94,7 +70,7 @@ class Faults(unittest.TestCase):
         print(f"  crash points: {len(points)} listed, {covered} covered; not reached again: "
               f"{', '.join(not_reached) or 'none'}", file=sys.stderr)
         self.assertGreater(covered, 10)
-        staging_empty()
+        flows.staging_empty(LAB, LAB.route)
 
     def test_b_a_byte_flipped_in_transit_fails_before_commit(self):
         tid, name, save = new_resource()
@@ -102,7 +78,7 @@ class Faults(unittest.TestCase):
         self.assertEqual(rc, 137, err)
         jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
         job = [j for j in jobs if j["resource"] == tid][0]["id"]
-        received = os.path.join(LAB.node("archive1")["sync_root"], ROUTE, job, "p", "0")
+        received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", "0")
         with open(received, "r+b") as f:
             f.seek(1000)
             b = f.read(1)

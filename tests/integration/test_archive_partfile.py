@@ -15,24 +15,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from flows import Lab  # noqa: E402
 
-LAB = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")],
+                     extra_qb=1)
+setUpModule = LAB.set_up
 # flow-facts §1.1: piece 6 holds a|b, piece 9 holds b|c, pieces 7–8 only b.
 LAYOUT = {"pay1/a.bin": 100001, "pay1/b.bin": 50001, "pay1/c.bin": 70001}
-
-
-def setUpModule():
-    global LAB
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")], extra_qb=1)
-    LAB.__enter__()
-    flows.pair_route(LAB, "cache1", "archive1")
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
 
 
 def partial_cache_copy(name, seed):

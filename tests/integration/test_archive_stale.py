@@ -16,46 +16,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from flows import Lab  # noqa: E402
 
-LAB = None
-ROUTE = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
+setUpModule = LAB.set_up
 LAYOUT = {"pay/a.bin": 2 * 1024 * 1024 + 5, "pay/sub/b.bin": 300000, "pay/c.txt": 12}
 COUNTER = [0]
-
-
-def setUpModule():
-    global LAB, ROUTE
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
-    LAB.__enter__()
-    ROUTE = flows.pair_route(LAB, "cache1", "archive1")
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
 
 
 def new_resource(kind="hybrid"):
     COUNTER[0] += 1
     name = f"stale-{COUNTER[0]}"
-    save = os.path.join(LAB.node("cache1")["qb_root"], name)
-    flows.write_payload(save, LAYOUT, seed=300 + COUNTER[0])
-    tfile = os.path.join(LAB.dir, f"{name}.torrent")
-    flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
-    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    _, tid, save, _ = flows.seed_resource(LAB, name, LAYOUT, 300 + COUNTER[0], kind=kind)
     return tid, name, save
 
 
 def cache_stats(save):
     return {rel: flows.stat_of(os.path.join(save, rel)) for rel in LAYOUT}
-
-
-def staging_empty():
-    for node in ("cache1", "archive1"):
-        folder = os.path.join(LAB.node(node)["sync_root"], ROUTE)
-        flows.wait(lambda: flows.tree(folder) == [], timeout=30, what=f"staging removed on {node}")
 
 
 def target_files(name):
@@ -72,7 +48,7 @@ class StaleBeforeCommit(unittest.TestCase):
         self.assertEqual(doc["error"]["code"], "STALE_STATE", doc)
         self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing may be committed")
         self.assertEqual(target_files(name), [], "the files this job placed must be removed")
-        staging_empty()
+        flows.staging_empty(LAB, LAB.route)
         job = flows.job_of(LAB, tid)
         with open(os.path.join(LAB.state_dir, "jobs", job, "ledger.json")) as f:
             ledger = json.load(f)
@@ -136,7 +112,7 @@ class StaleBeforeCommit(unittest.TestCase):
         self.assertIn("target placement", doc["error"]["message"])
         self.assertEqual(sorted(target_files(name)), disk_before, "no file of the job is left in the target")
         self.assertTrue(os.path.isfile(os.path.join(target_save, "pay/a.bin")), "the pre-existing file stays")
-        staging_empty()
+        flows.staging_empty(LAB, LAB.route)
         self.assertEqual(os.listdir(os.path.join(LAB.state_dir, "reservations")), [])
         aq.file_prio(tid, [0], 1)
 
@@ -151,7 +127,7 @@ class AfterCommit(unittest.TestCase):
         files = LAB.qb("archive1").files(tid)
         self.assertTrue(all(f["progress"] == 1 and f["priority"] > 0 for f in files), files)
         self.assertEqual(len(target_files(name)), len(LAYOUT))
-        staging_empty()
+        flows.staging_empty(LAB, LAB.route)
         LAB.qb("cache1").file_prio(tid, [1], 1)
 
 
@@ -162,13 +138,13 @@ class Deadline(unittest.TestCase):
         # until the deadline (12 s into the run) stops it cleanly.
         release = flows.archctl_paused_at(LAB, "job.step.stage", "archive", tid[:12], "--yes", "--max-minutes", "0.2",
                                           "--json")
-        flows.pause_folder(LAB, "archive1", ROUTE, True)
+        flows.pause_folder(LAB, "archive1", LAB.route, True)
         try:
             released = time.monotonic()
             rc, out, err = release()
             waited = time.monotonic() - released
         finally:
-            flows.pause_folder(LAB, "archive1", ROUTE, False)
+            flows.pause_folder(LAB, "archive1", LAB.route, False)
         self.assertEqual(rc, 10, err + out)
         doc = json.loads(out)
         self.assertEqual(doc["job"]["stop_reason"], "deadline")
@@ -177,13 +153,13 @@ class Deadline(unittest.TestCase):
         self.assertIn("hint: rerun", err)
         self.assertGreater(waited, 5, "the stop came from the sync wait, not a step boundary")
         self.assertEqual(LAB.qb("archive1").info([tid]), [])
-        flows.wait(lambda: LAB.st("archive1").db_status(ROUTE)["state"] in ("idle", "syncing", "sync-preparing", "scanning"),
+        flows.wait(lambda: LAB.st("archive1").db_status(LAB.route)["state"] in ("idle", "syncing", "sync-preparing", "scanning"),
                    what="target folder running again")
         rc, out, err = LAB.archctl("resume", "--json", timeout=300)
         self.assertEqual(rc, 0, err + out)
         files = LAB.qb("archive1").files(tid)
         self.assertTrue(all(f["progress"] == 1 for f in files), files)
-        staging_empty()
+        flows.staging_empty(LAB, LAB.route)
 
 
 if __name__ == "__main__":

@@ -15,30 +15,23 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lab.lab import Lab  # noqa: E402
+import flows  # noqa: E402
 from lab import torrents  # noqa: E402
 
 BIN = os.environ.get("ARCHCTL_BIN", "")
 PROBE = os.environ.get("CLIENTS_PROBE") or os.path.join(
     os.path.dirname(os.path.dirname(BIN)), "tests", "integration", "clients_probe", "clients_probe")
 
-LAB = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")])
 CAPTURED = []  # every stdout/stderr the library produced, checked for secrets at the end
 
 
 def setUpModule():
-    global LAB
     if not os.access(PROBE, os.X_OK):
         raise unittest.SkipTest(f"clients_probe not built at {PROBE}")
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
-    LAB.__enter__()
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
+    LAB.set_up()
 
 
 def probe(node, *args, config=None, expect_ok=True):

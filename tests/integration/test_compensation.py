@@ -12,7 +12,6 @@ references are still removed, and the job's own torrent with them."""
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 import unittest
@@ -21,10 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from flows import Lab  # noqa: E402
 
-LAB = None
-ROUTE = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
 STATE_B = None
 LAYOUT = {"pay/a.bin": 300007, "pay/sub/b.bin": 70001, "pay/c.txt": 12}
 COUNTER = [0]
@@ -32,41 +29,20 @@ REFERENCED = "referenced by another torrent"
 
 
 def setUpModule():
-    global LAB, ROUTE, STATE_B
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
-    LAB.__enter__()
-    ROUTE = flows.pair_route(LAB, "cache1", "archive1")
+    global STATE_B
+    LAB.set_up()
     STATE_B = os.path.join(LAB.dir, "state-b")
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
 
 
 def archctl_in(state, *args, env=None, timeout=300):
     """archctl with the lab's config and the state directory `state` (None: the lab's own)."""
-    if state is None:
-        return LAB.archctl(*args, env=env, timeout=timeout)
-    full_env = dict(os.environ)
-    full_env.pop("ARCHCTL_CONFIG", None)
-    full_env.setdefault("NO_COLOR", "1")
-    full_env["XDG_CONFIG_HOME"] = os.path.join(LAB.dir, "xdg-config")
-    full_env.update(env or {})
-    argv = [os.environ["ARCHCTL_BIN"], "--config", LAB.config_path, "--state", state, *args]
-    p = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, stdin=subprocess.DEVNULL)
-    return p.returncode, p.stdout, p.stderr
+    return LAB.archctl(*args, env=env, timeout=timeout, state=state)
 
 
 def new_resource():
     COUNTER[0] += 1
     name = f"comp-{COUNTER[0]}"
-    save = os.path.join(LAB.node("cache1")["qb_root"], name)
-    flows.write_payload(save, LAYOUT, seed=500 + COUNTER[0])
-    tfile = os.path.join(LAB.dir, f"{name}.torrent")
-    flows.create_torrent(os.path.join(save, "pay"), tfile, kind="hybrid", piece_length=32768)
-    tid = flows.seed_cache(LAB, "cache1", tfile, save)
+    _, tid, _, tfile = flows.seed_resource(LAB, name, LAYOUT, 500 + COUNTER[0])
     return tid, name, tfile
 
 
@@ -132,12 +108,6 @@ def user_adds_torrent(test, tid, tfile, name):
     assert_complete(test, tid, "the user's torrent after its first recheck")
 
 
-def staging_empty():
-    for node in ("cache1", "archive1"):
-        folder = os.path.join(LAB.node(node)["sync_root"], ROUTE)
-        flows.wait(lambda: flows.tree(folder) == [], timeout=30, what=f"staging removed on {node}")
-
-
 def events_of(job, state=None):
     with open(os.path.join(state or LAB.state_dir, "jobs", job, "events.jsonl")) as f:
         records = [json.loads(line) for line in f if line.strip()]
@@ -183,7 +153,7 @@ class Compensation(unittest.TestCase):
         rows = [j for j in json.loads(out)["jobs"] if j["id"] == job]
         self.assertEqual(len(rows), 1)
         self.assertEqual(len(rows[0]["kept"]), 3)
-        staging_empty()
+        flows.staging_empty(LAB, LAB.route)
         self.assertEqual(os.listdir(os.path.join(state or LAB.state_dir, "reservations")), [], "the reservation is released")
 
 
@@ -276,7 +246,7 @@ class NobodyElse(unittest.TestCase):
         self.assertEqual(ledger.get("kept", []), [])
         rc, out, err = LAB.archctl("job", "show", job)
         self.assertNotIn("compensation kept", out)
-        staging_empty()
+        flows.staging_empty(LAB, LAB.route)
 
     def test_a_cancel_after_merge_removes_the_placed_files(self):
         tid, name, tfile = new_resource()

@@ -15,41 +15,21 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from flows import Lab  # noqa: E402
 
-LAB = None
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive"), ("archive2", "archive")],
+                     routes=[("cache1", "archive1", "archctl-test-r1"), ("cache1", "archive2", "archctl-test-r2")])
+setUpModule = LAB.set_up
+archctl = LAB.archctl
 LAYOUT = {"pay/a.bin": 300000, "pay/sub/b.bin": 70001, "pay/sub/dir/c.dat": 40000, "pay/d.txt": 12, "pay/empty.bin": 0}
 COUNTER = [0]
 INFO = {}
 HOLD = "archctl-hold"
 
 
-def setUpModule():
-    global LAB
-    LAB = Lab(nodes=[("cache1", "cache"), ("archive1", "archive"), ("archive2", "archive")])
-    LAB.__enter__()
-    flows.pair_route(LAB, "cache1", "archive1", route_id="archctl-test-r1")
-    flows.pair_route(LAB, "cache1", "archive2", route_id="archctl-test-r2")
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
-
-
-def archctl(*args, **kw):
-    return LAB.archctl(*args, **kw)
-
-
 def new_resource(kind="hybrid", layout=LAYOUT, skip=()):
     COUNTER[0] += 1
     name = f"ev-{COUNTER[0]}"
-    save = os.path.join(LAB.node("cache1")["qb_root"], name)
-    flows.write_payload(save, layout, seed=500 + COUNTER[0])
-    tfile = os.path.join(LAB.dir, f"{name}.torrent")
-    info = flows.create_torrent(os.path.join(save, "pay"), tfile, kind=kind, piece_length=32768)
-    tid = flows.seed_cache(LAB, "cache1", tfile, save, skip=skip)
+    info, tid, save, _ = flows.seed_resource(LAB, name, layout, 500 + COUNTER[0], kind=kind, skip=skip)
     INFO[tid] = info
     return tid, name, save
 

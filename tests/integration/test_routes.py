@@ -15,9 +15,10 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import flows  # noqa: E402
 from lab import lab as labmod  # noqa: E402
-from lab.lab import Lab  # noqa: E402
 
 STARTED = time.monotonic()
 
@@ -163,8 +164,7 @@ class DiscoveryAndMesh(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.lab = Lab(nodes=[("cache1", "cache"), ("cache2", "cache"), ("archive1", "archive")])
-        cls.lab.__enter__()
+        cls.lab = flows.class_lab(cls, nodes=[("cache1", "cache"), ("cache2", "cache"), ("archive1", "archive")])
         lab = cls.lab
         c1, a1 = lab.node("cache1"), lab.node("archive1")
         for on, peers in (("cache1", ["archive1", "cache2"]), ("archive1", ["cache1", "cache2"]),
@@ -186,11 +186,6 @@ class DiscoveryAndMesh(unittest.TestCase):
         cls.ignored_ids = ["three-dev", "send-only", "outside"]
         cls.before = {n: config_dump(lab, n, cls.ignored_ids) for n in ("cache1", "archive1")}
         cls.xml_before = {n: cls.folder_xml(n) for n in ("cache1", "archive1")}
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.lab.__exit__(None, None, None)
-        cls.lab.assert_all_stopped()
 
     @classmethod
     def folder_xml(cls, name):
@@ -261,13 +256,7 @@ class EnsureTimeoutRollbackCrash(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.lab = Lab(nodes=[("cache1", "cache"), ("archive1", "archive")])
-        cls.lab.__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.lab.__exit__(None, None, None)
-        cls.lab.assert_all_stopped()
+        cls.lab = flows.class_lab(cls, nodes=[("cache1", "cache"), ("archive1", "archive")])
 
     def setUp(self):
         set_state_config(self.lab, None)

@@ -12,26 +12,17 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lab.lab import Lab  # noqa: E402
 import flows  # noqa: E402
 
-LAB = None
 CAPTURED = []
 NODES = [("cache1", "cache"), ("archive1", "archive"), ("archive2", "archive")]
+LAB = flows.SuiteLab(nodes=NODES)
 
 
 def setUpModule():
-    global LAB
     if not os.environ.get("ARCHCTL_BIN"):
         raise unittest.SkipTest("ARCHCTL_BIN is not set")
-    LAB = Lab(nodes=NODES)
-    LAB.__enter__()
-
-
-def tearDownModule():
-    if LAB is not None:
-        LAB.__exit__(None, None, None)
-        LAB.assert_all_stopped()
+    LAB.set_up()
 
 
 def archctl(*args, **kw):

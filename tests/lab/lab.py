@@ -19,6 +19,9 @@ Module use (integration tests):
         lab.qb("cache1").info()
         rc, out, err = lab.archctl("status", "--json")
 
+The integration suites start their lab through tests/integration/flows.py (SuiteLab: one lab
+per suite file, stopped and checked by a module cleanup).
+
 CLI:
     lab.py start --dir D --nodes cache1:cache,archive1:archive [--extra-qb N]
     lab.py status --dir D
@@ -827,8 +830,10 @@ class Lab:
         self._wait_qb(inst, time.monotonic() + READY_TIMEOUT_S)
         self._save()
 
-    def archctl(self, *args, env=None, timeout=120, input=None):
-        """Run ARCHCTL_BIN with the lab's config and state dir; returns (rc, stdout, stderr)."""
+    def archctl_command(self, *args, env=None, state=None):
+        """(argv, environment) of an ARCHCTL_BIN run with the lab's config and the state dir
+        `state` (default: the lab's): no ARCHCTL_CONFIG, NO_COLOR unless set, the lab's own
+        XDG_CONFIG_HOME, then `env` on top."""
         binary = os.environ.get("ARCHCTL_BIN")
         if not binary:
             raise LabError("ARCHCTL_BIN is not set (ctest sets it to the built archctl)")
@@ -838,7 +843,12 @@ class Lab:
         full_env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "xdg-config")
         if env:
             full_env.update(env)
-        argv = [binary, "--config", self.config_path, "--state", self.state_dir, *args]
+        return [binary, "--config", self.config_path, "--state", state or self.state_dir, *args], full_env
+
+    def archctl(self, *args, env=None, timeout=120, input=None, state=None):
+        """Run ARCHCTL_BIN with the lab's config and state dir (or `state`); returns
+        (rc, stdout, stderr)."""
+        argv, full_env = self.archctl_command(*args, env=env, state=state)
         proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, input=input,
                               stdin=None if input is not None else subprocess.DEVNULL)
         return proc.returncode, proc.stdout, proc.stderr
