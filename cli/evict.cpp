@@ -102,7 +102,7 @@ void add_evict_rows(const state::JobStore& store, std::vector<jobs::JobSummary>&
         it->ledger.step = ledger.value("step", "hold");
         it->ledger.failure = ledger.value("failure", nlohmann::json());
         auto lock = LockFile::read(store.dir_of(id));
-        it->running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+        it->running = lock.ok() && lock_holder_alive(lock.value());
         it->status = evict::evict_progress_text(it->definition, ledger);
         it->needs_attention = it->ledger.state == jobs::JobState::cleanup_required;
     }

@@ -182,7 +182,7 @@ Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
         auto l = store.ledger(id);
         if (l.ok()) s.ledger = Ledger::from_json(l.value());
         auto lock = LockFile::read(store.dir_of(id));
-        s.running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+        s.running = lock.ok() && lock_holder_alive(lock.value());
         s.status = progress_text(s.definition, s.ledger);
         s.needs_attention = s.ledger.state == JobState::cleanup_required ||
                             (s.ledger.state == JobState::failed && s.ledger.merged);
