@@ -1,9 +1,11 @@
 #include "lib/base/fs.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,6 +80,40 @@ Status make_dirs(const std::string& dir, unsigned mode) {
 std::string strip_trailing_slashes(std::string path) {
     while (path.size() > 1 && path.back() == '/') path.pop_back();
     return path;
+}
+
+namespace {
+
+// Reads and closes `d`; the names without "." and "..", sorted.
+std::vector<std::string> read_names(DIR* d) {
+    std::vector<std::string> out;
+    while (dirent* e = ::readdir(d)) {
+        std::string name = e->d_name;
+        if (name != "." && name != "..") out.push_back(std::move(name));
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> list_dir(const std::string& dir, std::string_view what) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return errno_error(what, dir, errno);
+    return read_names(d);
+}
+
+Result<std::vector<std::string>> list_dir(int dirfd, const std::string& display, std::string_view what) {
+    int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno_error(what, display, errno);
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+        int err = errno;
+        ::close(fd);
+        return errno_error(what, display, err);
+    }
+    return read_names(d);
 }
 
 std::string parent_dir(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lib/base/result.hpp"
 
@@ -53,6 +54,12 @@ std::string parent_dir(const std::string& path);
 // A path without trailing slashes, as qBittorrent may report a save path ("/srv/x/" → "/srv/x";
 // "/" stays "/").
 std::string strip_trailing_slashes(std::string path);
+
+// The names in a directory, without "." and "..", sorted. Errors: NOT_FOUND, IO, with a message
+// "<what> '<dir>': <cause>".
+Result<std::vector<std::string>> list_dir(const std::string& dir, std::string_view what = "cannot list");
+// The same for an open directory descriptor (not consumed); `display` names it in errors.
+Result<std::vector<std::string>> list_dir(int dirfd, const std::string& display, std::string_view what = "cannot list");
 
 // True when the path exists (lstat succeeds).
 bool path_exists(const std::string& path);

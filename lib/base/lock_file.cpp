@@ -68,9 +68,7 @@ Verdict judge(const Result<LockRecord>& rec, const struct stat& dir_st, const st
     if (r.dev != static_cast<std::uint64_t>(dir_st.st_dev) || r.ino != static_cast<std::uint64_t>(dir_st.st_ino))
         return Verdict::stale_moved;
     if (r.host != me) return Verdict::foreign;
-    std::uint64_t start = process_start_time(r.pid);
-    if (start == 0 || start != r.start_time) return Verdict::stale_dead;
-    return Verdict::live;
+    return lock_holder_alive(r) ? Verdict::live : Verdict::stale_dead;
 }
 
 std::string holder_text(const LockRecord& r) {
@@ -80,6 +78,12 @@ std::string holder_text(const LockRecord& r) {
 }
 
 }  // namespace
+
+bool lock_holder_alive(const LockRecord& r) {
+    if (r.host != host_name()) return false;
+    std::uint64_t start = process_start_time(r.pid);
+    return start != 0 && start == r.start_time;
+}
 
 std::string host_name() {
     char buf[256] = {};

@@ -55,6 +55,10 @@ private:
 // Unlink every lock this process holds; async-signal-safe (used by the abort path).
 void release_all_locks_for_exit();
 
+// True when the holder a lock record names runs now: this host, and a live process with the
+// recorded pid and start time (a reused pid is not the holder).
+[[nodiscard]] bool lock_holder_alive(const LockRecord& record);
+
 // This machine's host name.
 std::string host_name();
 // Start time of a live process (field 22 of /proc/<pid>/stat); 0 when the process is gone.

@@ -4,7 +4,7 @@
 
 #include "lib/base/fs.hpp"
 
-#include "lib/node/transport.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/state/placements.hpp"
 
 namespace archctl::jobs {
@@ -44,20 +44,20 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
                                                std::size_t file_count) {
     std::vector<plan::DiskFile> out(file_count);
     if (files.empty()) return out;
-    nlohmann::json paths = nlohmann::json::array();
-    for (const auto& f : files) paths.push_back(f.path);
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
-    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", strip_trailing_slashes(base)}, {"paths", paths}}));
-    const auto& entries = tree.value("entries", nlohmann::json::array());
+    node::TreeRequest request{.base = strip_trailing_slashes(base), .paths = {}};
+    for (const auto& f : files) request.paths.push_back(f.path);
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
+    ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree(request));
+    const auto& entries = tree.entries;
     if (entries.size() != files.size())
         return Error("BAD_RESPONSE", fmt::format("node '{}' answered {} entries for {} paths", node.name(), entries.size(), files.size()));
     for (std::size_t k = 0; k < files.size(); ++k) {
         if (files[k].index >= out.size()) continue;
         plan::DiskFile& d = out[files[k].index];
-        d.type = entries[k].value("type", "refused");
+        d.type = entries[k].type;
         if (d.type != "file") continue;
-        d.stamp = {entries[k].value("dev", std::uint64_t{0}), entries[k].value("ino", std::uint64_t{0}),
-                   entries[k].value("size", std::uint64_t{0}), entries[k].value("mtime_ns", std::int64_t{0})};
+        node::EntryStat st = entries[k].stat.value_or(node::EntryStat{});
+        d.stamp = {st.dev, st.ino, st.size, st.mtime_ns};
     }
     return out;
 }

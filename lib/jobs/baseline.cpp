@@ -10,6 +10,8 @@
 #include "lib/base/hash.hpp"
 #include "lib/clients/qbittorrent/maindata.hpp"
 #include "lib/jobs/job_run.hpp"
+#include "lib/node/ops.hpp"
+#include "lib/torrent/partfile.hpp"
 #include "lib/torrent/sha.hpp"
 
 namespace archctl::jobs {
@@ -19,11 +21,11 @@ namespace qb = clients::qbittorrent;
 
 using torrent::sha256_hex;
 
-std::string partfile_path(const JobDefinition& def) { return def.target_save_path + "/." + def.qb_id + ".parts"; }
+std::string partfile_path(const JobDefinition& def) { return def.target_save_path + "/" + torrent::partfile_name(def.qb_id); }
 
 // The files the target already holds (baseline selection) as node paths below the save path.
-nlohmann::json baseline_paths(const JobDefinition& def) {
-    nlohmann::json paths = nlohmann::json::array();
+std::vector<std::string> baseline_paths(const JobDefinition& def) {
+    std::vector<std::string> paths;
     for (const auto& f : def.union_files)
         if (def.baseline.contains(f.index)) paths.push_back(f.path);
     return paths;
@@ -32,29 +34,27 @@ nlohmann::json baseline_paths(const JobDefinition& def) {
 // Digest of the target's content as qBittorrent and the disk show it: per-file size, progress
 // and priority, and each baseline file's type, size, inode and mtime.
 Result<std::string> content_digest(NodeHandle& dst, const JobDefinition& def, const std::vector<qb::TorrentFile>& files) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.ops());
-    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", def.target_save_path}, {"paths", baseline_paths(def)}}));
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
+    ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree({.base = def.target_save_path, .paths = baseline_paths(def)}));
     std::string facts;
     for (const auto& f : files) facts += fmt::format("{} {} {:.6f} {}\n", f.index, f.size, f.progress, f.priority);
-    for (const auto& e : tree.value("entries", nlohmann::json::array()))
-        facts += fmt::format("{} {} {} {} {}\n", e.value("path", ""), e.value("type", ""), e.value("size", std::uint64_t{0}),
-                             e.value("ino", std::uint64_t{0}), e.value("mtime_ns", std::int64_t{0}));
+    for (const auto& e : tree.entries) {
+        node::EntryStat st = e.stat.value_or(node::EntryStat{});
+        facts += fmt::format("{} {} {} {} {}\n", e.path, e.type, st.size, st.ino, st.mtime_ns);
+    }
     return sha256_hex(facts);
 }
 
 // Part file: present? size, xxh3, and a copy kept below the qB root outside the route folder.
 Result<nlohmann::json> partfile_baseline(NodeHandle& dst, const JobDefinition& def) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.ops());
-    std::string name = "." + def.qb_id + ".parts";
-    ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", def.target_save_path}, {"paths", {name}}}));
-    auto entries = tree.value("entries", nlohmann::json::array());
-    if (entries.empty() || entries[0].value("type", "") != "file") return nlohmann::json{{"present", false}};
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
+    node::Ops ops(*transport);
+    ARCHCTL_TRY_ASSIGN(auto tree, ops.tree({.base = def.target_save_path, .paths = {torrent::partfile_name(def.qb_id)}}));
+    if (tree.entries.empty() || tree.entries[0].type != "file") return nlohmann::json{{"present", false}};
     std::string copy = fmt::format("{}/.archctl/baseline-{}.parts", dst.config().qb_root, def.id);
-    ARCHCTL_TRY_ASSIGN(auto copied, node::call_operation(*ops, "partfile_copy",
-                                                         {{"from", partfile_path(def)}, {"to", copy}, {"create_parents", true},
-                                                          {"replace", true}, {"allow_short_last_slot", true}}));
-    return nlohmann::json{{"present", true}, {"size", copied.value("file_size", std::uint64_t{0})},
-                          {"xxh3", copied.value("xxh3", "")}, {"copy", copy}};
+    ARCHCTL_TRY_ASSIGN(auto copied, ops.partfile_copy({.from = partfile_path(def), .to = copy, .create_parents = true, .replace = true,
+                                                       .check = node::qb_partfile_check()}));
+    return nlohmann::json{{"present", true}, {"size", copied.header.file_size}, {"xxh3", copied.xxh3}, {"copy", copy}};
 }
 
 std::vector<std::string> tags_of(const nlohmann::json& j) {
@@ -109,18 +109,17 @@ namespace {
 // Put the baseline part file back when it differs (or remove one the baseline did not have).
 Status restore_partfile(JobRun& run, NodeHandle& dst) {
     const nlohmann::json pf = run.ledger.target_baseline.value("partfile", nlohmann::json::object());
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.ops());
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
+    node::Ops ops(*transport);
     if (pf.value("present", false)) {
-        ARCHCTL_TRY_ASSIGN(auto placed, node::call_operation(*ops, "partfile_copy",
-                                                             {{"from", pf.value("copy", "")}, {"to", partfile_path(run.def)},
-                                                              {"create_parents", false}, {"replace", true},
-                                                              {"allow_short_last_slot", true}}));
-        if (!placed.value("already", false)) (void)run.event("partfile_restored", {{"path", partfile_path(run.def)}});
+        ARCHCTL_TRY_ASSIGN(auto placed, ops.partfile_copy({.from = pf.value("copy", ""), .to = partfile_path(run.def), .create_parents = false,
+                                                           .replace = true, .check = node::qb_partfile_check()}));
+        if (!placed.already) (void)run.event("partfile_restored", {{"path", partfile_path(run.def)}});
         return {};
     }
-    ARCHCTL_TRY_ASSIGN(auto removed, node::call_operation(*ops, "unlink_owned",
-                                                          {{"paths", {partfile_path(run.def)}}, {"stop_at", run.def.target_save_path}}));
-    if (!removed.value("removed", nlohmann::json::array()).empty()) (void)run.event("partfile_removed", {{"path", partfile_path(run.def)}});
+    ARCHCTL_TRY_ASSIGN(auto removed, ops.unlink_owned({.paths = {{partfile_path(run.def), std::nullopt, std::nullopt}}, .referenced = {},
+                                                       .stop_at = run.def.target_save_path}));
+    if (!removed.removed.empty()) (void)run.event("partfile_removed", {{"path", partfile_path(run.def)}});
     return {};
 }
 
@@ -191,9 +190,9 @@ Status drop_baseline_copy(JobRun& run) {
     if (!pf.value("present", false)) return {};
     std::string copy = pf.value("copy", "");
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, run.target());
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst->ops());
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst->ops());
     std::string dir = copy.substr(0, copy.rfind('/'));
-    ARCHCTL_TRY_STATUS(node::call_operation(*ops, "unlink_owned", {{"paths", {copy}}, {"stop_at", dir}}));
+    ARCHCTL_TRY_STATUS(node::Ops(*transport).unlink_owned({.paths = {{copy, std::nullopt, std::nullopt}}, .referenced = {}, .stop_at = dir}));
     return {};
 }
 

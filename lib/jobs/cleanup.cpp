@@ -5,6 +5,7 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/referenced.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::jobs {
 StepResult step_cleanup(JobRun& run) {
@@ -13,21 +14,21 @@ StepResult step_cleanup(JobRun& run) {
     for (auto [node_name, folder] : {std::pair{run.def.source, run.def.route.source_path}, std::pair{run.def.target, run.def.route.target_path}}) {
         auto node = run.nodes.get(node_name);
         if (!node.ok()) return StepResult::failed(node.take_error());
-        auto ops = node.value()->ops();
-        if (!ops.ok()) return StepResult::failed(ops.take_error());
+        auto transport = node.value()->ops();
+        if (!transport.ok()) return StepResult::failed(transport.take_error());
         std::string dir = job_dir(folder, run.def.id);
         auto used = referenced_paths_below(*node.value(), dir);
         if (!used.ok()) return StepResult::failed(used.take_error());
-        nlohmann::json referenced = nlohmann::json::array();
+        node::CleanupRequest request{.job_dir = dir, .referenced = {}, .save_path = std::nullopt};
         for (const auto& p : used.value().paths)
-            if (path_at_or_below(p, dir)) referenced.push_back(p);
-        nlohmann::json args = {{"job_dir", dir}, {"referenced", referenced}};
-        if (node_name == run.def.target) args["save_path"] = run.def.target_save_path;  // drops the merge record
-        auto r = node::call_operation(*ops.value(), "cleanup", args);
+            if (path_at_or_below(p, dir)) request.referenced.push_back(p);
+        if (node_name == run.def.target) request.save_path = run.def.target_save_path;  // drops the merge record
+        auto r = node::Ops(*transport.value()).cleanup(request);
         if (!r.ok()) return StepResult::failed(r.take_error());
-        for (auto k : r.value().value("kept", nlohmann::json::array())) {
+        for (const auto& kept : r.value().kept) {
+            nlohmann::json k = kept;
             // Files the keep rule kept; unknown content and directories are only reported.
-            if (k.contains("code") && k.value("code", "") != "not_empty") run.note_kept(node_name, k, "cleanup");
+            if (!kept.code.empty() && kept.code != "not_empty") run.note_kept(node_name, k, "cleanup");
             k["node"] = node_name;
             kept_all.push_back(std::move(k));
         }

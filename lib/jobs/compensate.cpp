@@ -13,6 +13,7 @@
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/referenced.hpp"
 #include "lib/jobs/summary.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -64,26 +65,27 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
     bool may_have_merged = run.ledger.merged || run.ledger.step == "merge" || run.ledger.step == "verify";
     if (!may_have_merged) return {};
     ARCHCTL_TRY_ASSIGN(Referenced used, used_on_target(run, dst));
-    nlohmann::json referenced = nlohmann::json::array();
+    node::UnmergeRequest request{.save_path = run.def.target_save_path,
+                                 .job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                 .record_path = std::nullopt,
+                                 .referenced = {},
+                                 .provenance = run.ledger.merge_provenance};
     for (const auto& p : used.paths)
-        if (path_at_or_below(p, run.def.target_save_path)) referenced.push_back(p);
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.ops());
-    auto r = node::call_operation(*ops, "unmerge", {{"job_dir", job_dir(run.def.route.target_path, run.def.id)},
-                                                    {"save_path", run.def.target_save_path},
-                                                    {"provenance", run.ledger.merge_provenance},
-                                                    {"referenced", referenced}});
+        if (path_at_or_below(p, run.def.target_save_path)) request.referenced.push_back(p);
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
+    auto r = node::Ops(*transport).unmerge(request);
     if (!r.ok())
         return Error("UNMERGE_FAILED", fmt::format("cannot remove the files job {} placed on '{}': {}", run.def.id, run.def.target,
                                                    r.error().message));
     run.ledger.merged = false;
-    nlohmann::json kept = r.value().value("kept", nlohmann::json::array());
-    for (const auto& k : kept)
-        if (k.value("code", "") != "not_empty") run.note_kept(run.def.target, k, "unmerge");
-    for (const auto& p : r.value().value("preexisting", nlohmann::json::array()))
-        run.note_kept(run.def.target, {{"path", p}, {"reason", "it was there before this job"}, {"code", "preexisting"}}, "unmerge");
-    (void)run.event("unmerged", {{"removed", r.value().value("removed", nlohmann::json::array())},
+    nlohmann::json kept = r.value().kept;
+    for (const auto& k : r.value().kept)
+        if (k.code != "not_empty") run.note_kept(run.def.target, k, "unmerge");
+    for (const auto& p : r.value().preexisting)
+        run.note_kept(run.def.target, node::KeptEntry{p, "it was there before this job", "preexisting"}, "unmerge");
+    (void)run.event("unmerged", {{"removed", r.value().removed},
                                  {"kept", kept},
-                                 {"preexisting", r.value().value("preexisting", nlohmann::json::array())},
+                                 {"preexisting", r.value().preexisting},
                                  {"torrents_read", used.qb_ids.size()}});
     return {};
 }

@@ -8,6 +8,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/jobs/archive_evidence.hpp"
 #include "lib/jobs/evict_run.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::evict {
 
@@ -15,11 +16,13 @@ namespace {
 
 // The piece verifier on the archive node's disk, for the files the proof names.
 Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const plan::ArchiveProof& proof) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
-    ARCHCTL_TRY_ASSIGN(auto report, node::call_operation(*ops, "verify_pieces",
-                                                         {{"save_path", strip_trailing_slashes(proof.save_path)},
-                                                          {"torrent_b64", base64_encode(run.metainfo)},
-                                                          {"files", proof.files.to_string()}}));
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
+    node::VerifyPiecesRequest request;
+    request.save_path = strip_trailing_slashes(proof.save_path);
+    request.torrent_b64 = base64_encode(run.metainfo);
+    request.files = proof.files.to_string();
+    ARCHCTL_TRY_ASSIGN(auto verified, node::Ops(*transport).verify_pieces(request));
+    const nlohmann::json& report = verified.report;
     if (report.value("verified", false)) return nlohmann::json{{"verified", true}, {"summary", report.value("summary", nlohmann::json())}};
     std::vector<std::string> bad;
     for (const auto& f : report.value("files", nlohmann::json::array()))

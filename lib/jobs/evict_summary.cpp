@@ -197,7 +197,7 @@ jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string
     row.ledger.failure = row.stored_ledger.value("failure", nlohmann::json());
     row.nodes = definition.value("source", nlohmann::json::object()).value("node", "");
     auto lock = LockFile::read(store.dir_of(id));
-    row.running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+    row.running = lock.ok() && lock_holder_alive(lock.value());
     row.status = evict_progress_text(definition, row.stored_ledger);
     row.needs_attention = row.ledger.state == jobs::JobState::cleanup_required;
     return row;

@@ -10,6 +10,7 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/evict_run.hpp"
 #include "lib/jobs/referenced.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::evict {
 
@@ -37,24 +38,25 @@ Status unlink_batch(EvictRun& run, jobs::NodeHandle& cache, const std::vector<Ow
     ARCHCTL_TRY_STATUS(revalidate(run));
     std::size_t torrents = 0;
     ARCHCTL_TRY_ASSIGN(auto referenced, snapshot_referenced(run, cache, torrents));
-    nlohmann::json paths = nlohmann::json::array(), ours_referenced = nlohmann::json::array();
+    node::UnlinkOwnedRequest request;
+    request.stop_at = run.def.save_path;
     std::map<std::string, std::uint64_t> size_of;
     for (const auto& f : batch) {
         std::string p = run.abs(f.path);
-        paths.push_back({{"path", p}, {"size", f.size}, {"ino", f.ino}});
+        request.paths.push_back({p, f.size, f.ino});
         size_of[p] = f.size;
-        if (referenced.count(p)) ours_referenced.push_back(p);
+        if (referenced.count(p)) request.referenced.push_back(p);
     }
+    nlohmann::json ours_referenced = request.referenced;
     ARCHCTL_TRY_STATUS(run.event("snapshot", {{"torrents", torrents}, {"referenced_paths", referenced.size()},
                                               {"owned_referenced", ours_referenced}}));
     crash_point("evict.snapshot");
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, cache.ops());
-    ARCHCTL_TRY_ASSIGN(auto result, node::call_operation(*ops, "unlink_owned", {{"paths", paths}, {"referenced", ours_referenced},
-                                                                                 {"stop_at", run.def.save_path}}));
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, cache.ops());
+    ARCHCTL_TRY_ASSIGN(auto result, node::Ops(*transport).unlink_owned(request));
     crash_point("evict.unlinked");
     nlohmann::json files = nlohmann::json::array(), dirs = nlohmann::json::array();
-    for (const auto& r : result.value("removed", nlohmann::json::array())) {
-        auto it = size_of.find(r.get<std::string>());
+    for (const auto& r : result.removed) {
+        auto it = size_of.find(r);
         if (it != size_of.end()) {
             ++run.ledger.files_removed;
             run.ledger.bytes_freed += it->second;
@@ -66,8 +68,8 @@ Status unlink_batch(EvictRun& run, jobs::NodeHandle& cache, const std::vector<Ow
     }
     // A directory that still holds a later batch's files is no news; the last batch decides.
     nlohmann::json kept = nlohmann::json::array();
-    for (const auto& k : result.value("kept", nlohmann::json::array()))
-        if (last || size_of.count(k.value("path", ""))) kept.push_back(k);
+    for (const auto& k : result.kept)
+        if (last || size_of.count(k.path)) kept.push_back(k);
     if (last) run.ledger.kept = kept;
     ARCHCTL_TRY_STATUS(run.event("unlinked", {{"files", files}, {"dirs", dirs}, {"kept", kept}}));
     return run.save();

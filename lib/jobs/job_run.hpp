@@ -76,8 +76,6 @@ Status compensate(JobRun& run, const Error& why);
 [[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Client& client,
                                                                                       const std::string& id);
 
-// The delta files as node operations take them: [{index, path, size}].
-nlohmann::json files_arg(const std::vector<JobFile>& files);
 // STALE_STATE: `what` changed since the job was created; archctl never adapts silently.
 Error stale(const std::string& what, const JobRun& run);
 

@@ -10,6 +10,7 @@
 #include "lib/base/hash.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/jobs/engine.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/reservations.hpp"
@@ -71,18 +72,9 @@ std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Se
 }
 
 Result<std::uint64_t> free_space_at(NodeHandle& node, const std::string& path) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * ops, node.ops());
-    ARCHCTL_TRY_ASSIGN(auto info, node::call_operation(*ops, "info"));
-    std::uint64_t best = 0;
-    size_t best_len = 0;
-    for (const auto& root : info.value("roots", nlohmann::json::array())) {
-        std::string p = root.value("path", "");
-        if (path.rfind(p, 0) == 0 && p.size() >= best_len) {
-            best_len = p.size();
-            best = root.value("free_bytes", std::uint64_t{0});
-        }
-    }
-    return best;
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
+    ARCHCTL_TRY_ASSIGN(auto info, node::Ops(*transport).info());
+    return node::free_bytes_at(info, path).value_or(0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "lib/jobs/job_run.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/state/placements.hpp"
 
 namespace archctl::jobs {
@@ -58,15 +59,15 @@ Status rebuild_ledger(JobRun& run) {
         // journal skip what is done.
         auto dst = run.target();
         if (!dst.ok()) return dst.take_error();
-        ARCHCTL_TRY_ASSIGN(node::Transport * ops, dst.value()->ops());
-        nlohmann::json paths = nlohmann::json::array();
-        for (const auto& f : run.def.files) paths.push_back(f.path);
-        ARCHCTL_TRY_ASSIGN(auto tree, node::call_operation(*ops, "tree", {{"base", run.def.target_save_path}, {"paths", paths}}));
+        ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.value()->ops());
+        node::TreeRequest placed{.base = run.def.target_save_path, .paths = {}};
+        for (const auto& f : run.def.files) placed.paths.push_back(f.path);
+        ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree(placed));
         bool all_placed = !run.def.files.empty();
         size_t i = 0;
-        for (const auto& e : tree.value("entries", nlohmann::json::array())) {
+        for (const auto& e : tree.entries) {
             if (i >= run.def.files.size()) break;
-            all_placed = all_placed && e.value("type", "") == "file" && e.value("size", std::uint64_t{0}) == run.def.files[i].size;
+            all_placed = all_placed && e.type == "file" && e.stat && e.stat->size == run.def.files[i].size;
             ++i;
         }
         if (all_placed && l.staged) {

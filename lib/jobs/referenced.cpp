@@ -2,12 +2,15 @@
 
 #include <optional>
 
+#include "lib/base/fs.hpp"
+
 namespace archctl::jobs {
 namespace {
 
+// A directory as the prefix of "<dir>/<name>": without trailing '/', and "" for the root.
 std::string without_trailing_slash(std::string path) {
-    while (!path.empty() && path.back() == '/') path.pop_back();
-    return path;
+    path = strip_trailing_slashes(std::move(path));
+    return path == "/" ? "" : path;
 }
 
 // `only_below`: skip a torrent that can reference nothing at or below it.

@@ -5,30 +5,32 @@
 
 #include <fmt/format.h>
 
-#include "lib/base/base64.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/job_run.hpp"
+#include "lib/node/job_layout.hpp"
+#include "lib/node/ops.hpp"
+#include "lib/torrent/partfile.hpp"
 
 namespace archctl::jobs {
 namespace {
 
 // Budget enforcement while a node operation runs: count copied bytes, cancel at the cap.
-class StageSink final : public node::ProgressSink {
+class StageSink {
 public:
-    StageSink(JobRun& run, node::Transport& t) : m_run(run), m_t(t) {}
-    void on_progress(const node::Progress& p) override {
+    StageSink(JobRun& run, node::Ops& ops) : m_run(run), m_ops(ops) {}
+    void operator()(const node::Progress& p) {
         m_copied = p.bytes_copied;
         m_run.progress("stage", 1, p.bytes, p.bytes_total, p.files, p.current);
         std::uint64_t before = m_run.session.bytes_copied;
         m_run.session.bytes_copied = m_base + m_copied;
-        if (m_run.should_stop()) m_t.cancel();
+        if (m_run.should_stop()) m_ops.cancel();
         m_run.session.bytes_copied = before;
     }
     std::uint64_t m_base = 0, m_copied = 0;
 
 private:
     JobRun& m_run;
-    node::Transport& m_t;
+    node::Ops& m_ops;
 };
 
 Error partfile_unsupported(const JobRun& run, const std::string& why) {
@@ -39,7 +41,7 @@ Error partfile_unsupported(const JobRun& run, const std::string& why) {
 // Copy the source's libtorrent part file into the job (DESIGN.md §9): read only while the
 // source torrent is stopped, then restore its run state. The header must match the torrent
 // and hold every boundary piece the target union needs.
-StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Transport& ops) {
+StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     namespace qb = clients::qbittorrent;
     auto infos = src.qb().torrents({run.def.qb_id});
     if (!infos.ok()) return StepResult::failed(infos.take_error());
@@ -50,18 +52,15 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Transport& ops) {
         if (!s.ok()) return StepResult::failed(s.take_error());
         run.clock().sleep_for(std::chrono::milliseconds(1500));  // qB flushes the part file on stop
     }
-    auto copied = node::call_operation(ops, "partfile_copy",
-                                       {{"from", run.def.source_save_path + "/." + run.def.qb_id + ".parts"},
-                                        {"to", job_dir(run.def.route.source_path, run.def.id) + "/a/partfile"},
-                                        {"create_parents", true},
-                                        {"replace", true},
-                                        {"expect_pieces", run.def.piece_count},
-                                        {"expect_piece_size", run.def.piece_length},
-                                        {"allow_short_last_slot", true}});
+    auto copied = ops.partfile_copy({.from = run.def.source_save_path + "/" + torrent::partfile_name(run.def.qb_id),
+                                     .to = job_dir(run.def.route.source_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux),
+                                     .create_parents = true,
+                                     .replace = true,
+                                     .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length)});
     if (was_started) (void)src.qb().start({run.def.qb_id});
     if (!copied.ok()) return StepResult::failed(partfile_unsupported(run, copied.error().message));
     std::set<std::int64_t> have;
-    for (const auto& s : copied.value().value("slots", nlohmann::json::array())) have.insert(s.value("piece", std::int64_t{-1}));
+    for (const auto& s : copied.value().header.slots) have.insert(s.piece);
     std::vector<std::int64_t> missing;
     for (auto piece : run.def.boundary_pieces)
         if (!have.count(piece)) missing.push_back(piece);
@@ -78,43 +77,44 @@ StepResult step_stage(JobRun& run) {
     if (run.ledger.staged) return StepResult::ok();
     auto src = run.source();
     if (!src.ok()) return StepResult::failed(src.take_error());
-    auto ops = src.value()->ops();
-    if (!ops.ok()) return StepResult::failed(ops.take_error());
-    nlohmann::json aux = nlohmann::json::array({{{"name", "resource.torrent"}, {"data_b64", base64_encode(run.metainfo)}}});
+    auto transport = src.value()->ops();
+    if (!transport.ok()) return StepResult::failed(transport.take_error());
+    node::Ops ops(*transport.value());
+    node::StageRequest request{.job_dir = job_dir(run.def.route.source_path, run.def.id),
+                               .source_base = run.def.source_save_path,
+                               .files = node::file_entries(run.def.files),
+                               .method = run.io.test.stage_method,
+                               .verify_transit = run.def.verify_transit,
+                               .budget_bytes = std::nullopt,
+                               .aux = {node::StageAux::with_bytes(node::k_torrent_aux, run.metainfo)}};
     if (run.def.partfile == plan::PartfileNeed::carry_source) {
-        StepResult carried = carry_partfile(run, *src.value(), *ops.value());
+        StepResult carried = carry_partfile(run, *src.value(), ops);
         if (carried.kind != StepResult::next) return carried;
-        aux.push_back({{"name", "partfile"}, {"present", true}});
+        request.aux.push_back(node::StageAux::already_present(node::k_partfile_aux));
     }
-    nlohmann::json args = {{"job_dir", job_dir(run.def.route.source_path, run.def.id)},
-                           {"source_base", run.def.source_save_path},
-                           {"files", files_arg(run.def.files)},
-                           {"verify_transit", run.def.verify_transit},
-                           {"aux", aux}};
-    if (!run.io.test.stage_method.empty()) args["method"] = run.io.test.stage_method;
     if (run.budgets.max_bytes) {
         std::uint64_t used = run.session_bytes();
-        args["budget_bytes"] = *run.budgets.max_bytes > used ? *run.budgets.max_bytes - used : 1;
+        request.budget_bytes = *run.budgets.max_bytes > used ? *run.budgets.max_bytes - used : 1;
     }
-    StageSink sink(run, *ops.value());
+    StageSink sink(run, ops);
     sink.m_base = run.session.bytes_copied;
-    auto r = node::call_operation(*ops.value(), "stage", args, &sink);
+    auto r = ops.stage(request, std::ref(sink));
     if (!r.ok()) return StepResult::failed(r.take_error());
-    const nlohmann::json& c = r.value();
-    run.session.bytes_linked += c.value("bytes_linked", std::uint64_t{0}) + c.value("bytes_reflinked", std::uint64_t{0});
-    run.session.bytes_copied += c.value("bytes_copied", std::uint64_t{0});
-    if (!r.value().value("complete", false)) {
+    const node::StageCounters& c = r.value().counters;
+    run.session.bytes_linked += c.bytes_linked + c.bytes_reflinked;
+    run.session.bytes_copied += c.bytes_copied;
+    if (!r.value().complete) {
         (void)run.save();
         if (auto stop = run.should_stop()) return *stop;
-        std::string why = r.value().value("stopped", "");
+        std::string why = r.value().stopped;
         return StepResult::stopped(why == "budget" ? "budget" : "interrupt",
                                    why == "budget" ? fmt::format("budget reached ({} copied this run)", format_size(run.session.bytes_copied))
                                                    : "interrupted (Ctrl-C)");
     }
     run.ledger.staged = true;
-    (void)run.event("staged", {{"bytes_linked", c.value("bytes_linked", std::uint64_t{0})}, {"bytes_copied", c.value("bytes_copied", std::uint64_t{0})}, {"manifest_xxh3", r.value().value("manifest_xxh3", "")}});
+    (void)run.event("staged", {{"bytes_linked", c.bytes_linked}, {"bytes_copied", c.bytes_copied}, {"manifest_xxh3", r.value().manifest_xxh3.value_or("")}});
     run.log(fmt::format("archctl: staged {} files on {} ({} linked, {} copied)", run.def.files.size(), run.def.source,
-                        format_size(c.value("bytes_linked", std::uint64_t{0})), format_size(c.value("bytes_copied", std::uint64_t{0}))));
+                        format_size(c.bytes_linked), format_size(c.bytes_copied)));
     return StepResult::ok();
 }
 

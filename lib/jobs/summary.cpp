@@ -180,7 +180,7 @@ JobSummary summarize_transfer(const state::JobStore& store, const std::string& i
     s.nodes = fmt::format("{} → {}", definition.value("source", nlohmann::json::object()).value("node", ""),
                           definition.value("target", nlohmann::json::object()).value("node", ""));
     auto lock = LockFile::read(store.dir_of(id));
-    s.running = lock.ok() && lock->host == host_name() && process_start_time(lock->pid) == lock->start_time;
+    s.running = lock.ok() && lock_holder_alive(lock.value());
     s.status = progress_text(s.definition, s.ledger);
     s.needs_attention = s.ledger.state == JobState::cleanup_required || (s.ledger.state == JobState::failed && s.ledger.merged);
     return s;

@@ -7,6 +7,8 @@
 
 #include "lib/base/units.hpp"
 #include "lib/jobs/job_run.hpp"
+#include "lib/node/job_layout.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -14,11 +16,12 @@ namespace {
 // Names (relative to the route folder) that must be in the target's index before merge.
 std::vector<std::string> job_names(const JobRun& run) {
     std::vector<std::string> names;
-    for (const auto& f : run.def.files) names.push_back(fmt::format("{}/p/{}", run.def.id, f.index));
-    names.push_back(run.def.id + "/a/resource.torrent");
-    if (run.def.partfile == plan::PartfileNeed::carry_source) names.push_back(run.def.id + "/a/partfile");
-    names.push_back(run.def.id + "/manifest.json");
-    names.push_back(run.def.id + "/READY");
+    auto in_job = [&](const std::string& name) { names.push_back(run.def.id + "/" + name); };
+    for (const auto& f : run.def.files) in_job(node::payload_name(f.index));
+    in_job(node::aux_path(node::k_torrent_aux));
+    if (run.def.partfile == plan::PartfileNeed::carry_source) in_job(node::aux_path(node::k_partfile_aux));
+    in_job(node::k_manifest_name);
+    in_job(node::k_ready_name);
     return names;
 }
 
@@ -48,8 +51,9 @@ StepResult step_sync(JobRun& run) {
     // Ask the sender to scan the job prefix now instead of waiting for its watcher.
     Status scanned = src.value()->st().scan(run.def.route.id, {run.def.id});
     if (!scanned.ok()) return StepResult::failed(scanned.take_error());
-    auto ops = dst.value()->ops();
-    if (!ops.ok()) return StepResult::failed(ops.take_error());
+    auto transport = dst.value()->ops();
+    if (!transport.ok()) return StepResult::failed(transport.take_error());
+    node::Ops ops(*transport.value());
     std::vector<std::string> names = job_names(run);
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
     std::uint64_t seen_at_start = run.ledger.bytes_present;
@@ -60,7 +64,7 @@ StepResult step_sync(JobRun& run) {
     clients::syncthing::EventStream events(dst.value()->st());
     for (;;) {
         auto checked_at = run.clock().steady();
-        nlohmann::json indexed = nlohmann::json::array();
+        std::vector<std::string> indexed;
         for (const auto& n : names) {
             if (!current.count(n)) {
                 auto rec = dst.value()->st().file(run.def.route.id, n);
@@ -70,37 +74,34 @@ StepResult step_sync(JobRun& run) {
             }
             indexed.push_back(n.substr(run.def.id.size() + 1));
         }
-        auto check = node::call_operation(*ops.value(), "receive_check",
-                                          {{"job_dir", job_dir(run.def.route.target_path, run.def.id)},
-                                           {"files", files_arg(run.def.files)},
-                                           {"indexed", indexed}, {"verify_transit", run.def.verify_transit}});
+        std::size_t indexed_count = indexed.size();
+        auto check = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                        .files = node::file_entries(run.def.files),
+                                        .indexed = std::move(indexed),
+                                        .verify_transit = run.def.verify_transit});
         if (!check.ok()) return StepResult::failed(check.take_error());
-        std::uint64_t present = check.value().value("bytes_present", std::uint64_t{0});
+        std::uint64_t present = check.value().bytes_present;
         if (present > run.ledger.bytes_present) {
             run.session.bytes_synced += present - std::max(run.ledger.bytes_present, seen_at_start);
             seen_at_start = present;
             run.ledger.bytes_present = present;
         }
-        std::uint64_t files_done = check.value().value("files_present", std::uint64_t{0});
+        std::uint64_t files_done = check.value().files_present;
         run.progress("sync", 2, present, total, files_done, "");
-        for (const auto& f : check.value().value("files", nlohmann::json::array()))
-            if (f.value("state", "") == "mismatch")
+        for (const auto& f : check.value().files)
+            if (f.state == "mismatch")
                 return StepResult::failed(Error("TRANSIT_MISMATCH", fmt::format("received file '{}' of job {} does not match the manifest{}",
-                                                                                f.value("name", ""), run.def.id,
-                                                                                f.contains("detail") ? ": " + f.value("detail", "") : "")));
-        if (check.value().value("complete", false) && indexed.size() == names.size()) break;
+                                                                                f.name, run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
+        if (check.value().complete && indexed_count == names.size()) break;
         if (run.budgets.no_wait) return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)");
         if (auto stop = run.should_stop()) return *stop;
         if (run.budgets.min_free && run.clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
             last_floor_probe = run.clock().steady();
-            auto info = node::call_operation(*ops.value(), "info");
-            if (info.ok())
-                for (const auto& root : info.value().value("roots", nlohmann::json::array()))
-                    if (run.def.route.target_path.rfind(root.value("path", ""), 0) == 0 &&
-                        root.value("free_bytes", std::uint64_t{0}) < run.budgets.min_free)
-                        return StepResult::stopped("disk", fmt::format("destination free space fell below the floor ({} free < {} floor)",
-                                                                       format_size(root.value("free_bytes", std::uint64_t{0})),
-                                                                       format_size(run.budgets.min_free)));
+            auto info = ops.info();
+            std::optional<std::uint64_t> free = info.ok() ? node::free_bytes_at(info.value(), run.def.route.target_path) : std::nullopt;
+            if (free && *free < run.budgets.min_free)
+                return StepResult::stopped("disk", fmt::format("destination free space fell below the floor ({} free < {} floor)",
+                                                               format_size(*free), format_size(run.budgets.min_free)));
         }
         wait_for_target(run.clock(), events, checked_at);
     }

@@ -15,12 +15,6 @@
 
 namespace archctl::jobs {
 
-nlohmann::json files_arg(const std::vector<JobFile>& files) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto& f : files) a.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});
-    return a;
-}
-
 Error stale(const std::string& what, const JobRun& run) {
     return Error("STALE_STATE", fmt::format("{} changed since job {} was created", what, run.def.id),
                  "archctl never adapts silently to external changes; the job was stopped and compensated");

@@ -9,7 +9,10 @@
 #include "lib/jobs/archive_evidence.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/resolve.hpp"
+#include "lib/node/job_layout.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/state/placements.hpp"
+#include "lib/torrent/partfile.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -85,20 +88,20 @@ StepResult step_verify(JobRun& run) {
             if (present.value().empty() && run.def.partfile == plan::PartfileNeed::carry_source) {
                 // libtorrent reads the slot table when the torrent is added: the part file must be
                 // in the save path before torrents/add (flow-facts §1.3).
-                auto ops = dst.value()->ops();
-                if (!ops.ok()) return StepResult::failed(ops.take_error());
-                auto placed = node::call_operation(*ops.value(), "partfile_copy",
-                                                   {{"from", job_dir(run.def.route.target_path, run.def.id) + "/a/partfile"},
-                                                    {"to", run.def.target_save_path + "/." + id + ".parts"},
-                                                    {"create_parents", true},
-                                                    {"expect_pieces", run.def.piece_count},
-                                                    {"expect_piece_size", run.def.piece_length},
-                                                    {"allow_short_last_slot", true}});
+                auto transport = dst.value()->ops();
+                if (!transport.ok()) return StepResult::failed(transport.take_error());
+                std::string partfile = run.def.target_save_path + "/" + torrent::partfile_name(id);
+                auto placed = node::Ops(*transport.value())
+                                  .partfile_copy({.from = job_dir(run.def.route.target_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux),
+                                                  .to = partfile,
+                                                  .create_parents = true,
+                                                  .replace = false,
+                                                  .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length)});
                 if (!placed.ok())
                     return StepResult::failed(Error("PARTFILE_UNSUPPORTED",
                                                     fmt::format("PARTFILE_UNSUPPORTED: job {}: cannot place the part file on '{}': {}",
                                                                 run.def.id, run.def.target, placed.error().message)));
-                (void)run.event("partfile_placed", {{"path", run.def.target_save_path + "/." + id + ".parts"}});
+                (void)run.event("partfile_placed", {{"path", partfile}});
             }
             if (present.value().empty()) {
                 qb::AddTorrent add;
@@ -174,11 +177,11 @@ StepResult step_verify(JobRun& run) {
         run.log(fmt::format("archctl: verified {} files on {} (generation {})", run.def.union_files.size(), run.def.target, gen.value()));
     }
     if (!run.ledger.started_target) {
-        auto ops = dst.value()->ops();
-        if (!ops.ok()) return StepResult::failed(ops.take_error());
-        nlohmann::json paths = nlohmann::json::array();
-        for (const auto& f : run.def.union_files) paths.push_back(f.path);
-        auto chmod = node::call_operation(*ops.value(), "chmod_readable", {{"base", run.def.target_save_path}, {"paths", paths}});
+        auto transport = dst.value()->ops();
+        if (!transport.ok()) return StepResult::failed(transport.take_error());
+        node::ChmodReadableRequest readable{.base = run.def.target_save_path, .paths = {}};
+        for (const auto& f : run.def.union_files) readable.paths.push_back(f.path);
+        auto chmod = node::Ops(*transport.value()).chmod_readable(readable);
         if (!chmod.ok()) return StepResult::failed(chmod.take_error());
         // The add's proof of ownership has served its purpose: the placement is committed.
         if (!run.ledger.target_tag.empty()) {

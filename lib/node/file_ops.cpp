@@ -219,16 +219,6 @@ std::int64_t mtime_ns(const struct stat& st) {
     return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
-nlohmann::json stat_json(const struct stat& st) {
-    return {{"type", file_type_name(st.st_mode)},
-            {"size", static_cast<std::uint64_t>(st.st_size)},
-            {"dev", static_cast<std::uint64_t>(st.st_dev)},
-            {"ino", static_cast<std::uint64_t>(st.st_ino)},
-            {"nlink", static_cast<std::uint64_t>(st.st_nlink)},
-            {"mtime_ns", mtime_ns(st)},
-            {"mode", static_cast<unsigned>(st.st_mode & 07777)}};
-}
-
 Result<UniqueFd> open_regular(int dirfd, const std::string& name, const std::string& display, struct stat* st_out) {
     UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd.valid()) {
@@ -277,64 +267,6 @@ Result<std::optional<struct stat>> stat_in(int dirfd, const std::string& name, c
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return std::optional<struct stat>(st);
     if (errno == ENOENT) return std::optional<struct stat>();
     return errno_error("cannot stat", display, errno);
-}
-
-namespace {
-constexpr char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-}
-
-std::string base64_encode(std::string_view bytes) {
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 2 < bytes.size(); i += 3) {
-        auto v = (static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16) |
-                 (static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 1])) << 8) |
-                 static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 2]));
-        for (int s = 18; s >= 0; s -= 6) out += k_b64[(v >> s) & 63];
-    }
-    std::size_t rest = bytes.size() - i;
-    if (rest > 0) {
-        unsigned v = static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16;
-        if (rest == 2) v |= static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 1])) << 8;
-        out += k_b64[(v >> 18) & 63];
-        out += k_b64[(v >> 12) & 63];
-        out += rest == 2 ? k_b64[(v >> 6) & 63] : '=';
-        out += '=';
-    }
-    return out;
-}
-
-Result<std::string> base64_decode(std::string_view text) {
-    auto value = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '+') return 62;
-        if (c == '/') return 63;
-        return -1;
-    };
-    if (text.size() % 4 != 0) return Error("BAD_REQUEST", "invalid base64: length is not a multiple of 4");
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); i += 4) {
-        unsigned v = 0;
-        int pad = 0;
-        for (std::size_t k = 0; k < 4; ++k) {
-            char c = text[i + k];
-            int d = 0;
-            if (c == '=' && i + 4 == text.size() && k >= 2) {
-                ++pad;
-            } else {
-                d = value(c);
-                if (d < 0 || pad) return Error("BAD_REQUEST", "invalid base64: unexpected character");
-            }
-            v = (v << 6) | static_cast<unsigned>(d);
-        }
-        out += static_cast<char>((v >> 16) & 0xff);
-        if (pad < 2) out += static_cast<char>((v >> 8) & 0xff);
-        if (pad < 1) out += static_cast<char>(v & 0xff);
-    }
-    return out;
 }
 
 bool is_syncthing_artifact(std::string_view name) {

@@ -60,8 +60,6 @@ struct CopyOutcome {
 // "file", "dir", "symlink", "fifo", "socket", "char", "block", "other".
 [[nodiscard]] std::string_view file_type_name(mode_t mode);
 [[nodiscard]] std::int64_t mtime_ns(const struct stat& st);
-// {"type","size","dev","ino","nlink","mtime_ns","mode"} of a stat record.
-[[nodiscard]] nlohmann::json stat_json(const struct stat& st);
 
 // Opens `name` in `dirfd` for reading without following a symlink or blocking on a FIFO and
 // checks it is a regular file (PATH_SYMLINK / NOT_REGULAR / NOT_FOUND otherwise).
@@ -80,10 +78,6 @@ struct CopyOutcome {
                                                 std::size_t limit = 64u << 20);
 // lstat of `name` in `dirfd`; nullopt when absent, an error for anything else.
 [[nodiscard]] Result<std::optional<struct stat>> stat_in(int dirfd, const std::string& name, const std::string& display);
-
-// Standard base64 (RFC 4648) for small binary blobs in requests (.torrent, nonce data).
-[[nodiscard]] std::string base64_encode(std::string_view bytes);
-[[nodiscard]] Result<std::string> base64_decode(std::string_view text);
 
 // True for names Syncthing uses for temporary or conflict files, and other never-payload names
 // (torrent-format.md §9): ".syncthing.*.tmp", "~syncthing~*.tmp", "*.sync-conflict-*", ".stfolder",

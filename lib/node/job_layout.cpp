@@ -24,6 +24,14 @@ std::optional<StageMethod> parse_method(const std::string& name) {
 
 std::string payload_name(std::uint32_t index) { return fmt::format("{}/{}", k_payload_dir, index); }
 
+std::string aux_path(const std::string& name) { return fmt::format("{}/{}", k_aux_dir, name); }
+
+std::string merge_record_path(const std::string& root, const std::string& job_id) {
+    return fmt::format("{}/.archctl/merge-{}.jsonl", root == "/" ? "" : root, job_id);
+}
+
+std::string merge_temp_name(const std::string& job_id, std::uint32_t index) { return fmt::format(".archctl-merge-{}-{}.tmp", job_id, index); }
+
 Status check_aux_name(const std::string& name) {
     bool ok = !name.empty() && name.size() <= 128 && name.front() != '.';
     for (char c : name) {

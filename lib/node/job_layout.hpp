@@ -30,6 +30,10 @@ inline constexpr const char* k_ready_name = "READY";
 inline constexpr const char* k_stage_journal_name = ".archctl-stage.jsonl";
 inline constexpr const char* k_stage_journal_kind = "archctl-stage";
 inline constexpr int k_manifest_version = 1;
+// The auxiliary files of an archctl job: the exported .torrent, and the source's part file when
+// it is carried (DESIGN.md §9).
+inline constexpr const char* k_torrent_aux = "resource.torrent";
+inline constexpr const char* k_partfile_aux = "partfile";
 
 // How a payload file got into the job directory.
 enum class StageMethod { hardlink, reflink, copy };
@@ -61,6 +65,13 @@ struct Manifest {
 
 // "p/<index>".
 [[nodiscard]] std::string payload_name(std::uint32_t index);
+// "a/<name>".
+[[nodiscard]] std::string aux_path(const std::string& name);
+// The merge record of a job (lib/node/op_merge.cpp): "<root>/.archctl/merge-<job-id>.jsonl", under
+// the node root that holds the save path, outside every Syncthing folder.
+[[nodiscard]] std::string merge_record_path(const std::string& root, const std::string& job_id);
+// The temp file merge copies file `index` of a job into, beside its destination.
+[[nodiscard]] std::string merge_temp_name(const std::string& job_id, std::uint32_t index);
 // Auxiliary names are one plain component: [A-Za-z0-9._-], not starting with '.'.
 [[nodiscard]] Status check_aux_name(const std::string& name);
 

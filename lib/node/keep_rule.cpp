@@ -29,12 +29,6 @@ const char* to_string(KeepReason reason) {
     return "none";
 }
 
-nlohmann::json kept_entry(const std::string& path, const KeepVerdict& verdict) {
-    return {{"path", path}, {"reason", verdict.text}, {"code", to_string(verdict.reason)}};
-}
-
-std::set<std::string> referenced_arg(const nlohmann::json& args) {
-    return args.value("referenced", std::set<std::string>{});
-}
+KeptEntry kept_entry(const std::string& path, const KeepVerdict& verdict) { return KeptEntry{path, verdict.text, to_string(verdict.reason)}; }
 
 }  // namespace archctl::node

@@ -22,16 +22,13 @@
 #include <set>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "lib/node/ops.hpp"
 
 namespace archctl::node {
 
-// A path archctl owns and may unlink, with what it recorded about it.
-struct OwnedPath {
-    std::string path;                   // node path, as the referenced set spells it
-    std::optional<std::uint64_t> size;  // recorded size
-    std::optional<std::uint64_t> ino;   // recorded inode
-};
+// A path archctl owns and may unlink (a node path, as the referenced set spells it), with the
+// size and inode it recorded.
+using OwnedPath = OwnedFile;
 
 // What another hard link to the file means to the caller.
 enum class OtherLinks {
@@ -55,10 +52,7 @@ struct KeepVerdict {
 // Stable name of a reason ("referenced", "not_regular", …) for JSON records.
 [[nodiscard]] const char* to_string(KeepReason reason);
 
-// {"path", "reason", "code"}: how every operation reports a kept file.
-[[nodiscard]] nlohmann::json kept_entry(const std::string& path, const KeepVerdict& verdict);
-
-// The `referenced` argument of unmerge, cleanup and unlink_owned (absent: none).
-[[nodiscard]] std::set<std::string> referenced_arg(const nlohmann::json& args);
+// How every operation reports a kept file: path, the reason in words, the reason's code.
+[[nodiscard]] KeptEntry kept_entry(const std::string& path, const KeepVerdict& verdict);
 
 }  // namespace archctl::node

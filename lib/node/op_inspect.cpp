@@ -11,95 +11,107 @@
 #include "lib/base/version.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/node/operation.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::node {
 namespace {
 
 using nlohmann::json;
 
-json directory_json(int fd, const std::string& display) {
-    RootInfo info = probe_directory(fd, display);
-    json j = to_json(info);
-    struct statvfs sv {};
-    if (::fstatvfs(fd, &sv) == 0) {
-        j["free_bytes"] = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
-        j["total_bytes"] = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) == 0) j["dev"] = static_cast<std::uint64_t>(st.st_dev);
-    return j;
+EntryStat entry_stat(const struct stat& st) {
+    EntryStat s;
+    s.size = static_cast<std::uint64_t>(st.st_size);
+    s.dev = static_cast<std::uint64_t>(st.st_dev);
+    s.ino = static_cast<std::uint64_t>(st.st_ino);
+    s.nlink = static_cast<std::uint64_t>(st.st_nlink);
+    s.mtime_ns = mtime_ns(st);
+    s.mode = static_cast<unsigned>(st.st_mode & 07777);
+    return s;
 }
 
-json tree_entry(DirCache& cache, const std::string& base, const std::string& rel) {
-    json entry = {{"path", rel}};
+DirectoryInfo directory_info(int fd, const std::string& display) {
+    DirectoryInfo d;
+    d.root = probe_directory(fd, display);
+    struct statvfs sv {};
+    if (::fstatvfs(fd, &sv) == 0) {
+        d.free_bytes = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+        d.total_bytes = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) d.dev = static_cast<std::uint64_t>(st.st_dev);
+    return d;
+}
+
+TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string& rel) {
+    TreeEntry entry;
+    entry.path = rel;
     auto parts = split_relative(rel);
     if (!parts.ok()) {
-        entry["type"] = "refused";
-        entry["error"] = {{"code", parts.error().code}, {"message", parts.error().message}};
+        entry.type = "refused";
+        entry.error = parts.error();
         return entry;
     }
     const auto& comps = parts.value();
     auto dir = cache.dir(std::span<const std::string>(comps.data(), comps.size() - 1));
     if (!dir.ok()) {
-        const Error& e = dir.error();
-        if (e.code == "NOT_FOUND") {
-            entry["type"] = "absent";
+        if (dir.error().code == "NOT_FOUND") {
+            entry.type = "absent";
         } else {
-            entry["type"] = "refused";
-            entry["error"] = {{"code", e.code}, {"message", e.message}};
+            entry.type = "refused";
+            entry.error = dir.error();
         }
         return entry;
     }
     struct stat st {};
     if (::fstatat(dir.value(), comps.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) {
-            entry["type"] = "absent";
+            entry.type = "absent";
         } else {
-            Error e = errno_error("cannot stat", fmt::format("{}/{}", base, rel), errno);
-            entry["type"] = "refused";
-            entry["error"] = {{"code", e.code}, {"message", e.message}};
+            entry.type = "refused";
+            entry.error = errno_error("cannot stat", fmt::format("{}/{}", base, rel), errno);
         }
         return entry;
     }
-    entry.update(stat_json(st));
+    entry.type = std::string(file_type_name(st.st_mode));
+    entry.stat = entry_stat(st);
     return entry;
 }
 
 }  // namespace
 
 Result<json> op_info(OpContext& ctx, const json& args) {
-    json roots = json::array();
+    auto request = args.get<InfoRequest>();
+    InfoResult out;
+    out.archctl = k_version;
+    out.pid = static_cast<long>(::getpid());
     for (std::size_t i = 0; i < ctx.roots().paths().size(); ++i)
-        roots.push_back(directory_json(ctx.roots().root_fd(i), ctx.roots().paths()[i]));
-    json probes = json::array();
-    for (const auto& dir : args.value("probe_dirs", json::array())) {
-        std::string path = dir.get<std::string>();
+        out.roots.push_back(directory_info(ctx.roots().root_fd(i), ctx.roots().paths()[i]));
+    for (const auto& path : request.probe_dirs) {
         ARCHCTL_TRY_ASSIGN(UniqueFd fd, ctx.roots().open_dir(path));
-        probes.push_back(directory_json(fd.get(), path));
+        out.probes.push_back(directory_info(fd.get(), path));
     }
-    return json{{"archctl", k_version}, {"protocol", k_protocol_version}, {"pid", static_cast<long>(::getpid())},
-                {"roots", roots}, {"probes", probes}};
+    return json(out);
 }
 
 Result<json> op_tree(OpContext& ctx, const json& args) {
-    std::string base = args.at("base").get<std::string>();
-    const json& paths = args.at("paths");
-    auto base_fd = ctx.roots().open_dir(base);
-    json entries = json::array();
+    auto request = args.get<TreeRequest>();
+    TreeResult out;
+    auto base_fd = ctx.roots().open_dir(request.base);
     if (!base_fd.ok()) {
         if (base_fd.error().code != "NOT_FOUND") return base_fd.take_error();
-        for (const auto& p : paths) entries.push_back({{"path", p.get<std::string>()}, {"type", "absent"}});
-        return json{{"base_exists", false}, {"entries", entries}};
+        for (const auto& p : request.paths) out.entries.push_back(TreeEntry{p, "absent", std::nullopt, std::nullopt});
+        return json(out);
     }
-    DirCache cache(base_fd.value().get(), base);
+    out.base_exists = true;
+    DirCache cache(base_fd.value().get(), request.base);
     Progress progress;
-    progress.files_total = paths.size();
-    for (const auto& p : paths) {
-        entries.push_back(tree_entry(cache, base, p.get<std::string>()));
+    progress.files_total = request.paths.size();
+    for (const auto& p : request.paths) {
+        out.entries.push_back(tree_entry(cache, request.base, p));
         ++progress.files;
         ctx.progress(progress);
     }
-    return json{{"base_exists", true}, {"entries", entries}};
+    return json(out);
 }
 
 }  // namespace archctl::node

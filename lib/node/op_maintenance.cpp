@@ -15,7 +15,6 @@
 // Crash points: chmod.applied, cleanup.unlinked, cleanup.rmdir, unlink_owned.unlinked,
 // unlink_owned.rmdir.
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,28 +31,17 @@
 #include "lib/node/job_layout.hpp"
 #include "lib/node/keep_rule.hpp"
 #include "lib/node/operation.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::node {
 namespace {
 
 using nlohmann::json;
 
+// The names in a directory; none when it cannot be listed.
 std::vector<std::string> list_names(int dirfd) {
-    std::vector<std::string> out;
-    int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return out;
-    DIR* d = ::fdopendir(fd);
-    if (!d) {
-        ::close(fd);
-        return out;
-    }
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
-        if (name != "." && name != "..") out.push_back(name);
-    }
-    ::closedir(d);
-    std::sort(out.begin(), out.end());
-    return out;
+    auto names = list_dir(dirfd, "");
+    return names.ok() ? std::move(names).value() : std::vector<std::string>{};
 }
 
 bool is_atomic_temp_of(const std::string& name, const std::string& target) {
@@ -72,14 +60,13 @@ Status set_mode_bits(int fd, mode_t add, const std::string& display, bool& chang
 }  // namespace
 
 Result<json> op_chmod_readable(OpContext& ctx, const json& args) {
-    std::string base = args.at("base").get<std::string>();
+    auto request = args.get<ChmodReadableRequest>();
+    const std::string& base = request.base;
     ARCHCTL_TRY_ASSIGN(UniqueFd base_fd, ctx.roots().open_dir(base));
     DirCache dirs(base_fd.get(), base);
     std::set<std::string> dirs_done;
-    std::uint64_t files_changed = 0, dirs_changed = 0;
-    json missing = json::array();
-    for (const auto& p : args.at("paths")) {
-        std::string rel = p.get<std::string>();
+    ChmodReadableResult out;
+    for (const auto& rel : request.paths) {
         ARCHCTL_TRY_ASSIGN(std::vector<std::string> comps, split_relative(rel));
         for (std::size_t depth = 1; depth < comps.size(); ++depth) {
             std::span<const std::string> prefix(comps.data(), depth);
@@ -92,7 +79,7 @@ Result<json> op_chmod_readable(OpContext& ctx, const json& args) {
             }
             bool changed = false;
             ARCHCTL_TRY_STATUS(set_mode_bits(fd.value(), 0555, fmt::format("{}/{}", base, key), changed));
-            dirs_changed += changed ? 1 : 0;
+            out.dirs_changed += changed ? 1 : 0;
         }
         std::string display = fmt::format("{}/{}", base, rel);
         auto parent = dirs.dir(std::span<const std::string>(comps.data(), comps.size() - 1));
@@ -100,15 +87,15 @@ Result<json> op_chmod_readable(OpContext& ctx, const json& args) {
         auto file = parent.ok() ? open_regular(parent.value(), comps.back(), display) : Result<UniqueFd>(Error("NOT_FOUND", ""));
         if (!file.ok()) {
             if (file.error().code != "NOT_FOUND") return file.take_error();
-            missing.push_back(rel);
+            out.missing.push_back(rel);
             continue;
         }
         bool changed = false;
         ARCHCTL_TRY_STATUS(set_mode_bits(file.value().get(), 0444, display, changed));
-        files_changed += changed ? 1 : 0;
+        out.files_changed += changed ? 1 : 0;
     }
     crash_point("chmod.applied");
-    return json{{"files_changed", files_changed}, {"dirs_changed", dirs_changed}, {"missing", missing}};
+    return json(out);
 }
 
 namespace {
@@ -143,8 +130,8 @@ Owned owned_names(int job, const std::string& job_dir) {
 
 struct Sweep {
     std::set<std::string> referenced;  // paths other torrents reference (the caller's snapshot)
-    json removed = json::array();
-    json kept = json::array();
+    std::vector<std::string> removed;
+    std::vector<KeptEntry> kept;
 };
 
 Status unlink_in(int dirfd, const std::string& name, const std::string& display, Sweep& sweep) {
@@ -181,7 +168,7 @@ Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned
         if (mine) {
             ARCHCTL_TRY_STATUS(unlink_in(dir.value().get(), name, shown, sweep));
         } else {
-            sweep.kept.push_back({{"path", shown}, {"reason", "not a file of this job"}});
+            sweep.kept.push_back(KeptEntry{shown, "not a file of this job", ""});
         }
     }
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dir.value().get(), display));
@@ -196,7 +183,7 @@ Status remove_dir_if_empty(int parent, const std::string& name, const std::strin
     }
     if (errno == ENOENT) return {};
     if (errno == ENOTEMPTY || errno == EEXIST) {
-        sweep.kept.push_back({{"path", display}, {"reason", "directory is not empty"}});
+        sweep.kept.push_back(KeptEntry{display, "directory is not empty", ""});
         return {};
     }
     return errno_error("cannot remove directory", display, errno);
@@ -205,7 +192,7 @@ Status remove_dir_if_empty(int parent, const std::string& name, const std::strin
 Status drop_merge_record(const RootSet& roots, const std::string& save_path, const std::string& job_id, Sweep& sweep) {
     ARCHCTL_TRY_ASSIGN(LocatedPath loc, roots.locate(save_path));
     std::string root = roots.paths()[loc.root];
-    std::string record = fmt::format("{}/.archctl/merge-{}.jsonl", root == "/" ? "" : root, job_id);
+    std::string record = merge_record_path(root, job_id);
     auto parent = roots.open_parent(record);
     if (!parent.ok()) return parent.error().code == "NOT_FOUND" ? Status{} : Status(parent.take_error());
     return unlink_in(parent.value().dir.get(), parent.value().name, record, sweep);
@@ -214,18 +201,19 @@ Status drop_merge_record(const RootSet& roots, const std::string& save_path, con
 }  // namespace
 
 Result<json> op_cleanup(OpContext& ctx, const json& args) {
-    std::string job_dir = args.at("job_dir").get<std::string>();
+    auto request = args.get<CleanupRequest>();
+    const std::string& job_dir = request.job_dir;
     Sweep sweep;
     auto route = ctx.roots().open_parent(job_dir);
-    if (!route.ok()) return route.error().code == "NOT_FOUND" ? Result<json>(json{{"job_dir", "absent"}, {"removed", json::array()}, {"kept", json::array()}})
+    if (!route.ok()) return route.error().code == "NOT_FOUND" ? Result<json>(json(CleanupResult{"absent", {}, {}}))
                                                               : Result<json>(route.take_error());
     const std::string job_id = route.value().name;
-    sweep.referenced = referenced_arg(args);
-    if (args.contains("save_path")) ARCHCTL_TRY_STATUS(drop_merge_record(ctx.roots(), args.at("save_path").get<std::string>(), job_id, sweep));
+    sweep.referenced.insert(request.referenced.begin(), request.referenced.end());
+    if (request.save_path) ARCHCTL_TRY_STATUS(drop_merge_record(ctx.roots(), *request.save_path, job_id, sweep));
     auto job = open_dir_below(route.value().dir.get(), std::vector<std::string>{job_id}, job_dir);
     if (!job.ok()) {
         if (job.error().code != "NOT_FOUND") return job.take_error();
-        return json{{"job_dir", "absent"}, {"removed", sweep.removed}, {"kept", sweep.kept}};
+        return json(CleanupResult{"absent", sweep.removed, sweep.kept});
     }
     int jfd = job.value().get();
     Owned owned = owned_names(jfd, job_dir);
@@ -241,40 +229,23 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     }
     std::set<std::string> known = {k_payload_dir, k_aux_dir};
     for (const auto& entry : list_names(jfd))
-        if (!known.count(entry)) sweep.kept.push_back({{"path", job_dir + "/" + entry}, {"reason", "not a file of this job"}});
+        if (!known.count(entry)) sweep.kept.push_back(KeptEntry{job_dir + "/" + entry, "not a file of this job", ""});
     ARCHCTL_TRY_STATUS(fsync_fd_dir(jfd, job_dir));
     ARCHCTL_TRY_STATUS(remove_dir_if_empty(route.value().dir.get(), job_id, job_dir, sweep));
     ARCHCTL_TRY_STATUS(fsync_fd_dir(route.value().dir.get(), job_dir));
     bool gone = !path_exists(fd_path(route.value().dir.get(), job_id));
-    return json{{"job_dir", gone ? "removed" : "kept"}, {"removed", sweep.removed}, {"kept", sweep.kept}};
+    return json(CleanupResult{gone ? "removed" : "kept", sweep.removed, sweep.kept});
 }
-
-namespace {
-
-std::vector<OwnedPath> parse_owned(const json& paths) {
-    std::vector<OwnedPath> out;
-    for (const auto& p : paths) {
-        OwnedPath o;
-        if (p.is_string()) {
-            o.path = p.get<std::string>();
-        } else {
-            o.path = p.at("path").get<std::string>();
-            if (p.contains("size")) o.size = p.at("size").get<std::uint64_t>();
-            if (p.contains("ino")) o.ino = p.at("ino").get<std::uint64_t>();
-        }
-        out.push_back(std::move(o));
-    }
-    return out;
-}
-
-}  // namespace
 
 Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
-    std::vector<OwnedPath> paths = parse_owned(args.at("paths"));
-    std::set<std::string> referenced = referenced_arg(args);
-    std::string stop_at = args.at("stop_at").get<std::string>();
+    auto request = args.get<UnlinkOwnedRequest>();
+    const std::vector<OwnedPath>& paths = request.paths;
+    std::set<std::string> referenced(request.referenced.begin(), request.referenced.end());
+    const std::string& stop_at = request.stop_at;
     ARCHCTL_TRY_STATUS(ctx.roots().locate(stop_at));
-    json removed = json::array(), kept = json::array();
+    UnlinkOwnedResult out;
+    auto& removed = out.removed;
+    auto& kept = out.kept;
     std::set<std::string> dirs;
     for (const auto& o : paths) {
         if (o.path.size() <= stop_at.size() + 1 || o.path.compare(0, stop_at.size() + 1, stop_at + "/") != 0)
@@ -311,12 +282,12 @@ Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
             crash_point("unlink_owned.rmdir");
             removed.push_back(d);
         } else if (errno == ENOTEMPTY || errno == EEXIST) {
-            kept.push_back({{"path", d}, {"reason", "directory has other content"}});
+            kept.push_back(KeptEntry{d, "directory has other content", ""});
         } else if (errno != ENOENT && errno != ENOTDIR) {
             return errno_error("cannot remove directory", d, errno);
         }
     }
-    return json{{"removed", removed}, {"kept", kept}};
+    return json(out);
 }
 
 }  // namespace archctl::node

@@ -42,6 +42,7 @@
 #include "lib/node/job_layout.hpp"
 #include "lib/node/keep_rule.hpp"
 #include "lib/node/operation.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::node {
 namespace {
@@ -59,13 +60,13 @@ struct DeltaFile {
 
 std::string job_id_of(const std::string& job_dir) { return job_dir.substr(job_dir.rfind('/') + 1); }
 
-Result<std::vector<DeltaFile>> parse_files(const json& files) {
+Result<std::vector<DeltaFile>> parse_files(const std::vector<FileEntry>& files) {
     std::vector<DeltaFile> out;
     for (const auto& f : files) {
         DeltaFile d;
-        d.index = f.at("index").get<std::uint32_t>();
-        d.path = f.at("path").get<std::string>();
-        d.size = f.at("size").get<std::uint64_t>();
+        d.index = f.index;
+        d.path = f.path;
+        d.size = f.size;
         ARCHCTL_TRY_ASSIGN(d.components, split_relative(d.path));
         out.push_back(std::move(d));
     }
@@ -73,13 +74,15 @@ Result<std::vector<DeltaFile>> parse_files(const json& files) {
 }
 
 // The record's node path: explicit, or <root holding save_path>/.archctl/merge-<job>.jsonl.
-Result<std::string> record_path_for(const RootSet& roots, const json& args, const std::string& save_path) {
-    if (args.contains("record_path")) return args.at("record_path").get<std::string>();
+Result<std::string> record_path_for(const RootSet& roots, const std::optional<std::string>& record_path,
+                                    const std::optional<std::string>& job_dir, const std::string& save_path) {
+    if (record_path) return *record_path;
     ARCHCTL_TRY_ASSIGN(LocatedPath loc, roots.locate(save_path));
-    std::string job = job_id_of(args.at("job_dir").get<std::string>());
+    if (!job_dir) return Error("BAD_REQUEST", "invalid arguments: job_dir or record_path is required");
+    std::string job = job_id_of(*job_dir);
     ARCHCTL_TRY_STATUS(split_relative(job));
     std::string root = roots.paths()[loc.root];
-    return fmt::format("{}/.archctl/merge-{}.jsonl", root == "/" ? "" : root, job);
+    return merge_record_path(root, job);
 }
 
 Error conflict(const std::string& path, const std::string& cause) {
@@ -184,7 +187,7 @@ struct Merger {
     std::uint64_t bytes_copied = 0, bytes_renamed = 0;
 };
 
-std::string temp_name(const Merger& m, std::uint32_t index) { return fmt::format(".archctl-merge-{}-{}.tmp", m.job_id, index); }
+std::string temp_name(const Merger& m, std::uint32_t index) { return merge_temp_name(m.job_id, index); }
 
 Status append(Merger& m, const json& rec, bool sync_now) {
     ARCHCTL_TRY_STATUS(m.journal->append(rec));
@@ -285,17 +288,17 @@ Result<Placed> place_one(Merger& m, const DeltaFile& f, const json& pre, int des
     return p;
 }
 
-json provenance(const Merger& m, const DeltaFile& f, const json& pre) {
-    json entry = {{"index", f.index}, {"path", f.path}};
+MergedFile provenance(const Merger& m, const DeltaFile& f, const json& pre) {
+    MergedFile entry{f.index, f.path, "", "", 0};
     if (pre.at("state") == "preexisting") {
-        entry["provenance"] = "preexisting";
-        entry["how"] = "none";
-        entry["ino"] = pre.at("ino");
+        entry.provenance = "preexisting";
+        entry.how = "none";
+        entry.ino = pre.at("ino").get<std::uint64_t>();
     } else {
         const json& intent = m.state.intents.at(f.index);
-        entry["provenance"] = "created";
-        entry["how"] = intent.at("how");
-        entry["ino"] = intent.at("ino");
+        entry.provenance = "created";
+        entry.how = intent.at("how").get<std::string>();
+        entry.ino = intent.at("ino").get<std::uint64_t>();
     }
     return entry;
 }
@@ -315,10 +318,11 @@ std::map<std::uint32_t, std::string> manifest_hashes(int job_fd, const std::stri
 }  // namespace
 
 Result<json> op_merge(OpContext& ctx, const json& args) {
-    std::string save_path = args.at("save_path").get<std::string>();
-    std::string job_dir = args.at("job_dir").get<std::string>();
-    ARCHCTL_TRY_ASSIGN(std::vector<DeltaFile> files, parse_files(args.at("files")));
-    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), args, save_path));
+    auto request = args.get<MergeRequest>();
+    const std::string& save_path = request.save_path;
+    const std::string& job_dir = request.job_dir;
+    ARCHCTL_TRY_ASSIGN(std::vector<DeltaFile> files, parse_files(request.files));
+    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), request.record_path, job_dir, save_path));
     ARCHCTL_TRY_ASSIGN(UniqueFd job, ctx.roots().open_dir(job_dir));
     Merger m{ctx, save_path, job_dir, job_id_of(job_dir), {}, manifest_hashes(job.get(), job_dir), nullptr, {}, 0, 0};
     if (auto p = open_dir_below(job.get(), std::vector<std::string>{k_payload_dir}, job_dir); p.ok()) m.payload = std::move(p).value();
@@ -351,11 +355,15 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
 
     ARCHCTL_TRY_ASSIGN(LocatedPath loc, ctx.roots().locate(save_path));
     DirCache dirs(ctx.roots().root_fd(loc.root), ctx.roots().paths()[loc.root]);
-    json out = json::array();
+    MergeResult out;
+    out.record_path = record_path;
+    MergeResult cancelled;
+    cancelled.stopped = "cancel";
+    cancelled.record_path = record_path;
     Progress progress;
     progress.files_total = files.size();
     for (const auto& f : files) {
-        if (ctx.cancelled()) return json{{"complete", false}, {"stopped", "cancel"}, {"record_path", record_path}};
+        if (ctx.cancelled()) return json(cancelled);
         auto pre = pre_by_index.find(f.index);
         if (pre == pre_by_index.end())
             return Error("BAD_REQUEST", fmt::format("cannot merge file {}: it is not in this job's merge record '{}'", f.index, record_path));
@@ -363,31 +371,30 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
         dir_comps.insert(dir_comps.end(), f.components.begin(), f.components.end() - 1);
         ARCHCTL_TRY_ASSIGN(int dest_dir, dirs.dir(dir_comps, CreateDirs::yes, &ignored));
         ARCHCTL_TRY_ASSIGN(Placed placed, place_one(m, f, pre->second, dest_dir));
-        if (placed == Placed::cancelled) return json{{"complete", false}, {"stopped", "cancel"}, {"record_path", record_path}};
+        if (placed == Placed::cancelled) return json(cancelled);
         if (!m.state.placed.count(f.index)) {
             ARCHCTL_TRY_STATUS(append(m, {{"placed", f.index}}, false));
             m.state.placed.insert(f.index);
         }
-        out.push_back(provenance(m, f, pre->second));
+        out.provenance.push_back(provenance(m, f, pre->second));
         ++progress.files;
         progress.bytes += f.size;
         progress.bytes_copied = m.bytes_copied;
         ctx.progress(progress);
     }
     ARCHCTL_TRY_STATUS(journal.flush());
-    return json{{"complete", true},          {"stopped", ""},
-                {"provenance", out},         {"dirs_created", m.state.pre.at("dirs")},
-                {"record_path", record_path}, {"bytes_copied", m.bytes_copied},
-                {"bytes_renamed", m.bytes_renamed}};
+    out.complete = true;
+    out.dirs_created = m.state.pre.at("dirs").get<std::vector<std::string>>();
+    out.bytes_copied = m.bytes_copied;
+    out.bytes_renamed = m.bytes_renamed;
+    return json(out);
 }
 
 namespace {
 
-struct Removal {
-    json removed = json::array();
-    json kept = json::array();        // files this job placed that the keep rule keeps
-    json preexisting = json::array();  // files that were there before the merge: never removed
-};
+// removed, kept (files this job placed that the keep rule keeps, and non-empty directories),
+// preexisting (files that were there before the merge: never removed).
+using Removal = UnmergeResult;
 
 // Takes back one delta path: the file this job placed there is unlinked unless the keep rule
 // (lib/node/keep_rule.hpp) says it stays. A pre-existing file is only reported.
@@ -402,7 +409,7 @@ Status unmerge_file(const RootSet& roots, const std::string& save_path, const js
     }
     int dir = parent.value().dir.get();
     bool preexisting = pre.at("state") == "preexisting";
-    if (!preexisting) ::unlinkat(dir, fmt::format(".archctl-merge-{}-{}.tmp", job_id, pre.at("i").get<std::uint32_t>()).c_str(), 0);
+    if (!preexisting) ::unlinkat(dir, merge_temp_name(job_id, pre.at("i").get<std::uint32_t>()).c_str(), 0);
     ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir, parent.value().name, dest));
     if (!st) return {};
     if (preexisting) {
@@ -435,7 +442,7 @@ Status remove_created_dirs(const RootSet& roots, const json& dirs, Removal& out)
         if (!parent.ok()) continue;
         if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), AT_REMOVEDIR) != 0) {
             if (errno == ENOTEMPTY || errno == EEXIST)
-                out.kept.push_back({{"path", d}, {"reason", "directory is not empty"}, {"code", "not_empty"}});
+                out.kept.push_back(KeptEntry{d, "directory is not empty", "not_empty"});
             else if (errno != ENOENT) return errno_error("cannot remove directory", d, errno);
             continue;
         }
@@ -448,16 +455,17 @@ Status remove_created_dirs(const RootSet& roots, const json& dirs, Removal& out)
 }  // namespace
 
 Result<json> op_unmerge(OpContext& ctx, const json& args) {
-    std::string save_path = args.at("save_path").get<std::string>();
-    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), args, save_path));
-    std::set<std::string> referenced = referenced_arg(args);
+    auto request = args.get<UnmergeRequest>();
+    const std::string& save_path = request.save_path;
+    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), request.record_path, request.job_dir, save_path));
+    std::set<std::string> referenced(request.referenced.begin(), request.referenced.end());
     auto parent = ctx.roots().open_parent(record_path);
     if (!parent.ok() && parent.error().code != "NOT_FOUND") return parent.take_error();
     std::optional<MergeState> state;
     if (parent.ok()) {
         ARCHCTL_TRY_ASSIGN(state, load_record(fd_path(parent.value().dir.get(), parent.value().name)));
     }
-    if (!state) return json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}, {"preexisting", json::array()}};
+    if (!state) return json(UnmergeResult{"absent", {}, {}, {}});
     std::string job_id = job_id_of(state->pre.value("job_dir", std::string("job")));
     Removal removal;
     for (const auto& pre : state->pre.at("pre")) {
@@ -469,7 +477,8 @@ Result<json> op_unmerge(OpContext& ctx, const json& args) {
     if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0 && errno != ENOENT)
         return errno_error("cannot remove merge record", record_path, errno);
     crash_point("unmerge.done");
-    return json{{"record", "removed"}, {"removed", removal.removed}, {"kept", removal.kept}, {"preexisting", removal.preexisting}};
+    removal.record = "removed";
+    return json(removal);
 }
 
 }  // namespace archctl::node

@@ -22,6 +22,7 @@
 #include "lib/base/hash.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/node/operation.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/torrent/partfile.hpp"
 
 namespace archctl::node {
@@ -36,7 +37,7 @@ struct OpenedPartfile {
     std::vector<std::uint32_t> short_slots;  // pieces whose slot runs past the end of the file
 };
 
-Result<OpenedPartfile> open_partfile(const RootSet& roots, const json& args, const std::string& path) {
+Result<OpenedPartfile> open_partfile(const RootSet& roots, const PartfileCheck& check, const std::string& path) {
     ARCHCTL_TRY_ASSIGN(RootSet::Parent parent, roots.open_parent(path));
     OpenedPartfile p;
     struct stat st {};
@@ -55,8 +56,8 @@ Result<OpenedPartfile> open_partfile(const RootSet& roots, const json& args, con
             return errno_error("cannot read part file", path, errno);
     }
     torrent::PartfileExpectation expect;
-    if (args.contains("expect_pieces")) expect.piece_count = args.at("expect_pieces").get<std::uint32_t>();
-    if (args.contains("expect_piece_size")) expect.piece_size = args.at("expect_piece_size").get<std::uint32_t>();
+    expect.piece_count = check.expect_pieces;
+    expect.piece_size = check.expect_piece_size;
     // Structure first; slot extents are judged below so the one permitted short slot can pass.
     ARCHCTL_TRY_ASSIGN(p.header, torrent::parse_partfile_header(head, expect));
     if (p.size < p.header.header_size)
@@ -68,7 +69,7 @@ Result<OpenedPartfile> open_partfile(const RootSet& roots, const json& args, con
         last_slot = std::max(last_slot, *p.header.slots[piece]);
         if (p.header.slot_offset(piece) + p.header.piece_size > p.size) p.short_slots.push_back(piece);
     }
-    bool allow_short = args.value("allow_short_last_slot", false);
+    bool allow_short = check.allow_short_last_slot;
     for (std::uint32_t piece : p.short_slots) {
         bool tolerated = allow_short && p.short_slots.size() == 1 && *p.header.slots[piece] == last_slot &&
                          p.header.slot_offset(piece) < p.size;
@@ -80,30 +81,34 @@ Result<OpenedPartfile> open_partfile(const RootSet& roots, const json& args, con
     return p;
 }
 
-json header_json(const OpenedPartfile& p) {
-    json slots = json::array();
+PartfileReadResult header_of(const OpenedPartfile& p) {
+    PartfileReadResult r;
+    r.piece_count = p.header.piece_count;
+    r.piece_size = p.header.piece_size;
+    r.header_size = p.header.header_size;
+    r.used_slots = p.header.used_slots;
     for (std::uint32_t piece = 0; piece < p.header.piece_count; ++piece)
-        if (p.header.slots[piece]) slots.push_back({{"piece", piece}, {"slot", *p.header.slots[piece]}});
-    return {{"piece_count", p.header.piece_count}, {"piece_size", p.header.piece_size},
-            {"header_size", p.header.header_size}, {"used_slots", p.header.used_slots},
-            {"slots", slots},                      {"file_size", p.size},
-            {"short_slots", p.short_slots}};
+        if (p.header.slots[piece]) r.slots.push_back(PartfileSlot{piece, *p.header.slots[piece]});
+    r.file_size = p.size;
+    r.short_slots = p.short_slots;
+    return r;
 }
 
 }  // namespace
 
 Result<json> op_partfile_read(OpContext& ctx, const json& args) {
-    std::string path = args.at("path").get<std::string>();
-    ARCHCTL_TRY_ASSIGN(OpenedPartfile p, open_partfile(ctx.roots(), args, path));
-    return header_json(p);
+    auto request = args.get<PartfileReadRequest>();
+    ARCHCTL_TRY_ASSIGN(OpenedPartfile p, open_partfile(ctx.roots(), request.check, request.path));
+    return json(header_of(p));
 }
 
 Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
-    std::string from = args.at("from").get<std::string>();
-    std::string to = args.at("to").get<std::string>();
-    ARCHCTL_TRY_ASSIGN(OpenedPartfile p, open_partfile(ctx.roots(), args, from));
+    auto request = args.get<PartfileCopyRequest>();
+    const std::string& from = request.from;
+    const std::string& to = request.to;
+    ARCHCTL_TRY_ASSIGN(OpenedPartfile p, open_partfile(ctx.roots(), request.check, from));
     std::vector<std::string> ignored;
-    CreateDirs create = args.value("create_parents", false) ? CreateDirs::yes : CreateDirs::no;
+    CreateDirs create = request.create_parents ? CreateDirs::yes : CreateDirs::no;
     ARCHCTL_TRY_ASSIGN(RootSet::Parent dest, ctx.roots().open_parent(to, create, &ignored));
     Xxh3Hasher source_hash;
     ARCHCTL_TRY_ASSIGN(CopyOutcome read, hash_range(p.fd.get(), p.size, source_hash, {}, from));
@@ -114,12 +119,8 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
         ARCHCTL_TRY_ASSIGN(UniqueFd efd, open_regular(dest.dir.get(), dest.name, to));
         Xxh3Hasher h;
         ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(efd.get(), static_cast<std::uint64_t>(existing->st_size), h, {}, to));
-        if (o.bytes == p.size && h.hex_digest() == digest) {
-            json out = header_json(p);
-            out.update({{"to", to}, {"xxh3", digest}, {"already", true}});
-            return out;
-        }
-        if (!args.value("replace", false))
+        if (o.bytes == p.size && h.hex_digest() == digest) return json(PartfileCopyResult{header_of(p), to, digest, true, std::nullopt});
+        if (!request.replace)
             return Error("PARTFILE_EXISTS", fmt::format("cannot place part file '{}': a different file is already there", to),
                          "a part file in a save path belongs to the torrent loaded there; it is never overwritten silently");
     }
@@ -138,9 +139,7 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
     if (::renameat(dest.dir.get(), tmp.c_str(), dest.dir.get(), dest.name.c_str()) != 0) return errno_error("cannot rename into", to, errno);
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dest.dir.get(), to));
     crash_point("partfile.copied");
-    json result = header_json(p);
-    result.update({{"to", to}, {"xxh3", digest}, {"already", false}, {"bytes", copied.bytes}});
-    return result;
+    return json(PartfileCopyResult{header_of(p), to, digest, false, copied.bytes});
 }
 
 }  // namespace archctl::node

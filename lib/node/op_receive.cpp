@@ -8,7 +8,6 @@
 // once: the verdict is cached by (dev, inode, size, mtime) for the life of the node process.
 // Syncthing temp files and conflict copies are never payload; they are listed as ignored.
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -21,6 +20,7 @@
 #include "lib/node/file_ops.hpp"
 #include "lib/node/job_layout.hpp"
 #include "lib/node/operation.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::node {
 namespace {
@@ -55,23 +55,15 @@ struct Checker {
     std::uint64_t bytes_hashed = 0;
 };
 
-// Directory listing of one job subdirectory: name → stat (lstat).
-std::map<std::string, struct stat> list_dir(int dirfd) {
+// Directory listing of one job subdirectory: name → stat (lstat); empty when unreadable.
+std::map<std::string, struct stat> list_with_stats(int dirfd) {
     std::map<std::string, struct stat> out;
-    int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return out;
-    DIR* d = ::fdopendir(fd);
-    if (!d) {
-        ::close(fd);
-        return out;
-    }
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
+    auto names = list_dir(dirfd, "");
+    if (!names.ok()) return out;
+    for (const auto& name : names.value()) {
         struct stat st {};
         if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) out.emplace(name, st);
     }
-    ::closedir(d);
     return out;
 }
 
@@ -154,24 +146,21 @@ std::optional<Manifest> read_manifest(int job, const std::string& display) {
     return std::move(m).value();
 }
 
-std::vector<Expected> expected_entries(const json& files, const std::optional<Manifest>& manifest) {
+std::vector<Expected> expected_entries(const std::vector<FileEntry>& files, const std::optional<Manifest>& manifest) {
     std::map<std::uint32_t, std::string> hashes;
     if (manifest)
         for (const auto& f : manifest->files) hashes[f.index] = f.xxh3;
     std::vector<Expected> out;
     out.push_back(Expected{k_manifest_name, std::nullopt, "", std::nullopt});
     out.push_back(Expected{k_ready_name, std::nullopt, "", std::nullopt});
-    for (const auto& f : files) {
-        auto index = f.at("index").get<std::uint32_t>();
-        out.push_back(Expected{payload_name(index), f.at("size").get<std::uint64_t>(), hashes[index], index});
-    }
+    for (const auto& f : files) out.push_back(Expected{payload_name(f.index), f.size, hashes[f.index], f.index});
     if (manifest)
         for (const auto& a : manifest->aux) out.push_back(Expected{fmt::format("{}/{}", k_aux_dir, a.name), a.size, a.xxh3, std::nullopt});
     return out;
 }
 
 // Temp files and conflict copies in a listing: never payload, reported.
-void collect_ignored(const std::string& prefix, const std::map<std::string, struct stat>& listing, json& ignored) {
+void collect_ignored(const std::string& prefix, const std::map<std::string, struct stat>& listing, std::vector<std::string>& ignored) {
     for (const auto& [name, st] : listing)
         if (is_syncthing_artifact(name)) ignored.push_back(prefix.empty() ? name : prefix + "/" + name);
 }
@@ -179,35 +168,41 @@ void collect_ignored(const std::string& prefix, const std::map<std::string, stru
 }  // namespace
 
 Result<json> op_receive_check(OpContext& ctx, const json& args) {
-    std::string job_dir = args.at("job_dir").get<std::string>();
-    Checker c{ctx, job_dir, std::nullopt, args.value("verify_transit", false), 0};
-    if (auto it = args.find("indexed"); it != args.end() && !it->is_null())
-        c.indexed = it->get<std::set<std::string>>();
+    auto request = args.get<ReceiveCheckRequest>();
+    const std::string& job_dir = request.job_dir;
+    Checker c{ctx, job_dir, std::nullopt, request.verify_transit, 0};
+    if (request.indexed) c.indexed = std::set<std::string>(request.indexed->begin(), request.indexed->end());
     std::vector<Expected> expected;
     auto job = ctx.roots().open_dir(job_dir);
     if (!job.ok() && job.error().code != "NOT_FOUND") return job.take_error();
     std::optional<Manifest> manifest;
     if (job.ok()) manifest = read_manifest(job.value().get(), job_dir);
-    expected = expected_entries(args.at("files"), manifest);
+    expected = expected_entries(request.files, manifest);
 
     std::map<std::string, std::map<std::string, struct stat>> listings;  // subdirectory → listing
     std::map<std::string, UniqueFd> dirs;
     if (job.ok()) {
-        listings[""] = list_dir(job.value().get());
+        listings[""] = list_with_stats(job.value().get());
         for (const char* sub : {k_payload_dir, k_aux_dir}) {
             auto fd = open_dir_below(job.value().get(), std::vector<std::string>{sub}, job_dir);
             if (!fd.ok()) continue;
-            listings[sub] = list_dir(fd.value().get());
+            listings[sub] = list_with_stats(fd.value().get());
             dirs[sub] = std::move(fd).value();
         }
     }
-    json files = json::array();
-    std::uint64_t bytes_present = 0, bytes_total = 0, payload_done = 0, payload_total = 0;
+    ReceiveCheckResult out;
+    out.job_exists = job.ok();
+    out.manifest = manifest.has_value();
+    out.index_evidence = c.indexed.has_value();
     bool complete = job.ok() && manifest.has_value();
     Progress progress;
     progress.files_total = expected.size();
     for (const auto& e : expected) {
-        if (ctx.cancelled()) return json{{"complete", false}, {"stopped", "cancel"}};
+        if (ctx.cancelled()) {
+            ReceiveCheckResult stopped;
+            stopped.stopped = "cancel";
+            return json(stopped);
+        }
         std::string sub = e.name.find('/') == std::string::npos ? "" : e.name.substr(0, e.name.find('/'));
         Verdict v;
         if (listings.count(sub)) {
@@ -216,30 +211,21 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
         }
         bool done = v.arrival == Arrival::present || v.arrival == Arrival::verified;
         complete = complete && done;
-        json entry = {{"name", e.name}, {"state", arrival_name(v.arrival)}, {"have_bytes", v.have_bytes}};
-        if (e.index) entry["index"] = *e.index;
-        if (e.size) entry["size"] = *e.size;
-        if (!v.detail.empty()) entry["detail"] = v.detail;
-        files.push_back(std::move(entry));
+        out.files.push_back(ReceivedFile{e.name, arrival_name(v.arrival), v.have_bytes, e.index, e.size, v.detail});
         if (e.index) {
-            bytes_present += v.have_bytes;
-            bytes_total += *e.size;
-            payload_total += 1;
-            payload_done += done ? 1 : 0;
+            out.bytes_present += v.have_bytes;
+            out.bytes_total += *e.size;
+            out.files_total += 1;
+            out.files_present += done ? 1 : 0;
         }
         ++progress.files;
-        progress.bytes = bytes_present;
+        progress.bytes = out.bytes_present;
         ctx.progress(progress);
     }
-    json ignored = json::array();
-    for (const auto& [sub, listing] : listings) collect_ignored(sub, listing, ignored);
-    return json{{"complete", complete},        {"stopped", ""},
-                {"job_exists", job.ok()},      {"manifest", manifest.has_value()},
-                {"index_evidence", c.indexed.has_value()},
-                {"files", files},              {"ignored", ignored},
-                {"bytes_present", bytes_present}, {"bytes_total", bytes_total},
-                {"files_present", payload_done},  {"files_total", payload_total},
-                {"bytes_hashed", c.bytes_hashed}};
+    for (const auto& [sub, listing] : listings) collect_ignored(sub, listing, out.ignored);
+    out.complete = complete;
+    out.bytes_hashed = c.bytes_hashed;
+    return json(out);
 }
 
 }  // namespace archctl::node

@@ -21,12 +21,14 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/base64.hpp"
 #include "lib/base/crash_point.hpp"
 #include "lib/base/hash.hpp"
 #include "lib/base/journal.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/node/job_layout.hpp"
 #include "lib/node/operation.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::node {
 namespace {
@@ -68,36 +70,40 @@ struct Counters {
     std::uint64_t bytes_done = 0, files_done = 0;
 };
 
-Result<StageArgs> parse_args(const json& args) {
+// The request (lib/node/ops.hpp) checked and decoded into what the stage works with.
+Result<StageArgs> parse_args(const json& raw) {
+    auto request = raw.get<StageRequest>();
     StageArgs a;
-    a.job_dir = args.at("job_dir").get<std::string>();
-    a.source_base = args.at("source_base").get<std::string>();
-    std::string method = args.value("method", "auto");
+    a.job_dir = request.job_dir;
+    a.source_base = request.source_base;
+    const std::string& method = request.method;
     if (method == "auto") a.method = MethodChoice::automatic;
     else if (method == "hardlink") a.method = MethodChoice::hardlink;
     else if (method == "reflink") a.method = MethodChoice::reflink;
     else if (method == "copy") a.method = MethodChoice::copy;
     else return Error("BAD_REQUEST", fmt::format("invalid stage method '{}': use auto, hardlink, reflink or copy", method));
-    a.verify_transit = args.value("verify_transit", false);
-    a.budget_bytes = args.value("budget_bytes", std::uint64_t{0});
+    a.verify_transit = request.verify_transit;
+    a.budget_bytes = request.budget_bytes.value_or(0);
     std::map<std::uint32_t, bool> seen;
-    for (const auto& f : args.at("files")) {
+    for (auto& f : request.files) {
         SourceFile sf;
-        sf.index = f.at("index").get<std::uint32_t>();
-        sf.path = f.at("path").get<std::string>();
-        sf.size = f.at("size").get<std::uint64_t>();
+        sf.index = f.index;
+        sf.path = std::move(f.path);
+        sf.size = f.size;
         ARCHCTL_TRY_ASSIGN(sf.components, split_relative(sf.path));
         if (seen[sf.index]) return Error("BAD_REQUEST", fmt::format("invalid stage request: file index {} listed twice", sf.index));
         seen[sf.index] = true;
         a.files.push_back(std::move(sf));
     }
-    for (const auto& x : args.value("aux", json::array())) {
+    for (const auto& x : request.aux) {
         AuxSpec spec;
-        spec.name = x.at("name").get<std::string>();
+        spec.name = x.name;
         ARCHCTL_TRY_STATUS(check_aux_name(spec.name));
-        if (x.contains("data_b64")) {
-            ARCHCTL_TRY_ASSIGN(spec.data, base64_decode(x.at("data_b64").get<std::string>()));
-        } else if (!x.value("present", false)) {
+        if (x.data_b64) {
+            auto data = base64_decode(*x.data_b64);
+            if (!data.ok()) return Error("BAD_REQUEST", data.error().message);
+            spec.data = std::move(data).value();
+        } else if (!x.present) {
             return Error("BAD_REQUEST", fmt::format("invalid auxiliary file '{}': needs data_b64 or present", spec.name));
         }
         a.aux.push_back(std::move(spec));
@@ -509,12 +515,28 @@ bool same_request(const Manifest& m, const StageArgs& a) {
     return true;
 }
 
-json counters_json(const Counters& c) {
-    return {{"files_linked", c.files_linked},     {"files_reflinked", c.files_reflinked},
-            {"files_copied", c.files_copied},     {"files_reused", c.files_reused},
-            {"bytes_linked", c.bytes_linked},     {"bytes_reflinked", c.bytes_reflinked},
-            {"bytes_copied", c.bytes_copied},     {"bytes_hashed", c.bytes_hashed},
-            {"files_done", c.files_done},         {"bytes_done", c.bytes_done}};
+StageCounters counters_of(const Counters& c) {
+    StageCounters out;
+    out.files_linked = c.files_linked;
+    out.files_reflinked = c.files_reflinked;
+    out.files_copied = c.files_copied;
+    out.files_reused = c.files_reused;
+    out.bytes_linked = c.bytes_linked;
+    out.bytes_reflinked = c.bytes_reflinked;
+    out.bytes_copied = c.bytes_copied;
+    out.bytes_hashed = c.bytes_hashed;
+    out.files_done = c.files_done;
+    out.bytes_done = c.bytes_done;
+    return out;
+}
+
+StageResult finished(const Counters& c, bool already_ready, std::string manifest_xxh3) {
+    StageResult r;
+    r.complete = true;
+    r.already_ready = already_ready;
+    r.manifest_xxh3 = std::move(manifest_xxh3);
+    r.counters = counters_of(c);
+    return r;
 }
 
 // READY present: the stage finished earlier; the manifest must describe this same request.
@@ -530,9 +552,7 @@ Result<std::optional<json>> finished_earlier(Stager& s) {
     Counters c;
     c.files_done = m.files.size();
     for (const auto& f : m.files) c.bytes_done += f.size;
-    json result = {{"complete", true}, {"stopped", ""}, {"already_ready", true}, {"manifest_xxh3", xxh3_128_hex(text)}};
-    result.update(counters_json(c));
-    return std::optional<json>(result);
+    return std::optional<json>(finished(c, true, xxh3_128_hex(text)));
 }
 
 Result<json> write_manifest(Stager& s, std::vector<ManifestAux> aux) {
@@ -547,9 +567,7 @@ Result<json> write_manifest(Stager& s, std::vector<ManifestAux> aux) {
     ARCHCTL_TRY_STATUS(write_atomic_in(s.job.get(), k_ready_name, json{{"manifest_xxh3", digest}}.dump() + "\n",
                                        s.job_display + "/" + k_ready_name));
     crash_point("stage.ready");
-    json result = {{"complete", true}, {"stopped", ""}, {"already_ready", false}, {"manifest_xxh3", digest}};
-    result.update(counters_json(s.counters));
-    return result;
+    return json(finished(s.counters, false, digest));
 }
 
 }  // namespace
@@ -578,9 +596,10 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_STATUS(s.journal->flush());
     ARCHCTL_TRY_STATUS(fsync_fd_dir(s.payload.get(), args.job_dir + "/" + k_payload_dir));
     if (stop != Stop::none) {
-        json result = {{"complete", false}, {"stopped", stop == Stop::cancel ? "cancel" : "budget"}};
-        result.update(counters_json(s.counters));
-        return result;
+        StageResult result;
+        result.stopped = stop == Stop::cancel ? "cancel" : "budget";
+        result.counters = counters_of(s.counters);
+        return json(result);
     }
     ARCHCTL_TRY_ASSIGN(auto aux, stage_aux(s));
     return write_manifest(s, std::move(aux));

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "lib/node/file_ops.hpp"
+#include "lib/base/base64.hpp"
 #include "lib/node/operation.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/verifier.hpp"
 
@@ -16,13 +18,16 @@ namespace archctl::node {
 using nlohmann::json;
 
 Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
-    std::string save_path = args.at("save_path").get<std::string>();
+    auto request = args.get<VerifyPiecesRequest>();
+    const std::string& save_path = request.save_path;
     std::string bytes;
     std::string label = "request";
-    if (args.contains("torrent_b64")) {
-        ARCHCTL_TRY_ASSIGN(bytes, base64_decode(args.at("torrent_b64").get<std::string>()));
+    if (request.torrent_b64) {
+        auto decoded = base64_decode(*request.torrent_b64);
+        if (!decoded.ok()) return Error("BAD_REQUEST", decoded.error().message);
+        bytes = std::move(decoded).value();
     } else {
-        std::string path = args.at("torrent_path").get<std::string>();
+        const std::string& path = *request.torrent_path;
         ARCHCTL_TRY_ASSIGN(RootSet::Parent parent, ctx.roots().open_parent(path));
         ARCHCTL_TRY_ASSIGN(bytes, read_small_in(parent.dir.get(), parent.name, path, 128u << 20));
         label = path;
@@ -30,13 +35,11 @@ Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
     ARCHCTL_TRY_ASSIGN(torrent::Metainfo meta, torrent::parse_metainfo(bytes, label));
     ARCHCTL_TRY_ASSIGN(UniqueFd dir, ctx.roots().open_dir(save_path));
     torrent::VerifyOptions options;
-    if (args.contains("files")) {
-        ARCHCTL_TRY_ASSIGN(options.files, torrent::Selection::parse(args.at("files").get<std::string>()));
+    if (request.files) {
+        ARCHCTL_TRY_ASSIGN(options.files, torrent::Selection::parse(*request.files));
     }
     ARCHCTL_TRY_ASSIGN(torrent::VerifyReport report, torrent::verify(meta, fd_path(dir.get(), ""), options));
-    json out = report.to_json();
-    out["save_path"] = save_path;
-    return out;
+    return json(VerifyPiecesResult{report.to_json(), save_path});
 }
 
 }  // namespace archctl::node

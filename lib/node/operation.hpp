@@ -4,7 +4,8 @@
 // (the receive-check hash cache).
 //
 // Operations are functions `Result<json> op_<name>(OpContext&, const json& args)`; the server
-// turns the result into a response. A stop at a chunk boundary (cancel or budget) is not an
+// turns the result into a response. Each reads its arguments and writes its result with the
+// request and result structs of lib/node/ops.hpp, the ones callers use. A stop at a chunk boundary (cancel or budget) is not an
 // error: the operation answers ok with "complete": false and "stopped": "cancel" | "budget".
 
 #include <atomic>
@@ -23,8 +24,6 @@
 #include "lib/node/root_set.hpp"
 
 namespace archctl::node {
-
-using ProgressFn = std::function<void(const Progress&)>;
 
 // Process-lifetime caches of one node.
 struct NodeState {

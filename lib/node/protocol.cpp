@@ -53,14 +53,7 @@ Hello decode_hello(const json& j) {
     h.protocol = j.at("protocol").get<int>();
     h.archctl_version = j.value("archctl", "");
     h.pid = j.value("pid", 0L);
-    for (const auto& r : j.value("roots", json::array())) {
-        RootInfo info;
-        info.path = r.at("path").get<std::string>();
-        info.fs_type = r.value("fs_type", "");
-        info.fs_id = r.value("fs_id", "");
-        info.capabilities = capabilities_from_json(r.value("capabilities", json::object()));
-        h.roots.push_back(std::move(info));
-    }
+    for (const auto& r : j.value("roots", json::array())) h.roots.push_back(root_info_from_json(r));
     return h;
 }
 
@@ -154,6 +147,15 @@ Result<Message> decode(std::string_view line) {
     } catch (const json::exception& e) {
         return protocol_error(e.what());
     }
+}
+
+RootInfo root_info_from_json(const nlohmann::json& r) {
+    RootInfo info;
+    info.path = r.at("path").get<std::string>();
+    info.fs_type = r.value("fs_type", "");
+    info.fs_id = r.value("fs_id", "");
+    info.capabilities = capabilities_from_json(r.value("capabilities", json::object()));
+    return info;
 }
 
 }  // namespace archctl::node

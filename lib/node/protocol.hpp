@@ -22,6 +22,7 @@
 // and benchmarks can check the payload read budget of DESIGN.md §11 on either transport.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -78,6 +79,9 @@ struct Progress {
     std::string current;             // file being worked on, e.g. "p/11"
 };
 
+// Receives an operation's progress records.
+using ProgressFn = std::function<void(const Progress&)>;
+
 // The node's own read counters over one operation (/proc/self/io deltas).
 struct IoCounters {
     std::uint64_t rchar = 0;       // bytes read by read()-like calls, page cache included
@@ -104,5 +108,6 @@ using Message = std::variant<Hello, Request, Cancel, Progress, Response>;
 
 nlohmann::json to_json(const Capabilities& c);
 nlohmann::json to_json(const RootInfo& r);
+RootInfo root_info_from_json(const nlohmann::json& j);
 
 }  // namespace archctl::node

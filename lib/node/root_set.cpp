@@ -1,5 +1,6 @@
 #include "lib/node/root_set.hpp"
 
+#include "lib/base/fs.hpp"
 #include "lib/node/file_ops.hpp"
 
 #include <atomic>
@@ -117,8 +118,8 @@ Result<std::vector<std::string>> split_relative(std::string_view rel) {
 
 Result<RootSet> RootSet::open(const std::vector<std::string>& roots) {
     RootSet set;
-    for (std::string root : roots) {
-        while (root.size() > 1 && root.back() == '/') root.pop_back();
+    for (const std::string& given : roots) {
+        std::string root = strip_trailing_slashes(given);
         if (root.empty() || root.front() != '/')
             return Error("USAGE", fmt::format("invalid root '{}': must be an absolute path", root));
         if (root != "/") ARCHCTL_TRY_STATUS(split_relative(std::string_view(root).substr(1)));
@@ -132,8 +133,7 @@ Result<RootSet> RootSet::open(const std::vector<std::string>& roots) {
 
 Result<LocatedPath> RootSet::locate(std::string_view path) const {
     if (path.empty() || path.front() != '/') return outside_error(path, "not an absolute node path");
-    std::string clean(path);
-    while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
+    std::string clean = strip_trailing_slashes(std::string(path));
     std::size_t best = m_paths.size();
     for (std::size_t i = 0; i < m_paths.size(); ++i) {
         const std::string& r = m_paths[i];

@@ -8,9 +8,10 @@
 //          spawned without a shell and spoken to over its stdin/stdout; its stderr is captured
 //          and quoted when the far end dies.
 //
-// Usage:
+// Usage (callers normally go through the typed facade, lib/node/ops.hpp):
 //   auto t = connect_exec({.node_name = "nas", .argv = {...}});
 //   auto r = call_operation(**t, "tree", {{"base", "/srv/a/x"}, {"paths", {"f"}}});
+//   auto typed = Ops(**t).tree({.base = "/srv/a/x", .paths = {"f"}});
 //
 // A transport runs one call at a time. cancel() may be called from any thread, including from
 // a ProgressSink callback (the usual way to enforce a byte budget while an operation runs).

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
 #include "lib/routes/health.hpp"
 #include "lib/routes/naming.hpp"
 #include "lib/routes/nonce.hpp"
@@ -207,7 +208,7 @@ Result<bool> Attempt::ensure_folder(NodeLink& link, const SideRef& s) {
     ARCHCTL_TRY_ASSIGN(auto existing, link.syncthing().folder(m_r.id));
     CreatedObject* entry = m_r.find_created(s.node, ObjectKind::folder, m_r.id);
     if (existing) {
-        if (trim_slashes(existing->path) != *s.path)
+        if (strip_trailing_slashes(existing->path) != *s.path)
             return Error("ROUTE_CONFLICT", fmt::format("folder '{}' on '{}' has path {}, this route expects {}", m_r.id,
                                                        s.node, existing->path, *s.path));
         if (entry && entry->status == ObjectStatus::intended) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/fs.hpp"
 #include "lib/routes/naming.hpp"
 
 namespace archctl::routes {
@@ -119,7 +120,7 @@ NodeSnapshot read_snapshot(clients::syncthing::Client& client, const config::Nod
     NodeSnapshot s;
     s.node = node.name;
     s.role = node.role;
-    s.sync_root = trim_slashes(node.sync_root);
+    s.sync_root = strip_trailing_slashes(node.sync_root);
     auto status = client.status();
     if (!status.ok()) {
         s.error = status.error().message;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/node/ops.hpp"
+
 namespace archctl::routes {
 namespace {
 
@@ -75,13 +77,12 @@ SideFacts probe_side(clients::syncthing::Client& client, node::Transport* transp
         s.marker_error = "node unreachable";
         return s;
     }
-    auto tree = node::call_operation(*transport, "tree", {{"base", folder_path}, {"paths", {".stfolder"}}});
+    auto tree = node::Ops(*transport).tree({.base = folder_path, .paths = {".stfolder"}});
     if (!tree.ok()) {
         s.marker_error = tree.error().message;
         return s;
     }
-    const auto entries = tree->value("entries", nlohmann::json::array());
-    const std::string type = entries.empty() ? "absent" : entries[0].value("type", "absent");
+    const std::string type = tree->entries.empty() ? "absent" : tree->entries[0].type;
     s.marker_present = type != "absent" && type != "refused";
     return s;
 }

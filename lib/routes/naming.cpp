@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
 
 namespace archctl::routes {
@@ -27,20 +28,15 @@ std::string make_route_id(std::string_view cache, std::string_view archive, std:
     return fmt::format("archctl-{}-{}-{}", id_component(cache), id_component(archive), suffix);
 }
 
-std::string trim_slashes(std::string_view path) {
-    while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-    return std::string(path);
-}
-
 std::string route_folder_path(std::string_view sync_root, std::string_view route_id) {
-    std::string root = trim_slashes(sync_root);
+    std::string root = strip_trailing_slashes(std::string(sync_root));
     if (root == "/") return fmt::format("/{}", route_id);
     return fmt::format("{}/{}", root, route_id);
 }
 
 bool path_below(std::string_view path, std::string_view root) {
-    const std::string p = trim_slashes(path);
-    const std::string r = trim_slashes(root);
+    const std::string p = strip_trailing_slashes(std::string(path));
+    const std::string r = strip_trailing_slashes(std::string(root));
     if (r.empty() || p.size() <= r.size()) return false;
     if (r == "/") return p.front() == '/' && p.size() > 1;
     return p.compare(0, r.size(), r) == 0 && p[r.size()] == '/';

@@ -20,9 +20,6 @@ namespace archctl::routes {
 // The folder path of a route on a node: "<sync_root>/<route id>" (sync_root without trailing '/').
 [[nodiscard]] std::string route_folder_path(std::string_view sync_root, std::string_view route_id);
 
-// A path with trailing '/' removed (but "/" kept).
-[[nodiscard]] std::string trim_slashes(std::string_view path);
-
 // True when `path` lies strictly below `root` (lexically; both absolute, no "." or "..").
 [[nodiscard]] bool path_below(std::string_view path, std::string_view root);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/clock.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/routes/naming.hpp"
 #include "lib/state/state_dir.hpp"
 
@@ -24,14 +25,14 @@ NonceFile make_nonce(const std::string& route_id, const std::string& writer, con
 
 Status write_nonce(NodeLink& link, const NonceFile& n) {
     ARCHCTL_TRY_ASSIGN(node::Transport * t, link.transport());
-    ARCHCTL_TRY_STATUS(node::call_operation(*t, "nonce_write", {{"path", full_path(n)}, {"content", n.content}}));
+    ARCHCTL_TRY_STATUS(node::Ops(*t).nonce_write({.path = full_path(n), .content = n.content, .create_parents = false}));
     return ok_status();
 }
 
 Result<bool> observe_nonce(NodeLink& link, const NonceFile& n) {
     ARCHCTL_TRY_ASSIGN(node::Transport * t, link.transport());
-    ARCHCTL_TRY_ASSIGN(nlohmann::json seen, node::call_operation(*t, "nonce_observe", {{"path", full_path(n)}}));
-    return seen.value("present", false) && seen.value("content", "") == n.content;
+    ARCHCTL_TRY_ASSIGN(node::NonceObserveResult seen, node::Ops(*t).nonce_observe({.path = full_path(n)}));
+    return seen.present && seen.content == n.content;
 }
 
 }  // namespace archctl::routes

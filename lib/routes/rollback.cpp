@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
 #include "lib/routes/attempt.hpp"
 #include "lib/routes/naming.hpp"
 
@@ -23,7 +24,7 @@ std::string ownership_problem(const RouteRecord& r, const CreatedObject& c, cons
     const bool on_cache = c.node == r.cache;
     if (c.kind == ObjectKind::folder) {
         const std::string& expected = on_cache ? r.cache_path : r.archive_path;
-        return trim_slashes(current.value("path", "")) == expected ? "" : "its path is not the one archctl planned";
+        return strip_trailing_slashes(current.value("path", "")) == expected ? "" : "its path is not the one archctl planned";
     }
     const std::string& peer = on_cache ? r.archive : r.cache;
     return current.value("name", "") == peer ? "" : "its name is not the one archctl gave it";

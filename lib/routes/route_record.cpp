@@ -1,6 +1,5 @@
 #include "lib/routes/route_record.hpp"
 
-#include <dirent.h>
 
 #include <algorithm>
 #include <array>
@@ -173,16 +172,10 @@ std::string RouteStore::path_of(const std::string& id) const { return m_dir + "/
 
 std::vector<RouteRecord> RouteStore::load_all(std::vector<std::string>& problems) const {
     std::vector<RouteRecord> out;
-    DIR* dir = ::opendir(m_dir.c_str());
-    if (!dir) return out;
-    std::vector<std::string> names;
-    while (dirent* e = ::readdir(dir)) {
-        std::string name = e->d_name;
-        if (name.size() > 5 && name.front() != '.' && name.ends_with(".json")) names.push_back(name);
-    }
-    ::closedir(dir);
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names) {
+    auto listed = list_dir(m_dir);
+    if (!listed.ok()) return out;
+    for (const auto& name : listed.value()) {
+        if (name.size() <= 5 || name.front() == '.' || !name.ends_with(".json")) continue;
         auto record = load(name.substr(0, name.size() - 5));
         if (!record.ok()) {
             problems.push_back(record.error().message);

@@ -1,7 +1,6 @@
 #include "lib/state/job_store.hpp"
 
 #include <algorithm>
-#include <dirent.h>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -59,15 +58,9 @@ Result<JournalContents> JobStore::events(const std::string& job_id) const {
 
 Result<std::vector<std::string>> JobStore::list() const {
     std::vector<std::string> ids;
-    DIR* d = ::opendir(m_dir.jobs().c_str());
-    if (!d) return errno_error("cannot list jobs in", m_dir.jobs(), errno);
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
+    ARCHCTL_TRY_ASSIGN(auto names, list_dir(m_dir.jobs(), "cannot list jobs in"));
+    for (const auto& name : names)
         if (path_exists(m_dir.job(name) + "/definition.json")) ids.push_back(name);
-    }
-    ::closedir(d);
-    std::sort(ids.begin(), ids.end());
     return ids;
 }
 

@@ -1,6 +1,5 @@
 #include "lib/state/tombstones.hpp"
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include "lib/base/clock.hpp"
@@ -16,10 +15,8 @@ Status write_tombstone(const StateDir& dir, const Tombstone& t) {
 
 Result<std::vector<Tombstone>> read_tombstones(const StateDir& dir) {
     std::vector<Tombstone> out;
-    DIR* d = ::opendir(dir.tombstones().c_str());
-    if (!d) return errno_error("cannot list", dir.tombstones(), errno);
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
+    ARCHCTL_TRY_ASSIGN(auto names, list_dir(dir.tombstones()));
+    for (const auto& name : names) {
         if (name.empty() || name[0] == '.') continue;
         auto text = read_file(dir.tombstones() + "/" + name);
         if (!text.ok()) continue;
@@ -27,7 +24,6 @@ Result<std::vector<Tombstone>> read_tombstones(const StateDir& dir) {
         if (j.is_discarded()) continue;
         out.push_back({j.value("job_id", name), j.value("request_digest", ""), j.value("outcome", ""), j.value("hidden_at", "")});
     }
-    ::closedir(d);
     return out;
 }
 

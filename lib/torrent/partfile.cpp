@@ -48,4 +48,6 @@ Result<PartfileHeader> parse_partfile_header(std::string_view bytes, const Partf
     return h;
 }
 
+std::string partfile_name(std::string_view qb_id) { return "." + std::string(qb_id) + ".parts"; }
+
 }  // namespace archctl::torrent

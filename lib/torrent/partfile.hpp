@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -41,5 +42,9 @@ struct PartfileExpectation {
 // header). Errors have code PARTFILE_INVALID and say which rule refused it.
 [[nodiscard]] Result<PartfileHeader> parse_partfile_header(std::string_view bytes,
                                                            const PartfileExpectation& expect = {});
+
+// The name of a torrent's part file in its save path, as qBittorrent (libtorrent) writes it:
+// ".<qB id>.parts".
+[[nodiscard]] std::string partfile_name(std::string_view qb_id);
 
 }  // namespace archctl::torrent

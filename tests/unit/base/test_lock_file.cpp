@@ -113,3 +113,25 @@ TEST_CASE("release removes the lock file; read() reports the holder") {
     }
     CHECK_FALSE(path_exists((s / "lock").string()));
 }
+
+TEST_CASE("lock_holder_alive: this process on this host, with its start time") {
+    LockRecord r;
+    r.pid = static_cast<long>(::getpid());
+    r.start_time = process_start_time(r.pid);
+    r.host = host_name();
+    REQUIRE(r.start_time != 0);
+    CHECK(lock_holder_alive(r));
+
+    LockRecord reused = r;  // the same pid started at another time: not the holder
+    reused.start_time = r.start_time + 1;
+    CHECK_FALSE(lock_holder_alive(reused));
+
+    LockRecord foreign = r;  // never judged by pid on another host
+    foreign.host = r.host + "-elsewhere";
+    CHECK_FALSE(lock_holder_alive(foreign));
+
+    LockRecord dead = r;  // no such process: a recorded start time of 0 does not match it
+    dead.pid = 0;
+    dead.start_time = 0;
+    CHECK_FALSE(lock_holder_alive(dead));
+}

@@ -68,7 +68,7 @@ TEST_CASE("the keep rule: one table for every caller") {
     }
     KeepVerdict referenced = keep_verdict(recorded, file_stat(S_IFREG, 100, 7, 1), {p}, OtherLinks::allowed);
     CHECK(referenced.text == "referenced by another torrent");
-    CHECK(kept_entry(p, referenced) == json{{"path", p}, {"reason", "referenced by another torrent"}, {"code", "referenced"}});
+    CHECK(json(kept_entry(p, referenced)) == json{{"path", p}, {"reason", "referenced by another torrent"}, {"code", "referenced"}});
     CHECK(keep_verdict(recorded, file_stat(S_IFDIR, 100, 7, 1), {}, OtherLinks::allowed).text == "a dir, not a regular file");
 }
 

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "lib/base/base64.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/torrent/creator.hpp"
 #include "tests/unit/node/node_fixture.hpp"

@@ -1,4 +1,4 @@
-// Pure parts of the node protocol: line encoding, base64, path splitting, root location.
+// Pure parts of the node protocol: line encoding, path splitting, root location.
 
 #include <doctest/doctest.h>
 
@@ -53,21 +53,6 @@ TEST_CASE("protocol refuses malformed lines") {
     CHECK(decode(R"({"type":"request","op":"x"})").error().code == "PROTOCOL");  // no id
     CHECK(decode(R"({"type":"frobnicate","id":1})").error().code == "PROTOCOL");
     CHECK(decode(R"({"type":"request","id":1,"op":"x","args":[1]})").error().code == "PROTOCOL");
-}
-
-TEST_CASE("base64 round-trips all lengths and rejects garbage") {
-    for (std::size_t n = 0; n < 20; ++n) {
-        std::string data;
-        for (std::size_t i = 0; i < n; ++i) data += static_cast<char>(i * 37 + 1);
-        auto back = base64_decode(base64_encode(data));
-        REQUIRE(back.ok());
-        CHECK(back.value() == data);
-    }
-    CHECK(base64_encode("foobar") == "Zm9vYmFy");
-    CHECK(base64_encode("fo") == "Zm8=");
-    CHECK_FALSE(base64_decode("Zm9").ok());
-    CHECK_FALSE(base64_decode("Zm9*").ok());
-    CHECK_FALSE(base64_decode("Z=9v").ok());
 }
 
 TEST_CASE("relative paths must be clean and stay below their base") {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lib/base/hash.hpp"
+#include "lib/base/base64.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/node/protocol.hpp"
 #include "tests/unit/node/node_fixture.hpp"

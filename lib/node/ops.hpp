@@ -1,0 +1,497 @@
+#pragma once
+// Typed node operations: one request and one result struct per operation, shared by the caller
+// (through the Ops facade) and the node's handlers (lib/node/op_*.cpp), so both sides use one
+// definition of each message. The wire stays the JSON lines of lib/node/protocol.hpp: every
+// struct's to_json/from_json writes and reads the keys listed beside its fields.
+//
+// Usage:
+//   node::Ops ops(transport);
+//   auto tree = ops.tree({.base = "/srv/a/x", .paths = {"f"}});
+//   if (tree.ok()) for (const auto& e : tree->entries) ...
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/node/protocol.hpp"
+#include "lib/node/transport.hpp"
+
+namespace archctl::node {
+
+// A payload file of a request: qB file index, metainfo path below the save path, size.
+// Keys: index, path, size.
+struct FileEntry {
+    std::uint32_t index = 0;
+    std::string path;
+    std::uint64_t size = 0;
+};
+
+// Any list of records with index, path and size (e.g. lib/jobs' JobFile) as request files.
+template <class Files>
+[[nodiscard]] std::vector<FileEntry> file_entries(const Files& files) {
+    std::vector<FileEntry> out;
+    out.reserve(files.size());
+    for (const auto& f : files) out.push_back(FileEntry{f.index, f.path, f.size});
+    return out;
+}
+
+// How an operation reports a file or directory it kept. Keys: path, reason, code (absent for
+// unknown content and non-empty directories of cleanup).
+struct KeptEntry {
+    std::string path;
+    std::string reason;
+    std::string code;  // keep-rule reason ("referenced", ...), "not_empty", or empty
+};
+
+// ---- info ----------------------------------------------------------------------------------
+
+// Keys: probe_dirs (optional).
+struct InfoRequest {
+    std::vector<std::string> probe_dirs;  // directories to describe besides the roots
+};
+
+// A root or probed directory. Keys: path, fs_type, fs_id, capabilities, free_bytes, total_bytes,
+// dev (the last three absent when statvfs/fstat failed).
+struct DirectoryInfo {
+    RootInfo root;
+    std::optional<std::uint64_t> free_bytes;
+    std::optional<std::uint64_t> total_bytes;
+    std::optional<std::uint64_t> dev;
+};
+
+// Keys: archctl, protocol, pid, roots, probes.
+struct InfoResult {
+    std::string archctl;
+    int protocol = k_protocol_version;
+    long pid = 0;
+    std::vector<DirectoryInfo> roots;
+    std::vector<DirectoryInfo> probes;
+};
+
+// The free bytes of the filesystem that holds `path`, by the longest configured root that
+// contains it (component-wise: "/srv/a" contains "/srv/a/x" but not "/srv/ab"). nullopt when no
+// root contains the path or the node could not measure that root.
+[[nodiscard]] std::optional<std::uint64_t> free_bytes_at(const InfoResult& info, const std::string& path);
+
+// ---- tree ----------------------------------------------------------------------------------
+
+// Keys: base, paths.
+struct TreeRequest {
+    std::string base;
+    std::vector<std::string> paths;  // relative to base
+};
+
+// lstat of an entry. Keys: size, dev, ino, nlink, mtime_ns, mode.
+struct EntryStat {
+    std::uint64_t size = 0, dev = 0, ino = 0, nlink = 0;
+    std::int64_t mtime_ns = 0;
+    unsigned mode = 0;  // permission bits
+};
+
+// Keys: path, type ("file", "dir", ..., "absent", "refused"), error {code, message} (refused
+// only), and the EntryStat keys when the entry exists.
+struct TreeEntry {
+    std::string path;
+    std::string type;
+    std::optional<EntryStat> stat;
+    std::optional<Error> error;
+};
+
+// Keys: base_exists, entries (one per requested path, in order).
+struct TreeResult {
+    bool base_exists = false;
+    std::vector<TreeEntry> entries;
+};
+
+// ---- stage ---------------------------------------------------------------------------------
+
+// An auxiliary file for a/: its bytes, base64, or present: already in a/.
+// Keys: name, data_b64 | present.
+struct StageAux {
+    std::string name;
+    std::optional<std::string> data_b64;
+    bool present = false;
+
+    [[nodiscard]] static StageAux with_bytes(std::string name, std::string_view bytes);
+    [[nodiscard]] static StageAux already_present(std::string name);
+};
+
+// Keys: job_dir, source_base, files, method (absent: "auto"), verify_transit, budget_bytes
+// (absent: no limit), aux.
+struct StageRequest {
+    std::string job_dir;
+    std::string source_base;
+    std::vector<FileEntry> files;
+    std::string method;  // "", "auto", "hardlink", "reflink", "copy"
+    bool verify_transit = false;
+    std::optional<std::uint64_t> budget_bytes;
+    std::vector<StageAux> aux;
+};
+
+// Keys: files_linked, files_reflinked, files_copied, files_reused, bytes_linked,
+// bytes_reflinked, bytes_copied, bytes_hashed, files_done, bytes_done.
+struct StageCounters {
+    std::uint64_t files_linked = 0, files_reflinked = 0, files_copied = 0, files_reused = 0;
+    std::uint64_t bytes_linked = 0, bytes_reflinked = 0, bytes_copied = 0, bytes_hashed = 0;
+    std::uint64_t files_done = 0, bytes_done = 0;
+};
+
+// Keys: complete, stopped ("", "cancel", "budget"), already_ready and manifest_xxh3 (complete
+// only), and the StageCounters keys.
+struct StageResult {
+    bool complete = false;
+    std::string stopped;
+    std::optional<bool> already_ready;
+    std::optional<std::string> manifest_xxh3;
+    StageCounters counters;
+};
+
+// ---- receive_check -------------------------------------------------------------------------
+
+// Keys: job_dir, files (index and size are read), indexed (null or absent: no index evidence),
+// verify_transit.
+struct ReceiveCheckRequest {
+    std::string job_dir;
+    std::vector<FileEntry> files;
+    std::optional<std::vector<std::string>> indexed;  // names relative to the job directory
+    bool verify_transit = false;
+};
+
+// Keys: name, state (absent, in_transit, present, verified, mismatch), have_bytes, index, size,
+// detail (the last three when known).
+struct ReceivedFile {
+    std::string name;
+    std::string state;
+    std::uint64_t have_bytes = 0;
+    std::optional<std::uint32_t> index;
+    std::optional<std::uint64_t> size;
+    std::string detail;
+};
+
+// Keys: complete, stopped; unless stopped ("cancel"): job_exists, manifest, index_evidence,
+// files, ignored, bytes_present, bytes_total, files_present, files_total, bytes_hashed.
+struct ReceiveCheckResult {
+    bool complete = false;
+    std::string stopped;
+    bool job_exists = false;
+    bool manifest = false;
+    bool index_evidence = false;
+    std::vector<ReceivedFile> files;
+    std::vector<std::string> ignored;
+    std::uint64_t bytes_present = 0, bytes_total = 0, files_present = 0, files_total = 0, bytes_hashed = 0;
+};
+
+// ---- merge / unmerge -----------------------------------------------------------------------
+
+// Keys: job_dir, save_path, files, record_path (absent: the default record).
+struct MergeRequest {
+    std::string job_dir;
+    std::string save_path;
+    std::vector<FileEntry> files;
+    std::optional<std::string> record_path;
+};
+
+// Keys: index, path, provenance ("created", "preexisting"), how ("rename", "copy", "none"), ino.
+struct MergedFile {
+    std::uint32_t index = 0;
+    std::string path;
+    std::string provenance;
+    std::string how;
+    std::uint64_t ino = 0;
+};
+
+// Keys: complete, stopped, record_path; when complete: provenance, dirs_created, bytes_copied,
+// bytes_renamed.
+struct MergeResult {
+    bool complete = false;
+    std::string stopped;
+    std::vector<MergedFile> provenance;
+    std::vector<std::string> dirs_created;
+    std::string record_path;
+    std::uint64_t bytes_copied = 0, bytes_renamed = 0;
+};
+
+// Keys: save_path, job_dir, record_path (absent: the default record, named by job_dir),
+// referenced, provenance (the caller's merge record, informational).
+struct UnmergeRequest {
+    std::string save_path;
+    std::optional<std::string> job_dir;
+    std::optional<std::string> record_path;
+    std::vector<std::string> referenced;
+    std::optional<nlohmann::json> provenance;
+};
+
+// Keys: record ("absent", "removed"), removed, kept, preexisting.
+struct UnmergeResult {
+    std::string record;
+    std::vector<std::string> removed;
+    std::vector<KeptEntry> kept;
+    std::vector<std::string> preexisting;
+};
+
+// ---- chmod_readable, cleanup, unlink_owned -------------------------------------------------
+
+// Keys: base, paths.
+struct ChmodReadableRequest {
+    std::string base;
+    std::vector<std::string> paths;
+};
+
+// Keys: files_changed, dirs_changed, missing.
+struct ChmodReadableResult {
+    std::uint64_t files_changed = 0, dirs_changed = 0;
+    std::vector<std::string> missing;
+};
+
+// Keys: job_dir, referenced, save_path (present: the job's merge record there is dropped too).
+struct CleanupRequest {
+    std::string job_dir;
+    std::vector<std::string> referenced;
+    std::optional<std::string> save_path;
+};
+
+// Keys: job_dir ("absent", "removed", "kept"), removed, kept.
+struct CleanupResult {
+    std::string job_dir;
+    std::vector<std::string> removed;
+    std::vector<KeptEntry> kept;
+};
+
+// A path to unlink, with what was recorded about it. Keys: the path as a string, or an object
+// {path, size, ino} when size or inode is known.
+struct OwnedFile {
+    std::string path;
+    std::optional<std::uint64_t> size;
+    std::optional<std::uint64_t> ino;
+};
+
+// Keys: paths, referenced, stop_at.
+struct UnlinkOwnedRequest {
+    std::vector<OwnedFile> paths;
+    std::vector<std::string> referenced;
+    std::string stop_at;
+};
+
+// Keys: removed, kept.
+struct UnlinkOwnedResult {
+    std::vector<std::string> removed;
+    std::vector<KeptEntry> kept;
+};
+
+// ---- nonces --------------------------------------------------------------------------------
+
+// Keys: path, content, create_parents.
+struct NonceWriteRequest {
+    std::string path;
+    std::string content;
+    bool create_parents = false;
+};
+
+// Keys: path, size.
+struct NonceWriteResult {
+    std::string path;
+    std::uint64_t size = 0;
+};
+
+// Keys: path.
+struct NonceObserveRequest {
+    std::string path;
+};
+
+// Keys: path, present, content (when present).
+struct NonceObserveResult {
+    std::string path;
+    bool present = false;
+    std::string content;
+};
+
+// ---- part files ----------------------------------------------------------------------------
+
+// How a part file must look to be used. Keys: expect_pieces, expect_piece_size (absent: not
+// checked), allow_short_last_slot.
+struct PartfileCheck {
+    std::optional<std::uint32_t> expect_pieces;
+    std::optional<std::uint32_t> expect_piece_size;
+    bool allow_short_last_slot = false;
+};
+
+// How archctl checks a qBittorrent part file: libtorrent ends it at its last written byte, so the
+// last slot may be short; with the torrent's piece count and piece size, those are checked too.
+[[nodiscard]] PartfileCheck qb_partfile_check();
+[[nodiscard]] PartfileCheck qb_partfile_check(std::int64_t piece_count, std::int64_t piece_size);
+
+// Keys: path and the PartfileCheck keys.
+struct PartfileReadRequest {
+    std::string path;
+    PartfileCheck check;
+};
+
+// Keys: piece, slot.
+struct PartfileSlot {
+    std::uint32_t piece = 0;
+    std::uint32_t slot = 0;
+};
+
+// Keys: piece_count, piece_size, header_size, used_slots, slots, file_size, short_slots.
+struct PartfileReadResult {
+    std::uint32_t piece_count = 0, piece_size = 0;
+    std::uint64_t header_size = 0;
+    std::uint32_t used_slots = 0;
+    std::vector<PartfileSlot> slots;
+    std::uint64_t file_size = 0;
+    std::vector<std::uint32_t> short_slots;
+};
+
+// Keys: from, to, create_parents, replace and the PartfileCheck keys.
+struct PartfileCopyRequest {
+    std::string from;
+    std::string to;
+    bool create_parents = false;
+    bool replace = false;
+    PartfileCheck check;
+};
+
+// Keys: the PartfileReadResult keys, to, xxh3, already, bytes (absent when already).
+struct PartfileCopyResult {
+    PartfileReadResult header;
+    std::string to;
+    std::string xxh3;
+    bool already = false;
+    std::optional<std::uint64_t> bytes;
+};
+
+// ---- verify_pieces -------------------------------------------------------------------------
+
+// Keys: save_path, torrent_b64 (the .torrent bytes) | torrent_path, files (a selection).
+struct VerifyPiecesRequest {
+    std::string save_path;
+    std::optional<std::string> torrent_b64;   // the .torrent, base64
+    std::optional<std::string> torrent_path;  // a node path, read by the node
+    std::optional<std::string> files;
+};
+
+// lib/torrent's VerifyReport JSON plus save_path.
+struct VerifyPiecesResult {
+    nlohmann::json report = nlohmann::json::object();
+    std::string save_path;
+};
+
+// ---- JSON ----------------------------------------------------------------------------------
+
+// nlohmann/json conversions (`nlohmann::json j = request;`, `j.get<TreeResult>()`). A request's
+// from_json throws nlohmann::json::exception on a missing required key or a wrong type (the
+// server answers BAD_REQUEST); a result's from_json takes absent keys as their defaults.
+void to_json(nlohmann::json& j, const FileEntry& v);
+void from_json(const nlohmann::json& j, FileEntry& v);
+void to_json(nlohmann::json& j, const KeptEntry& v);
+void from_json(const nlohmann::json& j, KeptEntry& v);
+void to_json(nlohmann::json& j, const InfoRequest& v);
+void from_json(const nlohmann::json& j, InfoRequest& v);
+void to_json(nlohmann::json& j, const DirectoryInfo& v);
+void from_json(const nlohmann::json& j, DirectoryInfo& v);
+void to_json(nlohmann::json& j, const InfoResult& v);
+void from_json(const nlohmann::json& j, InfoResult& v);
+void to_json(nlohmann::json& j, const TreeRequest& v);
+void from_json(const nlohmann::json& j, TreeRequest& v);
+void to_json(nlohmann::json& j, const TreeEntry& v);
+void from_json(const nlohmann::json& j, TreeEntry& v);
+void to_json(nlohmann::json& j, const TreeResult& v);
+void from_json(const nlohmann::json& j, TreeResult& v);
+void to_json(nlohmann::json& j, const StageAux& v);
+void from_json(const nlohmann::json& j, StageAux& v);
+void to_json(nlohmann::json& j, const StageRequest& v);
+void from_json(const nlohmann::json& j, StageRequest& v);
+void to_json(nlohmann::json& j, const StageCounters& v);
+void from_json(const nlohmann::json& j, StageCounters& v);
+void to_json(nlohmann::json& j, const StageResult& v);
+void from_json(const nlohmann::json& j, StageResult& v);
+void to_json(nlohmann::json& j, const ReceiveCheckRequest& v);
+void from_json(const nlohmann::json& j, ReceiveCheckRequest& v);
+void to_json(nlohmann::json& j, const ReceivedFile& v);
+void from_json(const nlohmann::json& j, ReceivedFile& v);
+void to_json(nlohmann::json& j, const ReceiveCheckResult& v);
+void from_json(const nlohmann::json& j, ReceiveCheckResult& v);
+void to_json(nlohmann::json& j, const MergeRequest& v);
+void from_json(const nlohmann::json& j, MergeRequest& v);
+void to_json(nlohmann::json& j, const MergedFile& v);
+void from_json(const nlohmann::json& j, MergedFile& v);
+void to_json(nlohmann::json& j, const MergeResult& v);
+void from_json(const nlohmann::json& j, MergeResult& v);
+void to_json(nlohmann::json& j, const UnmergeRequest& v);
+void from_json(const nlohmann::json& j, UnmergeRequest& v);
+void to_json(nlohmann::json& j, const UnmergeResult& v);
+void from_json(const nlohmann::json& j, UnmergeResult& v);
+void to_json(nlohmann::json& j, const ChmodReadableRequest& v);
+void from_json(const nlohmann::json& j, ChmodReadableRequest& v);
+void to_json(nlohmann::json& j, const ChmodReadableResult& v);
+void from_json(const nlohmann::json& j, ChmodReadableResult& v);
+void to_json(nlohmann::json& j, const CleanupRequest& v);
+void from_json(const nlohmann::json& j, CleanupRequest& v);
+void to_json(nlohmann::json& j, const CleanupResult& v);
+void from_json(const nlohmann::json& j, CleanupResult& v);
+void to_json(nlohmann::json& j, const OwnedFile& v);
+void from_json(const nlohmann::json& j, OwnedFile& v);
+void to_json(nlohmann::json& j, const UnlinkOwnedRequest& v);
+void from_json(const nlohmann::json& j, UnlinkOwnedRequest& v);
+void to_json(nlohmann::json& j, const UnlinkOwnedResult& v);
+void from_json(const nlohmann::json& j, UnlinkOwnedResult& v);
+void to_json(nlohmann::json& j, const NonceWriteRequest& v);
+void from_json(const nlohmann::json& j, NonceWriteRequest& v);
+void to_json(nlohmann::json& j, const NonceWriteResult& v);
+void from_json(const nlohmann::json& j, NonceWriteResult& v);
+void to_json(nlohmann::json& j, const NonceObserveRequest& v);
+void from_json(const nlohmann::json& j, NonceObserveRequest& v);
+void to_json(nlohmann::json& j, const NonceObserveResult& v);
+void from_json(const nlohmann::json& j, NonceObserveResult& v);
+void to_json(nlohmann::json& j, const PartfileReadRequest& v);
+void from_json(const nlohmann::json& j, PartfileReadRequest& v);
+void to_json(nlohmann::json& j, const PartfileSlot& v);
+void from_json(const nlohmann::json& j, PartfileSlot& v);
+void to_json(nlohmann::json& j, const PartfileReadResult& v);
+void from_json(const nlohmann::json& j, PartfileReadResult& v);
+void to_json(nlohmann::json& j, const PartfileCopyRequest& v);
+void from_json(const nlohmann::json& j, PartfileCopyRequest& v);
+void to_json(nlohmann::json& j, const PartfileCopyResult& v);
+void from_json(const nlohmann::json& j, PartfileCopyResult& v);
+void to_json(nlohmann::json& j, const VerifyPiecesRequest& v);
+void from_json(const nlohmann::json& j, VerifyPiecesRequest& v);
+void to_json(nlohmann::json& j, const VerifyPiecesResult& v);
+void from_json(const nlohmann::json& j, VerifyPiecesResult& v);
+
+// ---- facade --------------------------------------------------------------------------------
+
+// The operations of one node, called through its transport (lib/node/transport.hpp).
+// `progress` receives the node's progress lines while the operation runs; cancel() (e.g. from
+// inside `progress`) stops the running operation at its next chunk boundary.
+class Ops {
+public:
+    explicit Ops(Transport& transport) : m_transport(transport) {}
+
+    [[nodiscard]] Result<InfoResult> info(const InfoRequest& request = {});
+    [[nodiscard]] Result<TreeResult> tree(const TreeRequest& request);
+    [[nodiscard]] Result<StageResult> stage(const StageRequest& request, ProgressFn progress = {});
+    [[nodiscard]] Result<ReceiveCheckResult> receive_check(const ReceiveCheckRequest& request, ProgressFn progress = {});
+    [[nodiscard]] Result<MergeResult> merge(const MergeRequest& request, ProgressFn progress = {});
+    [[nodiscard]] Result<UnmergeResult> unmerge(const UnmergeRequest& request);
+    [[nodiscard]] Result<ChmodReadableResult> chmod_readable(const ChmodReadableRequest& request);
+    [[nodiscard]] Result<CleanupResult> cleanup(const CleanupRequest& request);
+    [[nodiscard]] Result<UnlinkOwnedResult> unlink_owned(const UnlinkOwnedRequest& request);
+    [[nodiscard]] Result<NonceWriteResult> nonce_write(const NonceWriteRequest& request);
+    [[nodiscard]] Result<NonceObserveResult> nonce_observe(const NonceObserveRequest& request);
+    [[nodiscard]] Result<PartfileReadResult> partfile_read(const PartfileReadRequest& request);
+    [[nodiscard]] Result<PartfileCopyResult> partfile_copy(const PartfileCopyRequest& request);
+    [[nodiscard]] Result<VerifyPiecesResult> verify_pieces(const VerifyPiecesRequest& request, ProgressFn progress = {});
+
+    void cancel() { m_transport.cancel(); }
+    Transport& transport() { return m_transport; }
+
+private:
+    Transport& m_transport;
+};
+
+}  // namespace archctl::node

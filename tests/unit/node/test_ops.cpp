@@ -1,0 +1,306 @@
+// The typed node operations (lib/node/ops.hpp): every struct writes the keys the handlers read
+// and answer with, reads them back unchanged, and the facade reaches the handlers through a
+// transport.
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/node/ops.hpp"
+#include "tests/unit/node/node_fixture.hpp"
+
+using namespace archctl;
+using namespace archctl::node;
+using namespace archctl::node::test;
+using nlohmann::json;
+
+namespace {
+
+// `v` as JSON equals `wire`, and `wire` read back writes the same JSON again.
+template <class T>
+void round_trip(const T& v, const json& wire) {
+    json written = v;
+    CHECK(written == wire);
+    CHECK(json(wire.get<T>()) == wire);
+}
+
+InfoResult sample_info(std::vector<std::pair<std::string, std::optional<std::uint64_t>>> roots) {
+    InfoResult info;
+    for (auto& [path, free] : roots) {
+        DirectoryInfo d;
+        d.root.path = path;
+        d.free_bytes = free;
+        info.roots.push_back(d);
+    }
+    return info;
+}
+
+}  // namespace
+
+TEST_CASE("request structs write the keys the handlers read") {
+    std::vector<FileEntry> files = {{3, "dir/a.bin", 10}, {7, "b.bin", 0}};
+    json files_wire = json::array({{{"index", 3}, {"path", "dir/a.bin"}, {"size", 10}}, {{"index", 7}, {"path", "b.bin"}, {"size", 0}}});
+
+    round_trip(InfoRequest{}, json::object());
+    round_trip(InfoRequest{{"/srv/a/x"}}, json{{"probe_dirs", {"/srv/a/x"}}});
+    round_trip(TreeRequest{"/srv/a", {"x", "y/z"}}, json{{"base", "/srv/a"}, {"paths", {"x", "y/z"}}});
+
+    StageRequest stage{.job_dir = "/sync/r/job", .source_base = "/qb/save", .files = files, .method = "", .verify_transit = true,
+                       .budget_bytes = std::nullopt,
+                       .aux = {StageAux::with_bytes("resource.torrent", "d1:xi1ee"), StageAux::already_present("partfile")}};
+    json stage_wire = {{"job_dir", "/sync/r/job"},
+                       {"source_base", "/qb/save"},
+                       {"files", files_wire},
+                       {"verify_transit", true},
+                       {"aux", {{{"name", "resource.torrent"}, {"data_b64", "ZDE6eGkxZWU="}}, {{"name", "partfile"}, {"present", true}}}}};
+    CHECK(json(stage) == stage_wire);
+    StageRequest parsed = stage_wire.get<StageRequest>();
+    CHECK(parsed.method == "auto");  // absent: the handler's default
+    CHECK_FALSE(parsed.budget_bytes);
+    stage.method = "copy";
+    stage.budget_bytes = 4096;
+    stage_wire["method"] = "copy";
+    stage_wire["budget_bytes"] = 4096;
+    round_trip(stage, stage_wire);
+
+    round_trip(ReceiveCheckRequest{"/sync/r/job", files, std::vector<std::string>{"p/3", "READY"}, false},
+               json{{"job_dir", "/sync/r/job"}, {"files", files_wire}, {"indexed", {"p/3", "READY"}}, {"verify_transit", false}});
+    round_trip(ReceiveCheckRequest{"/sync/r/job", files, std::nullopt, true},
+               json{{"job_dir", "/sync/r/job"}, {"files", files_wire}, {"verify_transit", true}});
+    // The receive check needs index and size only.
+    auto lean = json{{"job_dir", "/j"}, {"files", {{{"index", 1}, {"size", 5}}}}}.get<ReceiveCheckRequest>();
+    REQUIRE(lean.files.size() == 1);
+    CHECK(lean.files[0].size == 5);
+    CHECK_FALSE(lean.indexed);
+    CHECK(json{{"job_dir", "/j"}, {"files", json::array()}, {"indexed", nullptr}}.get<ReceiveCheckRequest>().indexed == std::nullopt);
+
+    round_trip(MergeRequest{"/sync/r/job", "/qb/save", files, std::nullopt},
+               json{{"job_dir", "/sync/r/job"}, {"save_path", "/qb/save"}, {"files", files_wire}});
+    round_trip(MergeRequest{"/sync/r/job", "/qb/save", {}, "/qb/.archctl/m.jsonl"},
+               json{{"job_dir", "/sync/r/job"}, {"save_path", "/qb/save"}, {"files", json::array()}, {"record_path", "/qb/.archctl/m.jsonl"}});
+    round_trip(UnmergeRequest{"/qb/save", "/sync/r/job", std::nullopt, {"/qb/save/x"}, json::array()},
+               json{{"save_path", "/qb/save"}, {"job_dir", "/sync/r/job"}, {"referenced", {"/qb/save/x"}}, {"provenance", json::array()}});
+    round_trip(ChmodReadableRequest{"/qb/save", {"a", "b/c"}}, json{{"base", "/qb/save"}, {"paths", {"a", "b/c"}}});
+    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt}, json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}});
+    round_trip(CleanupRequest{"/sync/r/job", {"/sync/r/job/p/1"}, "/qb/save"},
+               json{{"job_dir", "/sync/r/job"}, {"referenced", {"/sync/r/job/p/1"}}, {"save_path", "/qb/save"}});
+    // A path without a record is a plain string; with one, an object.
+    round_trip(UnlinkOwnedRequest{{{"/qb/x/a", std::nullopt, std::nullopt}, {"/qb/x/b", 12, 99}}, {}, "/qb/x"},
+               json{{"paths", json::array({"/qb/x/a", {{"path", "/qb/x/b"}, {"size", 12}, {"ino", 99}}})}, {"stop_at", "/qb/x"}});
+    round_trip(UnlinkOwnedRequest{{{"/qb/x/a", std::nullopt, std::nullopt}}, {"/qb/x/a"}, "/qb/x"},
+               json{{"paths", {"/qb/x/a"}}, {"referenced", {"/qb/x/a"}}, {"stop_at", "/qb/x"}});
+    round_trip(NonceWriteRequest{"/sync/f/.n", "hello", false}, json{{"path", "/sync/f/.n"}, {"content", "hello"}});
+    round_trip(NonceWriteRequest{"/sync/f/.n", "hello", true},
+               json{{"path", "/sync/f/.n"}, {"content", "hello"}, {"create_parents", true}});
+    round_trip(NonceObserveRequest{"/sync/f/.n"}, json{{"path", "/sync/f/.n"}});
+    round_trip(PartfileReadRequest{"/qb/save/.abc.parts", qb_partfile_check(8, 16384)},
+               json{{"path", "/qb/save/.abc.parts"}, {"expect_pieces", 8}, {"expect_piece_size", 16384}, {"allow_short_last_slot", true}});
+    round_trip(PartfileCopyRequest{"/a", "/b", true, false, qb_partfile_check()},
+               json{{"from", "/a"}, {"to", "/b"}, {"create_parents", true}, {"replace", false}, {"allow_short_last_slot", true}});
+    round_trip(PartfileCopyRequest{"/a", "/b", false, true, PartfileCheck{}},
+               json{{"from", "/a"}, {"to", "/b"}, {"create_parents", false}, {"replace", true}});
+    round_trip(VerifyPiecesRequest{"/qb/save", "ZDE6eGkxZWU=", std::nullopt, "0-3"},
+               json{{"save_path", "/qb/save"}, {"torrent_b64", "ZDE6eGkxZWU="}, {"files", "0-3"}});
+    round_trip(VerifyPiecesRequest{"/qb/save", std::nullopt, "/qb/x.torrent", std::nullopt},
+               json{{"save_path", "/qb/save"}, {"torrent_path", "/qb/x.torrent"}});
+}
+
+TEST_CASE("a request without a required key is refused when read") {
+    const json no_base = {{"paths", json::array()}};
+    CHECK_THROWS_AS((void)no_base.get<TreeRequest>(), json::exception);
+    const json no_path = {{"job_dir", "/j"}, {"source_base", "/b"}, {"files", {{{"index", 1}, {"size", 2}}}}};
+    CHECK_THROWS_AS((void)no_path.get<StageRequest>(), json::exception);  // stage needs each file's path
+    const json no_torrent = {{"save_path", "/s"}};
+    CHECK_THROWS_AS((void)no_torrent.get<VerifyPiecesRequest>(), json::exception);
+    const json no_stop = {{"paths", json::array()}};
+    CHECK_THROWS_AS((void)no_stop.get<UnlinkOwnedRequest>(), json::exception);
+}
+
+TEST_CASE("result structs write the keys the handlers answered with") {
+    InfoResult info;
+    info.archctl = "0.1.0";
+    info.pid = 42;
+    DirectoryInfo root;
+    root.root.path = "/srv/a";
+    root.root.fs_type = "ext4";
+    root.root.fs_id = "ab12";
+    root.root.capabilities.hardlink = true;
+    root.free_bytes = 100;
+    root.total_bytes = 1000;
+    root.dev = 2049;
+    info.roots = {root};
+    DirectoryInfo probe = root;
+    probe.free_bytes.reset();
+    probe.total_bytes.reset();
+    probe.dev.reset();
+    info.probes = {probe};
+    json caps = {{"hardlink", true}, {"reflink", false}, {"copy_file_range", false}, {"sparse", false}};
+    round_trip(info, json{{"archctl", "0.1.0"},
+                          {"protocol", k_protocol_version},
+                          {"pid", 42},
+                          {"roots", {{{"path", "/srv/a"}, {"fs_type", "ext4"}, {"fs_id", "ab12"}, {"capabilities", caps},
+                                      {"free_bytes", 100}, {"total_bytes", 1000}, {"dev", 2049}}}},
+                          {"probes", {{{"path", "/srv/a"}, {"fs_type", "ext4"}, {"fs_id", "ab12"}, {"capabilities", caps}}}}});
+
+    TreeResult tree;
+    tree.base_exists = true;
+    tree.entries.push_back(TreeEntry{"a", "file", EntryStat{5, 1, 77, 2, 123456789, 0644}, std::nullopt});
+    tree.entries.push_back(TreeEntry{"b", "absent", std::nullopt, std::nullopt});
+    tree.entries.push_back(TreeEntry{"../c", "refused", std::nullopt, Error("PATH_OUTSIDE_ROOT", "no")});
+    round_trip(tree, json{{"base_exists", true},
+                          {"entries",
+                           {{{"path", "a"}, {"type", "file"}, {"size", 5}, {"dev", 1}, {"ino", 77}, {"nlink", 2}, {"mtime_ns", 123456789},
+                             {"mode", 0644}},
+                            {{"path", "b"}, {"type", "absent"}},
+                            {{"path", "../c"}, {"type", "refused"}, {"error", {{"code", "PATH_OUTSIDE_ROOT"}, {"message", "no"}}}}}}});
+
+    json counters = {{"files_linked", 1}, {"files_reflinked", 2}, {"files_copied", 3}, {"files_reused", 4}, {"bytes_linked", 5},
+                     {"bytes_reflinked", 6}, {"bytes_copied", 7}, {"bytes_hashed", 8}, {"files_done", 9}, {"bytes_done", 10}};
+    StageResult stage;
+    stage.counters = counters.get<StageCounters>();
+    CHECK(stage.counters.bytes_copied == 7);
+    stage.stopped = "budget";
+    json stopped = counters;
+    stopped.update({{"complete", false}, {"stopped", "budget"}});
+    round_trip(stage, stopped);
+    stage = StageResult{true, "", false, "ff00", stage.counters};
+    json done = counters;
+    done.update({{"complete", true}, {"stopped", ""}, {"already_ready", false}, {"manifest_xxh3", "ff00"}});
+    round_trip(stage, done);
+
+    ReceiveCheckResult check;
+    check.complete = false;
+    check.job_exists = true;
+    check.manifest = true;
+    check.index_evidence = true;
+    check.files = {ReceivedFile{"manifest.json", "present", 10, std::nullopt, std::nullopt, ""},
+                   ReceivedFile{"p/3", "in_transit", 4, 3, 10, "syncthing temp file"}};
+    check.ignored = {"p/.syncthing.3.tmp"};
+    check.bytes_present = 4;
+    check.bytes_total = 10;
+    check.files_present = 0;
+    check.files_total = 1;
+    round_trip(check, json{{"complete", false},
+                           {"stopped", ""},
+                           {"job_exists", true},
+                           {"manifest", true},
+                           {"index_evidence", true},
+                           {"files",
+                            {{{"name", "manifest.json"}, {"state", "present"}, {"have_bytes", 10}},
+                             {{"name", "p/3"}, {"state", "in_transit"}, {"have_bytes", 4}, {"index", 3}, {"size", 10}, {"detail", "syncthing temp file"}}}},
+                           {"ignored", {"p/.syncthing.3.tmp"}},
+                           {"bytes_present", 4},
+                           {"bytes_total", 10},
+                           {"files_present", 0},
+                           {"files_total", 1},
+                           {"bytes_hashed", 0}});
+    ReceiveCheckResult cancelled;
+    cancelled.stopped = "cancel";
+    round_trip(cancelled, json{{"complete", false}, {"stopped", "cancel"}});
+
+    MergeResult merge{true, "", {MergedFile{3, "d/a", "created", "rename", 77}, MergedFile{4, "b", "preexisting", "none", 5}},
+                      {"/qb/save/d"}, "/qb/.archctl/merge-j.jsonl", 0, 10};
+    round_trip(merge, json{{"complete", true},
+                           {"stopped", ""},
+                           {"provenance",
+                            {{{"index", 3}, {"path", "d/a"}, {"provenance", "created"}, {"how", "rename"}, {"ino", 77}},
+                             {{"index", 4}, {"path", "b"}, {"provenance", "preexisting"}, {"how", "none"}, {"ino", 5}}}},
+                           {"dirs_created", {"/qb/save/d"}},
+                           {"record_path", "/qb/.archctl/merge-j.jsonl"},
+                           {"bytes_copied", 0},
+                           {"bytes_renamed", 10}});
+    round_trip(MergeResult{false, "cancel", {}, {}, "/r.jsonl", 0, 0},
+               json{{"complete", false}, {"stopped", "cancel"}, {"record_path", "/r.jsonl"}});
+
+    round_trip(UnmergeResult{"removed", {"/qb/save/a"}, {KeptEntry{"/qb/save/d", "directory is not empty", "not_empty"}}, {"/qb/save/b"}},
+               json{{"record", "removed"},
+                    {"removed", {"/qb/save/a"}},
+                    {"kept", {{{"path", "/qb/save/d"}, {"reason", "directory is not empty"}, {"code", "not_empty"}}}},
+                    {"preexisting", {"/qb/save/b"}}});
+    round_trip(UnmergeResult{"absent", {}, {}, {}},
+               json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}, {"preexisting", json::array()}});
+    round_trip(ChmodReadableResult{2, 1, {"gone"}}, json{{"files_changed", 2}, {"dirs_changed", 1}, {"missing", {"gone"}}});
+    // Unknown content is kept without a code.
+    round_trip(CleanupResult{"kept", {"/j/READY"}, {KeptEntry{"/j/other", "not a file of this job", ""}}},
+               json{{"job_dir", "kept"}, {"removed", {"/j/READY"}}, {"kept", {{{"path", "/j/other"}, {"reason", "not a file of this job"}}}}});
+    round_trip(UnlinkOwnedResult{{"/qb/x/a"}, {KeptEntry{"/qb/x/b", "referenced by another torrent", "referenced"}}},
+               json{{"removed", {"/qb/x/a"}},
+                    {"kept", {{{"path", "/qb/x/b"}, {"reason", "referenced by another torrent"}, {"code", "referenced"}}}}});
+    round_trip(NonceWriteResult{"/n", 5}, json{{"path", "/n"}, {"size", 5}});
+    round_trip(NonceObserveResult{"/n", true, "hi"}, json{{"path", "/n"}, {"present", true}, {"content", "hi"}});
+    round_trip(NonceObserveResult{"/n", false, ""}, json{{"path", "/n"}, {"present", false}});
+
+    PartfileReadResult header{4, 16384, 1024, 1, {PartfileSlot{2, 0}}, 1024 + 100, {2}};
+    json header_wire = {{"piece_count", 4}, {"piece_size", 16384}, {"header_size", 1024}, {"used_slots", 1},
+                        {"slots", {{{"piece", 2}, {"slot", 0}}}}, {"file_size", 1124}, {"short_slots", {2}}};
+    round_trip(header, header_wire);
+    json copied = header_wire;
+    copied.update({{"to", "/b"}, {"xxh3", "ab"}, {"already", false}, {"bytes", 1124}});
+    round_trip(PartfileCopyResult{header, "/b", "ab", false, 1124}, copied);
+    json already = header_wire;
+    already.update({{"to", "/b"}, {"xxh3", "ab"}, {"already", true}});
+    round_trip(PartfileCopyResult{header, "/b", "ab", true, std::nullopt}, already);
+
+    round_trip(VerifyPiecesResult{json{{"pieces_failed", 0}}, "/qb/save"}, json{{"pieces_failed", 0}, {"save_path", "/qb/save"}});
+}
+
+TEST_CASE("free_bytes_at: the longest root that contains the path, component by component") {
+    InfoResult info = sample_info({{"/srv", 100}, {"/srv/a", 200}, {"/srv/ab", 300}, {"/", 50}});
+    CHECK(free_bytes_at(info, "/srv/a") == 200);
+    CHECK(free_bytes_at(info, "/srv/a/") == 200);
+    CHECK(free_bytes_at(info, "/srv/a/x/y") == 200);
+    CHECK(free_bytes_at(info, "/srv/ab/x") == 300);
+    CHECK(free_bytes_at(info, "/srv/abc") == 100);  // "/srv/ab" does not contain "/srv/abc"
+    CHECK(free_bytes_at(info, "/srv") == 100);
+    CHECK(free_bytes_at(info, "/srvx") == 50);
+    CHECK(free_bytes_at(info, "/home/u") == 50);
+
+    // The order of the roots does not matter.
+    InfoResult reversed = sample_info({{"/srv/a", 200}, {"/srv", 100}});
+    CHECK(free_bytes_at(reversed, "/srv/a/x") == 200);
+    InfoResult forward = sample_info({{"/srv", 100}, {"/srv/a", 200}});
+    CHECK(free_bytes_at(forward, "/srv/a/x") == 200);
+
+    // No root holds the path, or the node could not measure the one that does.
+    InfoResult narrow = sample_info({{"/srv/a", 200}});
+    CHECK_FALSE(free_bytes_at(narrow, "/srv/b"));
+    CHECK_FALSE(free_bytes_at(narrow, "/srv"));
+    InfoResult unmeasured = sample_info({{"/srv", 100}, {"/srv/a", std::nullopt}});
+    CHECK_FALSE(free_bytes_at(unmeasured, "/srv/a/x"));
+    CHECK_FALSE(free_bytes_at(InfoResult{}, "/srv"));
+}
+
+TEST_CASE("the facade reaches the handlers and reads their answers") {
+    NodeFixture f(Kind::local);
+    Ops ops(f.transport());
+    auto info = ops.info();
+    REQUIRE(info.ok());
+    CHECK(info->protocol == k_protocol_version);
+    REQUIRE(info->roots.size() == 2);
+    CHECK(info->roots[0].root.path == f.qb());
+    CHECK(info->roots[0].free_bytes.has_value());
+    CHECK(free_bytes_at(info.value(), f.sync() + "/route/job") == info->roots[1].free_bytes);
+
+    f.write("qb/save/a.bin", "hello");
+    auto tree = ops.tree({.base = f.qb() + "/save", .paths = {"a.bin", "missing", "../x"}});
+    REQUIRE(tree.ok());
+    CHECK(tree->base_exists);
+    REQUIRE(tree->entries.size() == 3);
+    CHECK(tree->entries[0].type == "file");
+    REQUIRE(tree->entries[0].stat);
+    CHECK(tree->entries[0].stat->size == 5);
+    CHECK(tree->entries[1].type == "absent");
+    CHECK(tree->entries[2].type == "refused");
+    CHECK(tree->entries[2].error.has_value());
+
+    std::string nonce = f.sync() + "/folder/.archctl-nonce-x";
+    REQUIRE(ops.nonce_write({.path = nonce, .content = "value", .create_parents = true}).ok());
+    auto seen = ops.nonce_observe({.path = nonce});
+    REQUIRE(seen.ok());
+    CHECK(seen->present);
+    CHECK(seen->content == "value");
+
+    auto refused = ops.tree({.base = f.outside(), .paths = {"x"}});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == "PATH_OUTSIDE_ROOT");
+}
