@@ -8,6 +8,8 @@
 // 5.2+) and QB_BANNED (too many failed logins). The password is registered with the HTTP
 // client's redactor and never appears in any message.
 //
+// Client implements Api (api.hpp), the interface the rest of archctl calls.
+//
 // Not thread-safe: one Client per thread (sync/maindata state also belongs to one login).
 
 #include <cstdint>

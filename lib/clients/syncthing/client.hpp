@@ -7,6 +7,8 @@
 // top-level keys. db/scan is synchronous and uses a long timeout; events() is a long poll whose
 // HTTP timeout is the poll timeout plus a margin. EventStream keeps one cursor per event mask.
 //
+// Client implements Api (api.hpp), the interface the rest of archctl calls.
+//
 // Not thread-safe: one Client per thread (use a separate Client for a blocking event poll).
 
 #include <chrono>
