@@ -5,7 +5,7 @@
 // an unambiguous prefix) or a job id it shows that resource's placements on every node, how much
 // of each cache copy archive copies hold, and its jobs.
 //
-// Probing lives in lib/clients/node_probe and lib/jobs/summary; this file renders them. A node
+// Probing lives in lib/session/node_probe and lib/jobs/summary; this file renders them. A node
 // that is down is reported, not fatal: the command still prints everything it could read and
 // then fails with NODES_UNREACHABLE (exit 1) carrying the full result.
 
@@ -15,7 +15,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
-#include "lib/clients/node_probe.hpp"
+#include "lib/session/node_probe.hpp"
 #include "lib/config/config.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/driver.hpp"
@@ -34,29 +34,29 @@ struct StatusOptions {
 };
 
 // "qBittorrent unreachable: connection refused (URL)" for transport failures, else the error.
-std::string failure_cell(const std::string& service, const clients::ServiceProbe& s) {
+std::string failure_cell(const std::string& service, const session::ServiceProbe& s) {
     const bool transport = s.error && s.error->code.rfind("HTTP_", 0) == 0;
-    return service + (transport ? " unreachable: " : ": ") + clients::unreachable_reason(s);
+    return service + (transport ? " unreachable: " : ": ") + session::unreachable_reason(s);
 }
 
-std::string qb_cell(const clients::NodeProbe& p) {
+std::string qb_cell(const session::NodeProbe& p) {
     if (!p.qbittorrent.reachable) return failure_cell("qBittorrent", p.qbittorrent);
     return fmt::format("qBittorrent {} (API {})", p.qbittorrent.version, p.qbittorrent.api_version);
 }
 
-std::string st_cell(const clients::NodeProbe& p) {
+std::string st_cell(const session::NodeProbe& p) {
     if (!p.syncthing.reachable) return failure_cell("Syncthing", p.syncthing);
     return fmt::format("Syncthing {} ({})", p.syncthing.version, p.device_id.substr(0, 7));
 }
 
-std::string torrents_cell(const clients::NodeProbe& p) {
+std::string torrents_cell(const session::NodeProbe& p) {
     if (!p.torrent_count) return "";
     return fmt::format("{} torrent{}", *p.torrent_count, *p.torrent_count == 1 ? "" : "s");
 }
 
 // The `nodes` block of UX.md's status sketch.
 // `free` maps a node to the free space at its qBittorrent root, when its node operations answer.
-std::string render_nodes(const std::vector<clients::NodeProbe>& probes, const std::map<std::string, std::uint64_t>& free) {
+std::string render_nodes(const std::vector<session::NodeProbe>& probes, const std::map<std::string, std::uint64_t>& free) {
     if (probes.empty()) return "nodes\n  (none configured)";
     std::size_t name_w = 0, role_w = 0;
     for (const auto& p : probes) {
@@ -68,9 +68,9 @@ std::string render_nodes(const std::vector<clients::NodeProbe>& probes, const st
     for (const auto& p : probes) {
         const std::string who = fmt::format("{:<{}}  {:<{}}", p.name, name_w, p.role, role_w);
         if (!p.qbittorrent.reachable && !p.syncthing.reachable) {
-            std::string line = "  " + who + "  unreachable: " + clients::unreachable_reason(p.qbittorrent);
-            const auto st = clients::unreachable_reason(p.syncthing);
-            if (st != clients::unreachable_reason(p.qbittorrent)) line += "; Syncthing: " + st;
+            std::string line = "  " + who + "  unreachable: " + session::unreachable_reason(p.qbittorrent);
+            const auto st = session::unreachable_reason(p.syncthing);
+            if (st != session::unreachable_reason(p.qbittorrent)) line += "; Syncthing: " + st;
             down.push_back(std::move(line));
             continue;
         }
@@ -107,11 +107,11 @@ std::map<std::string, std::uint64_t> free_space(jobs::Nodes& nodes) {
 }
 
 // The `routes` block: every route discovered in live Syncthing config, with its state.
-std::string render_routes(const config::Config& config, nlohmann::json& out) {
+std::string render_routes(const config::Config& config, session::NodeSessions& nodes, nlohmann::json& out) {
     out = nlohmann::json::array();
     auto dir = state::StateDir::open(config.state_dir);
     if (!dir.ok()) return "routes\n  (state directory unreadable)";
-    routes::Env env{config, dir.value(), clients::Tuning{}, {}};
+    routes::Env env{config, dir.value(), clients::Tuning{}, {}, &nodes};
     auto listing = routes::list_routes(env);
     if (!listing.ok()) return "routes\n  (" + listing.error().message + ")";
     ui::Table t({}, "  ");
@@ -303,31 +303,33 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
     auto config = ctx.config();
     if (!config.ok()) return Outcome::failed(config.take_error());
     if (!options.target.empty()) return run_focused(ctx, *config.value(), options.target);
-    clients::ProbeOptions probe;
+    // One session per node for the whole command: the probes, free space, routes and placements
+    // share its logins and its node-operations transport.
+    clients::Tuning tuning = session::probe_tuning();
     Output& out = ctx.out();
-    if (out.verbose() > 1) probe.tuning.log = [&out](const std::string& line) { out.debug(line); };
-    probe.tuning.warn = [&out](const std::string& line) { out.warn(line); };
-    const auto probes = clients::probe_nodes(*config.value(), probe);
+    if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
+    tuning.warn = [&out](const std::string& line) { out.warn(line); };
+    session::NodeSessions sessions(*config.value(), tuning);
+    const auto probes = session::probe_nodes(sessions);
 
     nlohmann::json nodes = nlohmann::json::array();
     std::vector<std::string> unreachable;
     std::uint64_t requests = 0;
     for (const auto& p : probes) {
-        nodes.push_back(clients::to_json(p));
+        nodes.push_back(session::to_json(p));
         if (!p.reachable()) unreachable.push_back(p.name);
         requests += p.requests;
     }
-    jobs::Nodes handles(*config.value(), clients::Tuning{});
-    std::map<std::string, std::uint64_t> free = free_space(handles);
+    std::map<std::string, std::uint64_t> free = free_space(sessions);
     for (auto& n : nodes)
         if (auto f = free.find(n.value("name", "")); f != free.end()) n["free_bytes"] = f->second;
     std::string text = render_nodes(probes, free);
     nlohmann::json result = {{"nodes", nodes}, {"routes", nlohmann::json::array()}, {"placements", nlohmann::json::array()},
                              {"jobs", nlohmann::json::array()}};
-    text += "\n" + render_routes(*config.value(), result["routes"]);
+    text += "\n" + render_routes(*config.value(), sessions, result["routes"]);
     Overview o = read_jobs(*config.value());
     if (o.dir) {
-        auto resources = jobs::resource_status(handles, *o.dir, resources_of(o.jobs));
+        auto resources = jobs::resource_status(sessions, *o.dir, resources_of(o.jobs));
         for (const auto& r : resources) result["placements"].push_back(r.to_json());
         text += "\n" + render_placements(resources);
     }

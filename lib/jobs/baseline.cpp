@@ -68,7 +68,7 @@ std::vector<std::string> tags_of(const nlohmann::json& j) {
 Status record_baseline(JobRun& run) {
     if (run.def.new_target || run.ledger.baseline_recorded) return {};
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, run.target());
-    qb::Client& tqb = dst->qb();
+    qb::Api& tqb = dst->qb();
     const std::string& id = run.def.qb_id;
     ARCHCTL_TRY_ASSIGN(auto infos, tqb.torrents({id}));
     if (infos.empty()) return stale(fmt::format("the target placement on '{}' is gone: it", run.def.target), run);
@@ -124,7 +124,7 @@ Status restore_partfile(JobRun& run, NodeHandle& dst) {
 }
 
 // Tags are never changed by archctl; put back any that differ anyway.
-Status restore_tags(JobRun& run, qb::Client& tqb, const qb::TorrentInfo& now) {
+Status restore_tags(JobRun& run, qb::Api& tqb, const qb::TorrentInfo& now) {
     std::vector<std::string> want = tags_of(run.ledger.target_baseline), add, drop;
     for (const auto& t : want)
         if (std::find(now.tags.begin(), now.tags.end(), t) == now.tags.end()) add.push_back(t);
@@ -157,7 +157,7 @@ Status restore_baseline(JobRun& run) {
     if (run.def.new_target || !run.ledger.baseline_recorded || !run.ledger.target_baseline.is_object()) return {};
     const nlohmann::json& b = run.ledger.target_baseline;
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, run.target());
-    qb::Client& tqb = dst->qb();
+    qb::Api& tqb = dst->qb();
     const std::string& id = run.def.qb_id;
     ARCHCTL_TRY_ASSIGN(auto infos, tqb.torrents({id}));
     if (infos.empty()) return Error("RESTORE_INCOMPLETE", fmt::format("cannot restore the target on '{}': its torrent is gone", run.def.target));

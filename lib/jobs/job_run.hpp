@@ -73,7 +73,7 @@ Status compensate(JobRun& run, const Error& why);
 // Drop the job's copy of the baseline part file (after commit or compensation).
 [[nodiscard]] Status drop_baseline_copy(JobRun& run);
 // Recheck a stopped torrent and wait for the result; an attempt to download fails.
-[[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Client& client,
+[[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Api& client,
                                                                                       const std::string& id);
 
 // STALE_STATE: `what` changed since the job was created; archctl never adapts silently.

@@ -85,7 +85,7 @@ Status Engine::route_for(Prepared& p, const TransferRequest& request) {
     bool archive = request.op == plan::Operation::archive;
     const std::string& cache = archive ? p.source : p.target;
     const std::string& arch = archive ? p.target : p.source;
-    routes::Env env{m_config, m_state, clients::Tuning{}, m_io.log};
+    routes::Env env{m_config, m_state, clients::Tuning{}, m_io.log, &m_nodes};
     auto use = [&](const std::string& id, const std::string& cache_path, const std::string& archive_path, std::string state) {
         p.route = {id, archive ? cache_path : archive_path, archive ? archive_path : cache_path};
         p.route_state = std::move(state);

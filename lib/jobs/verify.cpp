@@ -19,7 +19,7 @@ namespace {
 
 namespace qb = clients::qbittorrent;
 
-Result<qb::TorrentInfo> wait_listed(Clock& clock, qb::Client& client, const std::string& id, std::chrono::seconds limit) {
+Result<qb::TorrentInfo> wait_listed(Clock& clock, qb::Api& client, const std::string& id, std::chrono::seconds limit) {
     auto deadline = clock.steady() + limit;
     for (;;) {
         ARCHCTL_TRY_ASSIGN(auto infos, client.torrents({id}));
@@ -42,7 +42,7 @@ Result<std::map<std::uint32_t, plan::FileStamp>> committed_stamps(JobRun& run, N
 }  // namespace
 
 // A stopped torrent must never start downloading.
-Result<std::vector<qb::TorrentFile>> recheck_and_wait(Clock& clock, qb::Client& client, const std::string& id) {
+Result<std::vector<qb::TorrentFile>> recheck_and_wait(Clock& clock, qb::Api& client, const std::string& id) {
     ARCHCTL_TRY_STATUS(client.recheck({id}));
     auto begun = clock.steady();
     bool saw_checking = false;
@@ -66,7 +66,7 @@ Result<std::vector<qb::TorrentFile>> recheck_and_wait(Clock& clock, qb::Client& 
 StepResult step_verify(JobRun& run) {
     auto dst = run.target();
     if (!dst.ok()) return StepResult::failed(dst.take_error());
-    qb::Client& tqb = dst.value()->qb();
+    qb::Api& tqb = dst.value()->qb();
     const std::string& id = run.def.qb_id;
     if (!run.ledger.committed) {
         if (run.def.new_target) {

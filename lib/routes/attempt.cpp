@@ -43,13 +43,13 @@ st::Folder planned_folder(const std::string& id, const std::string& path, const 
 
 }  // namespace
 
-Result<std::optional<json>> read_object(NodeLink& link, ObjectKind kind, const std::string& id) {
+Result<std::optional<json>> read_object(session::NodeSession& link, ObjectKind kind, const std::string& id) {
     if (kind == ObjectKind::device) {
-        ARCHCTL_TRY_ASSIGN(auto d, link.syncthing().device(id));
+        ARCHCTL_TRY_ASSIGN(auto d, link.st().device(id));
         if (!d) return std::optional<json>();
         return std::optional<json>(d->raw);
     }
-    ARCHCTL_TRY_ASSIGN(auto f, link.syncthing().folder(id));
+    ARCHCTL_TRY_ASSIGN(auto f, link.st().folder(id));
     if (!f) return std::optional<json>();
     return std::optional<json>(f->raw);
 }
@@ -137,9 +137,9 @@ Status Attempt::configure(config::Role role) {
 }
 
 Result<bool> Attempt::try_configure(const SideRef& s, std::string& seen) {
-    ARCHCTL_TRY_ASSIGN(NodeLink * link, m_s.link(s.node));
-    ARCHCTL_TRY_ASSIGN(NodeLink * peer, m_s.link(s.peer));
-    auto status = link->syncthing().status();
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * link, m_s.link(s.node));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * peer, m_s.link(s.peer));
+    auto status = link->st().status();
     if (!status.ok()) {
         seen = fmt::format("{}: Syncthing unreachable: {}", s.node, status.error().message);
         return false;
@@ -150,7 +150,7 @@ Result<bool> Attempt::try_configure(const SideRef& s, std::string& seen) {
                                                    status->my_id, *s.device));
     std::vector<std::string> addresses = peer->config().syncthing.addresses;
     if (s.peer_device->empty() || addresses.empty()) {
-        auto snap = read_snapshot(peer->syncthing(), peer->config());
+        auto snap = read_snapshot(peer->st(), peer->config());
         if (!snap.reachable) {
             seen = fmt::format("{}: Syncthing unreachable (needed for its device ID and addresses): {}", s.peer, snap.error);
             return false;
@@ -163,9 +163,9 @@ Result<bool> Attempt::try_configure(const SideRef& s, std::string& seen) {
     return ensure_folder(*link, s);
 }
 
-Result<bool> Attempt::ensure_device(NodeLink& link, const SideRef& s, std::vector<std::string> addresses) {
+Result<bool> Attempt::ensure_device(session::NodeSession& link, const SideRef& s, std::vector<std::string> addresses) {
     const std::string& id = *s.peer_device;
-    ARCHCTL_TRY_ASSIGN(auto existing, link.syncthing().device(id));
+    ARCHCTL_TRY_ASSIGN(auto existing, link.st().device(id));
     CreatedObject* entry = m_r.find_created(s.node, ObjectKind::device, id);
     if (existing) {
         // Present: either configured before this attempt (left exactly as it is) or created by
@@ -190,9 +190,9 @@ Result<bool> Attempt::ensure_device(NodeLink& link, const SideRef& s, std::vecto
     d.device_id = id;
     d.name = s.peer;
     d.addresses = std::move(addresses);
-    ARCHCTL_TRY_STATUS(link.syncthing().put_device(d));
+    ARCHCTL_TRY_STATUS(link.st().put_device(d));
     crash_point("route.device.put");
-    ARCHCTL_TRY_ASSIGN(auto created, link.syncthing().device(id));
+    ARCHCTL_TRY_ASSIGN(auto created, link.st().device(id));
     if (!created)
         return Error("ROUTE_CONFIG_REFUSED", fmt::format("Syncthing of '{}' did not keep device {} after adding it", s.node,
                                                          id.substr(0, 7)));
@@ -204,8 +204,8 @@ Result<bool> Attempt::ensure_device(NodeLink& link, const SideRef& s, std::vecto
     return true;
 }
 
-Result<bool> Attempt::ensure_folder(NodeLink& link, const SideRef& s) {
-    ARCHCTL_TRY_ASSIGN(auto existing, link.syncthing().folder(m_r.id));
+Result<bool> Attempt::ensure_folder(session::NodeSession& link, const SideRef& s) {
+    ARCHCTL_TRY_ASSIGN(auto existing, link.st().folder(m_r.id));
     CreatedObject* entry = m_r.find_created(s.node, ObjectKind::folder, m_r.id);
     if (existing) {
         if (strip_trailing_slashes(existing->path) != *s.path)
@@ -227,9 +227,9 @@ Result<bool> Attempt::ensure_folder(NodeLink& link, const SideRef& s) {
     entry->fingerprint.clear();
     entry->at = now_text();
     ARCHCTL_TRY_STATUS(m_s.store().save(m_r, "folder.intent"));
-    ARCHCTL_TRY_STATUS(link.syncthing().put_folder(planned_folder(m_r.id, *s.path, *s.device, *s.peer_device)));
+    ARCHCTL_TRY_STATUS(link.st().put_folder(planned_folder(m_r.id, *s.path, *s.device, *s.peer_device)));
     crash_point("route.folder.put");
-    ARCHCTL_TRY_ASSIGN(auto created, link.syncthing().folder(m_r.id));
+    ARCHCTL_TRY_ASSIGN(auto created, link.st().folder(m_r.id));
     if (!created)
         return Error("ROUTE_CONFIG_REFUSED", fmt::format("Syncthing of '{}' did not keep folder '{}' after adding it", s.node, m_r.id));
     entry = m_r.find_created(s.node, ObjectKind::folder, m_r.id);
@@ -242,14 +242,14 @@ Result<bool> Attempt::ensure_folder(NodeLink& link, const SideRef& s) {
 
 Status Attempt::wait_healthy() {
     ARCHCTL_TRY_STATUS(set_step("wait healthy"));
-    ARCHCTL_TRY_ASSIGN(NodeLink * cache, m_s.link(m_r.cache));
-    ARCHCTL_TRY_ASSIGN(NodeLink * archive, m_s.link(m_r.archive));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * cache, m_s.link(m_r.cache));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * archive, m_s.link(m_r.archive));
     for (;;) {
-        auto ct = cache->transport();
-        auto at = archive->transport();
-        SideFacts c = probe_side(cache->syncthing(), ct.ok() ? ct.value() : nullptr, m_r.cache, m_r.id, m_r.cache_path,
+        auto ct = cache->ops();
+        auto at = archive->ops();
+        SideFacts c = probe_side(cache->st(), ct.ok() ? ct.value() : nullptr, m_r.cache, m_r.id, m_r.cache_path,
                                  m_r.archive_device);
-        SideFacts a = probe_side(archive->syncthing(), at.ok() ? at.value() : nullptr, m_r.archive, m_r.id,
+        SideFacts a = probe_side(archive->st(), at.ok() ? at.value() : nullptr, m_r.archive, m_r.id,
                                  m_r.archive_path, m_r.cache_device);
         if (!ct.ok()) c.marker_error = ct.error().message;
         if (!at.ok()) a.marker_error = at.error().message;
@@ -261,7 +261,7 @@ Status Attempt::wait_healthy() {
     }
 }
 
-Status Attempt::observe(NodeLink& reader, const std::string& reader_name, const NonceFile& nonce,
+Status Attempt::observe(session::NodeSession& reader, const std::string& reader_name, const NonceFile& nonce,
                         const std::string& what) {
     for (;;) {
         auto seen = observe_nonce(reader, nonce);
@@ -277,13 +277,13 @@ Status Attempt::observe(NodeLink& reader, const std::string& reader_name, const 
 Status Attempt::exchange(config::Role from) {
     const SideRef w = side(from);
     ARCHCTL_TRY_STATUS(set_step(fmt::format("nonce {} -> {}", w.node, w.peer)));
-    ARCHCTL_TRY_ASSIGN(NodeLink * writer, m_s.link(w.node));
-    ARCHCTL_TRY_ASSIGN(NodeLink * reader, m_s.link(w.peer));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * writer, m_s.link(w.node));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * reader, m_s.link(w.peer));
     const NonceFile nonce = make_nonce(m_r.id, w.node, *w.path);
     const std::string reader_path = from == config::Role::cache ? m_r.archive_path : m_r.cache_path;
     ARCHCTL_TRY_STATUS(write_nonce(*writer, nonce));
     crash_point("route.nonce.written");
-    (void)writer->syncthing().scan(m_r.id, {nonce.name});  // no waiting for the watcher
+    (void)writer->st().scan(m_r.id, {nonce.name});  // no waiting for the watcher
     NonceFile expected = nonce;
     expected.folder_path = reader_path;
     Status seen = observe(*reader, w.peer, expected, fmt::format("waiting for the nonce from {} on {}", w.node, w.peer));

@@ -49,11 +49,11 @@ private:
     [[nodiscard]] Status configure(config::Role role);
     // true: done; false: not possible yet (seen says why); error: hard failure.
     [[nodiscard]] Result<bool> try_configure(const SideRef& side, std::string& seen);
-    [[nodiscard]] Result<bool> ensure_device(NodeLink& link, const SideRef& side, std::vector<std::string> addresses);
-    [[nodiscard]] Result<bool> ensure_folder(NodeLink& link, const SideRef& side);
+    [[nodiscard]] Result<bool> ensure_device(session::NodeSession& link, const SideRef& side, std::vector<std::string> addresses);
+    [[nodiscard]] Result<bool> ensure_folder(session::NodeSession& link, const SideRef& side);
     [[nodiscard]] Status wait_healthy();
     [[nodiscard]] Status exchange(config::Role from);
-    [[nodiscard]] Status observe(NodeLink& reader, const std::string& reader_name, const NonceFile& nonce,
+    [[nodiscard]] Status observe(session::NodeSession& reader, const std::string& reader_name, const NonceFile& nonce,
                                  const std::string& what);
 
     Session& m_s;
@@ -65,6 +65,6 @@ private:
 [[nodiscard]] Result<RollbackReport> rollback_record(Session& session, RouteRecord& record);
 
 // A created-object fingerprint of the object `kind`/`id` on `link`; nullopt when absent.
-[[nodiscard]] Result<std::optional<nlohmann::json>> read_object(NodeLink& link, ObjectKind kind, const std::string& id);
+[[nodiscard]] Result<std::optional<nlohmann::json>> read_object(session::NodeSession& link, ObjectKind kind, const std::string& id);
 
 }  // namespace archctl::routes

@@ -116,7 +116,7 @@ Discovery classify(const std::vector<NodeSnapshot>& snapshots, const std::map<st
     return out;
 }
 
-NodeSnapshot read_snapshot(clients::syncthing::Client& client, const config::NodeConfig& node) {
+NodeSnapshot read_snapshot(clients::syncthing::Api& client, const config::NodeConfig& node) {
     NodeSnapshot s;
     s.node = node.name;
     s.role = node.role;

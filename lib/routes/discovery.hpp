@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/clients/syncthing/client.hpp"
+#include "lib/clients/syncthing/api.hpp"
 #include "lib/config/config.hpp"
 
 namespace archctl::routes {
@@ -74,6 +74,6 @@ struct Discovery {
 
 // Read status, folders, devices and listen addresses of one node's Syncthing. Never fails:
 // an unreachable Syncthing gives reachable = false and the error text.
-[[nodiscard]] NodeSnapshot read_snapshot(clients::syncthing::Client& client, const config::NodeConfig& node);
+[[nodiscard]] NodeSnapshot read_snapshot(clients::syncthing::Api& client, const config::NodeConfig& node);
 
 }  // namespace archctl::routes

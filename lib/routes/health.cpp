@@ -47,7 +47,7 @@ Health judge_health(const SideFacts& cache, const SideFacts& archive) {
     return h;
 }
 
-SideFacts probe_side(clients::syncthing::Client& client, node::Transport* transport, const std::string& node_name,
+SideFacts probe_side(clients::syncthing::Api& client, node::Transport* transport, const std::string& node_name,
                      const std::string& folder_id, const std::string& folder_path, const std::string& peer_device) {
     SideFacts s;
     s.node = node_name;

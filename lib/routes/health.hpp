@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/clients/syncthing/client.hpp"
+#include "lib/clients/syncthing/api.hpp"
 #include "lib/node/transport.hpp"
 
 namespace archctl::routes {
@@ -39,7 +39,7 @@ struct Health {
 [[nodiscard]] Health judge_health(const SideFacts& cache, const SideFacts& archive);
 
 // What one side looks like now. `transport` may be null (marker then unknown, a problem).
-[[nodiscard]] SideFacts probe_side(clients::syncthing::Client& client, node::Transport* transport,
+[[nodiscard]] SideFacts probe_side(clients::syncthing::Api& client, node::Transport* transport,
                                    const std::string& node_name, const std::string& folder_id,
                                    const std::string& folder_path, const std::string& peer_device);
 

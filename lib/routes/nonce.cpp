@@ -23,14 +23,14 @@ NonceFile make_nonce(const std::string& route_id, const std::string& writer, con
     return n;
 }
 
-Status write_nonce(NodeLink& link, const NonceFile& n) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * t, link.transport());
+Status write_nonce(session::NodeSession& link, const NonceFile& n) {
+    ARCHCTL_TRY_ASSIGN(node::Transport * t, link.ops());
     ARCHCTL_TRY_STATUS(node::Ops(*t).nonce_write({.path = full_path(n), .content = n.content, .create_parents = false}));
     return ok_status();
 }
 
-Result<bool> observe_nonce(NodeLink& link, const NonceFile& n) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * t, link.transport());
+Result<bool> observe_nonce(session::NodeSession& link, const NonceFile& n) {
+    ARCHCTL_TRY_ASSIGN(node::Transport * t, link.ops());
     ARCHCTL_TRY_ASSIGN(node::NonceObserveResult seen, node::Ops(*t).nonce_observe({.path = full_path(n)}));
     return seen.present && seen.content == n.content;
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "lib/base/result.hpp"
-#include "lib/routes/node_link.hpp"
+#include "lib/session/node_session.hpp"
 
 namespace archctl::routes {
 
@@ -23,8 +23,8 @@ struct NonceFile {
 [[nodiscard]] NonceFile make_nonce(const std::string& route_id, const std::string& writer, const std::string& folder_path);
 
 // Write the nonce file (atomically, durable) on the link's node.
-[[nodiscard]] Status write_nonce(NodeLink& link, const NonceFile& nonce);
+[[nodiscard]] Status write_nonce(session::NodeSession& link, const NonceFile& nonce);
 // True when the node holds the nonce file with exactly the expected content.
-[[nodiscard]] Result<bool> observe_nonce(NodeLink& link, const NonceFile& nonce);
+[[nodiscard]] Result<bool> observe_nonce(session::NodeSession& link, const NonceFile& nonce);
 
 }  // namespace archctl::routes

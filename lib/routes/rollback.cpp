@@ -34,23 +34,23 @@ std::string ownership_problem(const RouteRecord& r, const CreatedObject& c, cons
 // are gone already: objects are undone in reverse creation order, a node's folder before the
 // device it was created after.) Removing a device a folder still lists would silently change
 // that folder.
-Result<std::string> folder_using(NodeLink& link, const std::string& device) {
-    ARCHCTL_TRY_ASSIGN(auto folders, link.syncthing().folders());
+Result<std::string> folder_using(session::NodeSession& link, const std::string& device) {
+    ARCHCTL_TRY_ASSIGN(auto folders, link.st().folders());
     for (const auto& f : folders) {
         if (std::find(f.devices.begin(), f.devices.end(), device) != f.devices.end()) return f.id;
     }
     return std::string();
 }
 
-Status remove_object(NodeLink& link, const CreatedObject& c) {
-    if (c.kind == ObjectKind::folder) return link.syncthing().delete_folder(c.id);
-    return link.syncthing().delete_device(c.id);
+Status remove_object(session::NodeSession& link, const CreatedObject& c) {
+    if (c.kind == ObjectKind::folder) return link.st().delete_folder(c.id);
+    return link.st().delete_device(c.id);
 }
 
 // Decide and act on one object; updates its status/note. Returns false when the node could not
 // be asked (the object stays as recorded).
 Result<bool> roll_back_one(Session& s, RouteRecord& r, CreatedObject& c) {
-    ARCHCTL_TRY_ASSIGN(NodeLink * link, s.link(c.node));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * link, s.link(c.node));
     auto current = read_object(*link, c.kind, c.id);
     if (!current.ok()) {
         c.note = fmt::format("not checked: {}", current.error().message);

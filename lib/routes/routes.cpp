@@ -53,10 +53,10 @@ Health live_health(Session& s, const std::string& id, const std::string& cache, 
     auto c = s.link(cache);
     auto a = s.link(archive);
     if (!c.ok() || !a.ok()) return Health{false, {"node not configured"}};
-    auto ct = (*c)->transport();
-    auto at = (*a)->transport();
-    SideFacts cf = probe_side((*c)->syncthing(), ct.ok() ? ct.value() : nullptr, cache, id, cache_path, archive_device);
-    SideFacts af = probe_side((*a)->syncthing(), at.ok() ? at.value() : nullptr, archive, id, archive_path, cache_device);
+    auto ct = (*c)->ops();
+    auto at = (*a)->ops();
+    SideFacts cf = probe_side((*c)->st(), ct.ok() ? ct.value() : nullptr, cache, id, cache_path, archive_device);
+    SideFacts af = probe_side((*a)->st(), at.ok() ? at.value() : nullptr, archive, id, archive_path, cache_device);
     if (!ct.ok()) cf.marker_error = ct.error().message;
     if (!at.ok()) af.marker_error = at.error().message;
     return judge_health(cf, af);

@@ -40,6 +40,7 @@
 #include "lib/routes/discovery.hpp"
 #include "lib/routes/health.hpp"
 #include "lib/routes/route_record.hpp"
+#include "lib/session/node_session.hpp"
 #include "lib/state/state_dir.hpp"
 
 namespace archctl::routes {
@@ -50,6 +51,9 @@ struct Env {
     const state::StateDir& state;
     clients::Tuning tuning;
     std::function<void(const std::string&)> info;  // progress chatter (may be empty)
+    // The run's node sessions, shared with the caller (a job run); null: each routes call opens
+    // its own, with `tuning`.
+    session::NodeSessions* nodes = nullptr;
 };
 
 struct EnsureOptions {

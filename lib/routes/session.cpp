@@ -36,14 +36,12 @@ void nap(const Deadlines& d, std::chrono::milliseconds interval) {
             until - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
 }
 
-Session::Session(Env& env) : m_env(env), m_store(env.state.routes()) {}
+Session::Session(Env& env) : m_env(env), m_store(env.state.routes()) {
+    if (!m_env.nodes) m_own_nodes = std::make_unique<session::NodeSessions>(m_env.config, m_env.tuning);
+}
 
-Result<NodeLink*> Session::link(const std::string& name) {
-    if (auto it = m_links.find(name); it != m_links.end()) return it->second.get();
-    const config::NodeConfig* cfg = m_env.config.node(name);
-    if (!cfg) return Error("NODE_UNKNOWN", fmt::format("unknown node '{}'", name), "see 'archctl config' for the configured nodes");
-    auto [it, _] = m_links.emplace(name, std::make_unique<NodeLink>(*cfg, m_env.tuning));
-    return it->second.get();
+Result<session::NodeSession*> Session::link(const std::string& name) {
+    return m_env.nodes ? m_env.nodes->get(name) : m_own_nodes->get(name);
 }
 
 Discovery Session::discover(std::vector<NodeSnapshot>& snapshots, const std::vector<std::string>& nodes) {
@@ -54,7 +52,7 @@ Discovery Session::discover(std::vector<NodeSnapshot>& snapshots, const std::vec
     for (const auto& name : names) {
         auto l = link(name);
         if (!l.ok()) continue;
-        snapshots.push_back(read_snapshot((*l)->syncthing(), (*l)->config()));
+        snapshots.push_back(read_snapshot((*l)->st(), (*l)->config()));
     }
     // Device IDs of nodes that could not be read, from what earlier attempts recorded.
     std::map<std::string, std::string> known;

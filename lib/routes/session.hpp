@@ -1,6 +1,7 @@
 #pragma once
-// Session: one routes call's shared machinery (internal to lib/routes) — the record store, one
-// NodeLink per node, live discovery, and the clock/deadline rules every wait follows.
+// Session: one routes call's shared machinery (internal to lib/routes) — the record store, the
+// node sessions (the caller's, Env::nodes, or its own), live discovery, and the clock/deadline
+// rules every wait follows.
 
 #include <map>
 #include <memory>
@@ -10,7 +11,7 @@
 
 #include "lib/base/clock.hpp"
 #include "lib/routes/discovery.hpp"
-#include "lib/routes/node_link.hpp"
+#include "lib/session/node_session.hpp"
 #include "lib/routes/route_record.hpp"
 #include "lib/routes/routes.hpp"
 
@@ -37,7 +38,7 @@ public:
     [[nodiscard]] Env& env() { return m_env; }
     [[nodiscard]] const RouteStore& store() const { return m_store; }
     // The node named `name`; NODE_UNKNOWN when the config has none.
-    [[nodiscard]] Result<NodeLink*> link(const std::string& name);
+    [[nodiscard]] Result<session::NodeSession*> link(const std::string& name);
     [[nodiscard]] const config::NodeConfig* node(const std::string& name) const { return m_env.config.node(name); }
 
     // Snapshots of `nodes` (all configured nodes when empty) and their classification.
@@ -53,7 +54,7 @@ public:
 private:
     Env& m_env;
     RouteStore m_store;
-    std::map<std::string, std::unique_ptr<NodeLink>> m_links;
+    std::unique_ptr<session::NodeSessions> m_own_nodes;  // when Env::nodes is null
     std::vector<std::string> m_problems;
 };
 

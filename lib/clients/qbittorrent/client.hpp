@@ -8,6 +8,8 @@
 // 5.2+) and QB_BANNED (too many failed logins). The password is registered with the HTTP
 // client's redactor and never appears in any message.
 //
+// Client implements Api (api.hpp), the interface the rest of archctl calls.
+//
 // Not thread-safe: one Client per thread (sync/maindata state also belongs to one login).
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/clients/http/http_client.hpp"
+#include "lib/clients/qbittorrent/api.hpp"
 #include "lib/clients/qbittorrent/capabilities.hpp"
 #include "lib/clients/qbittorrent/maindata.hpp"
 #include "lib/clients/qbittorrent/types.hpp"
@@ -33,7 +36,7 @@ struct Settings {
     std::string password_file;  // where the password came from (for messages); empty if inline
 };
 
-class Client {
+class Client final : public Api {
 public:
     explicit Client(Settings settings);
 
@@ -42,57 +45,57 @@ public:
     [[nodiscard]] Status login();
 
     // Versions and the capability table, read once per client (logs in first if needed).
-    [[nodiscard]] Result<Capabilities> capabilities();
+    [[nodiscard]] Result<Capabilities> capabilities() override;
 
     // torrents/info for the given qB ids, batched (hashes=a|b|…). Ids that qBittorrent does not
     // know are simply absent from the result. An empty list asks nothing and returns nothing.
-    [[nodiscard]] Result<std::vector<TorrentInfo>> torrents(const std::vector<std::string>& ids);
+    [[nodiscard]] Result<std::vector<TorrentInfo>> torrents(const std::vector<std::string>& ids) override;
     // torrents/info without filter: every torrent.
-    [[nodiscard]] Result<std::vector<TorrentInfo>> all_torrents();
+    [[nodiscard]] Result<std::vector<TorrentInfo>> all_torrents() override;
     // torrents/properties; QB_NOT_FOUND for an unknown id.
     [[nodiscard]] Result<TorrentProperties> properties(const std::string& id);
     // torrents/files (qB indices, pad files excluded); [] while metadata is missing.
-    [[nodiscard]] Result<std::vector<TorrentFile>> files(const std::string& id);
+    [[nodiscard]] Result<std::vector<TorrentFile>> files(const std::string& id) override;
     // torrents/export: the bencoded .torrent bytes. QB_UNSUPPORTED before WebAPI 2.8.11.
-    [[nodiscard]] Result<std::string> export_torrent(const std::string& id);
+    [[nodiscard]] Result<std::string> export_torrent(const std::string& id) override;
 
     // torrents/add from .torrent bytes (multipart, unique part filename): stopped or started,
     // automatic management off, explicit save path, content layout, no download path, hash check
     // unless `skip_checking`, and the given tags from the first moment the torrent exists.
     // Adding is asynchronous: poll torrents() for the id afterwards.
     // QB_ADD_REFUSED when qBittorrent added nothing (e.g. already present), QB_INVALID_TORRENT (415).
-    [[nodiscard]] Status add(const AddTorrent& torrent);
+    [[nodiscard]] Status add(const AddTorrent& torrent) override;
 
     // torrents/filePrio for `indices` (qB indices). QB_CONFLICT (409) for a bad index or missing
     // metadata, QB_NOT_FOUND for an unknown id.
     [[nodiscard]] Status set_file_priority(const std::string& id, const std::vector<std::uint32_t>& indices,
-                                           FilePriority priority);
-    [[nodiscard]] Status recheck(const std::vector<std::string>& ids);
+                                           FilePriority priority) override;
+    [[nodiscard]] Status recheck(const std::vector<std::string>& ids) override;
     // torrents/stop|start on 5.x, torrents/pause|resume on 4.x (from the capability table).
-    [[nodiscard]] Status stop(const std::vector<std::string>& ids);
-    [[nodiscard]] Status start(const std::vector<std::string>& ids);
+    [[nodiscard]] Status stop(const std::vector<std::string>& ids) override;
+    [[nodiscard]] Status start(const std::vector<std::string>& ids) override;
     // torrents/delete; data stays on disk unless DeleteData::yes_for_tests.
-    [[nodiscard]] Status remove(const std::vector<std::string>& ids, DeleteData data);
+    [[nodiscard]] Status remove(const std::vector<std::string>& ids, DeleteData data) override;
     // torrents/addTags and torrents/removeTags (tags are created when missing; removing a tag a
     // torrent does not have is not an error).
-    [[nodiscard]] Status add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags);
-    [[nodiscard]] Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags);
+    [[nodiscard]] Status add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
+    [[nodiscard]] Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
     // torrents/deleteTags: removes the tags from every torrent and from qBittorrent's tag list
     // (deleting a tag that does not exist is not an error).
-    [[nodiscard]] Status delete_tags(const std::vector<std::string>& tags);
+    [[nodiscard]] Status delete_tags(const std::vector<std::string>& tags) override;
     // torrents/addPeers ("host:port" each); returns qBittorrent's per-torrent counts.
     [[nodiscard]] Result<nlohmann::json> add_peers(const std::vector<std::string>& ids,
                                                    const std::vector<std::string>& peers);
 
     // One sync/maindata round: sends data.rid(), merges the reply into `data`.
-    [[nodiscard]] Status sync(MainData& data);
+    [[nodiscard]] Status sync(MainData& data) override;
 
     [[nodiscard]] Result<nlohmann::json> preferences();
     // app/setPreferences with any subset of keys (unknown keys are ignored by qBittorrent).
     [[nodiscard]] Status set_preferences(const nlohmann::json& changes);
     [[nodiscard]] Result<BuildInfo> build_info();
 
-    [[nodiscard]] std::uint64_t request_count() const { return m_http.request_count(); }
+    [[nodiscard]] std::uint64_t request_count() const override { return m_http.request_count(); }
     [[nodiscard]] http::HttpClient& http() { return m_http; }
 
 private:

@@ -7,6 +7,8 @@
 // top-level keys. db/scan is synchronous and uses a long timeout; events() is a long poll whose
 // HTTP timeout is the poll timeout plus a margin. EventStream keeps one cursor per event mask.
 //
+// Client implements Api (api.hpp), the interface the rest of archctl calls.
+//
 // Not thread-safe: one Client per thread (use a separate Client for a blocking event poll).
 
 #include <chrono>
@@ -19,6 +21,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/clients/http/http_client.hpp"
+#include "lib/clients/syncthing/api.hpp"
 #include "lib/clients/syncthing/event_cursor.hpp"
 #include "lib/clients/syncthing/types.hpp"
 
@@ -30,59 +33,52 @@ struct Settings {
     std::chrono::milliseconds scan_timeout{30 * 60 * 1000};  // db/scan waits for the scan
 };
 
-struct EventQuery {
-    std::int64_t since = 0;
-    std::vector<std::string> types;  // empty: Syncthing's default set
-    std::chrono::seconds timeout{60};  // long-poll timeout (0: return at once)
-    int limit = 0;                     // 0: no limit; N keeps the newest N
-};
-
-class Client {
+class Client final : public Api {
 public:
     explicit Client(Settings settings);
 
     // GET /rest/system/ping: liveness and API key check.
     [[nodiscard]] Status ping();
-    [[nodiscard]] Result<SystemStatus> status();
-    [[nodiscard]] Result<VersionInfo> version();
-    [[nodiscard]] Result<std::vector<Connection>> connections();
+    [[nodiscard]] Result<SystemStatus> status() override;
+    [[nodiscard]] Result<VersionInfo> version() override;
+    [[nodiscard]] Result<std::vector<Connection>> connections() override;
 
-    [[nodiscard]] Result<std::vector<Device>> devices();
+    [[nodiscard]] Result<std::vector<Device>> devices() override;
     // nullopt when the device is not configured.
-    [[nodiscard]] Result<std::optional<Device>> device(const std::string& device_id);
+    [[nodiscard]] Result<std::optional<Device>> device(const std::string& device_id) override;
     // PUT /rest/config/devices/{id}: create or replace (body carries the ID).
-    [[nodiscard]] Status put_device(const Device& device);
+    [[nodiscard]] Status put_device(const Device& device) override;
     [[nodiscard]] Status patch_device(const std::string& device_id, const nlohmann::json& changes);
-    [[nodiscard]] Status delete_device(const std::string& device_id);
+    [[nodiscard]] Status delete_device(const std::string& device_id) override;
 
-    [[nodiscard]] Result<std::vector<Folder>> folders();
-    [[nodiscard]] Result<std::optional<Folder>> folder(const std::string& folder_id);
+    [[nodiscard]] Result<std::vector<Folder>> folders() override;
+    [[nodiscard]] Result<std::optional<Folder>> folder(const std::string& folder_id) override;
     // PUT /rest/config/folders/{id}: create or replace. Fails with ST_INVALID when the folder
     // has no path (Syncthing would fall back to its template path).
-    [[nodiscard]] Status put_folder(const Folder& folder);
+    [[nodiscard]] Status put_folder(const Folder& folder) override;
     [[nodiscard]] Status patch_folder(const std::string& folder_id, const nlohmann::json& changes);
     // Removes the folder from config only; no files are touched.
-    [[nodiscard]] Status delete_folder(const std::string& folder_id);
+    [[nodiscard]] Status delete_folder(const std::string& folder_id) override;
 
-    [[nodiscard]] Result<nlohmann::json> options();
+    [[nodiscard]] Result<nlohmann::json> options() override;
     [[nodiscard]] Status patch_options(const nlohmann::json& changes);
 
-    [[nodiscard]] Result<FolderStatus> db_status(const std::string& folder_id);
+    [[nodiscard]] Result<FolderStatus> db_status(const std::string& folder_id) override;
     // db/completion of `device_id` for `folder_id` (as this Syncthing knows it).
     [[nodiscard]] Result<Completion> completion(const std::string& folder_id, const std::string& device_id);
     // db/file; nullopt when the file is not in the index.
-    [[nodiscard]] Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path);
+    [[nodiscard]] Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path) override;
     // POST db/scan (optionally only `subs`, relative paths); returns when the scan is done.
-    [[nodiscard]] Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {});
+    [[nodiscard]] Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) override;
     [[nodiscard]] Result<NeedList> need(const std::string& folder_id);
     [[nodiscard]] Result<std::vector<FolderError>> folder_errors(const std::string& folder_id);
     [[nodiscard]] Result<std::vector<PendingDevice>> pending_devices();
     [[nodiscard]] Result<std::vector<PendingFolder>> pending_folders();
 
     // One long poll of /rest/events.
-    [[nodiscard]] Result<std::vector<Event>> events(const EventQuery& query);
+    [[nodiscard]] Result<std::vector<Event>> events(const EventQuery& query) override;
 
-    [[nodiscard]] std::uint64_t request_count() const { return m_http.request_count(); }
+    [[nodiscard]] std::uint64_t request_count() const override { return m_http.request_count(); }
     [[nodiscard]] http::HttpClient& http() { return m_http; }
 
 private:
@@ -98,17 +94,17 @@ private:
     http::HttpClient m_http;
 };
 
-// A typed event stream over one Client: one EventCursor per event mask, restart detection by
+// A typed event stream over one Syncthing (Api): one EventCursor per event mask, restart detection by
 // ids going backwards and by system startTime after an empty (timed-out) poll.
 class EventStream {
 public:
-    explicit EventStream(Client& client) : m_client(client) {}
+    explicit EventStream(Api& client) : m_client(client) {}
 
     // Wait up to `timeout` for events of `types` newer than this mask's cursor.
     [[nodiscard]] Result<EventBatch> next(const std::vector<std::string>& types, std::chrono::seconds timeout);
 
 private:
-    Client& m_client;
+    Api& m_client;
     std::map<std::string, EventCursor> m_cursors;
 };
 

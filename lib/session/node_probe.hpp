@@ -3,7 +3,9 @@
 // versions run there, which Syncthing device it is and how many torrents qBittorrent holds.
 //
 // Every node (and each of its two services) is probed concurrently, so a node that is down costs
-// one connect timeout, not one per node. A failure is part of the result, never an abort.
+// one connect timeout, not one per node. A failure is part of the result, never an abort. The
+// probe uses the node's session, so what status reads afterwards reuses its logins; status builds
+// those sessions with probe_tuning().
 
 #include <cstdint>
 #include <optional>
@@ -15,8 +17,9 @@
 #include "lib/base/result.hpp"
 #include "lib/clients/node_clients.hpp"
 #include "lib/config/config.hpp"
+#include "lib/session/node_session.hpp"
 
-namespace archctl::clients {
+namespace archctl::session {
 
 struct ServiceProbe {
     std::string url;  // shown without credentials or query
@@ -38,24 +41,16 @@ struct NodeProbe {
     [[nodiscard]] bool reachable() const { return qbittorrent.reachable && syncthing.reachable; }
 };
 
-struct ProbeOptions {
-    Tuning tuning = [] {
-        Tuning t;
-        t.connect_timeout = std::chrono::milliseconds(3000);
-        t.total_timeout = std::chrono::milliseconds(15000);
-        t.retry.attempts = 2;
-        t.retry.base_delay = std::chrono::milliseconds(250);
-        return t;
-    }();
-};
+// Short timeouts and few retries: a node that is down costs one connect timeout.
+[[nodiscard]] clients::Tuning probe_tuning();
 
-[[nodiscard]] NodeProbe probe_node(const config::NodeConfig& node, const ProbeOptions& options);
-// All configured nodes, in name order, probed concurrently.
-[[nodiscard]] std::vector<NodeProbe> probe_nodes(const config::Config& config, const ProbeOptions& options);
+[[nodiscard]] NodeProbe probe_node(NodeSession& node);
+// Every session (all configured nodes, in name order), probed concurrently.
+[[nodiscard]] std::vector<NodeProbe> probe_nodes(NodeSessions& nodes);
 
 [[nodiscard]] nlohmann::json to_json(const NodeProbe& probe);
 // Why a service is unreachable, short: "connection refused (http://127.0.0.1:8080)" for
 // transport failures, the full message otherwise (login failures, bad replies).
 [[nodiscard]] std::string unreachable_reason(const ServiceProbe& service);
 
-}  // namespace archctl::clients
+}  // namespace archctl::session

@@ -1,10 +1,12 @@
-#include "lib/clients/node_probe.hpp"
-
-#include <fmt/format.h>
+#include "lib/session/node_probe.hpp"
 
 #include <future>
 
-namespace archctl::clients {
+#include <fmt/format.h>
+
+#include "lib/clients/http/http_client.hpp"
+
+namespace archctl::session {
 namespace {
 
 struct QbResult {
@@ -19,14 +21,16 @@ struct StResult {
     std::uint64_t requests = 0;
 };
 
-QbResult probe_qbittorrent(const config::NodeConfig& node, const ProbeOptions& options) {
+QbResult probe_qbittorrent(NodeSession& session) {
+    const config::NodeConfig& node = session.config();
     QbResult out;
-    out.probe.url = http::display_url(node.qbittorrent.url);
+    out.probe.url = clients::http::display_url(node.qbittorrent.url);
     if (node.qbittorrent.url.empty()) {
         out.probe.error = Error("CONFIG_MISSING", fmt::format("no qBittorrent URL configured for node '{}'", node.name));
         return out;
     }
-    qbittorrent::Client client(qbittorrent_settings(node, options.tuning));
+    clients::qbittorrent::Api& client = session.qb();
+    const std::uint64_t sent_before = client.request_count();
     auto caps = client.capabilities();
     if (caps) {
         out.probe.version = caps->app().numeric();
@@ -41,18 +45,20 @@ QbResult probe_qbittorrent(const config::NodeConfig& node, const ProbeOptions& o
     } else {
         out.probe.error = caps.take_error();
     }
-    out.requests = client.request_count();
+    out.requests = client.request_count() - sent_before;
     return out;
 }
 
-StResult probe_syncthing(const config::NodeConfig& node, const ProbeOptions& options) {
+StResult probe_syncthing(NodeSession& session) {
+    const config::NodeConfig& node = session.config();
     StResult out;
-    out.probe.url = http::display_url(node.syncthing.url);
+    out.probe.url = clients::http::display_url(node.syncthing.url);
     if (node.syncthing.url.empty()) {
         out.probe.error = Error("CONFIG_MISSING", fmt::format("no Syncthing URL configured for node '{}'", node.name));
         return out;
     }
-    syncthing::Client client(syncthing_settings(node, options.tuning));
+    clients::syncthing::Api& client = session.st();
+    const std::uint64_t sent_before = client.request_count();
     auto version = client.version();
     if (version) {
         out.probe.version = version->version;
@@ -66,7 +72,7 @@ StResult probe_syncthing(const config::NodeConfig& node, const ProbeOptions& opt
     } else {
         out.probe.error = version.take_error();
     }
-    out.requests = client.request_count();
+    out.requests = client.request_count() - sent_before;
     return out;
 }
 
@@ -78,13 +84,23 @@ nlohmann::json service_json(const ServiceProbe& s) {
 
 }  // namespace
 
-NodeProbe probe_node(const config::NodeConfig& node, const ProbeOptions& options) {
-    auto qb = std::async(std::launch::async, [&] { return probe_qbittorrent(node, options); });
-    StResult st = probe_syncthing(node, options);
+clients::Tuning probe_tuning() {
+    clients::Tuning t;
+    t.connect_timeout = std::chrono::milliseconds(3000);
+    t.total_timeout = std::chrono::milliseconds(15000);
+    t.retry.attempts = 2;
+    t.retry.base_delay = std::chrono::milliseconds(250);
+    return t;
+}
+
+NodeProbe probe_node(NodeSession& node) {
+    // The two services concurrently: a session's qb() and st() are independent of each other.
+    auto qb = std::async(std::launch::async, [&] { return probe_qbittorrent(node); });
+    StResult st = probe_syncthing(node);
     QbResult qbr = qb.get();
     NodeProbe probe;
-    probe.name = node.name;
-    probe.role = config::to_string(node.role);
+    probe.name = node.name();
+    probe.role = config::to_string(node.config().role);
     probe.qbittorrent = std::move(qbr.probe);
     probe.torrent_count = qbr.torrents;
     probe.syncthing = std::move(st.probe);
@@ -93,12 +109,10 @@ NodeProbe probe_node(const config::NodeConfig& node, const ProbeOptions& options
     return probe;
 }
 
-std::vector<NodeProbe> probe_nodes(const config::Config& config, const ProbeOptions& options) {
+std::vector<NodeProbe> probe_nodes(NodeSessions& nodes) {
     std::vector<std::future<NodeProbe>> pending;
-    pending.reserve(config.nodes.size());
-    for (const auto& [name, node] : config.nodes) {
-        pending.push_back(std::async(std::launch::async, [&node, &options] { return probe_node(node, options); }));
-    }
+    for (NodeSession* node : nodes.all())
+        pending.push_back(std::async(std::launch::async, [node] { return probe_node(*node); }));
     std::vector<NodeProbe> out;
     out.reserve(pending.size());
     for (auto& f : pending) out.push_back(f.get());
@@ -125,4 +139,4 @@ std::string unreachable_reason(const ServiceProbe& s) {
     return message;
 }
 
-}  // namespace archctl::clients
+}  // namespace archctl::session

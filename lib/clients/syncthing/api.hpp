@@ -1,0 +1,58 @@
+#pragma once
+// syncthing::Api: what archctl's routes, job steps and status ask of one Syncthing — the narrow
+// interface syncthing::Client implements over the REST API, and test doubles implement in
+// memory. The semantics (404 as nullopt, synchronous scans, long polls) are Client's; see
+// client.hpp.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/clients/syncthing/types.hpp"
+
+namespace archctl::clients::syncthing {
+
+struct EventQuery {
+    std::int64_t since = 0;
+    std::vector<std::string> types;  // empty: Syncthing's default set
+    std::chrono::seconds timeout{60};  // long-poll timeout (0: return at once)
+    int limit = 0;                     // 0: no limit; N keeps the newest N
+};
+
+class Api {
+public:
+    virtual ~Api() = default;
+
+    [[nodiscard]] virtual Result<SystemStatus> status() = 0;
+    [[nodiscard]] virtual Result<VersionInfo> version() = 0;
+    [[nodiscard]] virtual Result<std::vector<Connection>> connections() = 0;
+
+    [[nodiscard]] virtual Result<std::vector<Device>> devices() = 0;
+    [[nodiscard]] virtual Result<std::optional<Device>> device(const std::string& device_id) = 0;
+    [[nodiscard]] virtual Status put_device(const Device& device) = 0;
+    [[nodiscard]] virtual Status delete_device(const std::string& device_id) = 0;
+
+    [[nodiscard]] virtual Result<std::vector<Folder>> folders() = 0;
+    [[nodiscard]] virtual Result<std::optional<Folder>> folder(const std::string& folder_id) = 0;
+    [[nodiscard]] virtual Status put_folder(const Folder& folder) = 0;
+    [[nodiscard]] virtual Status delete_folder(const std::string& folder_id) = 0;
+
+    [[nodiscard]] virtual Result<nlohmann::json> options() = 0;
+
+    [[nodiscard]] virtual Result<FolderStatus> db_status(const std::string& folder_id) = 0;
+    [[nodiscard]] virtual Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path) = 0;
+    [[nodiscard]] virtual Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) = 0;
+
+    // One long poll of the event stream.
+    [[nodiscard]] virtual Result<std::vector<Event>> events(const EventQuery& query) = 0;
+
+    // Requests sent so far (HTTP requests for Client).
+    [[nodiscard]] virtual std::uint64_t request_count() const = 0;
+};
+
+}  // namespace archctl::clients::syncthing

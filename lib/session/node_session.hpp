@@ -1,0 +1,90 @@
+#pragma once
+// NodeSession: everything one run holds open to one configured node — its qBittorrent client,
+// its Syncthing client and its node-operations transport (local in-process, or one exec child) —
+// each created on first use and reused until the run ends. NodeSessions: the configured nodes of
+// one run, one session each. Jobs, eviction, routes and status all reach a node through it, so a
+// run logs in once per service and starts at most one exec child per node.
+//
+// Usage:
+//   session::NodeSessions nodes(config, tuning);
+//   ARCHCTL_TRY_ASSIGN(session::NodeSession * nas, nodes.get("nas"));
+//   ARCHCTL_TRY_ASSIGN(auto infos, nas->qb().torrents({id}));
+//   ARCHCTL_TRY_ASSIGN(node::Transport * ops, nas->ops());
+//
+// qb() and st() return the narrow interfaces (clients/*/api.hpp); tests construct a session with
+// in-memory implementations instead (Injected). A session is used by one thread at a time, except
+// that qb() and st() may be used from two threads at once (status probes both concurrently).
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.hpp"
+#include "lib/clients/node_clients.hpp"
+#include "lib/clients/qbittorrent/api.hpp"
+#include "lib/clients/syncthing/api.hpp"
+#include "lib/config/config.hpp"
+#include "lib/node/transport.hpp"
+
+namespace archctl::session {
+
+// The roots a local node serves: its qb_root, then its sync_root; empty ones and repeats (also
+// when they differ only by trailing slashes) are left out.
+[[nodiscard]] std::vector<std::string> node_roots(const config::NodeConfig& node);
+
+class NodeSession {
+public:
+    // Implementations to use instead of the real ones (not owned; they must outlive the
+    // session). What is left null is built from the node's config on first use.
+    struct Injected {
+        clients::qbittorrent::Api* qb = nullptr;
+        clients::syncthing::Api* st = nullptr;
+        node::Transport* ops = nullptr;
+    };
+
+    NodeSession(const config::NodeConfig& config, const clients::Tuning& tuning) : m_config(config), m_tuning(tuning) {}
+    NodeSession(const config::NodeConfig& config, const clients::Tuning& tuning, Injected injected);
+    ~NodeSession();
+    NodeSession(const NodeSession&) = delete;
+    NodeSession& operator=(const NodeSession&) = delete;
+
+    [[nodiscard]] const config::NodeConfig& config() const { return m_config; }
+    [[nodiscard]] const std::string& name() const { return m_config.name; }
+
+    [[nodiscard]] clients::qbittorrent::Api& qb();
+    [[nodiscard]] clients::syncthing::Api& st();
+    // The node-operations transport: `local` over node_roots(), or `exec` of the configured
+    // argv. A failed connection is retried on the next call.
+    [[nodiscard]] Result<node::Transport*> ops();
+
+private:
+    const config::NodeConfig& m_config;
+    clients::Tuning m_tuning;
+    Injected m_injected;
+    std::unique_ptr<clients::qbittorrent::Api> m_qb;
+    std::unique_ptr<clients::syncthing::Api> m_st;
+    std::unique_ptr<node::Transport> m_ops;
+};
+
+class NodeSessions {
+public:
+    // One session per configured node, none connected yet.
+    NodeSessions(const config::Config& config, const clients::Tuning& tuning);
+    // Empty; sessions are then added with add() (tests).
+    NodeSessions() = default;
+
+    // Adds (or replaces) the session of its node.
+    NodeSession& add(std::unique_ptr<NodeSession> session);
+
+    // NODE_UNKNOWN naming the configured nodes when `name` is not one of them.
+    [[nodiscard]] Result<NodeSession*> get(const std::string& name);
+    // In name order.
+    [[nodiscard]] std::vector<NodeSession*> all();
+    [[nodiscard]] std::vector<NodeSession*> with_role(config::Role role);
+
+private:
+    std::map<std::string, std::unique_ptr<NodeSession>> m_nodes;
+};
+
+}  // namespace archctl::session

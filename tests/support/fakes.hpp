@@ -1,0 +1,205 @@
+#pragma once
+// Recording test doubles for unit tests that run library code without services and without
+// sleeping:
+//
+//   FakeQb         an in-memory qBittorrent (qbittorrent::Api): torrents with state, progress,
+//                  files, priorities and tags; a scripted sequence of states for a recheck;
+//   FakeSyncthing  an in-memory Syncthing (syncthing::Api): devices, folders, file records,
+//                  folder status, queued events;
+//   FakeTransport  a node (node::Transport) that answers operations from a handler map
+//                  (op name → function(args) → result);
+//   ManualClock    a Clock whose sleep_for advances time at once.
+//
+// Every fake records each call (method or op name and its arguments, as JSON) in `calls`, in
+// order; count(name) says how often one was made. A failure is injected per method with
+// fail_next(name, error) (the next call only) or fail_always(name, error); for FakeTransport the
+// name is the op, and an injected failure is a transport failure (an operation's own failure is
+// what its handler returns).
+//
+// Usage:
+//   fakes::FakeQb qb;
+//   qb.put({.id = "aaaa", .state = "pausedUP", .progress = 1}, {{0, "a.bin", 10, 1, 1}});
+//   qb.script_recheck("aaaa", {{"checkingUP", 0.5}, {"pausedUP", 1}});
+//   fakes::ManualClock clock;
+//   auto files = jobs::recheck_and_wait(clock, qb, "aaaa");
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/clock.hpp"
+#include "lib/base/result.hpp"
+#include "lib/clients/qbittorrent/api.hpp"
+#include "lib/clients/syncthing/api.hpp"
+#include "lib/node/transport.hpp"
+
+namespace archctl::fakes {
+
+struct Call {
+    std::string name;
+    nlohmann::json args;
+};
+
+// The call log and failure injection every fake shares.
+class Recorder {
+public:
+    std::vector<Call> calls;
+
+    [[nodiscard]] std::size_t count(const std::string& name) const;
+    // Calls named `name`, in order.
+    [[nodiscard]] std::vector<nlohmann::json> args_of(const std::string& name) const;
+    void fail_next(const std::string& name, Error error);
+    void fail_always(const std::string& name, Error error);
+
+protected:
+    // Records the call; the injected failure for it, if any.
+    std::optional<Error> record(const std::string& name, nlohmann::json args = nlohmann::json::object());
+
+private:
+    std::map<std::string, std::deque<Error>> m_next;
+    std::map<std::string, Error> m_always;
+};
+
+// One state a torrent passes through (qBittorrent's raw state string and its progress).
+struct QbState {
+    std::string state;
+    double progress = 0;
+};
+
+class FakeQb final : public clients::qbittorrent::Api, public Recorder {
+public:
+    struct Torrent {
+        clients::qbittorrent::TorrentInfo info;  // run_state follows info.state
+        std::vector<clients::qbittorrent::TorrentFile> files;
+        std::string metainfo;           // what export_torrent returns
+        std::deque<QbState> script;     // states a recheck goes through (see script_recheck)
+        std::deque<QbState> pending;    // the running recheck's states still to show
+    };
+
+    // Adds or replaces a torrent (info.id names it; run_state is set from info.state).
+    Torrent& put(clients::qbittorrent::TorrentInfo info, std::vector<clients::qbittorrent::TorrentFile> files = {});
+    [[nodiscard]] Torrent* find(const std::string& id);
+    // After recheck(id), each read of the torrent (torrents(), all_torrents()) shows the next of
+    // `states`; the last one stays. Without a script a recheck changes nothing.
+    void script_recheck(const std::string& id, std::vector<QbState> states);
+    // What add() does besides recording (default: nothing is added, as when qBittorrent has not
+    // listed the torrent yet).
+    std::function<Status(const clients::qbittorrent::AddTorrent&)> on_add;
+    // Torrents in the order they were put.
+    std::vector<Torrent> torrent_list;
+    std::string app_version = "4.5.2";
+    std::string webapi_version = "2.8.19";
+
+    Result<clients::qbittorrent::Capabilities> capabilities() override;
+    Result<std::vector<clients::qbittorrent::TorrentInfo>> torrents(const std::vector<std::string>& ids) override;
+    Result<std::vector<clients::qbittorrent::TorrentInfo>> all_torrents() override;
+    Result<std::vector<clients::qbittorrent::TorrentFile>> files(const std::string& id) override;
+    Result<std::string> export_torrent(const std::string& id) override;
+    Status add(const clients::qbittorrent::AddTorrent& torrent) override;
+    Status set_file_priority(const std::string& id, const std::vector<std::uint32_t>& indices,
+                             clients::qbittorrent::FilePriority priority) override;
+    Status recheck(const std::vector<std::string>& ids) override;
+    Status stop(const std::vector<std::string>& ids) override;
+    Status start(const std::vector<std::string>& ids) override;
+    Status remove(const std::vector<std::string>& ids, clients::qbittorrent::DeleteData data) override;
+    Status add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
+    Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
+    Status delete_tags(const std::vector<std::string>& tags) override;
+    Status sync(clients::qbittorrent::MainData& data) override;
+    std::uint64_t request_count() const override { return calls.size(); }
+
+private:
+    // The torrent as a read shows it now (advancing a running recheck).
+    clients::qbittorrent::TorrentInfo read(Torrent& t);
+    std::int64_t m_rid = 0;
+};
+
+class FakeSyncthing final : public clients::syncthing::Api, public Recorder {
+public:
+    clients::syncthing::SystemStatus system;
+    clients::syncthing::VersionInfo version_info;
+    std::vector<clients::syncthing::Connection> connection_list;
+    std::map<std::string, clients::syncthing::Device> device_map;   // by device ID
+    std::map<std::string, clients::syncthing::Folder> folder_map;   // by folder ID
+    nlohmann::json options_json = nlohmann::json::object();
+    std::map<std::string, clients::syncthing::FolderStatus> folder_status;                       // by folder ID
+    std::map<std::pair<std::string, std::string>, clients::syncthing::FileRecord> file_records;  // (folder, path)
+    // Events not yet delivered; events() hands out those newer than the query's `since` and
+    // matching its types (all when none are given), up to its limit.
+    std::vector<clients::syncthing::Event> event_queue;
+
+    FakeSyncthing();
+    // Queues an event with the next id.
+    void push_event(const std::string& type, nlohmann::json data = nlohmann::json::object());
+
+    Result<clients::syncthing::SystemStatus> status() override;
+    Result<clients::syncthing::VersionInfo> version() override;
+    Result<std::vector<clients::syncthing::Connection>> connections() override;
+    Result<std::vector<clients::syncthing::Device>> devices() override;
+    Result<std::optional<clients::syncthing::Device>> device(const std::string& device_id) override;
+    Status put_device(const clients::syncthing::Device& device) override;
+    Status delete_device(const std::string& device_id) override;
+    Result<std::vector<clients::syncthing::Folder>> folders() override;
+    Result<std::optional<clients::syncthing::Folder>> folder(const std::string& folder_id) override;
+    Status put_folder(const clients::syncthing::Folder& folder) override;
+    Status delete_folder(const std::string& folder_id) override;
+    Result<nlohmann::json> options() override;
+    Result<clients::syncthing::FolderStatus> db_status(const std::string& folder_id) override;
+    Result<std::optional<clients::syncthing::FileRecord>> file(const std::string& folder_id, const std::string& path) override;
+    Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) override;
+    Result<std::vector<clients::syncthing::Event>> events(const clients::syncthing::EventQuery& query) override;
+    std::uint64_t request_count() const override { return calls.size(); }
+
+private:
+    std::int64_t m_next_event = 1;
+};
+
+class FakeTransport final : public node::Transport, public Recorder {
+public:
+    using Handler = std::function<Result<nlohmann::json>(const nlohmann::json& args)>;
+
+    explicit FakeTransport(std::string node_name = "fake");
+
+    // op name → what answers it. An op without a handler fails with UNKNOWN_OP.
+    std::map<std::string, Handler> handlers;
+    // Calls to cancel() so far.
+    int cancels = 0;
+
+    const std::string& node_name() const override { return m_name; }
+    const node::Hello& hello() const override { return m_hello; }
+    Result<node::Response> call(const node::Request& request, node::ProgressSink* sink = nullptr) override;
+    void cancel() override { ++cancels; }
+
+private:
+    std::string m_name;
+    node::Hello m_hello;
+    std::uint64_t m_next_id = 1;
+};
+
+// A clock that starts at a fixed time and moves only when slept on (or advanced).
+class ManualClock final : public Clock {
+public:
+    ManualClock();
+
+    SystemTime now() const override { return m_system; }
+    SteadyTime steady() const override { return m_steady; }
+    void sleep_for(std::chrono::milliseconds d) override;
+    void advance(std::chrono::milliseconds d);
+
+    // sleep_for() calls and the time they slept in total.
+    int sleeps = 0;
+    std::chrono::milliseconds slept{0};
+
+private:
+    SystemTime m_system;
+    SteadyTime m_steady;
+};
+
+}  // namespace archctl::fakes
