@@ -29,9 +29,9 @@ std::optional<Error> confirm(Context& ctx, const state::StateDir& dir, const Con
     if (::isatty(0) && ::isatty(2)) {
         if (r.plan) ctx.out().info(r.plan());
         if (ask(r.question)) return std::nullopt;
-        return Error("NOT_CONFIRMED", "nothing done: not confirmed");
+        return Error(ErrorCode::NOT_CONFIRMED, "nothing done: not confirmed");
     }
-    return Error("CONFIRM_REQUIRED", r.needs, r.needs_hint);
+    return Error(ErrorCode::CONFIRM_REQUIRED, r.needs, r.needs_hint);
 }
 
 }  // namespace archctl::cli

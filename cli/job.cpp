@@ -78,7 +78,7 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
     if (!rows.ok()) return Outcome::failed(rows.take_error());
     if (o.action == JobOptions::Action::list) return run_list(ctx, rows.value());
     const jobs::JobSummary* row = jobs::find_job(rows.value(), o.id);
-    if (!row) return Outcome::failed(Error("NOT_FOUND", fmt::format("no job '{}'", o.id), "see 'archctl job list'"));
+    if (!row) return Outcome::failed(Error(ErrorCode::NOT_FOUND, fmt::format("no job '{}'", o.id), "see 'archctl job list'"));
     switch (o.action) {
         case JobOptions::Action::show: return run_show(ctx, store, *row);
         case JobOptions::Action::cancel: return run_cancel(ctx, *row);

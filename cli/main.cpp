@@ -120,10 +120,10 @@ std::string command_path(CLI::App& app) {
 Error usage_error(CLI::App& app, const CLI::ParseError& e) {
     std::string command = command_path(app);
     if (command.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) && !app.remaining().empty())
-        return Error("USAGE", fmt::format("unknown command '{}'", app.remaining().front()), "see 'archctl --help'");
+        return Error(ErrorCode::USAGE, fmt::format("unknown command '{}'", app.remaining().front()), "see 'archctl --help'");
     std::string message = e.what();
     if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
-    return Error("USAGE", message, fmt::format("see 'archctl {}--help'", command.empty() ? "" : command + " "));
+    return Error(ErrorCode::USAGE, message, fmt::format("see 'archctl {}--help'", command.empty() ? "" : command + " "));
 }
 
 int run(int argc, char** argv) {

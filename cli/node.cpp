@@ -71,7 +71,7 @@ Runner register_node(CLI::App& app) {
     return [options, serve, info](Context& ctx) {
         if (serve->parsed()) return run_node_serve(ctx, *options);
         if (info->parsed()) return run_node_info(ctx, *options);
-        return Outcome::usage(Error("USAGE", "missing node subcommand", "see 'archctl node --help'"));
+        return Outcome::usage(Error(ErrorCode::USAGE, "missing node subcommand", "see 'archctl node --help'"));
     };
 }
 

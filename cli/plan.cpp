@@ -30,7 +30,7 @@ std::string confirm_line(const PlanOptions& o, const jobs::Prepared& p, const st
 Outcome run_plan_evict_from(Context& ctx, const PlanOptions& o) {
     const TransferOptions& t = o.transfer;
     if (!t.to.empty() || !t.files.empty() || !t.file_paths.empty() || !t.dir_paths.empty() || t.verify_transit)
-        return Outcome::usage(Error("USAGE", "'plan evict' takes RES, --from and --verify-archive only",
+        return Outcome::usage(Error(ErrorCode::USAGE, "'plan evict' takes RES, --from and --verify-archive only",
                                     "evict removes one whole cache placement"));
     EvictOptions e;
     e.res = t.res;
@@ -42,7 +42,7 @@ Outcome run_plan_evict_from(Context& ctx, const PlanOptions& o) {
 Outcome run_plan(Context& ctx, const PlanOptions& o) {
     if (o.op_name == "evict") return run_plan_evict_from(ctx, o);
     if (o.verify_archive)
-        return Outcome::usage(Error("USAGE", "--verify-archive belongs to 'plan evict'"));
+        return Outcome::usage(Error(ErrorCode::USAGE, "--verify-archive belongs to 'plan evict'"));
     plan::Operation op = o.op_name == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
     auto request = to_request(op, o.transfer);
     if (!request.ok()) return Outcome::usage(request.take_error());

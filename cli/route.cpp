@@ -41,8 +41,8 @@ struct Setup {
 
 Status prepare(Context& ctx, Setup& s) {
     ARCHCTL_TRY_ASSIGN(s.config, ctx.config());
-    ARCHCTL_TRY_ASSIGN(state::StateDir dir, state::StateDir::open(s.config->state_dir));
-    s.state.emplace(std::move(dir));
+    ARCHCTL_TRY_ASSIGN(const state::StateDir* dir, ctx.state());
+    s.state.emplace(*dir);
     Output& out = ctx.out();
     clients::Tuning tuning;
     tuning.warn = [&out](const std::string& line) { out.warn(line); };
@@ -146,7 +146,7 @@ Outcome run_rollback(Context& ctx, const RouteOptions& o, Setup& s) {
     ctx.out().result(text);
     nlohmann::json result = {{"rollback", routes::to_json(r)}};
     if (r.complete) return Outcome::done(result);
-    return Outcome::failed(Error("ROLLBACK_INCOMPLETE", fmt::format("rollback of route '{}' left config in place", r.id),
+    return Outcome::failed(Error(ErrorCode::ROLLBACK_INCOMPLETE, fmt::format("rollback of route '{}' left config in place", r.id),
                                  "see the objects listed; rerun once the nodes answer"),
                            result);
 }
@@ -156,11 +156,11 @@ Outcome run_ensure(Context& ctx, const RouteOptions& o) {
     if (auto p = prepare(ctx, s); !p.ok()) return Outcome::failed(p.take_error());
     if (!o.rollback_id.empty()) {
         if (!o.pair.empty() && o.pair.size() != 2)
-            return Outcome::usage(Error("USAGE", "route ensure takes CACHE ARCHIVE", "see 'archctl route ensure --help'"));
+            return Outcome::usage(Error(ErrorCode::USAGE, "route ensure takes CACHE ARCHIVE", "see 'archctl route ensure --help'"));
         return run_rollback(ctx, o, s);
     }
     if (o.pair.size() != 2)
-        return Outcome::usage(Error("USAGE", "route ensure needs CACHE ARCHIVE (or --rollback ID)", "see 'archctl route ensure --help'"));
+        return Outcome::usage(Error(ErrorCode::USAGE, "route ensure needs CACHE ARCHIVE (or --rollback ID)", "see 'archctl route ensure --help'"));
     auto route = routes::ensure_route(*s.env, o.pair[0], o.pair[1], ensure_options(o.max_minutes));
     if (!route.ok()) return stopped_or_failed(route.take_error());
     const auto& r = route.value();
@@ -195,7 +195,7 @@ Outcome run_mesh(Context& ctx, const RouteOptions& o) {
     ctx.out().result(text);
     nlohmann::json result = {{"mesh", routes::to_json(r)}};
     if (r.failed.empty()) return Outcome::done(result);
-    return Outcome::failed(Error("MESH_INCOMPLETE", fmt::format("{} pair{} could not be joined", r.failed.size(),
+    return Outcome::failed(Error(ErrorCode::MESH_INCOMPLETE, fmt::format("{} pair{} could not be joined", r.failed.size(),
                                                                 r.failed.size() == 1 ? "" : "s"),
                                  "see 'archctl route list -v'"),
                            result);
@@ -228,7 +228,7 @@ Runner register_route(CLI::App& app) {
         if (ensure->parsed()) return run_ensure(ctx, *o);
         if (check->parsed()) return run_check(ctx, *o);
         if (mesh->parsed()) return run_mesh(ctx, *o);
-        return Outcome::usage(Error("USAGE", "missing route subcommand", "see 'archctl route --help'"));
+        return Outcome::usage(Error(ErrorCode::USAGE, "missing route subcommand", "see 'archctl route --help'"));
     };
 }
 

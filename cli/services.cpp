@@ -41,7 +41,7 @@ Result<Services*> Context::services() {
     auto s = std::make_unique<Services>();
     ARCHCTL_TRY_ASSIGN(s->config, config());
     if (s->config->nodes.empty())
-        return Error("CONFIG_INVALID", "no nodes are configured", "add [nodes.<name>] tables to the config; see 'archctl config'");
+        return Error(ErrorCode::CONFIG_INVALID, "no nodes are configured", "add [nodes.<name>] tables to the config; see 'archctl config'");
     ARCHCTL_TRY_ASSIGN(s->state, state());
     clients::Tuning tuning;
     Output* out = &m_out;

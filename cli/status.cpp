@@ -5,9 +5,9 @@
 // an unambiguous prefix) or a job id it shows that resource's placements on every node, how much
 // of each cache copy archive copies hold, and its jobs.
 //
-// Probing lives in lib/session/node_probe and lib/jobs/summary; this file renders them. A node
-// that is down is reported, not fatal: the command still prints everything it could read and
-// then fails with NODES_UNREACHABLE (exit 1) carrying the full result.
+// The reads live in lib/jobs/status (probes, free space, routes, jobs, placements); this file
+// renders them. A node that is down is reported, not fatal: the command still prints everything
+// it could read and then fails with NODES_UNREACHABLE (exit 1) carrying the full result.
 
 #include <fmt/format.h>
 
@@ -18,12 +18,7 @@
 #include "lib/session/node_probe.hpp"
 #include "lib/config/config.hpp"
 #include "lib/base/units.hpp"
-#include "lib/jobs/driver.hpp"
-#include "lib/jobs/resolve.hpp"
-#include "lib/jobs/summary.hpp"
-#include "lib/node/transport.hpp"
-#include "lib/routes/routes.hpp"
-#include "lib/state/job_store.hpp"
+#include "lib/jobs/status.hpp"
 #include "lib/ui/table.hpp"
 
 namespace archctl::cli {
@@ -84,38 +79,12 @@ std::string render_nodes(const std::vector<session::NodeProbe>& probes, const st
     return out;
 }
 
-bool same_dir(std::string a, std::string b) {
-    while (a.size() > 1 && a.back() == '/') a.pop_back();
-    while (b.size() > 1 && b.back() == '/') b.pop_back();
-    return a == b;
-}
-
-// Free space at each node's qBittorrent root, from its node operations (`info`); nodes whose
-// operations do not answer are left out (their row says why through the service probes).
-std::map<std::string, std::uint64_t> free_space(jobs::Nodes& nodes) {
-    std::map<std::string, std::uint64_t> out;
-    for (jobs::NodeHandle* node : nodes.all()) {
-        auto ops = node->ops();
-        if (!ops.ok()) continue;
-        auto info = node::call_operation(*ops.value(), "info", nlohmann::json::object());
-        if (!info.ok()) continue;
-        for (const auto& root : info->value("roots", nlohmann::json::array()))
-            if (same_dir(root.value("path", ""), node->config().qb_root) && root.contains("free_bytes"))
-                out[node->name()] = root["free_bytes"].get<std::uint64_t>();
-    }
-    return out;
-}
-
 // The `routes` block: every route discovered in live Syncthing config, with its state.
-std::string render_routes(const config::Config& config, session::NodeSessions& nodes, nlohmann::json& out) {
+std::string render_routes(const jobs::Overview& o, nlohmann::json& out) {
     out = nlohmann::json::array();
-    auto dir = state::StateDir::open(config.state_dir);
-    if (!dir.ok()) return "routes\n  (state directory unreadable)";
-    routes::Env env{config, dir.value(), clients::Tuning{}, {}, &nodes};
-    auto listing = routes::list_routes(env);
-    if (!listing.ok()) return "routes\n  (" + listing.error().message + ")";
+    if (!o.routes) return "routes\n  (" + o.routes_error + ")";
     ui::Table t({}, "  ");
-    for (const auto& r : listing->routes) {
+    for (const auto& r : o.routes->routes) {
         out.push_back(routes::to_json(r));
         std::string checked = r.record && !r.record->verified_at.empty() ? "checked " + r.record->verified_at : "";
         t.add_row({r.id, fmt::format("{} ⇄ {}", r.cache, r.archive), r.state, checked});
@@ -216,84 +185,24 @@ std::string render_placements(const std::vector<jobs::ResourceStatus>& resources
     return "placements\n" + t.render();
 }
 
-// Resources named by job records, oldest job first, each once.
-std::vector<jobs::ResourceStatus> resources_of(const std::vector<jobs::JobSummary>& all) {
-    std::vector<jobs::ResourceStatus> out;
-    for (const auto& j : all) {
-        auto id = torrent::Identity::from_json(j.definition.value("resource", nlohmann::json::object()));
-        if (!id.ok()) continue;
-        bool seen = std::any_of(out.begin(), out.end(), [&](const auto& r) { return r.identity.same_resource(id.value()); });
-        if (seen) continue;
-        jobs::ResourceStatus r;
-        r.identity = id.value();
-        r.name = j.definition.value("name", "");
-        out.push_back(std::move(r));
-    }
-    return out;
-}
-
-struct Overview {
-    std::vector<jobs::JobSummary> jobs;
-    std::optional<state::StateDir> dir;
-    std::string error;  // the state directory could not be read
-};
-
-Overview read_jobs(const config::Config& config) {
-    Overview o;
-    auto dir = state::StateDir::open(config.state_dir);
-    if (!dir.ok()) {
-        o.error = "state directory unreadable: " + dir.error().message;
-        return o;
-    }
-    o.dir = dir.value();
-    state::JobStore store(*o.dir);
-    auto jobs = jobs::summarize_jobs(store);
-    if (!jobs.ok()) {
-        o.error = jobs.error().message;
-        return o;
-    }
-    o.jobs = std::move(jobs.value());
-    return o;
-}
-
 // status RES|JOB: the one resource, its placements and coverage, its jobs.
 Outcome run_focused(Context& ctx, const config::Config& config, const std::string& target) {
-    Overview o = read_jobs(config);
-    if (!o.dir) return Outcome::failed(Error("STATE_UNREADABLE", o.error));
+    auto state = ctx.state();
+    if (!state.ok()) return Outcome::failed(Error(ErrorCode::STATE_UNREADABLE, "state directory unreadable: " + state.error().message));
     jobs::Nodes nodes(config, clients::Tuning{});
-    JobFilter filter;
-    jobs::ResourceStatus wanted;
-    auto job = std::find_if(o.jobs.begin(), o.jobs.end(), [&](const auto& j) { return j.id == target; });
-    if (job != o.jobs.end()) {
-        auto id = torrent::Identity::from_json(job->definition.value("resource", nlohmann::json::object()));
-        if (!id.ok()) return Outcome::failed(Error("CORRUPT", fmt::format("job '{}' names no readable resource: {}", target, id.error().message)));
-        wanted.identity = id.value();
-        wanted.name = job->definition.value("name", "");
-        filter.job_id = target;
-    } else {
-        auto res = jobs::resolve(nodes, target);
-        if (!res.ok()) {
-            Error e = res.take_error();
-            if (e.code == "BAD_VALUE" || e.code == "NOT_FOUND")
-                e.hint = "give a resource (a hash or at least 8 hex of one) or a job id from 'archctl job list'";
-            return Outcome::failed(std::move(e));
-        }
-        wanted.identity = res->identity;
-        wanted.name = res->name;
-        filter.qb_id = res->identity.qb_id();
-    }
-    auto resources = jobs::resource_status(nodes, *o.dir, {wanted});
-    const auto& r = resources.front();
+    auto focus = jobs::read_focus(*state.value(), nodes, target);
+    if (!focus.ok()) return Outcome::failed(focus.take_error());
+    const jobs::ResourceStatus& r = focus->resource;
+    JobFilter filter{focus->qb_id, focus->job_id};
     nlohmann::json jobs_json;
-    std::string text = render_resource(r) + "\n" + render_jobs(o.jobs, filter, jobs_json);
-    ctx.out().result(text);
+    ctx.out().result(render_resource(r) + "\n" + render_jobs(focus->jobs, filter, jobs_json));
     nlohmann::json result = r.to_json();
     result["jobs"] = jobs_json;
     std::vector<std::string> unreadable;
     for (const auto& p : r.placements)
         if (!p.error.empty()) unreadable.push_back("'" + p.node + "'");
     if (unreadable.empty()) return Outcome::done(result);
-    return Outcome::failed(Error("NODES_UNREACHABLE", fmt::format("{} of {} nodes unreadable: {}", unreadable.size(), r.placements.size(),
+    return Outcome::failed(Error(ErrorCode::NODES_UNREACHABLE, fmt::format("{} of {} nodes unreadable: {}", unreadable.size(), r.placements.size(),
                                                                   fmt::join(unreadable, ", ")),
                                  "check that qBittorrent runs on those nodes, and its URL and credentials"),
                            result);
@@ -310,37 +219,36 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
     if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
     tuning.warn = [&out](const std::string& line) { out.warn(line); };
     session::NodeSessions sessions(*config.value(), tuning);
-    const auto probes = session::probe_nodes(sessions);
+    auto state = ctx.state();
+    const jobs::Overview o = jobs::read_overview(*config.value(), state.ok() ? state.value() : nullptr,
+                                                 state.ok() ? std::string() : state.error().message, sessions);
 
     nlohmann::json nodes = nlohmann::json::array();
     std::vector<std::string> unreachable;
     std::uint64_t requests = 0;
-    for (const auto& p : probes) {
+    for (const auto& p : o.probes) {
         nodes.push_back(session::to_json(p));
         if (!p.reachable()) unreachable.push_back(p.name);
         requests += p.requests;
     }
-    std::map<std::string, std::uint64_t> free = free_space(sessions);
     for (auto& n : nodes)
-        if (auto f = free.find(n.value("name", "")); f != free.end()) n["free_bytes"] = f->second;
-    std::string text = render_nodes(probes, free);
+        if (auto f = o.free.find(n.value("name", "")); f != o.free.end()) n["free_bytes"] = f->second;
+    std::string text = render_nodes(o.probes, o.free);
     nlohmann::json result = {{"nodes", nodes}, {"routes", nlohmann::json::array()}, {"placements", nlohmann::json::array()},
                              {"jobs", nlohmann::json::array()}};
-    text += "\n" + render_routes(*config.value(), sessions, result["routes"]);
-    Overview o = read_jobs(*config.value());
-    if (o.dir) {
-        auto resources = jobs::resource_status(sessions, *o.dir, resources_of(o.jobs));
-        for (const auto& r : resources) result["placements"].push_back(r.to_json());
-        text += "\n" + render_placements(resources);
+    text += "\n" + render_routes(o, result["routes"]);
+    if (o.state_readable) {
+        for (const auto& r : o.resources) result["placements"].push_back(r.to_json());
+        text += "\n" + render_placements(o.resources);
     }
-    text += "\n" + (o.error.empty() ? render_jobs(o.jobs, JobFilter{}, result["jobs"]) : "jobs\n  (" + o.error + ")");
+    text += "\n" + (o.jobs_error.empty() ? render_jobs(o.jobs, JobFilter{}, result["jobs"]) : "jobs\n  (" + o.jobs_error + ")");
     out.result(text);
-    out.debug(fmt::format("{} HTTP requests to {} nodes", requests, probes.size()));
+    out.debug(fmt::format("{} HTTP requests to {} nodes", requests, o.probes.size()));
     if (unreachable.empty()) return Outcome::done(result);
     std::string names;
     for (const auto& n : unreachable) names += (names.empty() ? "'" : ", '") + n + "'";
-    return Outcome::failed(Error("NODES_UNREACHABLE",
-                                 fmt::format("{} of {} nodes unreachable: {}", unreachable.size(), probes.size(), names),
+    return Outcome::failed(Error(ErrorCode::NODES_UNREACHABLE,
+                                 fmt::format("{} of {} nodes unreachable: {}", unreachable.size(), o.probes.size(), names),
                                  "check that qBittorrent and Syncthing run on those nodes, and their URLs and credentials"),
                            result);
 }

@@ -42,7 +42,7 @@ Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptio
     r.verify_transit = o.verify_transit;
     if (!o.files.empty()) {
         auto sel = torrent::Selection::parse(o.files);
-        if (!sel.ok()) return Error("USAGE", fmt::format("invalid --files '{}': {}", o.files, sel.error().message));
+        if (!sel.ok()) return Error(ErrorCode::USAGE, fmt::format("invalid --files '{}': {}", o.files, sel.error().message));
         r.files = sel.value();
     }
     return r;
@@ -133,7 +133,7 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o,
             return Outcome::done({{"plan", p.to_json()}, {"nothing_to_do", true}});
         }
         if (!p.plan.disk_ok)
-            return Outcome::failed(Error("DISK_INSUFFICIENT", fmt::format("not enough free space on '{}' for {} above the floor", p.target,
+            return Outcome::failed(Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("not enough free space on '{}' for {} above the floor", p.target,
                                                                           format_size(static_cast<std::uint64_t>(p.plan.delta_bytes)))),
                                    {{"plan", p.to_json()}});
         ConfirmRequest c;

@@ -40,7 +40,7 @@ std::string base64_encode(std::string_view bytes) {
 }
 
 Result<std::string> base64_decode(std::string_view text) {
-    if (text.size() % 4) return Error("BAD_VALUE", "invalid base64: length is not a multiple of 4");
+    if (text.size() % 4) return Error(ErrorCode::BAD_VALUE, "invalid base64: length is not a multiple of 4");
     std::string out;
     out.reserve(text.size() / 4 * 3);
     for (size_t i = 0; i < text.size(); i += 4) {
@@ -49,9 +49,9 @@ Result<std::string> base64_decode(std::string_view text) {
         for (int k = 0; k < 4; ++k) {
             char c = text[i + static_cast<size_t>(k)];
             if (c == '=' && i + 4 == text.size() && k >= 2) { v[k] = 0; ++pad; continue; }
-            if (pad) return Error("BAD_VALUE", "invalid base64: data after padding");
+            if (pad) return Error(ErrorCode::BAD_VALUE, "invalid base64: data after padding");
             v[k] = value_of(c);
-            if (v[k] < 0) return Error("BAD_VALUE", "invalid base64: unexpected character");
+            if (v[k] < 0) return Error(ErrorCode::BAD_VALUE, "invalid base64: unexpected character");
         }
         unsigned n = (static_cast<unsigned>(v[0]) << 18) | (static_cast<unsigned>(v[1]) << 12) |
                      (static_cast<unsigned>(v[2]) << 6) | static_cast<unsigned>(v[3]);

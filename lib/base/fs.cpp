@@ -23,7 +23,7 @@ void UniqueFd::reset(int fd) {
 }
 
 Error errno_error(std::string_view what, const std::string& path, int err) {
-    return Error(err == ENOENT ? "NOT_FOUND" : "IO",
+    return Error(err == ENOENT ? ErrorCode::NOT_FOUND : ErrorCode::IO,
                  fmt::format("{} '{}': {}", what, path, std::strerror(err)));
 }
 
@@ -68,7 +68,7 @@ Status make_dirs(const std::string& dir, unsigned mode) {
     struct stat st {};
     if (::stat(dir.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode)) return {};
-        return Error("IO", fmt::format("cannot create directory '{}': a file is in the way", dir));
+        return Error(ErrorCode::IO, fmt::format("cannot create directory '{}': a file is in the way", dir));
     }
     std::string parent = parent_dir(dir);
     if (parent != dir && parent != "." && parent != "/") ARCHCTL_TRY_STATUS(make_dirs(parent, mode));
@@ -158,7 +158,7 @@ Status write_file_exclusive(const std::string& path, std::string_view data, unsi
     const int link_errno = errno;
     ::unlink(temp.c_str());
     if (!linked) {
-        if (link_errno == EEXIST) return Error("EXISTS", fmt::format("cannot create '{}': it already exists", path));
+        if (link_errno == EEXIST) return Error(ErrorCode::EXISTS, fmt::format("cannot create '{}': it already exists", path));
         return errno_error("cannot create", path, link_errno);
     }
     crash_point("exclusive.created");

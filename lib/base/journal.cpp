@@ -68,18 +68,18 @@ Result<JournalContents> read_journal(const std::string& path, const std::string&
                 out.warnings.push_back(fmt::format("dropped a torn last line in journal '{}'", path));
                 break;
             }
-            return Error("CORRUPT", fmt::format("corrupt journal '{}': line is not JSON", path));
+            return Error(ErrorCode::CORRUPT, fmt::format("corrupt journal '{}': line is not JSON", path));
         }
         if (first) {
             if (!parsed.is_object() || parsed.value("journal", "") != kind || !parsed.contains("version"))
-                return Error("CORRUPT", fmt::format("corrupt journal '{}': missing '{}' version line", path, kind));
+                return Error(ErrorCode::CORRUPT, fmt::format("corrupt journal '{}': missing '{}' version line", path, kind));
             out.version = parsed["version"].get<int>();
             first = false;
             continue;
         }
         out.records.push_back(std::move(parsed));
     }
-    if (first) return Error("CORRUPT", fmt::format("corrupt journal '{}': missing '{}' version line", path, kind));
+    if (first) return Error(ErrorCode::CORRUPT, fmt::format("corrupt journal '{}': missing '{}' version line", path, kind));
     return out;
 }
 

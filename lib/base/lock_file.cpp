@@ -48,7 +48,7 @@ nlohmann::json to_json(const LockRecord& r) {
 Result<LockRecord> parse_record(const std::string& text, const std::string& path) {
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object())
-        return Error("CORRUPT", fmt::format("unreadable lock '{}'", path));
+        return Error(ErrorCode::CORRUPT, fmt::format("unreadable lock '{}'", path));
     LockRecord r;
     r.pid = j.value("pid", 0L);
     r.start_time = j.value("start_time", std::uint64_t{0});
@@ -151,15 +151,15 @@ Result<LockFile> LockFile::acquire(const std::string& dir, const std::string& pu
     for (int attempt = 0; attempt < 2; ++attempt) {
         Status created = write_file_exclusive(path, to_json(mine).dump() + "\n", 0644);
         if (created.ok()) return LockFile(path);
-        if (created.error().code != "EXISTS") return created.take_error();
+        if (!created.error().is(ErrorCode::EXISTS)) return created.take_error();
         auto text = read_file(path);
-        if (!text.ok() && text.error().code == "NOT_FOUND") continue;
+        if (!text.ok() && text.error().is(ErrorCode::NOT_FOUND)) continue;
         auto rec = text.ok() ? parse_record(text.value(), path) : Result<LockRecord>(text.error());
         Verdict v = judge(rec, dir_st, mine.host);
         if (v == Verdict::live || v == Verdict::foreign) {
             const LockRecord& r = rec.value();
             std::string what = r.purpose.empty() ? dir : r.purpose;
-            return Error("LOCKED", fmt::format("'{}' is locked by {}", what, holder_text(r)),
+            return Error(ErrorCode::LOCKED, fmt::format("'{}' is locked by {}", what, holder_text(r)),
                          v == Verdict::foreign
                              ? fmt::format("the holder runs on another host; if it is gone, remove '{}'", path)
                              : "wait for it to finish, or stop that process");
@@ -172,7 +172,7 @@ Result<LockFile> LockFile::acquire(const std::string& dir, const std::string& pu
         crash_point("lock.reclaim");
         if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("cannot remove stale lock", path, errno);
     }
-    return Error("LOCKED", fmt::format("cannot lock '{}': another process keeps taking it", dir));
+    return Error(ErrorCode::LOCKED, fmt::format("cannot lock '{}': another process keeps taking it", dir));
 }
 
 void release_all_locks_for_exit() {

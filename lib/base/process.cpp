@@ -35,7 +35,7 @@ int decode_status(int status) {
 }  // namespace
 
 Result<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
-    if (argv.empty()) return Error("USAGE", "cannot start a program: empty command");
+    if (argv.empty()) return Error(ErrorCode::USAGE, "cannot start a program: empty command");
     UniqueFd in_r, in_w, out_r, out_w, err_r, err_w;
     if (!make_pipe(in_r, in_w) || !make_pipe(out_r, out_w)) return errno_error("cannot create pipe for", argv[0], errno);
     if (options.stderr_mode == StderrMode::capture && !make_pipe(err_r, err_w))

@@ -11,16 +11,23 @@
 #include <utility>
 #include <variant>
 
+#include "lib/base/error_code.hpp"
+
 namespace archctl {
 
 struct Error {
-    std::string code;     // stable, UPPER_SNAKE: "CONFIG_INVALID", "IO", "LOCKED", ...
+    std::string code;     // stable, UPPER_SNAKE: "CONFIG_INVALID", "IO", "LOCKED", ... (ErrorCode's string form)
     std::string message;  // "<what failed> '<subject>': <cause>" — lowercase, no secrets
     std::string hint;     // optional next step for the user, without the "hint: " prefix
 
     Error() = default;
+    Error(ErrorCode code_, std::string message_, std::string hint_ = {})
+        : code(to_string(code_)), message(std::move(message_)), hint(std::move(hint_)) {}
+    // A code as text: carried over the wire from a node, or built by a client (HTTP_*).
     Error(std::string code_, std::string message_, std::string hint_ = {})
         : code(std::move(code_)), message(std::move(message_)), hint(std::move(hint_)) {}
+
+    [[nodiscard]] bool is(ErrorCode c) const { return code == to_string(c); }
 };
 
 template <class T>

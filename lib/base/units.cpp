@@ -41,7 +41,7 @@ Result<std::uint64_t> parse_size(const std::string& input) {
     double number = 0;
     std::string unit;
     auto bad = [&] {
-        return Error("BAD_VALUE", fmt::format("invalid size '{}': expected bytes or a number with K, M, G or T (e.g. 500M, 20G)", input));
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid size '{}': expected bytes or a number with K, M, G or T (e.g. 500M, 20G)", input));
     };
     if (!split_number(text, number, unit)) return bad();
     int shift = 0;
@@ -62,7 +62,7 @@ Result<std::int64_t> parse_duration_seconds(const std::string& input) {
     double number = 0;
     std::string unit;
     auto bad = [&] {
-        return Error("BAD_VALUE", fmt::format("invalid duration '{}': expected a number with s, m, h or d (e.g. 30s, 30m, 2h)", input));
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid duration '{}': expected a number with s, m, h or d (e.g. 30s, 30m, 2h)", input));
     };
     if (!split_number(text, number, unit)) return bad();
     double mult = 0;

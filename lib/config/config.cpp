@@ -37,7 +37,7 @@ std::string home_dir(const LoadOptions& o) {
 
 Error file_error(const std::string& path, const toml::source_region& where, const std::string& key,
                  const std::string& what) {
-    return Error("CONFIG_INVALID",
+    return Error(ErrorCode::CONFIG_INVALID,
                  fmt::format("cannot read config '{}': line {}: {}: {}", path, where.begin.line, key, what));
 }
 
@@ -130,14 +130,14 @@ Status load_file(const std::string& path, const std::string& origin, Presence pr
                  std::vector<std::string>& warnings) {
     if (!path_exists(path)) {
         if (presence == Presence::optional) return {};
-        return Error("CONFIG_INVALID", fmt::format("cannot read config '{}': no such file", path),
+        return Error(ErrorCode::CONFIG_INVALID, fmt::format("cannot read config '{}': no such file", path),
                      "check the --config path");
     }
     toml::table table;
     try {
         table = toml::parse_file(path);
     } catch (const toml::parse_error& e) {
-        return Error("CONFIG_INVALID", fmt::format("cannot read config '{}': line {}: {}", path,
+        return Error(ErrorCode::CONFIG_INVALID, fmt::format("cannot read config '{}': line {}: {}", path,
                                                    e.source().begin.line, std::string(e.description())));
     }
     Values layer;
@@ -176,7 +176,7 @@ Status apply_env(const LoadOptions& o, Values& values) {
     if (const char* m = env(o, "ARCHCTL_MIN_FREE")) {
         auto parsed = parse_size(m);
         if (!parsed.ok())
-            return Error("CONFIG_INVALID", fmt::format("invalid environment variable ARCHCTL_MIN_FREE='{}': {}", m,
+            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid environment variable ARCHCTL_MIN_FREE='{}': {}", m,
                                                        "expected a size such as 500M or 20G"));
         Value v = text_value(m, "env:ARCHCTL_MIN_FREE");
         v.type = ValueType::size;
@@ -186,7 +186,7 @@ Status apply_env(const LoadOptions& o, Values& values) {
     if (const char* t = env(o, "ARCHCTL_VERIFY_TRANSIT")) {
         std::string s = t;
         if (s != "0" && s != "1" && s != "true" && s != "false")
-            return Error("CONFIG_INVALID", fmt::format("invalid environment variable ARCHCTL_VERIFY_TRANSIT='{}': expected 0 or 1", s));
+            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid environment variable ARCHCTL_VERIFY_TRANSIT='{}': expected 0 or 1", s));
         Value v = text_value(s, "env:ARCHCTL_VERIFY_TRANSIT");
         v.type = ValueType::boolean;
         v.boolean = s == "1" || s == "true";
@@ -195,7 +195,7 @@ Status apply_env(const LoadOptions& o, Values& values) {
     if (const char* p = env(o, "ARCHCTL_PROGRESS")) {
         std::string s = p;
         if (s != "0" && s != "line" && s != "panel" && s != "auto")
-            return Error("CONFIG_INVALID", fmt::format("invalid environment variable ARCHCTL_PROGRESS='{}': expected 0, line or panel", s));
+            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid environment variable ARCHCTL_PROGRESS='{}': expected 0, line or panel", s));
         values["progress"] = text_value(s, "env:ARCHCTL_PROGRESS");
     }
     return {};
@@ -278,8 +278,8 @@ Result<Secret> read_secret(const Values& values, const std::string& inline_key, 
     if (file != values.end()) {
         auto text = read_file(file->second.text);
         if (!text.ok())
-            return Error("CONFIG_INVALID", fmt::format("cannot read {} '{}': {}", file_key, file->second.text,
-                                                       text.error().code == "NOT_FOUND" ? "no such file" : "unreadable"));
+            return Error(ErrorCode::CONFIG_INVALID, fmt::format("cannot read {} '{}': {}", file_key, file->second.text,
+                                                       text.error().is(ErrorCode::NOT_FOUND) ? "no such file" : "unreadable"));
         std::string v = text.value();
         while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
         s.value = v;
@@ -306,7 +306,7 @@ bool flag(const Values& values, const std::string& key) {
 Status require(const Values& values, const std::string& node, const std::string& key) {
     std::string full = "nodes." + node + "." + key;
     if (!values.count(full) || values.at(full).text.empty())
-        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}' has no '{}'", node, key),
+        return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}' has no '{}'", node, key),
                      fmt::format("set {} in the config file", full));
     return {};
 }
@@ -320,20 +320,20 @@ Result<NodeConfig> build_node(const Values& values, const std::string& name, std
     std::string role = str(values, p + "role");
     if (role == "cache") n.role = Role::cache;
     else if (role == "archive") n.role = Role::archive;
-    else return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': role '{}' is not 'cache' or 'archive'", name, role));
+    else return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': role '{}' is not 'cache' or 'archive'", name, role));
     n.qb_root = str(values, p + "qb_root");
     n.sync_root = str(values, p + "sync_root");
     for (const std::string* root : {&n.qb_root, &n.sync_root})
         if (root->front() != '/')
-            return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': root '{}' is not an absolute path", name, *root));
+            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': root '{}' is not an absolute path", name, *root));
     std::string transport = str(values, p + "transport", "local");
     if (values.count(p + "exec")) n.exec = values.at(p + "exec").items;
     if (transport == "local" && !n.exec.empty() && values.count(p + "transport"))
-        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': transport is 'local' but exec is set", name));
+        return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': transport is 'local' but exec is set", name));
     if (transport == "exec" && n.exec.empty())
-        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': transport 'exec' needs exec = [\"ssh\", ...]", name));
+        return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': transport 'exec' needs exec = [\"ssh\", ...]", name));
     if (transport != "local" && transport != "exec")
-        return Error("CONFIG_INVALID", fmt::format("invalid config: node '{}': transport '{}' is not 'local' or 'exec'", name, transport));
+        return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': transport '{}' is not 'local' or 'exec'", name, transport));
     n.qbittorrent.url = str(values, p + "qbittorrent.url");
     n.qbittorrent.username = str(values, p + "qbittorrent.username", "admin");
     ARCHCTL_TRY_ASSIGN(n.qbittorrent.password, read_secret(values, p + "qbittorrent.password", p + "qbittorrent.password_file", warnings));
@@ -373,7 +373,7 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     std::string policy = values.at("routes.policy").text;
     if (policy == "on_demand") config.route_policy = RoutePolicy::on_demand;
     else if (policy == "eager_mesh") config.route_policy = RoutePolicy::eager_mesh;
-    else return Error("CONFIG_INVALID", fmt::format("invalid config: routes.policy '{}' is not 'on_demand' or 'eager_mesh' ({})",
+    else return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: routes.policy '{}' is not 'on_demand' or 'eager_mesh' ({})",
                                                     policy, values.at("routes.policy").origin));
     config.provision_timeout_s = values.at("routes.provision_timeout").integer;
     config.route_check_max_age_s = values.at("routes.check_max_age").integer;

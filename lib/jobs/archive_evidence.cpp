@@ -50,7 +50,7 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
     ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree(request));
     const auto& entries = tree.entries;
     if (entries.size() != files.size())
-        return Error("BAD_RESPONSE", fmt::format("node '{}' answered {} entries for {} paths", node.name(), entries.size(), files.size()));
+        return Error(ErrorCode::BAD_RESPONSE, fmt::format("node '{}' answered {} entries for {} paths", node.name(), entries.size(), files.size()));
     for (std::size_t k = 0; k < files.size(); ++k) {
         if (files[k].index >= out.size()) continue;
         plan::DiskFile& d = out[files[k].index];

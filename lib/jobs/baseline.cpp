@@ -114,12 +114,12 @@ Status restore_partfile(JobRun& run, NodeHandle& dst) {
     if (pf.value("present", false)) {
         ARCHCTL_TRY_ASSIGN(auto placed, ops.partfile_copy({.from = pf.value("copy", ""), .to = partfile_path(run.def), .create_parents = false,
                                                            .replace = true, .check = node::qb_partfile_check()}));
-        if (!placed.already) (void)run.event("partfile_restored", {{"path", partfile_path(run.def)}});
+        if (!placed.already) run.record("partfile_restored", {{"path", partfile_path(run.def)}});
         return {};
     }
     ARCHCTL_TRY_ASSIGN(auto removed, ops.unlink_owned({.paths = {{partfile_path(run.def), std::nullopt, std::nullopt}}, .referenced = {},
                                                        .stop_at = run.def.target_save_path}));
-    if (!removed.removed.empty()) (void)run.event("partfile_removed", {{"path", partfile_path(run.def)}});
+    if (!removed.removed.empty()) run.record("partfile_removed", {{"path", partfile_path(run.def)}});
     return {};
 }
 
@@ -160,7 +160,7 @@ Status restore_baseline(JobRun& run) {
     qb::Api& tqb = dst->qb();
     const std::string& id = run.def.qb_id;
     ARCHCTL_TRY_ASSIGN(auto infos, tqb.torrents({id}));
-    if (infos.empty()) return Error("RESTORE_INCOMPLETE", fmt::format("cannot restore the target on '{}': its torrent is gone", run.def.target));
+    if (infos.empty()) return Error(ErrorCode::RESTORE_INCOMPLETE, fmt::format("cannot restore the target on '{}': its torrent is gone", run.def.target));
     if (run.ledger.target_touched) {
         // The files this job placed are gone (unmerge ran first), so a skipped file reads its
         // boundary bytes from the part file again, and the recheck finds what was there before.
@@ -174,13 +174,13 @@ Status restore_baseline(JobRun& run) {
         ARCHCTL_TRY_ASSIGN(auto files, recheck_and_wait(run.clock(), tqb, id));
         auto diff = differences(b, files);
         if (!diff.empty())
-            return Error("RESTORE_INCOMPLETE", fmt::format("the target on '{}' differs from its baseline after restoring: {}", run.def.target,
+            return Error(ErrorCode::RESTORE_INCOMPLETE, fmt::format("the target on '{}' differs from its baseline after restoring: {}", run.def.target,
                                                            fmt::join(diff, "; ")));
     }
     ARCHCTL_TRY_STATUS(restore_tags(run, tqb, infos[0]));
     if (b.value("started", false)) ARCHCTL_TRY_STATUS(tqb.start({id}));
     run.ledger.target_touched = false;
-    (void)run.event("baseline_restored", {{"node", run.def.target}});
+    run.record("baseline_restored", {{"node", run.def.target}});
     return {};
 }
 

@@ -37,11 +37,10 @@ StepResult step_cleanup(JobRun& run) {
     // After the commit the target's part file is what the recheck verified; the job's copy of
     // the baseline one goes with the rest of the staging.
     if (run.ledger.committed) {
-        Status dropped = drop_baseline_copy(run);
-        if (!dropped.ok()) return StepResult::failed(dropped.take_error());
+        ARCHCTL_TRY_STATUS(drop_baseline_copy(run));
     }
     run.ledger.cleaned = true;
-    (void)run.event("cleaned", {{"kept", kept_all}});
+    ARCHCTL_TRY_STATUS(run.event("cleaned", {{"kept", kept_all}}));
     return StepResult::ok();
 }
 

@@ -28,13 +28,13 @@ Status remove_new_target(JobRun& run, NodeHandle& dst) {
     ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(dst, run.def, run.ledger));
     if (owner == TargetOwner::this_job) {
         ARCHCTL_TRY_STATUS(dst.qb().remove({run.def.qb_id}, qb::DeleteData::no));
-        (void)run.event("target_removed", {{"node", run.def.target}});
+        run.record("target_removed", {{"node", run.def.target}});
     } else if (owner == TargetOwner::someone_else) {
-        (void)run.event("target_kept", {{"node", run.def.target}, {"reason", "the torrent there was not added by this job"}});
+        run.record("target_kept", {{"node", run.def.target}, {"reason", "the torrent there was not added by this job"}});
     }
     if (!run.ledger.target_tag.empty()) ARCHCTL_TRY_STATUS(dst.qb().delete_tags({run.ledger.target_tag}));
     run.ledger.target_added = false;
-    (void)run.save();
+    run.record_ledger();
     return {};
 }
 
@@ -75,7 +75,7 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
     auto r = node::Ops(*transport).unmerge(request);
     if (!r.ok())
-        return Error("UNMERGE_FAILED", fmt::format("cannot remove the files job {} placed on '{}': {}", run.def.id, run.def.target,
+        return Error(ErrorCode::UNMERGE_FAILED, fmt::format("cannot remove the files job {} placed on '{}': {}", run.def.id, run.def.target,
                                                    r.error().message));
     run.ledger.merged = false;
     nlohmann::json kept = r.value().kept;
@@ -83,7 +83,7 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
         if (k.code != "not_empty") run.note_kept(run.def.target, k, "unmerge");
     for (const auto& p : r.value().preexisting)
         run.note_kept(run.def.target, node::KeptEntry{p, "it was there before this job", "preexisting"}, "unmerge");
-    (void)run.event("unmerged", {{"removed", r.value().removed},
+    run.record("unmerged", {{"removed", r.value().removed},
                                  {"kept", kept},
                                  {"preexisting", r.value().preexisting},
                                  {"torrents_read", used.qb_ids.size()}});
@@ -93,7 +93,7 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
 }  // namespace
 
 Status compensate(JobRun& run, const Error& why) {
-    (void)run.event("compensating", {{"reason", why.message}});
+    run.record("compensating", {{"reason", why.message}});
     auto dst = run.target();
     if (!dst.ok()) return dst.take_error();
     Status first;
@@ -107,13 +107,13 @@ Status compensate(JobRun& run, const Error& why) {
     keep(std::move(removed));
     keep(restore_baseline(run));
     keep(drop_baseline_copy(run));
-    (void)run.save();
+    run.record_ledger();
     StepResult c = step_cleanup(run);
     if (c.kind == StepResult::fail) keep(c.error);
     if (std::string kept = kept_text(run.ledger.kept); !kept.empty())
         run.log(fmt::format("archctl: job {}: {} (see 'archctl job show {}')", run.def.id, kept, run.def.id));
     if (!first.ok()) return first;
-    (void)run.event("compensated", {{"kept", run.ledger.kept.size()}});
+    run.record("compensated", {{"kept", run.ledger.kept.size()}});
     return {};
 }
 

@@ -99,7 +99,7 @@ RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::V
     auto lock = LockFile::acquire(store.dir_of(job_id), job.summary(), notices);
     for (const auto& n : notices) env.log("archctl: " + n);
     if (!lock.ok())
-        return failure(job_id, Error("LOCKED", fmt::format("job {} is running: {}", job_id, lock.error().message), lock.error().hint));
+        return failure(job_id, Error(ErrorCode::LOCKED, fmt::format("job {} is running: {}", job_id, lock.error().message), lock.error().hint));
     Status opened = job.open(store.ledger(job_id));
     if (!opened.ok()) return failure(job_id, opened.take_error());
     if (job.state() == JobState::done || job.state() == JobState::failed || job.state() == JobState::cancelled) {
@@ -109,7 +109,7 @@ RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::V
         r.detail = job.detail();
         r.outcome = job.state() == JobState::done ? RunOutcome::done : RunOutcome::failed;
         if (job.state() != JobState::done)
-            r.error = Error("JOB_FINISHED", fmt::format("job {} already ended: {}", job_id, to_string(job.state())));
+            r.error = Error(ErrorCode::JOB_FINISHED, fmt::format("job {} already ended: {}", job_id, to_string(job.state())));
         return r;
     }
     Status begun = job.begin();
@@ -134,7 +134,7 @@ RunResult Driver::cancel(const std::string& job_id) {
     std::vector<std::string> notices;
     auto lock = LockFile::acquire(store.dir_of(job_id), job.summary(), notices);
     if (!lock.ok())
-        return failure(job_id, Error("LOCKED", fmt::format("job {} is running: {}", job_id, lock.error().message),
+        return failure(job_id, Error(ErrorCode::LOCKED, fmt::format("job {} is running: {}", job_id, lock.error().message),
                                      "stop it first (Ctrl-C in its terminal), then cancel"));
     job.read(store.ledger(job_id));
     if (job.state() == JobState::done || job.state() == JobState::cancelled || job.state() == JobState::failed) {
@@ -180,7 +180,7 @@ Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
 
 Status hide_job(const state::StateDir& dir, const JobSummary& row) {
     if (!row.finished())
-        return Error("JOB_ACTIVE", fmt::format("job {} is not finished", row.id), fmt::format("cancel it first: 'archctl job cancel {}'", row.id));
+        return Error(ErrorCode::JOB_ACTIVE, fmt::format("job {} is not finished", row.id), fmt::format("cancel it first: 'archctl job cancel {}'", row.id));
     ARCHCTL_TRY_STATUS(state::write_tombstone(dir, {row.id, row.definition.value("request_digest", ""), to_string(row.ledger.state), ""}));
     return state::JobStore(dir).remove(row.id);
 }

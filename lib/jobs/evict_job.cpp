@@ -37,7 +37,7 @@ nlohmann::json EvictDefinition::to_json() const {
 
 Result<EvictDefinition> EvictDefinition::from_json(const nlohmann::json& j) {
     try {
-        if (!is_evict(j)) return Error("CORRUPT", "not an evict job definition");
+        if (!is_evict(j)) return Error(ErrorCode::CORRUPT, "not an evict job definition");
         EvictDefinition d;
         d.id = j.at("id");
         d.created_at = j.value("created_at", "");
@@ -67,7 +67,7 @@ Result<EvictDefinition> EvictDefinition::from_json(const nlohmann::json& j) {
         d.coverage_digest = j.value("coverage_digest", "");
         return d;
     } catch (const nlohmann::json::exception& e) {
-        return Error("CORRUPT", fmt::format("unreadable evict job definition: {}", e.what()));
+        return Error(ErrorCode::CORRUPT, fmt::format("unreadable evict job definition: {}", e.what()));
     }
 }
 

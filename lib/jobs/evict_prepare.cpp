@@ -40,7 +40,7 @@ Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const 
     if (!r.from.empty()) {
         ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * n, nodes.get(r.from));
         if (n->config().role != config::Role::cache)
-            return Error("USAGE", fmt::format("cannot evict from '{}': it is an archive node", r.from),
+            return Error(ErrorCode::USAGE, fmt::format("cannot evict from '{}': it is an archive node", r.from),
                          "evict removes cache copies; archive placements are never evicted");
         none = !res.placements.count(r.from);
         return r.from;
@@ -53,7 +53,7 @@ Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const 
         none = true;
         return std::string();
     }
-    return Error("USAGE", fmt::format("torrent '{}' is on several cache nodes ({})", res.short_id(), fmt::join(candidates, ", ")),
+    return Error(ErrorCode::USAGE, fmt::format("torrent '{}' is on several cache nodes ({})", res.short_id(), fmt::join(candidates, ", ")),
                  "choose one with --from");
 }
 
@@ -89,7 +89,7 @@ Status check_separate_storage(const std::string& cache_name, const std::vector<O
             if (it == by_index.end() || p.size == 0) continue;
             const OwnedFile& f = *it->second;
             if (f.dev != p.stamp.dev || f.ino != p.stamp.ino) continue;
-            return Error("SHARED_STORAGE",
+            return Error(ErrorCode::SHARED_STORAGE,
                          fmt::format("cannot evict from '{}': '{}' is the same file as the archive copy on '{}' (device {}, inode {})",
                                      cache_name, f.path, proof.node, f.dev, f.ino),
                          "the two nodes share storage, so the archive copy is not a second copy; give each node its own storage");
@@ -101,7 +101,7 @@ Status check_separate_storage(const std::string& cache_name, const std::vector<O
 Status check_names(const plan::PlacementView& cache, const std::vector<plan::CoverageFile>& files) {
     for (std::uint32_t i : cache.selected.indices())
         if (i < cache.names.size() && i < files.size() && cache.names[i] != files[i].path)
-            return Error("RENAMED", fmt::format("cannot evict from '{}': file {} is renamed in qBittorrent ('{}', metainfo '{}')", cache.node,
+            return Error(ErrorCode::RENAMED, fmt::format("cannot evict from '{}': file {} is renamed in qBittorrent ('{}', metainfo '{}')", cache.node,
                                                 i, cache.names[i], files[i].path),
                          "evict deletes only files at their metainfo paths; rename it back first");
     return {};
@@ -143,7 +143,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     ARCHCTL_TRY_ASSIGN(p.metainfo, cache->qb().export_torrent(cache_info.id));
     ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
     if (!meta.identity().same_resource(p.resource.identity))
-        return Error("IDENTITY_MISMATCH", fmt::format("the torrent exported by '{}' is not resource '{}'", p.cache, p.resource.short_id()));
+        return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.cache, p.resource.short_id()));
     torrent::FileModel model(meta);
     p.piece_count = meta.piece_count();
     p.piece_length = meta.piece_length();
@@ -198,6 +198,8 @@ Result<std::string> Evictor::create(const EvictPrepared& p) {
     state::JobStore store(m_state);
     Status created = store.create(d.id, d.to_json());
     if (!created.ok()) {
+        // A reservation this cannot release is released as stale by the next planner (no job
+        // definition holds it).
         (void)state::release(m_state, d.aliases, d.id);
         return created.take_error();
     }

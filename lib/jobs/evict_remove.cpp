@@ -16,7 +16,7 @@ Status wait_absent(Clock& clock, jobs::NodeHandle& cache, const std::string& id)
         ARCHCTL_TRY_ASSIGN(auto infos, cache.qb().torrents({id}));
         if (infos.empty()) return {};
         if (clock.steady() > deadline)
-            return Error("QB_TIMEOUT", fmt::format("qBittorrent on '{}' still lists torrent {} 30 s after removing it", cache.name(), id));
+            return Error(ErrorCode::QB_TIMEOUT, fmt::format("qBittorrent on '{}' still lists torrent {} 30 s after removing it", cache.name(), id));
         clock.sleep_for(std::chrono::milliseconds(100));
     }
 }

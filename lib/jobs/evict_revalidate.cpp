@@ -27,7 +27,7 @@ Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const
     std::vector<std::string> bad;
     for (const auto& f : report.value("files", nlohmann::json::array()))
         if (f.value("verdict", "") != "ok") bad.push_back(fmt::format("{} '{}' ({})", f.value("index", 0), f.value("path", ""), f.value("verdict", "")));
-    return Error("PROOF_FAILED", fmt::format("the piece check on '{}' did not verify {} file(s): {}", proof.node, bad.size(),
+    return Error(ErrorCode::PROOF_FAILED, fmt::format("the piece check on '{}' did not verify {} file(s): {}", proof.node, bad.size(),
                                              fmt::join(bad, "; ")),
                  "nothing was deleted; repair the archive copy (a recheck in its qBittorrent) and rerun");
 }
@@ -70,7 +70,7 @@ Result<nlohmann::json> revalidate_proof(EvictRun& run, const plan::ArchiveProof&
                                ? "nothing was deleted"
                                : fmt::format("nothing more was deleted ({} file(s) removed before, listed in 'archctl job show {}')",
                                              run.ledger.files_removed, run.def.id);
-        return Error("PROOF_DRIFT", fmt::format("the archive proof for '{}' no longer holds: {}", run.def.qb_id.substr(0, 12), drift),
+        return Error(ErrorCode::PROOF_DRIFT, fmt::format("the archive proof for '{}' no longer holds: {}", run.def.qb_id.substr(0, 12), drift),
                      fmt::format("{}; run 'archctl plan evict {}' to see the coverage now", kept, run.def.qb_id.substr(0, 12)));
     }
     nlohmann::json verdict = {{"node", proof.node}, {"qb_id", proof.qb_id}, {"files", proof.files.to_string()},
@@ -88,13 +88,13 @@ Status revalidate_cache(EvictRun& run, jobs::NodeHandle& cache) {
     if (infos.empty()) return {};
     ARCHCTL_TRY_ASSIGN(auto view, read_view(cache, infos[0]));
     if (jobs::fingerprint(view) != run.def.cache_fingerprint)
-        return Error("STALE_STATE", fmt::format("the cache placement of '{}' on '{}' changed since it was proven", run.def.qb_id.substr(0, 12),
+        return Error(ErrorCode::STALE_STATE, fmt::format("the cache placement of '{}' on '{}' changed since it was proven", run.def.qb_id.substr(0, 12),
                                                 run.def.cache),
                      "nothing was deleted; run 'archctl plan evict' again");
     ARCHCTL_TRY_ASSIGN(auto record, committed_record(run.env.state_dir, run.def.aliases, run.def.cache));
     std::uint64_t gen = record ? record->generation : 0;
     if (gen != run.def.cache_generation)
-        return Error("STALE_STATE", fmt::format("the cache placement of '{}' on '{}' is at generation {}, not {}", run.def.qb_id.substr(0, 12),
+        return Error(ErrorCode::STALE_STATE, fmt::format("the cache placement of '{}' on '{}' is at generation {}, not {}", run.def.qb_id.substr(0, 12),
                                                 run.def.cache, gen, run.def.cache_generation),
                      "nothing was deleted; run 'archctl plan evict' again");
     return {};

@@ -64,7 +64,7 @@ public:
     // evidence (qBittorrent, the disk) before acting, so nothing is done twice.
     Status open(Result<nlohmann::json> ledger) override {
         read(ledger);
-        if (!ledger.ok() && ledger.error().code != "NOT_FOUND")
+        if (!ledger.ok() && !ledger.error().is(ErrorCode::NOT_FOUND))
             m_run.log(fmt::format("archctl: warning: ledger of job {} is unreadable; continuing from live evidence", m_run.def.id));
         if (finished()) {
             // A crash after the last ledger write may have left the reservation behind.
@@ -114,7 +114,7 @@ public:
     jobs::StepResult run_step(const std::string& name) override {
         for (const auto& s : k_steps)
             if (name == s.name) return jobs::StepResult::of(s.fn(m_run));
-        return Error("INTERNAL", fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
+        return Error(ErrorCode::INTERNAL, fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
     }
 
     Status save() override { return m_run.save(); }
@@ -159,14 +159,14 @@ public:
                                                              "'archctl job show {}'), the rest are kept",
                                                              gone.size(), m_run.def.files.size(), m_run.def.id);
             std::string hint =
-                e.code == "PROOF_DRIFT"
+                e.is(ErrorCode::PROOF_DRIFT)
                     ? fmt::format("the cache files left in '{}' are kept; restore the archive copy and run 'archctl evict {} --from {} "
                                   "--verify-archive' (its piece check proves the copy again), or add the torrent back to qBittorrent "
                                   "on '{}' from '{}'",
                                   m_run.def.save_path, m_run.def.qb_id.substr(0, 12), m_run.def.cache, m_run.def.cache,
                                   m_run.env.store.dir_of(m_run.def.id) + "/resource.torrent")
                     : fmt::format("its remaining files are kept; fix the cause and run 'archctl resume {}'", m_run.def.id);
-            r.error = Error("CLEANUP_REQUIRED",
+            r.error = Error(ErrorCode::CLEANUP_REQUIRED,
                             fmt::format("job {} removed the cache torrent, but finishing the eviction failed: {}; {}", m_run.def.id,
                                         e.message, removed),
                             hint);

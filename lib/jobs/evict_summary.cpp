@@ -107,11 +107,11 @@ Error incomplete_error(const EvictPrepared& p) {
         if (f.nodes.empty() && !f.pieces_could_prove) to_archive.push_back(f.file.index);
     std::string verify = fmt::format("archctl evict {} --from {} --verify-archive", p.resource.short_id(), p.cache);
     if (to_archive.empty())
-        return Error("NOT_COVERED", msg, verify + "   (a piece check on the archive's disk proves the copies archctl cannot vouch for)");
+        return Error(ErrorCode::NOT_COVERED, msg, verify + "   (a piece check on the archive's disk proves the copies archctl cannot vouch for)");
     std::string hint = fmt::format("archctl archive {} --from {} --to {} --files {}", p.resource.short_id(), p.cache, to,
                                    torrent::Selection::of(to_archive).to_string());
     if (to_archive.size() < idx.size()) hint += fmt::format("; then {}", verify);
-    return Error("NOT_COVERED", msg, hint);
+    return Error(ErrorCode::NOT_COVERED, msg, hint);
 }
 
 std::string evict_progress_text(const nlohmann::json& definition, const nlohmann::json& ledger_json) {

@@ -21,7 +21,7 @@ namespace {
 Result<std::set<std::string>> snapshot_referenced(EvictRun& run, jobs::NodeHandle& cache, std::size_t& torrents) {
     ARCHCTL_TRY_ASSIGN(auto ref, jobs::referenced_paths(cache, run.def.qb_id));
     if (ref.excluded_present)
-        return Error("STALE_STATE", fmt::format("torrent {} is back in qBittorrent on '{}'", run.def.qb_id.substr(0, 12), run.def.cache),
+        return Error(ErrorCode::STALE_STATE, fmt::format("torrent {} is back in qBittorrent on '{}'", run.def.qb_id.substr(0, 12), run.def.cache),
                      "someone added it again; its files are kept");
     torrents = ref.qb_ids.size();
     return std::move(ref.paths);

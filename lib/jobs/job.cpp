@@ -75,7 +75,7 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
         d.id = j.at("id");
         std::string op = j.at("op").get<std::string>();
         if (!is_transfer_definition(j))
-            return Error("NOT_A_TRANSFER", fmt::format("job {} is not an archive or unarchive job: {}", j.value("id", "?"), op));
+            return Error(ErrorCode::NOT_A_TRANSFER, fmt::format("job {} is not an archive or unarchive job: {}", j.value("id", "?"), op));
         d.op = op == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
         d.created_at = j.value("created_at", "");
         ARCHCTL_TRY_ASSIGN(d.identity, torrent::Identity::from_json(j.at("resource")));
@@ -110,7 +110,7 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
         d.plan_digest = j.value("plan_digest", "");
         return d;
     } catch (const nlohmann::json::exception& e) {
-        return Error("CORRUPT", fmt::format("unreadable job definition: {}", e.what()));
+        return Error(ErrorCode::CORRUPT, fmt::format("unreadable job definition: {}", e.what()));
     }
 }
 

@@ -32,6 +32,10 @@ struct JobRun {
     // Durable ledger write at a step boundary.
     Status save();
     Status event(const std::string& type, nlohmann::json fields = nlohmann::json::object());
+    // Compensation and restore go on when a record cannot be written (undoing matters more than
+    // the record of it); the failure is said on the log, never dropped silently.
+    void record(const std::string& type, nlohmann::json fields = nlohmann::json::object());
+    void record_ledger();
     // Record a file compensation or cleanup left in place on `node` ({path, reason, code}) in
     // the ledger's `kept`, once per node and path; saved with the next save().
     void note_kept(const std::string& node, nlohmann::json entry, const std::string& step);

@@ -7,8 +7,7 @@ namespace archctl::jobs {
 StepResult step_merge(JobRun& run) {
     if (run.ledger.merged) return StepResult::ok();
     // An existing target's baseline is durable before merge places the first file in it.
-    Status baseline = record_baseline(run);
-    if (!baseline.ok()) return StepResult::failed(baseline.take_error());
+    ARCHCTL_TRY_STATUS(record_baseline(run));
     auto dst = run.target();
     if (!dst.ok()) return StepResult::failed(dst.take_error());
     auto transport = dst.value()->ops();
@@ -21,7 +20,7 @@ StepResult step_merge(JobRun& run) {
     if (!r.ok()) return StepResult::failed(r.take_error());
     run.ledger.merged = true;
     run.ledger.merge_provenance = r.value().provenance;
-    (void)run.event("merged", {{"provenance", run.ledger.merge_provenance}});
+    ARCHCTL_TRY_STATUS(run.event("merged", {{"provenance", run.ledger.merge_provenance}}));
     return StepResult::ok();
 }
 

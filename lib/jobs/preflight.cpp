@@ -68,8 +68,7 @@ StepResult step_preflight(JobRun& run) {
         if (!exported.ok()) return StepResult::failed(exported.take_error());
         run.metainfo = exported.value();
     }
-    Status target = check_target(run);
-    if (!target.ok()) return StepResult::failed(target.take_error());
+    ARCHCTL_TRY_STATUS(check_target(run));
     return StepResult::ok();
 }
 

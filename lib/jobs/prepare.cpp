@@ -30,10 +30,10 @@ Result<std::string> pick_source(Nodes& nodes, const TransferRequest& r, const Re
     if (!r.from.empty()) {
         ARCHCTL_TRY_ASSIGN(NodeHandle * n, nodes.get(r.from));
         if (n->config().role != role)
-            return Error("USAGE", fmt::format("cannot {} from '{}': it is {} node", plan::to_string(r.op), r.from,
+            return Error(ErrorCode::USAGE, fmt::format("cannot {} from '{}': it is {} node", plan::to_string(r.op), r.from,
                                               n->config().role == config::Role::cache ? "a cache" : "an archive"));
         if (!res.placements.count(r.from))
-            return Error("NOT_FOUND", fmt::format("'{}' has no torrent '{}'", r.from, res.short_id()));
+            return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", r.from, res.short_id()));
         return r.from;
     }
     std::vector<std::string> candidates;
@@ -41,9 +41,9 @@ Result<std::string> pick_source(Nodes& nodes, const TransferRequest& r, const Re
         if (res.placements.count(n->name())) candidates.push_back(n->name());
     if (candidates.size() == 1) return candidates[0];
     if (candidates.empty())
-        return Error("NOT_FOUND", fmt::format("no {} node has torrent '{}'", role == config::Role::cache ? "cache" : "archive",
+        return Error(ErrorCode::NOT_FOUND, fmt::format("no {} node has torrent '{}'", role == config::Role::cache ? "cache" : "archive",
                                               res.short_id()));
-    return Error("USAGE", fmt::format("torrent '{}' is on several {} nodes ({})", res.short_id(),
+    return Error(ErrorCode::USAGE, fmt::format("torrent '{}' is on several {} nodes ({})", res.short_id(),
                                       role == config::Role::cache ? "cache" : "archive", fmt::join(candidates, ", ")),
                  "choose one with --from");
 }
@@ -53,15 +53,15 @@ Result<std::string> pick_target(Nodes& nodes, const TransferRequest& r) {
     if (!r.to.empty()) {
         ARCHCTL_TRY_ASSIGN(NodeHandle * n, nodes.get(r.to));
         if (n->config().role != role)
-            return Error("USAGE", fmt::format("cannot {} to '{}': it is {} node", plan::to_string(r.op), r.to,
+            return Error(ErrorCode::USAGE, fmt::format("cannot {} to '{}': it is {} node", plan::to_string(r.op), r.to,
                                               n->config().role == config::Role::cache ? "a cache" : "an archive"));
         return r.to;
     }
     auto all = nodes.with_role(role);
     if (all.size() == 1) return all[0]->name();
     const char* kind = role == config::Role::cache ? "cache" : "archive";
-    if (all.empty()) return Error("USAGE", fmt::format("no {} node is configured", kind), "add one to the config");
-    return Error("USAGE", fmt::format("several {} nodes are configured", kind), "choose one with --to");
+    if (all.empty()) return Error(ErrorCode::USAGE, fmt::format("no {} node is configured", kind), "add one to the config");
+    return Error(ErrorCode::USAGE, fmt::format("several {} nodes are configured", kind), "choose one with --to");
 }
 
 std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Selection& sel) {
@@ -98,7 +98,7 @@ Status Engine::route_for(Prepared& p, const TransferRequest& request) {
         auto give_up = m_io.clock->steady() + std::chrono::minutes(2);
         if (request.stop_at && *request.stop_at < give_up) give_up = *request.stop_at;
         auto ensured = routes::ensure_route(env, cache, arch, options);
-        for (bool told = false; !ensured.ok() && ensured.error().code == "LOCKED" && m_io.clock->steady() < give_up; told = true) {
+        for (bool told = false; !ensured.ok() && ensured.error().is(ErrorCode::LOCKED) && m_io.clock->steady() < give_up; told = true) {
             if (!told && m_io.log) m_io.log(fmt::format("archctl: waiting for another archctl: {}", ensured.error().message));
             m_io.clock->sleep_for(std::chrono::milliseconds(200));
             ensured = routes::ensure_route(env, cache, arch, options);
@@ -144,12 +144,12 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, m_nodes.get(p.source));
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, m_nodes.get(p.target));
     ARCHCTL_TRY_ASSIGN(auto source_view, read_placement(*src, p.resource));
-    if (!source_view) return Error("NOT_FOUND", fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
+    if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst, p.resource));
     ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
     ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
     if (!meta.identity().same_resource(p.resource.identity))
-        return Error("IDENTITY_MISMATCH", fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
+        return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(p.resource.identity, p.resource.identity.join(meta.identity()));
 
     ARCHCTL_TRY_STATUS(route_for(p, request));
@@ -218,6 +218,8 @@ Result<std::string> Engine::create(const Prepared& p) {
     def["metainfo_b64"] = nullptr;  // the exported torrent lives beside the definition
     Status created = store.create(d.id, def);
     if (!created.ok()) {
+        // A reservation this cannot release is released as stale by the next planner (no job
+        // definition holds it).
         (void)state::release(m_state, d.aliases, d.id);
         return created.take_error();
     }

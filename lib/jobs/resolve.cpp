@@ -35,7 +35,7 @@ std::vector<std::string> Resource::aliases() const {
 Result<Resource> resolve(Nodes& nodes, const std::string& res_in) {
     std::string res = lower(res_in);
     if (res.size() < 8 || res.size() > 64 || !is_hex(res))
-        return Error("BAD_VALUE", fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", res_in));
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", res_in));
     std::vector<Resource> found;
     std::vector<std::string> unreachable;
     for (NodeHandle* node : nodes.all()) {
@@ -69,13 +69,13 @@ Result<Resource> resolve(Nodes& nodes, const std::string& res_in) {
     }
     if (found.empty()) {
         std::string where = unreachable.empty() ? "" : fmt::format(" (unreachable: {})", fmt::join(unreachable, "; "));
-        return Error("NOT_FOUND", fmt::format("no node has a torrent matching '{}'{}", res_in, where),
+        return Error(ErrorCode::NOT_FOUND, fmt::format("no node has a torrent matching '{}'{}", res_in, where),
                      "RES is a v1 or v2 info hash or a prefix of one; see 'archctl status'");
     }
     if (found.size() > 1) {
         std::string list;
         for (const auto& r : found) list += fmt::format("\n  {}  {}", r.short_id(), r.name);
-        return Error("AMBIGUOUS", fmt::format("'{}' matches {} resources:{}", res_in, found.size(), list),
+        return Error(ErrorCode::AMBIGUOUS, fmt::format("'{}' matches {} resources:{}", res_in, found.size(), list),
                      "give more hex characters");
     }
     found[0].unreachable = std::move(unreachable);

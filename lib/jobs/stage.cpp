@@ -34,7 +34,7 @@ private:
 };
 
 Error partfile_unsupported(const JobRun& run, const std::string& why) {
-    return Error("PARTFILE_UNSUPPORTED", fmt::format("PARTFILE_UNSUPPORTED: job {}: {}", run.def.id, why),
+    return Error(ErrorCode::PARTFILE_UNSUPPORTED, fmt::format("PARTFILE_UNSUPPORTED: job {}: {}", run.def.id, why),
                  "the pieces shared by selected and skipped files cannot be verified without it; nothing was committed");
 }
 
@@ -57,8 +57,13 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
                                      .create_parents = true,
                                      .replace = true,
                                      .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length)});
-    if (was_started) (void)src.qb().start({run.def.qb_id});
-    if (!copied.ok()) return StepResult::failed(partfile_unsupported(run, copied.error().message));
+    Status restarted = was_started ? src.qb().start({run.def.qb_id}) : Status();
+    if (!copied.ok()) {
+        if (!restarted.ok()) run.log(fmt::format("archctl: warning: torrent {} on '{}' was not started again: {}", run.def.qb_id.substr(0, 12),
+                                                 run.def.source, restarted.error().message));
+        return StepResult::failed(partfile_unsupported(run, copied.error().message));
+    }
+    ARCHCTL_TRY_STATUS(restarted);
     std::set<std::int64_t> have;
     for (const auto& s : copied.value().header.slots) have.insert(s.piece);
     std::vector<std::int64_t> missing;
@@ -67,7 +72,7 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     if (!missing.empty())
         return StepResult::failed(partfile_unsupported(run, fmt::format("the source part file does not hold boundary piece(s) {}",
                                                                         fmt::join(missing, ", "))));
-    (void)run.event("partfile_carried", {{"pieces", run.def.boundary_pieces}});
+    ARCHCTL_TRY_STATUS(run.event("partfile_carried", {{"pieces", run.def.boundary_pieces}}));
     return StepResult::ok();
 }
 
@@ -104,7 +109,7 @@ StepResult step_stage(JobRun& run) {
     run.session.bytes_linked += c.bytes_linked + c.bytes_reflinked;
     run.session.bytes_copied += c.bytes_copied;
     if (!r.value().complete) {
-        (void)run.save();
+        ARCHCTL_TRY_STATUS(run.save());
         if (auto stop = run.should_stop()) return *stop;
         std::string why = r.value().stopped;
         return StepResult::stopped(why == "budget" ? "budget" : "interrupt",
@@ -112,7 +117,8 @@ StepResult step_stage(JobRun& run) {
                                                    : "interrupted (Ctrl-C)");
     }
     run.ledger.staged = true;
-    (void)run.event("staged", {{"bytes_linked", c.bytes_linked}, {"bytes_copied", c.bytes_copied}, {"manifest_xxh3", r.value().manifest_xxh3.value_or("")}});
+    ARCHCTL_TRY_STATUS(run.event(
+        "staged", {{"bytes_linked", c.bytes_linked}, {"bytes_copied", c.bytes_copied}, {"manifest_xxh3", r.value().manifest_xxh3.value_or("")}}));
     run.log(fmt::format("archctl: staged {} files on {} ({} linked, {} copied)", run.def.files.size(), run.def.source,
                         format_size(c.bytes_linked), format_size(c.bytes_copied)));
     return StepResult::ok();

@@ -49,8 +49,7 @@ StepResult step_sync(JobRun& run) {
     if (!src.ok()) return StepResult::failed(src.take_error());
     if (!dst.ok()) return StepResult::failed(dst.take_error());
     // Ask the sender to scan the job prefix now instead of waiting for its watcher.
-    Status scanned = src.value()->st().scan(run.def.route.id, {run.def.id});
-    if (!scanned.ok()) return StepResult::failed(scanned.take_error());
+    ARCHCTL_TRY_STATUS(src.value()->st().scan(run.def.route.id, {run.def.id}));
     auto transport = dst.value()->ops();
     if (!transport.ok()) return StepResult::failed(transport.take_error());
     node::Ops ops(*transport.value());
@@ -90,7 +89,7 @@ StepResult step_sync(JobRun& run) {
         run.progress("sync", 2, present, total, files_done, "");
         for (const auto& f : check.value().files)
             if (f.state == "mismatch")
-                return StepResult::failed(Error("TRANSIT_MISMATCH", fmt::format("received file '{}' of job {} does not match the manifest{}",
+                return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH, fmt::format("received file '{}' of job {} does not match the manifest{}",
                                                                                 f.name, run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
         if (check.value().complete && indexed_count == names.size()) break;
         if (run.budgets.no_wait) return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)");
@@ -106,7 +105,7 @@ StepResult step_sync(JobRun& run) {
         wait_for_target(run.clock(), events, checked_at);
     }
     run.ledger.synced = true;
-    (void)run.event("synced", {{"bytes", run.ledger.bytes_present}});
+    ARCHCTL_TRY_STATUS(run.event("synced", {{"bytes", run.ledger.bytes_present}}));
     return StepResult::ok();
 }
 

@@ -16,13 +16,23 @@
 namespace archctl::jobs {
 
 Error stale(const std::string& what, const JobRun& run) {
-    return Error("STALE_STATE", fmt::format("{} changed since job {} was created", what, run.def.id),
+    return Error(ErrorCode::STALE_STATE, fmt::format("{} changed since job {} was created", what, run.def.id),
                  "archctl never adapts silently to external changes; the job was stopped and compensated");
 }
 
 Status JobRun::save() { return store.write_ledger(def.id, ledger.to_json()); }
 
 Status JobRun::event(const std::string& type, nlohmann::json fields) { return store.append_event(def.id, type, std::move(fields)); }
+
+void JobRun::record(const std::string& type, nlohmann::json fields) {
+    Status s = event(type, std::move(fields));
+    if (!s.ok()) log(fmt::format("archctl: warning: the '{}' event of job {} was not recorded: {}", type, def.id, s.error().message));
+}
+
+void JobRun::record_ledger() {
+    Status s = save();
+    if (!s.ok()) log(fmt::format("archctl: warning: the ledger of job {} was not written: {}", def.id, s.error().message));
+}
 
 void JobRun::note_kept(const std::string& node, nlohmann::json entry, const std::string& step) {
     for (const auto& have : ledger.kept)
@@ -88,9 +98,9 @@ public:
         // (deleted, corrupt) is rebuilt from evidence.
         auto events = m_run.store.events(m_run.def.id);
         bool worked = events.ok() && events->records.size() > 1;
-        if (ledger.error().code == "NOT_FOUND" && !worked) return {};
+        if (ledger.error().is(ErrorCode::NOT_FOUND) && !worked) return {};
         m_run.log(fmt::format("archctl: warning: ledger of job {} {}; rebuilding it from evidence", m_run.def.id,
-                              ledger.error().code == "NOT_FOUND" ? "is missing" : "is unreadable"));
+                              ledger.error().is(ErrorCode::NOT_FOUND) ? "is missing" : "is unreadable"));
         return rebuild_ledger(m_run);
     }
 
@@ -131,7 +141,7 @@ public:
     StepResult run_step(const std::string& name) override {
         for (const auto& s : k_steps)
             if (name == s.name) return s.fn(m_run);
-        return Error("INTERNAL", fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
+        return Error(ErrorCode::INTERNAL, fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
     }
 
     Status save() override { return m_run.save(); }
@@ -165,7 +175,7 @@ public:
             release_reservation();
         } else {
             m_run.ledger.state = JobState::cleanup_required;
-            r.error = Error("CLEANUP_REQUIRED", fmt::format("job {} committed, but finishing it failed: {}", m_run.def.id, e.message),
+            r.error = Error(ErrorCode::CLEANUP_REQUIRED, fmt::format("job {} committed, but finishing it failed: {}", m_run.def.id, e.message),
                             fmt::format("the target placement is verified; rerun 'archctl resume {}' to finish", m_run.def.id));
         }
         m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
@@ -182,8 +192,8 @@ public:
         result.step = m_run.ledger.step;
         warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
         Status s = m_run.ledger.committed
-                       ? (step_cleanup(m_run).kind == StepResult::fail ? Status(Error("CLEANUP_REQUIRED", "cleanup failed")) : Status())
-                       : compensate(m_run, Error("CANCELLED", "cancelled by the user"));
+                       ? (step_cleanup(m_run).kind == StepResult::fail ? Status(Error(ErrorCode::CLEANUP_REQUIRED, "cleanup failed")) : Status())
+                       : compensate(m_run, Error(ErrorCode::CANCELLED, "cancelled by the user"));
         if (!s.ok()) {
             result.outcome = RunOutcome::failed;
             result.error = s.error();

@@ -48,10 +48,10 @@ public:
         ARCHCTL_TRY_ASSIGN(std::string line, read_line(deadline, "hello"));
         auto msg = decode(line);
         if (!msg.ok() || !std::holds_alternative<Hello>(msg.value()))
-            return Error("PROTOCOL", fmt::format("node '{}' did not greet with a hello line: '{}'", m_name, line.substr(0, 200)));
+            return Error(ErrorCode::PROTOCOL, fmt::format("node '{}' did not greet with a hello line: '{}'", m_name, line.substr(0, 200)));
         m_hello = std::get<Hello>(std::move(msg).value());
         if (m_hello.protocol != k_protocol_version)
-            return Error("PROTOCOL_MISMATCH",
+            return Error(ErrorCode::PROTOCOL_MISMATCH,
                          fmt::format("node '{}' speaks node protocol {}, this archctl speaks {}", m_name,
                                      m_hello.protocol, k_protocol_version),
                          fmt::format("install the same archctl version on '{}' (it runs {})", m_name, m_hello.archctl_version));
@@ -72,13 +72,13 @@ public:
         for (;;) {
             ARCHCTL_TRY_ASSIGN(std::string line, read_line(std::nullopt, sent.op));
             auto msg = decode(line);
-            if (!msg.ok()) return fail(Error("PROTOCOL", fmt::format("node '{}' sent an invalid line: {}", m_name, msg.error().message)));
+            if (!msg.ok()) return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' sent an invalid line: {}", m_name, msg.error().message)));
             if (auto* p = std::get_if<Progress>(&msg.value())) {
                 if (p->id == sent.id && sink) sink->on_progress(*p);
             } else if (auto* r = std::get_if<Response>(&msg.value())) {
                 if (r->id == sent.id) return std::move(*r);
                 if (r->id == 0 && !r->ok)
-                    return fail(Error("PROTOCOL", fmt::format("node '{}' rejected a line: {}", m_name, r->error.message)));
+                    return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' rejected a line: {}", m_name, r->error.message)));
             }
         }
     }
@@ -118,7 +118,7 @@ private:
             if (deadline) {
                 auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
                 if (left.count() <= 0)
-                    return fail(Error("NODE_UNREACHABLE", fmt::format("node '{}' did not answer within the timeout ({})", m_name, op)));
+                    return fail(Error(ErrorCode::NODE_UNREACHABLE, fmt::format("node '{}' did not answer within the timeout ({})", m_name, op)));
                 wait_ms = static_cast<int>(left.count());
             }
             pollfd p{m_child.stdout_fd(), POLLIN, 0};
@@ -148,7 +148,7 @@ private:
         while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
         if (auto nl = tail.rfind('\n'); nl != std::string::npos) tail = tail.substr(nl + 1);
         std::string message = fmt::format("node '{}' closed the connection during '{}': exit status {}", m_name, op, status);
-        return Error("NODE_UNREACHABLE", message, tail.empty() ? "" : fmt::format("node '{}' said: {}", m_name, tail));
+        return Error(ErrorCode::NODE_UNREACHABLE, message, tail.empty() ? "" : fmt::format("node '{}' said: {}", m_name, tail));
     }
 
     Error fail(Error e) {
@@ -193,7 +193,7 @@ Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options) {
     spawn.extra_env = options.extra_env;
     auto child = Subprocess::spawn(options.argv, spawn);
     if (!child.ok())
-        return Error("NODE_UNREACHABLE", fmt::format("cannot reach node '{}': {}", options.node_name, child.error().message));
+        return Error(ErrorCode::NODE_UNREACHABLE, fmt::format("cannot reach node '{}': {}", options.node_name, child.error().message));
     auto t = std::make_unique<ExecTransport>(options.node_name, std::move(child).value());
     ARCHCTL_TRY_STATUS(t->read_hello(options.hello_timeout));
     return std::unique_ptr<Transport>(std::move(t));

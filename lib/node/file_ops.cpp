@@ -225,14 +225,14 @@ Result<UniqueFd> open_regular(int dirfd, const std::string& name, const std::str
         int err = errno;
         struct stat st {};
         if (err == ELOOP || (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)))
-            return Error("PATH_SYMLINK", fmt::format("refusing path '{}': it is a symlink", display),
+            return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}': it is a symlink", display),
                          "archctl never follows symlinks below a node root");
         return errno_error("cannot open", display, err);
     }
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat", display, errno);
     if (!S_ISREG(st.st_mode))
-        return Error("NOT_REGULAR", fmt::format("refusing path '{}': it is a {}, not a regular file", display,
+        return Error(ErrorCode::NOT_REGULAR, fmt::format("refusing path '{}': it is a {}, not a regular file", display,
                                                 file_type_name(st.st_mode)));
     // Regular files ignore O_NONBLOCK, but clear it anyway so later reads are plain.
     ::fcntl(fd.get(), F_SETFL, 0);
@@ -255,7 +255,7 @@ Result<std::string> read_small_in(int dirfd, const std::string& name, const std:
     struct stat st {};
     ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_regular(dirfd, name, display, &st));
     if (static_cast<std::uint64_t>(st.st_size) > limit)
-        return Error("TOO_LARGE", fmt::format("cannot read '{}': larger than {} bytes", display, limit));
+        return Error(ErrorCode::TOO_LARGE, fmt::format("cannot read '{}': larger than {} bytes", display, limit));
     std::string out(static_cast<std::size_t>(st.st_size), '\0');
     ARCHCTL_TRY_ASSIGN(std::size_t n, pread_full(fd.get(), out.data(), out.size(), 0, display));
     out.resize(n);

@@ -39,7 +39,7 @@ Status check_aux_name(const std::string& name) {
                      c == '_' || c == '-';
         ok = ok && plain;
     }
-    if (!ok) return Error("BAD_REQUEST", fmt::format("invalid auxiliary file name '{}': use [A-Za-z0-9._-], not starting with '.'", name));
+    if (!ok) return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid auxiliary file name '{}': use [A-Za-z0-9._-], not starting with '.'", name));
     return {};
 }
 
@@ -58,7 +58,7 @@ json Manifest::to_json() const {
 Result<Manifest> Manifest::from_json(const json& j) {
     try {
         if (j.at("manifest").get<int>() != k_manifest_version)
-            return Error("CORRUPT", fmt::format("unsupported manifest version {}", j.at("manifest").get<int>()));
+            return Error(ErrorCode::CORRUPT, fmt::format("unsupported manifest version {}", j.at("manifest").get<int>()));
         Manifest m;
         m.job = j.at("job").get<std::string>();
         for (const auto& f : j.at("files")) {
@@ -68,21 +68,21 @@ Result<Manifest> Manifest::from_json(const json& j) {
             mf.size = f.at("size").get<std::uint64_t>();
             if (f.at("xxh3").is_string()) mf.xxh3 = f.at("xxh3").get<std::string>();
             auto method = parse_method(f.at("method").get<std::string>());
-            if (!method) return Error("CORRUPT", "manifest names an unknown staging method");
+            if (!method) return Error(ErrorCode::CORRUPT, "manifest names an unknown staging method");
             mf.method = *method;
             m.files.push_back(std::move(mf));
         }
         for (const auto& a : j.at("aux")) {
             std::string name = a.at("name").get<std::string>();
             std::string prefix = fmt::format("{}/", k_aux_dir);
-            if (!name.starts_with(prefix)) return Error("CORRUPT", fmt::format("manifest aux name '{}' is not below a/", name));
+            if (!name.starts_with(prefix)) return Error(ErrorCode::CORRUPT, fmt::format("manifest aux name '{}' is not below a/", name));
             ManifestAux ma{name.substr(prefix.size()), a.at("size").get<std::uint64_t>(), a.value("xxh3", "")};
             ARCHCTL_TRY_STATUS(check_aux_name(ma.name));
             m.aux.push_back(std::move(ma));
         }
         return m;
     } catch (const json::exception& e) {
-        return Error("CORRUPT", fmt::format("invalid manifest: {}", e.what()));
+        return Error(ErrorCode::CORRUPT, fmt::format("invalid manifest: {}", e.what()));
     }
 }
 

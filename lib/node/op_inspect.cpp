@@ -54,7 +54,7 @@ TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string
     const auto& comps = parts.value();
     auto dir = cache.dir(std::span<const std::string>(comps.data(), comps.size() - 1));
     if (!dir.ok()) {
-        if (dir.error().code == "NOT_FOUND") {
+        if (dir.error().is(ErrorCode::NOT_FOUND)) {
             entry.type = "absent";
         } else {
             entry.type = "refused";
@@ -98,7 +98,7 @@ Result<json> op_tree(OpContext& ctx, const json& args) {
     TreeResult out;
     auto base_fd = ctx.roots().open_dir(request.base);
     if (!base_fd.ok()) {
-        if (base_fd.error().code != "NOT_FOUND") return base_fd.take_error();
+        if (!base_fd.error().is(ErrorCode::NOT_FOUND)) return base_fd.take_error();
         for (const auto& p : request.paths) out.entries.push_back(TreeEntry{p, "absent", std::nullopt, std::nullopt});
         return json(out);
     }

@@ -74,7 +74,7 @@ Result<json> op_chmod_readable(OpContext& ctx, const json& args) {
             if (!dirs_done.insert(key).second) continue;
             auto fd = dirs.dir(prefix);
             if (!fd.ok()) {
-                if (fd.error().code == "NOT_FOUND") break;
+                if (fd.error().is(ErrorCode::NOT_FOUND)) break;
                 return fd.take_error();
             }
             bool changed = false;
@@ -83,10 +83,10 @@ Result<json> op_chmod_readable(OpContext& ctx, const json& args) {
         }
         std::string display = fmt::format("{}/{}", base, rel);
         auto parent = dirs.dir(std::span<const std::string>(comps.data(), comps.size() - 1));
-        if (!parent.ok() && parent.error().code != "NOT_FOUND") return parent.take_error();
-        auto file = parent.ok() ? open_regular(parent.value(), comps.back(), display) : Result<UniqueFd>(Error("NOT_FOUND", ""));
+        if (!parent.ok() && !parent.error().is(ErrorCode::NOT_FOUND)) return parent.take_error();
+        auto file = parent.ok() ? open_regular(parent.value(), comps.back(), display) : Result<UniqueFd>(Error(ErrorCode::NOT_FOUND, ""));
         if (!file.ok()) {
-            if (file.error().code != "NOT_FOUND") return file.take_error();
+            if (!file.error().is(ErrorCode::NOT_FOUND)) return file.take_error();
             out.missing.push_back(rel);
             continue;
         }
@@ -158,7 +158,7 @@ Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned
     std::string display = fmt::format("{}/{}", job_dir, sub);
     auto dir = open_dir_below(job, std::vector<std::string>{sub}, job_dir);
     if (!dir.ok()) {
-        if (dir.error().code == "NOT_FOUND") return {};
+        if (dir.error().is(ErrorCode::NOT_FOUND)) return {};
         return dir.take_error();
     }
     for (const auto& name : list_names(dir.value().get())) {
@@ -194,7 +194,7 @@ Status drop_merge_record(const RootSet& roots, const std::string& save_path, con
     std::string root = roots.paths()[loc.root];
     std::string record = merge_record_path(root, job_id);
     auto parent = roots.open_parent(record);
-    if (!parent.ok()) return parent.error().code == "NOT_FOUND" ? Status{} : Status(parent.take_error());
+    if (!parent.ok()) return parent.error().is(ErrorCode::NOT_FOUND) ? Status{} : Status(parent.take_error());
     return unlink_in(parent.value().dir.get(), parent.value().name, record, sweep);
 }
 
@@ -205,14 +205,14 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     const std::string& job_dir = request.job_dir;
     Sweep sweep;
     auto route = ctx.roots().open_parent(job_dir);
-    if (!route.ok()) return route.error().code == "NOT_FOUND" ? Result<json>(json(CleanupResult{"absent", {}, {}}))
+    if (!route.ok()) return route.error().is(ErrorCode::NOT_FOUND) ? Result<json>(json(CleanupResult{"absent", {}, {}}))
                                                               : Result<json>(route.take_error());
     const std::string job_id = route.value().name;
     sweep.referenced.insert(request.referenced.begin(), request.referenced.end());
     if (request.save_path) ARCHCTL_TRY_STATUS(drop_merge_record(ctx.roots(), *request.save_path, job_id, sweep));
     auto job = open_dir_below(route.value().dir.get(), std::vector<std::string>{job_id}, job_dir);
     if (!job.ok()) {
-        if (job.error().code != "NOT_FOUND") return job.take_error();
+        if (!job.error().is(ErrorCode::NOT_FOUND)) return job.take_error();
         return json(CleanupResult{"absent", sweep.removed, sweep.kept});
     }
     int jfd = job.value().get();
@@ -249,11 +249,11 @@ Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
     std::set<std::string> dirs;
     for (const auto& o : paths) {
         if (o.path.size() <= stop_at.size() + 1 || o.path.compare(0, stop_at.size() + 1, stop_at + "/") != 0)
-            return Error("BAD_REQUEST", fmt::format("cannot unlink '{}': it is not below '{}'", o.path, stop_at));
+            return Error(ErrorCode::BAD_REQUEST, fmt::format("cannot unlink '{}': it is not below '{}'", o.path, stop_at));
         for (std::string d = parent_dir(o.path); d.size() > stop_at.size(); d = parent_dir(d)) dirs.insert(d);
         auto parent = ctx.roots().open_parent(o.path);
         if (!parent.ok()) {
-            if (parent.error().code != "NOT_FOUND") return parent.take_error();
+            if (!parent.error().is(ErrorCode::NOT_FOUND)) return parent.take_error();
             continue;
         }
         ARCHCTL_TRY_ASSIGN(auto st, stat_in(parent.value().dir.get(), parent.value().name, o.path));

@@ -78,7 +78,7 @@ Result<std::string> record_path_for(const RootSet& roots, const std::optional<st
                                     const std::optional<std::string>& job_dir, const std::string& save_path) {
     if (record_path) return *record_path;
     ARCHCTL_TRY_ASSIGN(LocatedPath loc, roots.locate(save_path));
-    if (!job_dir) return Error("BAD_REQUEST", "invalid arguments: job_dir or record_path is required");
+    if (!job_dir) return Error(ErrorCode::BAD_REQUEST, "invalid arguments: job_dir or record_path is required");
     std::string job = job_id_of(*job_dir);
     ARCHCTL_TRY_STATUS(split_relative(job));
     std::string root = roots.paths()[loc.root];
@@ -86,7 +86,7 @@ Result<std::string> record_path_for(const RootSet& roots, const std::optional<st
 }
 
 Error conflict(const std::string& path, const std::string& cause) {
-    return Error("MERGE_CONFLICT", fmt::format("cannot merge into '{}': {}", path, cause),
+    return Error(ErrorCode::MERGE_CONFLICT, fmt::format("cannot merge into '{}': {}", path, cause),
                  "move the conflicting entry away, or exclude the file from the job");
 }
 
@@ -162,7 +162,7 @@ struct MergeState {
 Result<std::optional<MergeState>> load_record(const std::string& record_fd_path) {
     auto contents = read_journal(record_fd_path, k_merge_journal_kind);
     if (!contents.ok()) {
-        if (contents.error().code == "NOT_FOUND") return std::optional<MergeState>();
+        if (contents.error().is(ErrorCode::NOT_FOUND)) return std::optional<MergeState>();
         return contents.take_error();
     }
     MergeState s;
@@ -234,7 +234,7 @@ Result<Placed> move_by_copy(Merger& m, const DeltaFile& f, int dest_dir, int rec
     const std::string& expected = m.manifest_hashes[f.index];
     if (c.bytes != f.size || (!expected.empty() && hasher.hex_digest() != expected)) {
         ::unlinkat(dest_dir, tmp.c_str(), 0);
-        return Error("TRANSIT_MISMATCH", fmt::format("cannot merge '{}': the received file differs from the staged one", dest));
+        return Error(ErrorCode::TRANSIT_MISMATCH, fmt::format("cannot merge '{}': the received file differs from the staged one", dest));
     }
     if (::fsync(out.get()) != 0) return errno_error("cannot fsync", dest, errno);
     struct stat st {};
@@ -271,11 +271,11 @@ Result<Placed> place_one(Merger& m, const DeltaFile& f, const json& pre, int des
         return Placed::done;
     }
     std::string received_display = fmt::format("{}/{}", m.job_dir, payload_name(f.index));
-    if (!m.payload.valid()) return Error("NOT_RECEIVED", fmt::format("cannot merge '{}': '{}' has not arrived", dest, received_display));
+    if (!m.payload.valid()) return Error(ErrorCode::NOT_RECEIVED, fmt::format("cannot merge '{}': '{}' has not arrived", dest, received_display));
     struct stat rs {};
     ARCHCTL_TRY_ASSIGN(UniqueFd received, open_regular(m.payload.get(), std::to_string(f.index), received_display, &rs));
     if (static_cast<std::uint64_t>(rs.st_size) != f.size)
-        return Error("NOT_RECEIVED", fmt::format("cannot merge '{}': '{}' has {} bytes, expected {}", dest, received_display,
+        return Error(ErrorCode::NOT_RECEIVED, fmt::format("cannot merge '{}': '{}' has {} bytes, expected {}", dest, received_display,
                                                  rs.st_size, f.size));
     struct stat ds {};
     ::fstat(dest_dir, &ds);
@@ -366,7 +366,7 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
         if (ctx.cancelled()) return json(cancelled);
         auto pre = pre_by_index.find(f.index);
         if (pre == pre_by_index.end())
-            return Error("BAD_REQUEST", fmt::format("cannot merge file {}: it is not in this job's merge record '{}'", f.index, record_path));
+            return Error(ErrorCode::BAD_REQUEST, fmt::format("cannot merge file {}: it is not in this job's merge record '{}'", f.index, record_path));
         std::vector<std::string> dir_comps = loc.components;
         dir_comps.insert(dir_comps.end(), f.components.begin(), f.components.end() - 1);
         ARCHCTL_TRY_ASSIGN(int dest_dir, dirs.dir(dir_comps, CreateDirs::yes, &ignored));
@@ -404,7 +404,7 @@ Status unmerge_file(const RootSet& roots, const std::string& save_path, const js
     std::string dest = fmt::format("{}/{}", save_path, rel);
     auto parent = roots.open_parent(dest);
     if (!parent.ok()) {
-        if (parent.error().code == "NOT_FOUND") return {};
+        if (parent.error().is(ErrorCode::NOT_FOUND)) return {};
         return parent.take_error();
     }
     int dir = parent.value().dir.get();
@@ -460,7 +460,7 @@ Result<json> op_unmerge(OpContext& ctx, const json& args) {
     ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), request.record_path, request.job_dir, save_path));
     std::set<std::string> referenced(request.referenced.begin(), request.referenced.end());
     auto parent = ctx.roots().open_parent(record_path);
-    if (!parent.ok() && parent.error().code != "NOT_FOUND") return parent.take_error();
+    if (!parent.ok() && !parent.error().is(ErrorCode::NOT_FOUND)) return parent.take_error();
     std::optional<MergeState> state;
     if (parent.ok()) {
         ARCHCTL_TRY_ASSIGN(state, load_record(fd_path(parent.value().dir.get(), parent.value().name)));

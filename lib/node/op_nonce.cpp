@@ -20,7 +20,7 @@ Result<json> op_nonce_write(OpContext& ctx, const json& args) {
     auto request = args.get<NonceWriteRequest>();
     const std::string& path = request.path;
     if (request.content.size() > k_max_nonce_bytes)
-        return Error("BAD_REQUEST", fmt::format("cannot write nonce '{}': content is larger than 64 KiB", path));
+        return Error(ErrorCode::BAD_REQUEST, fmt::format("cannot write nonce '{}': content is larger than 64 KiB", path));
     CreateDirs create = request.create_parents ? CreateDirs::yes : CreateDirs::no;
     ARCHCTL_TRY_ASSIGN(RootSet::Parent parent, ctx.roots().open_parent(path, create));
     ARCHCTL_TRY_STATUS(write_atomic_in(parent.dir.get(), parent.name, request.content, path));
@@ -34,7 +34,7 @@ Result<json> op_nonce_observe(OpContext& ctx, const json& args) {
     const json absent = NonceObserveResult{path, false, ""};
     auto parent = ctx.roots().open_parent(path);
     if (!parent.ok()) {
-        if (parent.error().code == "NOT_FOUND") return absent;
+        if (parent.error().is(ErrorCode::NOT_FOUND)) return absent;
         return parent.take_error();
     }
     ARCHCTL_TRY_ASSIGN(auto st, stat_in(parent.value().dir.get(), parent.value().name, path));

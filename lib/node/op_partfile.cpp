@@ -61,7 +61,7 @@ Result<OpenedPartfile> open_partfile(const RootSet& roots, const PartfileCheck& 
     // Structure first; slot extents are judged below so the one permitted short slot can pass.
     ARCHCTL_TRY_ASSIGN(p.header, torrent::parse_partfile_header(head, expect));
     if (p.size < p.header.header_size)
-        return Error("PARTFILE_INVALID", fmt::format("cannot use part file '{}': {} bytes, shorter than its {}-byte header", path,
+        return Error(ErrorCode::PARTFILE_INVALID, fmt::format("cannot use part file '{}': {} bytes, shorter than its {}-byte header", path,
                                                      p.size, p.header.header_size));
     std::uint32_t last_slot = 0;
     for (std::uint32_t piece = 0; piece < p.header.piece_count; ++piece) {
@@ -74,7 +74,7 @@ Result<OpenedPartfile> open_partfile(const RootSet& roots, const PartfileCheck& 
         bool tolerated = allow_short && p.short_slots.size() == 1 && *p.header.slots[piece] == last_slot &&
                          p.header.slot_offset(piece) < p.size;
         if (!tolerated)
-            return Error("PARTFILE_INVALID", fmt::format("cannot use part file '{}': slot {} (piece {}) is truncated", path,
+            return Error(ErrorCode::PARTFILE_INVALID, fmt::format("cannot use part file '{}': slot {} (piece {}) is truncated", path,
                                                          *p.header.slots[piece], piece),
                          "the part file is refused rather than guessed at; keep the source copy");
     }
@@ -113,7 +113,7 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
     Xxh3Hasher source_hash;
     ARCHCTL_TRY_ASSIGN(CopyOutcome read, hash_range(p.fd.get(), p.size, source_hash, {}, from));
     std::string digest = source_hash.hex_digest();
-    if (read.bytes != p.size) return Error("SOURCE_CHANGED", fmt::format("cannot copy part file '{}': it changed while it was read", from));
+    if (read.bytes != p.size) return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot copy part file '{}': it changed while it was read", from));
     ARCHCTL_TRY_ASSIGN(auto existing, stat_in(dest.dir.get(), dest.name, to));
     if (existing) {
         ARCHCTL_TRY_ASSIGN(UniqueFd efd, open_regular(dest.dir.get(), dest.name, to));
@@ -121,7 +121,7 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
         ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(efd.get(), static_cast<std::uint64_t>(existing->st_size), h, {}, to));
         if (o.bytes == p.size && h.hex_digest() == digest) return json(PartfileCopyResult{header_of(p), to, digest, true, std::nullopt});
         if (!request.replace)
-            return Error("PARTFILE_EXISTS", fmt::format("cannot place part file '{}': a different file is already there", to),
+            return Error(ErrorCode::PARTFILE_EXISTS, fmt::format("cannot place part file '{}': a different file is already there", to),
                          "a part file in a save path belongs to the torrent loaded there; it is never overwritten silently");
     }
     std::string tmp = fmt::format(".{}.archctl-tmp", dest.name);
@@ -132,7 +132,7 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
     ARCHCTL_TRY_ASSIGN(CopyOutcome copied, copy_and_hash(p.fd.get(), out.get(), 0, copy_hash, {}, from));
     if (copied.bytes != p.size || copy_hash.hex_digest() != digest) {
         ::unlinkat(dest.dir.get(), tmp.c_str(), 0);
-        return Error("SOURCE_CHANGED", fmt::format("cannot copy part file '{}': it changed while it was read", from),
+        return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot copy part file '{}': it changed while it was read", from),
                      "read the part file only while its torrent is stopped");
     }
     if (::fsync(out.get()) != 0) return errno_error("cannot fsync", to, errno);

@@ -174,7 +174,7 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
     if (request.indexed) c.indexed = std::set<std::string>(request.indexed->begin(), request.indexed->end());
     std::vector<Expected> expected;
     auto job = ctx.roots().open_dir(job_dir);
-    if (!job.ok() && job.error().code != "NOT_FOUND") return job.take_error();
+    if (!job.ok() && !job.error().is(ErrorCode::NOT_FOUND)) return job.take_error();
     std::optional<Manifest> manifest;
     if (job.ok()) manifest = read_manifest(job.value().get(), job_dir);
     expected = expected_entries(request.files, manifest);

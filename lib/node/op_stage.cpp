@@ -81,7 +81,7 @@ Result<StageArgs> parse_args(const json& raw) {
     else if (method == "hardlink") a.method = MethodChoice::hardlink;
     else if (method == "reflink") a.method = MethodChoice::reflink;
     else if (method == "copy") a.method = MethodChoice::copy;
-    else return Error("BAD_REQUEST", fmt::format("invalid stage method '{}': use auto, hardlink, reflink or copy", method));
+    else return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid stage method '{}': use auto, hardlink, reflink or copy", method));
     a.verify_transit = request.verify_transit;
     a.budget_bytes = request.budget_bytes.value_or(0);
     std::map<std::uint32_t, bool> seen;
@@ -91,7 +91,7 @@ Result<StageArgs> parse_args(const json& raw) {
         sf.path = std::move(f.path);
         sf.size = f.size;
         ARCHCTL_TRY_ASSIGN(sf.components, split_relative(sf.path));
-        if (seen[sf.index]) return Error("BAD_REQUEST", fmt::format("invalid stage request: file index {} listed twice", sf.index));
+        if (seen[sf.index]) return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid stage request: file index {} listed twice", sf.index));
         seen[sf.index] = true;
         a.files.push_back(std::move(sf));
     }
@@ -101,10 +101,10 @@ Result<StageArgs> parse_args(const json& raw) {
         ARCHCTL_TRY_STATUS(check_aux_name(spec.name));
         if (x.data_b64) {
             auto data = base64_decode(*x.data_b64);
-            if (!data.ok()) return Error("BAD_REQUEST", data.error().message);
+            if (!data.ok()) return Error(ErrorCode::BAD_REQUEST, data.error().message);
             spec.data = std::move(data).value();
         } else if (!x.present) {
-            return Error("BAD_REQUEST", fmt::format("invalid auxiliary file '{}': needs data_b64 or present", spec.name));
+            return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid auxiliary file '{}': needs data_b64 or present", spec.name));
         }
         a.aux.push_back(std::move(spec));
     }
@@ -156,7 +156,7 @@ struct Source {
         struct stat now {};
         ARCHCTL_TRY_ASSIGN(fd, open_regular(dir, file.components.back(), display, &now));
         if (now.st_ino != st.st_ino || now.st_dev != st.st_dev || now.st_size != st.st_size)
-            return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': the file changed while it was staged", display));
+            return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot stage '{}': the file changed while it was staged", display));
         return fd.get();
     }
 };
@@ -172,15 +172,15 @@ Status preflight_sources(Stager& s) {
         ARCHCTL_TRY_ASSIGN(int dir, source_dir(s, f));
         std::string display = s.source_display(f);
         ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir, f.components.back(), display));
-        if (!st) return Error("NOT_FOUND", fmt::format("cannot stage '{}': the source file does not exist", display));
+        if (!st) return Error(ErrorCode::NOT_FOUND, fmt::format("cannot stage '{}': the source file does not exist", display));
         if (S_ISLNK(st->st_mode))
-            return Error("PATH_SYMLINK", fmt::format("refusing path '{}': it is a symlink", display),
+            return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}': it is a symlink", display),
                          "archctl never follows symlinks below a node root");
         if (!S_ISREG(st->st_mode))
-            return Error("NOT_REGULAR", fmt::format("refusing path '{}': it is a {}, not a regular file", display,
+            return Error(ErrorCode::NOT_REGULAR, fmt::format("refusing path '{}': it is a {}, not a regular file", display,
                                                     file_type_name(st->st_mode)));
         if (static_cast<std::uint64_t>(st->st_size) != f.size)
-            return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': size is {}, the request expects {}", display,
+            return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot stage '{}': size is {}, the request expects {}", display,
                                                        st->st_size, f.size));
         s.source_stats.push_back(*st);
     }
@@ -307,7 +307,7 @@ Result<bool> stage_link(Stager& s, const SourceFile& f, Source& source) {
     ARCHCTL_TRY_ASSIGN(auto st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
     if (!st || st->st_ino != src.st_ino || st->st_dev != src.st_dev) {
         ::unlinkat(s.payload.get(), name.c_str(), 0);
-        return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': the file was replaced while it was linked", s.source_display(f)));
+        return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot stage '{}': the file was replaced while it was linked", s.source_display(f)));
     }
     crash_point("stage.linked");
     std::string xxh3;
@@ -419,7 +419,7 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
         return stop;
     }
     if (offset + copied.bytes != f.size)
-        return Error("SOURCE_CHANGED", fmt::format("cannot stage '{}': read {} bytes, expected {}", s.source_display(f),
+        return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot stage '{}': read {} bytes, expected {}", s.source_display(f),
                                                    offset + copied.bytes, f.size));
     std::string xxh3 = hasher.hex_digest();
     ARCHCTL_TRY_STATUS(commit_temp(s, f, tmp.get(), src, StageMethod::copy, xxh3));
@@ -441,7 +441,7 @@ Result<Stop> stage_one(Stager& s, const SourceFile& f, const struct stat& prefli
             if (linked) return Stop::none;
         }
         if (m == MethodChoice::hardlink)
-            return Error("LINK_FAILED", fmt::format("cannot hard-link '{}' into '{}': the filesystem refused", s.source_display(f),
+            return Error(ErrorCode::LINK_FAILED, fmt::format("cannot hard-link '{}' into '{}': the filesystem refused", s.source_display(f),
                                                     s.job_display),
                          "source and job directory must be on one filesystem; use method auto to fall back to a copy");
     }
@@ -450,7 +450,7 @@ Result<Stop> stage_one(Stager& s, const SourceFile& f, const struct stat& prefli
         ARCHCTL_TRY_ASSIGN(bool cloned, stage_reflink(s, f, source));
         if (cloned) return Stop::none;
         if (m == MethodChoice::reflink)
-            return Error("REFLINK_UNSUPPORTED", fmt::format("cannot reflink '{}' into '{}': the filesystem refused",
+            return Error(ErrorCode::REFLINK_UNSUPPORTED, fmt::format("cannot reflink '{}' into '{}': the filesystem refused",
                                                             s.source_display(f), s.job_display));
     }
     if (s.args.budget_bytes && s.counters.bytes_copied >= s.args.budget_bytes) return Stop::budget;
@@ -472,7 +472,7 @@ Result<UniqueFd> open_job_subdir(int job, const char* name, const std::string& d
 Status load_journal(Stager& s) {
     std::string path = fd_path(s.job.get(), k_stage_journal_name);
     auto contents = read_journal(path, k_stage_journal_kind);
-    if (!contents.ok() && contents.error().code != "NOT_FOUND") return contents.take_error();
+    if (!contents.ok() && !contents.error().is(ErrorCode::NOT_FOUND)) return contents.take_error();
     if (contents.ok())
         for (auto& rec : contents.value().records)
             if (rec.contains("i")) s.journaled[rec.at("i").get<std::uint32_t>()] = rec;
@@ -545,10 +545,10 @@ Result<std::optional<json>> finished_earlier(Stager& s) {
     if (!ready) return std::optional<json>();
     ARCHCTL_TRY_ASSIGN(std::string text, read_small_in(s.job.get(), k_manifest_name, s.job_display + "/" + k_manifest_name));
     auto parsed = json::parse(text, nullptr, false);
-    if (parsed.is_discarded()) return Error("CORRUPT", fmt::format("invalid manifest '{}/{}'", s.job_display, k_manifest_name));
+    if (parsed.is_discarded()) return Error(ErrorCode::CORRUPT, fmt::format("invalid manifest '{}/{}'", s.job_display, k_manifest_name));
     ARCHCTL_TRY_ASSIGN(Manifest m, Manifest::from_json(parsed));
     if (!same_request(m, s.args))
-        return Error("JOB_MISMATCH", fmt::format("cannot stage into '{}': it holds a finished job with other files", s.job_display));
+        return Error(ErrorCode::JOB_MISMATCH, fmt::format("cannot stage into '{}': it holds a finished job with other files", s.job_display));
     Counters c;
     c.files_done = m.files.size();
     for (const auto& f : m.files) c.bytes_done += f.size;

@@ -24,7 +24,7 @@ Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
     std::string label = "request";
     if (request.torrent_b64) {
         auto decoded = base64_decode(*request.torrent_b64);
-        if (!decoded.ok()) return Error("BAD_REQUEST", decoded.error().message);
+        if (!decoded.ok()) return Error(ErrorCode::BAD_REQUEST, decoded.error().message);
         bytes = std::move(decoded).value();
     } else {
         const std::string& path = *request.torrent_path;

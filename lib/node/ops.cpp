@@ -45,7 +45,7 @@ Result<T> call_typed(Transport& transport, const char* op, const json& args, Pro
     try {
         return result.get<T>();
     } catch (const json::exception& e) {
-        return Error("PROTOCOL", fmt::format("invalid result of node operation '{}': {}", op, e.what()));
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation '{}': {}", op, e.what()));
     }
 }
 

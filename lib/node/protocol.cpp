@@ -8,7 +8,7 @@ namespace {
 using nlohmann::json;
 
 Error protocol_error(std::string_view cause) {
-    return Error("PROTOCOL", fmt::format("invalid node protocol line: {}", cause));
+    return Error(ErrorCode::PROTOCOL, fmt::format("invalid node protocol line: {}", cause));
 }
 
 json encode_hello(const Hello& h) {

@@ -21,7 +21,7 @@ std::atomic<bool> g_openat2_missing{false};
 constexpr std::size_t k_dir_cache_limit = 512;
 
 Error outside_error(std::string_view path, std::string_view cause) {
-    return Error("PATH_OUTSIDE_ROOT", fmt::format("path outside the node's roots '{}': {}", path, cause),
+    return Error(ErrorCode::PATH_OUTSIDE_ROOT, fmt::format("path outside the node's roots '{}': {}", path, cause),
                  "node paths are absolute, clean and below a --root directory");
 }
 
@@ -33,7 +33,7 @@ Error classify_open_failure(int dirfd, const std::string& name, const std::strin
     if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISLNK(st.st_mode)) return symlink_error(display);
         if (!S_ISDIR(st.st_mode))
-            return Error("NOT_A_DIRECTORY", fmt::format("cannot open directory '{}': not a directory", display));
+            return Error(ErrorCode::NOT_A_DIRECTORY, fmt::format("cannot open directory '{}': not a directory", display));
     }
     return errno_error("cannot open directory", display, err);
 }
@@ -71,7 +71,7 @@ Result<UniqueFd> resolve_beneath(int dirfd, std::span<const std::string> compone
     int err = errno;
     if (err == ENOSYS || err == EPERM) {  // EPERM: seccomp filters that deny unknown syscalls
         unsupported = true;
-        return Error("IO", "openat2 unavailable");
+        return Error(ErrorCode::IO, "openat2 unavailable");
     }
     if (err == EXDEV) return outside_error(fmt::format("{}/{}", display, rel), "resolves outside its root");
     // The walk finds which component failed, for a precise message.
@@ -84,7 +84,7 @@ Result<UniqueFd> resolve_beneath(int dirfd, std::span<const std::string> compone
 void set_resolve_mode(ResolveMode mode) { g_mode = mode; }
 
 Error symlink_error(const std::string& path) {
-    return Error("PATH_SYMLINK", fmt::format("refusing path '{}': a component below the root is a symlink", path),
+    return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}': a component below the root is a symlink", path),
                  "archctl never follows symlinks below a node root");
 }
 
@@ -98,9 +98,9 @@ std::string join_path(std::span<const std::string> components) {
 }
 
 Result<std::vector<std::string>> split_relative(std::string_view rel) {
-    if (rel.empty()) return Error("BAD_PATH", "invalid relative path '': empty");
+    if (rel.empty()) return Error(ErrorCode::BAD_PATH, "invalid relative path '': empty");
     if (rel.front() == '/') return outside_error(rel, "absolute path where a relative path is expected");
-    if (has_nul(rel)) return Error("BAD_PATH", fmt::format("invalid relative path '{}': contains NUL", rel));
+    if (has_nul(rel)) return Error(ErrorCode::BAD_PATH, fmt::format("invalid relative path '{}': contains NUL", rel));
     std::vector<std::string> out;
     std::size_t pos = 0;
     while (pos <= rel.size()) {
@@ -108,7 +108,7 @@ Result<std::vector<std::string>> split_relative(std::string_view rel) {
         std::string_view part = rel.substr(pos, slash == std::string_view::npos ? std::string_view::npos : slash - pos);
         if (part == "..") return outside_error(rel, "'..' is not allowed");
         if (part.empty() || part == ".")
-            return Error("BAD_PATH", fmt::format("invalid relative path '{}': empty or '.' component", rel));
+            return Error(ErrorCode::BAD_PATH, fmt::format("invalid relative path '{}': empty or '.' component", rel));
         out.emplace_back(part);
         if (slash == std::string_view::npos) break;
         pos = slash + 1;
@@ -121,7 +121,7 @@ Result<RootSet> RootSet::open(const std::vector<std::string>& roots) {
     for (const std::string& given : roots) {
         std::string root = strip_trailing_slashes(given);
         if (root.empty() || root.front() != '/')
-            return Error("USAGE", fmt::format("invalid root '{}': must be an absolute path", root));
+            return Error(ErrorCode::USAGE, fmt::format("invalid root '{}': must be an absolute path", root));
         if (root != "/") ARCHCTL_TRY_STATUS(split_relative(std::string_view(root).substr(1)));
         UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         if (!fd.valid()) return errno_error("cannot open root", root, errno);

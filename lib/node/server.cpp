@@ -73,7 +73,7 @@ void handle_line(const std::string& line, Queue& q, LineWriter& out) {
             q.cancelled.insert(c->id);
         }
     } else {
-        out.write(Response::failure(0, Error("PROTOCOL", "invalid node protocol line: only requests and cancels are accepted")));
+        out.write(Response::failure(0, Error(ErrorCode::PROTOCOL, "invalid node protocol line: only requests and cancels are accepted")));
     }
 }
 
@@ -94,7 +94,7 @@ void read_loop(int in_fd, Queue& q, LineWriter& out) {
             if (nl > start) handle_line(buffer.substr(start, nl - start), q, out);
         buffer.erase(0, start);
         if (buffer.size() > k_max_line_bytes) {
-            out.write(Response::failure(0, Error("PROTOCOL", "invalid node protocol line: longer than 256 MiB")));
+            out.write(Response::failure(0, Error(ErrorCode::PROTOCOL, "invalid node protocol line: longer than 256 MiB")));
             break;
         }
     }
@@ -125,7 +125,7 @@ Response Server::handle(const Request& request, const ProgressFn& emit, const st
     Response response;
     Operation op = find_operation(request.op);
     if (!op) {
-        response = Response::failure(request.id, Error("UNKNOWN_OPERATION", fmt::format("unknown node operation '{}'", request.op)));
+        response = Response::failure(request.id, Error(ErrorCode::UNKNOWN_OPERATION, fmt::format("unknown node operation '{}'", request.op)));
     } else {
         ProgressFn tagged = [&](const Progress& p) {
             Progress copy = p;
@@ -133,11 +133,11 @@ Response Server::handle(const Request& request, const ProgressFn& emit, const st
             if (emit) emit(copy);
         };
         OpContext ctx(m_roots, m_state, tagged, cancel);
-        Result<nlohmann::json> result = Error("BAD_REQUEST", "");
+        Result<nlohmann::json> result = Error(ErrorCode::BAD_REQUEST, "");
         try {
             result = op(ctx, request.args);
         } catch (const nlohmann::json::exception& e) {
-            result = Error("BAD_REQUEST", fmt::format("invalid arguments for node operation '{}': {}", request.op, e.what()));
+            result = Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation '{}': {}", request.op, e.what()));
         }
         response = result.ok() ? Response::success(request.id, std::move(result).value())
                                : Response::failure(request.id, result.take_error());
@@ -151,7 +151,7 @@ Response Server::handle(const Request& request, const ProgressFn& emit, const st
 Status Server::serve(int in_fd, int out_fd) {
     std::signal(SIGPIPE, SIG_IGN);
     LineWriter out(out_fd);
-    if (!out.write(hello())) return Error("IO", "cannot write to the node connection: the caller went away");
+    if (!out.write(hello())) return Error(ErrorCode::IO, "cannot write to the node connection: the caller went away");
     Queue q;
     std::thread reader(read_loop, in_fd, std::ref(q), std::ref(out));
     for (;;) {
@@ -174,7 +174,7 @@ Status Server::serve(int in_fd, int out_fd) {
     }
     q.stop_reader = true;
     reader.join();
-    if (out.broken()) return Error("IO", "cannot write to the node connection: the caller went away");
+    if (out.broken()) return Error(ErrorCode::IO, "cannot write to the node connection: the caller went away");
     return {};
 }
 

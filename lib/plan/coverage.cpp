@@ -43,11 +43,11 @@ std::string refused_note(const std::string& node, const std::vector<std::pair<Co
 nlohmann::json FileStamp::to_json() const { return nlohmann::json::array({dev, ino, size, mtime_ns}); }
 
 Result<FileStamp> FileStamp::from_json(const nlohmann::json& j) {
-    if (!j.is_array() || j.size() != 4) return Error("CORRUPT", fmt::format("unreadable file stamp: {}", j.dump()));
+    if (!j.is_array() || j.size() != 4) return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", j.dump()));
     try {
         return FileStamp{j[0].get<std::uint64_t>(), j[1].get<std::uint64_t>(), j[2].get<std::uint64_t>(), j[3].get<std::int64_t>()};
     } catch (const nlohmann::json::exception& e) {
-        return Error("CORRUPT", fmt::format("unreadable file stamp: {}", e.what()));
+        return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", e.what()));
     }
 }
 
@@ -60,10 +60,10 @@ nlohmann::json stamps_to_json(const std::map<std::uint32_t, FileStamp>& stamps) 
 Result<std::map<std::uint32_t, FileStamp>> stamps_from_json(const nlohmann::json& j) {
     std::map<std::uint32_t, FileStamp> out;
     if (j.is_null()) return out;
-    if (!j.is_array()) return Error("CORRUPT", "unreadable file stamps: not a list");
+    if (!j.is_array()) return Error(ErrorCode::CORRUPT, "unreadable file stamps: not a list");
     for (const auto& row : j) {
         if (!row.is_array() || row.size() != 5 || !row[0].is_number_unsigned())
-            return Error("CORRUPT", fmt::format("unreadable file stamp: {}", row.dump()));
+            return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", row.dump()));
         ARCHCTL_TRY_ASSIGN(FileStamp s, FileStamp::from_json(nlohmann::json::array({row[1], row[2], row[3], row[4]})));
         out[row[0].get<std::uint32_t>()] = s;
     }
@@ -125,7 +125,7 @@ Result<ArchiveProof> ArchiveProof::from_json(const nlohmann::json& j) {
         }
         return p;
     } catch (const nlohmann::json::exception& e) {
-        return Error("CORRUPT", fmt::format("unreadable archive proof: {}", e.what()));
+        return Error(ErrorCode::CORRUPT, fmt::format("unreadable archive proof: {}", e.what()));
     }
 }
 
@@ -133,7 +133,7 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
     Coverage c;
     c.required = in.cache.selected;
     if (c.required.end() > in.files.size())
-        return Error("BAD_VALUE", fmt::format("the cache placement on '{}' selects file {} of a resource with {} files", in.cache.node,
+        return Error(ErrorCode::BAD_VALUE, fmt::format("the cache placement on '{}' selects file {} of a resource with {} files", in.cache.node,
                                               c.required.end() - 1, in.files.size()));
     std::vector<ArchiveEvidence> archives = in.archives;
     std::sort(archives.begin(), archives.end(), [](const auto& a, const auto& b) { return a.view.node < b.view.node; });

@@ -33,7 +33,7 @@ Result<torrent::Selection> expand_request(const PlanInput& in, const torrent::Fi
     }
     for (const auto& p : r.file_paths) {
         const torrent::ModelFile* f = find_path(model, p);
-        if (!f) return Error("NOT_IN_TORRENT", fmt::format("no file '{}' in torrent '{}'", p, in.meta->name()),
+        if (!f) return Error(ErrorCode::NOT_IN_TORRENT, fmt::format("no file '{}' in torrent '{}'", p, in.meta->name()),
                              "paths start with the torrent's root folder; see 'archctl torrent show'");
         wanted.push_back(f->index);
     }
@@ -43,12 +43,12 @@ Result<torrent::Selection> expand_request(const PlanInput& in, const torrent::Fi
         for (const auto& f : model.files())
             if (f.path.rfind(d + "/", 0) == 0 && available.contains(f.index)) wanted.push_back(f.index);
         if (wanted.size() == before)
-            return Error("NOT_IN_TORRENT", fmt::format("no selected, complete file below '{}' in torrent '{}'", d, in.meta->name()));
+            return Error(ErrorCode::NOT_IN_TORRENT, fmt::format("no selected, complete file below '{}' in torrent '{}'", d, in.meta->name()));
     }
     result = result.union_with(torrent::Selection::of(wanted));
     torrent::Selection missing = result.difference(available);
     if (!missing.empty())
-        return Error("SOURCE_INCOMPLETE",
+        return Error(ErrorCode::SOURCE_INCOMPLETE,
                      fmt::format("cannot {} files {} of '{}': not selected and complete on {}", to_string(r.op),
                                  missing.to_string(), in.meta->name(), in.source.node),
                      "only files the source holds at 100% can be moved; archctl never downloads");
@@ -60,7 +60,7 @@ Status check_names(const PlacementView& view, const torrent::FileModel& model, c
     for (const auto& f : model.files()) {
         if (f.index >= view.names.size()) break;
         if (view.names[f.index] != f.path)
-            return Error("RENAMED_IN_QB",
+            return Error(ErrorCode::RENAMED_IN_QB,
                          fmt::format("file {} of '{}' on {} is '{}' in qBittorrent but '{}' in the metainfo", f.index, name,
                                      view.node, view.names[f.index], f.path),
                          "archctl moves only files at their metainfo paths; undo the rename in qBittorrent");
@@ -106,7 +106,7 @@ Result<std::string> rebase_save_path(const std::string& source_save_path, const 
     if (save == root) rel = "";
     else if (save.rfind(root + "/", 0) == 0) rel = save.substr(root.size());
     else
-        return Error("PATH_OUTSIDE_ROOT",
+        return Error(ErrorCode::PATH_OUTSIDE_ROOT,
                      fmt::format("save path '{}' is outside the node's qb_root '{}'", source_save_path, source_root),
                      "move the torrent below qb_root in qBittorrent, or set qb_root to a directory that holds it");
     return strip_trailing_slashes(target_root) + rel;
@@ -135,7 +135,7 @@ Result<Plan> compute(const PlanInput& in) {
         p.extends_existing = true;
         torrent::Selection stale = in.target->selected.difference(in.target->complete);
         if (!stale.empty())
-            return Error("TARGET_INCOMPLETE",
+            return Error(ErrorCode::TARGET_INCOMPLETE,
                          fmt::format("target placement of '{}' on {} has selected files that are not complete: {}",
                                      in.meta->name(), in.target->node, stale.to_string()),
                          "this is stale external state; archctl never downloads or deselects — fix it in qBittorrent");

@@ -22,7 +22,7 @@ constexpr auto k_nonce_poll = std::chrono::milliseconds(200);
 
 // Transport-level failures (connection refused, timeout) are worth waiting out; anything
 // Syncthing answered with is not.
-bool transient(const Error& e) { return e.code.rfind("HTTP_", 0) == 0 || e.code == "NODE_UNREACHABLE"; }
+bool transient(const Error& e) { return e.code.rfind("HTTP_", 0) == 0 || e.is(ErrorCode::NODE_UNREACHABLE); }
 
 st::Folder planned_folder(const std::string& id, const std::string& path, const std::string& own,
                           const std::string& peer) {
@@ -87,7 +87,7 @@ Error Attempt::give_up(WaitEnd end, const std::string& what) {
         m_r.error = message;
         (void)m_s.store().save(m_r, "timed_out");
     }
-    return Error("ROUTE_TIMEOUT", message,
+    return Error(ErrorCode::ROUTE_TIMEOUT, message,
                  fmt::format("see 'archctl route show {}'; fix the cause and rerun, or undo with "
                              "'archctl route ensure --rollback {}'",
                              m_r.id, m_r.id));
@@ -146,7 +146,7 @@ Result<bool> Attempt::try_configure(const SideRef& s, std::string& seen) {
     }
     if (s.device->empty()) *s.device = status->my_id;
     if (*s.device != status->my_id)
-        return Error("ROUTE_CONFLICT", fmt::format("Syncthing of '{}' has device ID {}, this route recorded {}", s.node,
+        return Error(ErrorCode::ROUTE_CONFLICT, fmt::format("Syncthing of '{}' has device ID {}, this route recorded {}", s.node,
                                                    status->my_id, *s.device));
     std::vector<std::string> addresses = peer->config().syncthing.addresses;
     if (s.peer_device->empty() || addresses.empty()) {
@@ -194,7 +194,7 @@ Result<bool> Attempt::ensure_device(session::NodeSession& link, const SideRef& s
     crash_point("route.device.put");
     ARCHCTL_TRY_ASSIGN(auto created, link.st().device(id));
     if (!created)
-        return Error("ROUTE_CONFIG_REFUSED", fmt::format("Syncthing of '{}' did not keep device {} after adding it", s.node,
+        return Error(ErrorCode::ROUTE_CONFIG_REFUSED, fmt::format("Syncthing of '{}' did not keep device {} after adding it", s.node,
                                                          id.substr(0, 7)));
     entry = m_r.find_created(s.node, ObjectKind::device, id);
     entry->fingerprint = config_fingerprint(created->raw);
@@ -209,7 +209,7 @@ Result<bool> Attempt::ensure_folder(session::NodeSession& link, const SideRef& s
     CreatedObject* entry = m_r.find_created(s.node, ObjectKind::folder, m_r.id);
     if (existing) {
         if (strip_trailing_slashes(existing->path) != *s.path)
-            return Error("ROUTE_CONFLICT", fmt::format("folder '{}' on '{}' has path {}, this route expects {}", m_r.id,
+            return Error(ErrorCode::ROUTE_CONFLICT, fmt::format("folder '{}' on '{}' has path {}, this route expects {}", m_r.id,
                                                        s.node, existing->path, *s.path));
         if (entry && entry->status == ObjectStatus::intended) {
             entry->fingerprint = config_fingerprint(existing->raw);
@@ -231,7 +231,7 @@ Result<bool> Attempt::ensure_folder(session::NodeSession& link, const SideRef& s
     crash_point("route.folder.put");
     ARCHCTL_TRY_ASSIGN(auto created, link.st().folder(m_r.id));
     if (!created)
-        return Error("ROUTE_CONFIG_REFUSED", fmt::format("Syncthing of '{}' did not keep folder '{}' after adding it", s.node, m_r.id));
+        return Error(ErrorCode::ROUTE_CONFIG_REFUSED, fmt::format("Syncthing of '{}' did not keep folder '{}' after adding it", s.node, m_r.id));
     entry = m_r.find_created(s.node, ObjectKind::folder, m_r.id);
     entry->fingerprint = config_fingerprint(created->raw);
     entry->status = ObjectStatus::created;
@@ -298,11 +298,11 @@ Status Attempt::verify() {
         Status done = exchange(from);
         if (!done.ok()) {
             Error e = done.take_error();
-            if (e.code == "ROUTE_TIMEOUT" || is_clean_stop(e)) return e;
+            if (e.is(ErrorCode::ROUTE_TIMEOUT) || is_clean_stop(e)) return e;
             m_r.last_check_at = now_text();
             m_r.last_check = e.message;
             (void)m_s.store().save(m_r, "check.recorded");
-            return Error("ROUTE_CHECK_FAILED", fmt::format("nonce check of route '{}' failed: {}", m_r.id, e.message));
+            return Error(ErrorCode::ROUTE_CHECK_FAILED, fmt::format("nonce check of route '{}' failed: {}", m_r.id, e.message));
         }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

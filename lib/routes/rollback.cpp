@@ -90,7 +90,7 @@ Result<bool> roll_back_one(Session& s, RouteRecord& r, CreatedObject& c) {
 
 Result<RollbackReport> rollback_record(Session& s, RouteRecord& r) {
     if (!r.verified_at.empty() || r.state == RouteState::ready)
-        return Error("ROUTE_VERIFIED", fmt::format("route '{}' was verified ready; archctl never removes a verified route", r.id),
+        return Error(ErrorCode::ROUTE_VERIFIED, fmt::format("route '{}' was verified ready; archctl never removes a verified route", r.id),
                      "remove its folder and devices in Syncthing by hand if it must go");
     RollbackReport report;
     report.id = r.id;

@@ -73,7 +73,7 @@ Result<CreatedObject> object_from_json(const json& o, const std::string& source)
     c.node = text(o, "node");
     c.id = text(o, "id");
     if (!kind || !status || c.node.empty() || c.id.empty())
-        return Error("CORRUPT", fmt::format("corrupt route record '{}': bad entry in 'created'", source));
+        return Error(ErrorCode::CORRUPT, fmt::format("corrupt route record '{}': bad entry in 'created'", source));
     c.kind = *kind;
     c.status = *status;
     c.fingerprint = text(o, "fingerprint");
@@ -121,7 +121,7 @@ json to_json(const RouteRecord& r) {
 
 Result<RouteRecord> record_from_json(const json& o, const std::string& source) {
     auto corrupt = [&](const std::string& why) {
-        return Error("CORRUPT", fmt::format("corrupt route record '{}': {}", source, why));
+        return Error(ErrorCode::CORRUPT, fmt::format("corrupt route record '{}': {}", source, why));
     };
     if (!o.is_object()) return corrupt("not a JSON object");
     if (o.value("schema", 0) != k_schema) return corrupt("unknown schema");
@@ -191,18 +191,18 @@ Result<std::optional<RouteRecord>> RouteStore::load(const std::string& id) const
     const std::string path = path_of(id);
     auto bytes = read_file(path);
     if (!bytes.ok()) {
-        if (bytes.error().code == "NOT_FOUND") return std::optional<RouteRecord>();
+        if (bytes.error().is(ErrorCode::NOT_FOUND)) return std::optional<RouteRecord>();
         return bytes.take_error();
     }
     auto j = json::parse(bytes.value(), nullptr, false);
-    if (j.is_discarded()) return Error("CORRUPT", fmt::format("corrupt route record '{}': not JSON", path));
+    if (j.is_discarded()) return Error(ErrorCode::CORRUPT, fmt::format("corrupt route record '{}': not JSON", path));
     ARCHCTL_TRY_ASSIGN(RouteRecord record, record_from_json(j, path));
-    if (record.id != id) return Error("CORRUPT", fmt::format("corrupt route record '{}': names route '{}'", path, record.id));
+    if (record.id != id) return Error(ErrorCode::CORRUPT, fmt::format("corrupt route record '{}': names route '{}'", path, record.id));
     return std::optional<RouteRecord>(std::move(record));
 }
 
 Status RouteStore::save(RouteRecord& record, std::string_view crash_name) const {
-    if (!valid_route_id(record.id)) return Error("INVALID", fmt::format("cannot save route record '{}': invalid id", record.id));
+    if (!valid_route_id(record.id)) return Error(ErrorCode::INVALID, fmt::format("cannot save route record '{}': invalid id", record.id));
     record.updated_at = format_rfc3339(system_now());
     if (record.created_at.empty()) record.created_at = record.updated_at;
     ARCHCTL_TRY_STATUS(make_dirs(m_dir));

@@ -27,9 +27,9 @@ Result<LockFile> lock_routes(Session& s, const std::string& purpose) {
 Status check_pair(Session& s, const std::string& cache, const std::string& archive) {
     for (const auto& [name, role] : {std::pair{cache, config::Role::cache}, std::pair{archive, config::Role::archive}}) {
         const config::NodeConfig* n = s.node(name);
-        if (!n) return Error("NODE_UNKNOWN", fmt::format("unknown node '{}'", name), "see 'archctl config' for the configured nodes");
+        if (!n) return Error(ErrorCode::NODE_UNKNOWN, fmt::format("unknown node '{}'", name), "see 'archctl config' for the configured nodes");
         if (n->role != role)
-            return Error("ROUTE_BAD_PAIR", fmt::format("node '{}' is a {} node, expected {}", name, config::to_string(n->role),
+            return Error(ErrorCode::ROUTE_BAD_PAIR, fmt::format("node '{}' is a {} node, expected {}", name, config::to_string(n->role),
                                                        config::to_string(role)),
                          "a route joins one cache node (first) and one archive node (second)");
     }
@@ -195,7 +195,7 @@ std::string to_string(EnsureAction action) {
     return "unknown";
 }
 
-bool is_clean_stop(const Error& error) { return error.code == "ROUTE_INTERRUPTED" || error.code == "ROUTE_DEADLINE"; }
+bool is_clean_stop(const Error& error) { return error.is(ErrorCode::ROUTE_INTERRUPTED) || error.is(ErrorCode::ROUTE_DEADLINE); }
 
 Result<Route> ensure_route(Env& env, const std::string& cache, const std::string& archive, const EnsureOptions& options) {
     Session s(env);
@@ -254,7 +254,7 @@ Result<RouteEntry> show_route(Env& env, const std::string& id) {
     ARCHCTL_TRY_ASSIGN(Listing listing, list_routes(env));
     for (auto& e : listing.routes)
         if (e.id == id) return std::move(e);
-    return Error("NOT_FOUND", fmt::format("no route '{}'", id), "see 'archctl route list'");
+    return Error(ErrorCode::NOT_FOUND, fmt::format("no route '{}'", id), "see 'archctl route list'");
 }
 
 Result<CheckReport> check_route(Env& env, const std::string& id, const EnsureOptions& options) {
@@ -263,7 +263,7 @@ Result<CheckReport> check_route(Env& env, const std::string& id, const EnsureOpt
     std::vector<NodeSnapshot> snapshots;
     Discovery discovery = s.discover(snapshots);
     const DiscoveredRoute* d = discovery.find(id);
-    if (!d) return Error("NOT_FOUND", fmt::format("no route '{}' in the live Syncthing config", id), "see 'archctl route list -v'");
+    if (!d) return Error(ErrorCode::NOT_FOUND, fmt::format("no route '{}' in the live Syncthing config", id), "see 'archctl route list -v'");
     std::vector<RouteRecord> records = s.records();
     RouteRecord record = find_record(records, id).value_or(record_for_discovered(*d));
     CheckReport report;
@@ -286,7 +286,7 @@ Result<RollbackReport> rollback_route(Env& env, const std::string& id) {
     Session s(env);
     ARCHCTL_TRY_ASSIGN(LockFile lock, lock_routes(s, "route rollback " + id));
     ARCHCTL_TRY_ASSIGN(auto record, s.store().load(id));
-    if (!record) return Error("NOT_FOUND", fmt::format("no provisioning record for route '{}'", id), "see 'archctl route list'");
+    if (!record) return Error(ErrorCode::NOT_FOUND, fmt::format("no provisioning record for route '{}'", id), "see 'archctl route list'");
     return rollback_record(s, *record);
 }
 

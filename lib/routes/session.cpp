@@ -21,8 +21,8 @@ WaitEnd wait_end(const Deadlines& d) {
 
 Error clean_stop_error(WaitEnd end, const std::string& what) {
     if (end == WaitEnd::interrupted)
-        return Error("ROUTE_INTERRUPTED", fmt::format("interrupted while {}", what), "rerun the same command to continue");
-    return Error("ROUTE_DEADLINE", fmt::format("time budget (--max-minutes) used up while {}", what),
+        return Error(ErrorCode::ROUTE_INTERRUPTED, fmt::format("interrupted while {}", what), "rerun the same command to continue");
+    return Error(ErrorCode::ROUTE_DEADLINE, fmt::format("time budget (--max-minutes) used up while {}", what),
                  "rerun the same command to continue");
 }
 

@@ -26,7 +26,7 @@ QbResult probe_qbittorrent(NodeSession& session) {
     QbResult out;
     out.probe.url = clients::http::display_url(node.qbittorrent.url);
     if (node.qbittorrent.url.empty()) {
-        out.probe.error = Error("CONFIG_MISSING", fmt::format("no qBittorrent URL configured for node '{}'", node.name));
+        out.probe.error = Error(ErrorCode::CONFIG_MISSING, fmt::format("no qBittorrent URL configured for node '{}'", node.name));
         return out;
     }
     clients::qbittorrent::Api& client = session.qb();
@@ -54,7 +54,7 @@ StResult probe_syncthing(NodeSession& session) {
     StResult out;
     out.probe.url = clients::http::display_url(node.syncthing.url);
     if (node.syncthing.url.empty()) {
-        out.probe.error = Error("CONFIG_MISSING", fmt::format("no Syncthing URL configured for node '{}'", node.name));
+        out.probe.error = Error(ErrorCode::CONFIG_MISSING, fmt::format("no Syncthing URL configured for node '{}'", node.name));
         return out;
     }
     clients::syncthing::Api& client = session.st();

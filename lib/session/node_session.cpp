@@ -66,7 +66,7 @@ Result<NodeSession*> NodeSessions::get(const std::string& name) {
     if (it != m_nodes.end()) return it->second.get();
     std::string known;
     for (const auto& [n, _] : m_nodes) known += (known.empty() ? "" : ", ") + n;
-    return Error("NODE_UNKNOWN", fmt::format("unknown node '{}'", name),
+    return Error(ErrorCode::NODE_UNKNOWN, fmt::format("unknown node '{}'", name),
                  known.empty() ? "no nodes are configured; see 'archctl config'" : fmt::format("configured nodes: {}", known));
 }
 

@@ -15,7 +15,7 @@ namespace {
 Result<nlohmann::json> read_json(const std::string& path) {
     ARCHCTL_TRY_ASSIGN(std::string text, read_file(path));
     auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return Error("CORRUPT", fmt::format("corrupt state file '{}': not JSON", path));
+    if (j.is_discarded()) return Error(ErrorCode::CORRUPT, fmt::format("corrupt state file '{}': not JSON", path));
     return j;
 }
 
@@ -67,7 +67,7 @@ Result<std::vector<std::string>> JobStore::list() const {
 Status JobStore::remove(const std::string& job_id) {
     std::error_code ec;
     std::filesystem::remove_all(m_dir.job(job_id), ec);
-    if (ec) return Error("IO", fmt::format("cannot remove job '{}': {}", job_id, ec.message()));
+    if (ec) return Error(ErrorCode::IO, fmt::format("cannot remove job '{}': {}", job_id, ec.message()));
     return fsync_dir(m_dir.jobs());
 }
 

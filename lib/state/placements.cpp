@@ -19,11 +19,11 @@ Result<std::optional<PlacementRecord>> PlacementStore::get(const std::string& al
     std::string path = path_of(alias, node);
     auto text = read_file(path);
     if (!text.ok()) {
-        if (text.error().code == "NOT_FOUND") return std::optional<PlacementRecord>();
+        if (text.error().is(ErrorCode::NOT_FOUND)) return std::optional<PlacementRecord>();
         return text.take_error();
     }
     auto j = nlohmann::json::parse(text.value(), nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return Error("CORRUPT", fmt::format("corrupt placement record '{}'", path));
+    if (j.is_discarded() || !j.is_object()) return Error(ErrorCode::CORRUPT, fmt::format("corrupt placement record '{}'", path));
     PlacementRecord r;
     r.generation = j.value("generation", std::uint64_t{0});
     r.fingerprint = j.value("fingerprint", "");

@@ -16,7 +16,7 @@ namespace {
 
 Status check_alias(const std::string& alias) {
     if ((alias.size() != 40 && alias.size() != 64) || !is_hex(alias))
-        return Error("BAD_VALUE", fmt::format("invalid resource alias '{}': expected 40 or 64 hex characters", alias));
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource alias '{}': expected 40 or 64 hex characters", alias));
     return {};
 }
 
@@ -33,7 +33,7 @@ Result<std::optional<std::string>> holder(const StateDir& dir, const std::string
     ARCHCTL_TRY_STATUS(check_alias(alias));
     auto text = read_file(path_of(dir, alias));
     if (!text.ok()) {
-        if (text.error().code == "NOT_FOUND") return std::optional<std::string>();
+        if (text.error().is(ErrorCode::NOT_FOUND)) return std::optional<std::string>();
         return text.take_error();
     }
     std::string id = trim(text.value());
@@ -55,7 +55,7 @@ Status reserve(const StateDir& dir, const std::vector<std::string>& aliases, con
                 crash_point("reservation.created");
                 break;
             }
-            if (s.error().code != "EXISTS") {
+            if (!s.error().is(ErrorCode::EXISTS)) {
                 undo();
                 return s;
             }
@@ -70,7 +70,7 @@ Status reserve(const StateDir& dir, const std::vector<std::string>& aliases, con
                 continue;
             }
             undo();
-            return Error("RESERVED", fmt::format("resource '{}' is held by job {}", alias.substr(0, 12), *held.value()),
+            return Error(ErrorCode::RESERVED, fmt::format("resource '{}' is held by job {}", alias.substr(0, 12), *held.value()),
                          fmt::format("see 'archctl job show {}'", *held.value()));
         }
     }
@@ -104,7 +104,7 @@ Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::v
         if (def.value().value("request_digest", "") == digest) return held;
         auto lock = LockFile::read(store.dir_of(*held));
         std::string by = lock.ok() ? fmt::format(" (pid {} on {}, since {})", lock->pid, lock->host, lock->started_at) : "";
-        return Error("RESERVED", fmt::format("job {} holds '{}'{}", *held, alias.substr(0, 12), by),
+        return Error(ErrorCode::RESERVED, fmt::format("job {} holds '{}'{}", *held, alias.substr(0, 12), by),
                      fmt::format("finish it with 'archctl resume {}', or cancel it with 'archctl job cancel {}'", *held, *held));
     }
     return std::optional<std::string>();

@@ -21,37 +21,37 @@ Result<std::string> mint_token(const StateDir& dir, const TokenRequest& request)
         std::string token = random_hex(6);
         Status s = write_file_exclusive(dir.tokens() + "/" + token + ".json", j.dump() + "\n", 0600);
         if (s.ok()) return token;
-        if (s.error().code != "EXISTS") return s.take_error();
+        if (!s.error().is(ErrorCode::EXISTS)) return s.take_error();
     }
-    return Error("IO", "cannot mint a confirmation token: too many collisions");
+    return Error(ErrorCode::IO, "cannot mint a confirmation token: too many collisions");
 }
 
 Status spend_token(const StateDir& dir, const std::string& token, const std::string& plan_digest) {
     if (token.size() < 6 || token.size() > 16 || !is_hex(token))
-        return Error("TOKEN_UNKNOWN", fmt::format("unknown confirmation token '{}'", token), "run 'archctl plan …' again");
+        return Error(ErrorCode::TOKEN_UNKNOWN, fmt::format("unknown confirmation token '{}'", token), "run 'archctl plan …' again");
     std::string live = dir.tokens() + "/" + token + ".json";
     std::string spent = dir.tokens() + "/" + token + ".spent";
     auto text = read_file(live);
     if (!text.ok()) {
         if (path_exists(spent))
-            return Error("TOKEN_SPENT", fmt::format("confirmation token '{}' was already used", token), "run 'archctl plan …' again");
-        return Error("TOKEN_UNKNOWN", fmt::format("unknown confirmation token '{}'", token), "run 'archctl plan …' again");
+            return Error(ErrorCode::TOKEN_SPENT, fmt::format("confirmation token '{}' was already used", token), "run 'archctl plan …' again");
+        return Error(ErrorCode::TOKEN_UNKNOWN, fmt::format("unknown confirmation token '{}'", token), "run 'archctl plan …' again");
     }
     auto j = nlohmann::json::parse(text.value(), nullptr, false);
     SystemTime expires{};
     if (j.is_discarded() || !parse_rfc3339(j.value("expires_at", ""), expires))
-        return Error("TOKEN_UNKNOWN", fmt::format("unreadable confirmation token '{}'", token));
+        return Error(ErrorCode::TOKEN_UNKNOWN, fmt::format("unreadable confirmation token '{}'", token));
     if (system_now() > expires)
-        return Error("TOKEN_EXPIRED", fmt::format("confirmation token '{}' expired at {}", token, j.value("expires_at", "")),
+        return Error(ErrorCode::TOKEN_EXPIRED, fmt::format("confirmation token '{}' expired at {}", token, j.value("expires_at", "")),
                      "run 'archctl plan …' again");
     if (j.value("plan_digest", "") != plan_digest)
-        return Error("TOKEN_MISMATCH",
+        return Error(ErrorCode::TOKEN_MISMATCH,
                      fmt::format("confirmation token '{}' was for a different plan: the live state changed since it was shown", token),
                      "run 'archctl plan …' again and review the new plan");
     // rename() is atomic: exactly one spender moves the record.
     if (std::rename(live.c_str(), spent.c_str()) != 0) {
         if (errno == ENOENT)
-            return Error("TOKEN_SPENT", fmt::format("confirmation token '{}' was already used", token), "run 'archctl plan …' again");
+            return Error(ErrorCode::TOKEN_SPENT, fmt::format("confirmation token '{}' was already used", token), "run 'archctl plan …' again");
         return errno_error("cannot spend token", live, errno);
     }
     crash_point("token.spent");

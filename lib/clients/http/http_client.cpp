@@ -50,11 +50,11 @@ TransportFailure failure_of(CURLcode code) {
     }
 }
 
-std::string error_code_of(TransportFailure failure) {
+ErrorCode error_code_of(TransportFailure failure) {
     switch (failure) {
-        case TransportFailure::timeout: return "HTTP_TIMEOUT";
-        case TransportFailure::tls: return "HTTP_TLS";
-        default: return "HTTP_UNREACHABLE";
+        case TransportFailure::timeout: return ErrorCode::HTTP_TIMEOUT;
+        case TransportFailure::tls: return ErrorCode::HTTP_TLS;
+        default: return ErrorCode::HTTP_UNREACHABLE;
     }
 }
 
@@ -262,7 +262,7 @@ Attempt HttpClient::perform(const Request& request, Response& response) {
 
 Result<Response> HttpClient::send(const Request& request) {
     std::lock_guard lock(m_mutex);
-    if (m_curl == nullptr) return Error("HTTP_INIT", fmt::format("cannot reach {}: libcurl could not start", subject()));
+    if (m_curl == nullptr) return Error(ErrorCode::HTTP_INIT, fmt::format("cannot reach {}: libcurl could not start", subject()));
     Response response;
     const Attempt last = with_retry(m_settings.retry, request.retry,
                                     [&] { return perform(request, response); }, m_settings.sleep);
@@ -277,12 +277,12 @@ Result<Response> HttpClient::send(const Request& request) {
     return Error(error_code_of(last.failure), m_redactor.redact(fmt::format("cannot reach {}: {}", subject(), cause)), hint);
 }
 
-Error HttpClient::status_error(const Request& request, const Response& response, std::string code) const {
+Error HttpClient::status_error(const Request& request, const Response& response, ErrorCode code) const {
     std::string message = fmt::format("{} on '{}': {} {} answered {}", m_settings.service, m_settings.node,
                                       to_string(request.method), request.path, response.status);
     const std::string body = first_line(response.body, 160);
     if (!body.empty()) message += ": " + body;
-    return Error(std::move(code), m_redactor.redact(message));
+    return Error(code, m_redactor.redact(message));
 }
 
 }  // namespace archctl::clients::http

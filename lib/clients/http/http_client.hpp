@@ -116,7 +116,7 @@ public:
     // (redacted, first line, shortened) is the cause: "qBittorrent on 'nas': POST
     // /api/v2/torrents/add answered 415: not a valid torrent file".
     [[nodiscard]] Error status_error(const Request& request, const Response& response,
-                                     std::string code) const;
+                                     ErrorCode code) const;
 
 private:
     void configure_handle();

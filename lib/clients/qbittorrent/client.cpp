@@ -42,16 +42,16 @@ bool contains_nocase(std::string_view text, std::string_view word) {
     return it != text.end();
 }
 
-std::string code_for_status(long status) {
+ErrorCode code_for_status(long status) {
     switch (status) {
-        case 400: return "QB_BAD_REQUEST";
-        case 401: return "QB_REJECTED";
-        case 403: return "QB_FORBIDDEN";
-        case 404: return "QB_NOT_FOUND";
-        case 405: return "QB_BAD_REQUEST";
-        case 409: return "QB_CONFLICT";
-        case 415: return "QB_INVALID_TORRENT";
-        default: return status >= 500 ? "QB_SERVER_ERROR" : "QB_UNEXPECTED";
+        case 400: return ErrorCode::QB_BAD_REQUEST;
+        case 401: return ErrorCode::QB_REJECTED;
+        case 403: return ErrorCode::QB_FORBIDDEN;
+        case 404: return ErrorCode::QB_NOT_FOUND;
+        case 405: return ErrorCode::QB_BAD_REQUEST;
+        case 409: return ErrorCode::QB_CONFLICT;
+        case 415: return ErrorCode::QB_INVALID_TORRENT;
+        default: return status >= 500 ? ErrorCode::QB_SERVER_ERROR : ErrorCode::QB_UNEXPECTED;
     }
 }
 
@@ -106,11 +106,11 @@ Error Client::login_error(const http::Response& response) const {
     const auto& node = m_settings.http.node;
     if (response.status == 403) {
         if (contains_nocase(response.body, "banned")) {
-            return Error("QB_BANNED",
+            return Error(ErrorCode::QB_BANNED,
                          fmt::format("login to qBittorrent on '{}' refused: this address is banned after too many failed logins", node),
                          "wait for the ban to expire (WebUI\\BanDuration) or restart qBittorrent, then check the password");
         }
-        return Error("QB_FORBIDDEN", fmt::format("login to qBittorrent on '{}' refused (HTTP 403)", node));
+        return Error(ErrorCode::QB_FORBIDDEN, fmt::format("login to qBittorrent on '{}' refused (HTTP 403)", node));
     }
     std::string where;
     if (m_settings.password.empty()) {
@@ -124,7 +124,7 @@ Error Client::login_error(const http::Response& response) const {
     }
     // Built from fixed text only (no server data), so it needs no redaction: a password that is an
     // ordinary word must not garble the message.
-    return Error("QB_AUTH", fmt::format("login to qBittorrent on '{}' failed: wrong username or password{}", node, where),
+    return Error(ErrorCode::QB_AUTH, fmt::format("login to qBittorrent on '{}' failed: wrong username or password{}", node, where),
                  hint);
 }
 
@@ -155,7 +155,7 @@ Result<http::Response> Client::call_ok(const http::Request& request, const std::
     ARCHCTL_TRY_ASSIGN(auto response, call(request));
     if (response.ok()) return response;
     if (response.status == 404 && !subject.empty()) {
-        return Error("QB_NOT_FOUND", fmt::format("torrent '{}' not found on qBittorrent '{}'", subject, m_settings.http.node));
+        return Error(ErrorCode::QB_NOT_FOUND, fmt::format("torrent '{}' not found on qBittorrent '{}'", subject, m_settings.http.node));
     }
     return m_http.status_error(request, response, code_for_status(response.status));
 }
@@ -164,7 +164,7 @@ Result<nlohmann::json> Client::call_json(const http::Request& request, const std
     ARCHCTL_TRY_ASSIGN(auto response, call_ok(request, subject));
     auto parsed = nlohmann::json::parse(response.body, nullptr, false);
     if (parsed.is_discarded()) {
-        return Error("QB_BAD_REPLY", fmt::format("qBittorrent on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
+        return Error(ErrorCode::QB_BAD_REPLY, fmt::format("qBittorrent on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
     }
     return parsed;
 }
@@ -181,7 +181,7 @@ Result<Capabilities> Client::capabilities() {
     auto app_version = Version::parse(app.body);
     auto api_version = Version::parse(api.body);
     if (!app_version || !api_version) {
-        return Error("QB_BAD_REPLY", fmt::format("qBittorrent on '{}' sent an unreadable version", m_settings.http.node));
+        return Error(ErrorCode::QB_BAD_REPLY, fmt::format("qBittorrent on '{}' sent an unreadable version", m_settings.http.node));
     }
     m_capabilities = Capabilities(*app_version, *api_version);
     return *m_capabilities;
@@ -218,7 +218,7 @@ Result<std::vector<TorrentFile>> Client::files(const std::string& id) {
 Result<std::string> Client::export_torrent(const std::string& id) {
     ARCHCTL_TRY_ASSIGN(auto caps, capabilities());
     if (!caps.has(Feature::export_torrent)) {
-        return Error("QB_UNSUPPORTED", fmt::format("qBittorrent on '{}' ({}) cannot export torrents (needs 4.5 or later)",
+        return Error(ErrorCode::QB_UNSUPPORTED, fmt::format("qBittorrent on '{}' ({}) cannot export torrents (needs 4.5 or later)",
                                                    m_settings.http.node, caps.app().text));
     }
     ARCHCTL_TRY_ASSIGN(auto response, call_ok(get("torrents/export", {{"hash", id}}), id));
@@ -249,17 +249,17 @@ Status Client::add(const AddTorrent& torrent) {
     const std::string body = trimmed(response.body);
     const auto& node = m_settings.http.node;
     if (response.status == 415) {
-        return Error("QB_INVALID_TORRENT", fmt::format("qBittorrent on '{}' rejected the metainfo as not a valid torrent", node));
+        return Error(ErrorCode::QB_INVALID_TORRENT, fmt::format("qBittorrent on '{}' rejected the metainfo as not a valid torrent", node));
     }
     const bool refused = (response.status == 200 && body == "Fails.") || response.status == 409;
     if (refused) {
-        return Error("QB_ADD_REFUSED", fmt::format("qBittorrent on '{}' added nothing (torrent already present, or refused)", node));
+        return Error(ErrorCode::QB_ADD_REFUSED, fmt::format("qBittorrent on '{}' added nothing (torrent already present, or refused)", node));
     }
     if (!response.ok()) return m_http.status_error(r, response, code_for_status(response.status));
     if (caps.has(Feature::add_returns_json) && !body.empty()) {
         auto parsed = nlohmann::json::parse(body, nullptr, false);
         if (parsed.is_object() && parsed.value("success_count", 0) == 0 && parsed.value("pending_count", 0) == 0) {
-            return Error("QB_ADD_REFUSED", fmt::format("qBittorrent on '{}' added nothing", node));
+            return Error(ErrorCode::QB_ADD_REFUSED, fmt::format("qBittorrent on '{}' added nothing", node));
         }
     }
     return ok_status();

@@ -7,14 +7,14 @@ namespace {
 
 constexpr auto k_poll_margin = std::chrono::seconds(15);
 
-std::string code_for_status(long status) {
+ErrorCode code_for_status(long status) {
     switch (status) {
-        case 400: return "ST_BAD_REQUEST";
+        case 400: return ErrorCode::ST_BAD_REQUEST;
         case 401:
-        case 403: return "ST_AUTH";
-        case 404: return "ST_NOT_FOUND";
-        case 405: return "ST_BAD_REQUEST";
-        default: return status >= 500 ? "ST_SERVER_ERROR" : "ST_UNEXPECTED";
+        case 403: return ErrorCode::ST_AUTH;
+        case 404: return ErrorCode::ST_NOT_FOUND;
+        case 405: return ErrorCode::ST_BAD_REQUEST;
+        default: return status >= 500 ? ErrorCode::ST_SERVER_ERROR : ErrorCode::ST_UNEXPECTED;
     }
 }
 
@@ -69,11 +69,11 @@ Result<http::Response> Client::call_ok(const http::Request& request, const std::
 Error Client::error_for(const http::Request& request, const http::Response& response, const std::string& subject) const {
     const auto& node = m_settings.http.node;
     if (response.status == 403 || response.status == 401) {
-        return Error("ST_AUTH", fmt::format("Syncthing on '{}' rejected the API key (HTTP {})", node, response.status),
+        return Error(ErrorCode::ST_AUTH, fmt::format("Syncthing on '{}' rejected the API key (HTTP {})", node, response.status),
                      fmt::format("check nodes.{}.syncthing.api_key (the <apikey> in Syncthing's config.xml)", node));
     }
     if (response.status == 404 && !subject.empty()) {
-        return Error("ST_NOT_FOUND", fmt::format("{} not found on Syncthing '{}'", subject, node));
+        return Error(ErrorCode::ST_NOT_FOUND, fmt::format("{} not found on Syncthing '{}'", subject, node));
     }
     return m_http.status_error(request, response, code_for_status(response.status));
 }
@@ -82,7 +82,7 @@ Result<nlohmann::json> Client::call_json(const http::Request& request, const std
     ARCHCTL_TRY_ASSIGN(auto response, call_ok(request, subject));
     auto parsed = nlohmann::json::parse(response.body, nullptr, false);
     if (parsed.is_discarded()) {
-        return Error("ST_BAD_REPLY", fmt::format("Syncthing on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
+        return Error(ErrorCode::ST_BAD_REPLY, fmt::format("Syncthing on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
     }
     return parsed;
 }
@@ -93,7 +93,7 @@ Result<std::optional<nlohmann::json>> Client::get_optional(const http::Request& 
     if (!response.ok()) return error_for(request, response, {});
     auto parsed = nlohmann::json::parse(response.body, nullptr, false);
     if (parsed.is_discarded()) {
-        return Error("ST_BAD_REPLY", fmt::format("Syncthing on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
+        return Error(ErrorCode::ST_BAD_REPLY, fmt::format("Syncthing on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
     }
     return std::optional<nlohmann::json>(std::move(parsed));
 }
@@ -101,7 +101,7 @@ Result<std::optional<nlohmann::json>> Client::get_optional(const http::Request& 
 Status Client::ping() {
     ARCHCTL_TRY_ASSIGN(auto reply, call_json(request(http::Method::get, "system/ping")));
     if (reply.value("ping", std::string()) != "pong") {
-        return Error("ST_BAD_REPLY", fmt::format("Syncthing on '{}' answered ping without pong", m_settings.http.node));
+        return Error(ErrorCode::ST_BAD_REPLY, fmt::format("Syncthing on '{}' answered ping without pong", m_settings.http.node));
     }
     return ok_status();
 }
@@ -186,7 +186,7 @@ Result<std::optional<Folder>> Client::folder(const std::string& folder_id) {
 
 Status Client::put_folder(const Folder& folder) {
     if (folder.id.empty() || folder.path.empty()) {
-        return Error("ST_INVALID", fmt::format("cannot configure folder '{}' on Syncthing '{}': id and path are required",
+        return Error(ErrorCode::ST_INVALID, fmt::format("cannot configure folder '{}' on Syncthing '{}': id and path are required",
                                                folder.id, m_settings.http.node));
     }
     ARCHCTL_TRY_STATUS(call_ok(json_request(http::Method::put, "config/folders/" + http::url_encode(folder.id), folder.to_json())));

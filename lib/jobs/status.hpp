@@ -1,0 +1,51 @@
+#pragma once
+// What `archctl status` reports, read live (DESIGN.md §3): every node probed, the free space at
+// its qBittorrent root, the routes in live Syncthing config, every job, and the placements and
+// coverage of each resource a job names — or, for one resource or job, that resource alone.
+// Nothing here fails because a node is down: an unreadable node is reported in its row.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.hpp"
+#include "lib/config/config.hpp"
+#include "lib/jobs/nodes.hpp"
+#include "lib/jobs/summary.hpp"
+#include "lib/routes/routes.hpp"
+#include "lib/session/node_probe.hpp"
+#include "lib/state/state_dir.hpp"
+
+namespace archctl::jobs {
+
+struct Overview {
+    std::vector<session::NodeProbe> probes;          // every configured node, by name
+    std::map<std::string, std::uint64_t> free;       // free bytes at each node's qBittorrent root
+    std::optional<routes::Listing> routes;
+    std::string routes_error;                        // why `routes` is missing
+    std::vector<JobSummary> jobs;
+    std::string jobs_error;                          // why `jobs` is missing
+    std::vector<ResourceStatus> resources;           // each resource a job names, oldest job first
+    bool state_readable = false;
+};
+
+// The overview over `sessions` (one per node, shared by every read). `state` is null when the
+// state directory could not be opened (`state_error` says why): nodes are still reported.
+[[nodiscard]] Overview read_overview(const config::Config& config, const state::StateDir* state, const std::string& state_error,
+                                     Nodes& sessions);
+
+// One resource: named by a job id (that job) or by RES (every job of it).
+struct Focus {
+    ResourceStatus resource;
+    std::vector<JobSummary> jobs;
+    std::string job_id;   // set when a job id named it
+    std::string qb_id;    // set when RES named it
+};
+[[nodiscard]] Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target);
+
+// Free bytes at each node's qBittorrent root, from its node operations; nodes whose operations
+// do not answer are left out.
+[[nodiscard]] std::map<std::string, std::uint64_t> free_at_qb_roots(Nodes& sessions);
+
+}  // namespace archctl::jobs
