@@ -44,7 +44,7 @@ void warn_unrecorded(const RunEnv& env, const Status& s, const std::string& what
 RunResult drive(KindRun& job, const std::string& job_id) {
     RunResult result;
     result.job_id = job_id;
-    const auto& steps = job.steps();
+    const std::vector<std::string> steps = job.steps();
     std::size_t first = 0;
     while (first < steps.size() && job.step() != steps[first]) ++first;
     for (std::size_t i = first; i < steps.size(); ++i) {

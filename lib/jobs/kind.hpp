@@ -71,7 +71,7 @@ public:
     // The next step to run (one of steps(), or "done").
     virtual const std::string& step() const = 0;
     virtual void set_step(std::string step) = 0;
-    virtual const std::vector<std::string>& steps() const = 0;
+    virtual std::vector<std::string> steps() const = 0;
     // The prefix of the crash point after each step's ledger write: "job.step.", "evict.step.".
     virtual const char* crash_prefix() const = 0;
 
@@ -99,6 +99,14 @@ public:
     // What this kind reports with a run's result (evict: files removed, bytes freed).
     virtual nlohmann::json detail() const { return nlohmann::json::object(); }
 };
+
+// A kind's step table: {name, function} in order. The names, for steps().
+template <class Table>
+std::vector<std::string> step_names(const Table& table) {
+    std::vector<std::string> names;
+    for (const auto& s : table) names.emplace_back(s.name);
+    return names;
+}
 
 // A kind of job.
 struct Kind {

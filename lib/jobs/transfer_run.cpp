@@ -111,14 +111,7 @@ public:
     JobState state() const override { return m_run.ledger.state; }
     const std::string& step() const override { return m_run.ledger.step; }
     void set_step(std::string step) override { m_run.ledger.step = std::move(step); }
-    const std::vector<std::string>& steps() const override {
-        static const std::vector<std::string> names = [] {
-            std::vector<std::string> n;
-            for (const auto& s : k_steps) n.emplace_back(s.name);
-            return n;
-        }();
-        return names;
-    }
+    std::vector<std::string> steps() const override { return step_names(k_steps); }
     const char* crash_prefix() const override { return "job.step."; }
 
     Status begin() override {
