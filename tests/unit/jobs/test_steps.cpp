@@ -1,0 +1,493 @@
+// Every job step driven by jobs::Driver against the recording fakes (job_fixture.hpp): stale
+// external state, a download attempt and a short recheck during verify, budget, deadline and
+// Ctrl-C stops, evict's proof drift, what compensation keeps, and a ledger that cannot be
+// written. No service, no node process, no sleeping (the ManualClock moves instead).
+
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/base/signals.hpp"
+#include "tests/unit/jobs/job_fixture.hpp"
+
+using namespace archctl;
+using namespace archctl::jobs;
+using archctl::test::EvictFixture;
+using archctl::test::JobFixture;
+using archctl::test::TransferFixture;
+using nlohmann::json;
+
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A FakeQb remove() of one torrent that keeps its data.
+json removed_without_data(const std::string& id) { return json{{"ids", json::array({id})}, {"delete_data", false}}; }
+
+const std::string k_a = "/tank/t/show/a.bin";
+const std::string k_b = "/tank/t/show/b.bin";
+
+// What every failure before the commit leaves: the job failed at `step`, compensated, nothing
+// committed, the resource given back.
+void check_compensated(const TransferFixture& f, const RunResult& r, const std::string& code, const std::string& step) {
+    CHECK(r.outcome == RunOutcome::failed);
+    CHECK(r.error.code == code);
+    json l = f.ledger();
+    CHECK(l["state"] == "failed");
+    CHECK(l["committed"] == false);
+    CHECK(l["failure"]["code"] == code);
+    CHECK(l["failure"]["step"] == step);
+    CHECK(l["sessions"].back()["end_reason"] == "error");
+    CHECK(f.committed_generation() == 0);
+    auto types = f.event_types();
+    CHECK(has(types, "compensating"));
+    CHECK(has(types, "compensated"));
+    CHECK(has(types, "failed"));
+    CHECK_FALSE(has(types, "committed"));
+    // Compensation ends with the job's staging cleaned on both nodes; the target is never
+    // started or made readable.
+    CHECK(f.seedbox.ops.count("cleanup") == 1);
+    CHECK(f.nas.ops.count("cleanup") == 1);
+    CHECK(f.nas.ops.count("chmod_readable") == 0);
+    CHECK(f.nas.qb.count("start") == 0);
+    CHECK(f.holder(f.aliases[0]).empty());
+    CHECK(f.holder(f.aliases[1]).empty());
+}
+
+}  // namespace
+
+TEST_CASE("steps: the archive job runs stage → sync → merge → verify → cleanup to done against the fakes") {
+    TransferFixture f;
+    RunResult r = f.run();
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.code, ": ", r.error.message, "\n", f.log_text());
+    CHECK(r.step == "done");
+    json l = f.ledger();
+    CHECK(l["state"] == "done");
+    CHECK(l["committed"] == true);
+    CHECK(l["generation"] == 1);
+    CHECK(l["cleaned"] == true);
+    CHECK(l["sessions"].size() == 1);
+    CHECK(l["sessions"][0]["end_reason"] == "complete");
+    CHECK(l["sessions"][0]["bytes_copied"] == 30);
+    CHECK(l["sessions"][0]["bytes_synced"] == 30);
+    CHECK(f.committed_generation() == 1);
+    // One call of each step's operation, in order.
+    CHECK(f.seedbox.ops.count("stage") == 1);
+    CHECK(f.seedbox.st.count("scan") == 1);
+    CHECK(f.nas.ops.count("receive_check") == 1);
+    CHECK(f.nas.ops.count("merge") == 1);
+    CHECK(f.nas.qb.count("add") == 1);
+    CHECK(f.nas.qb.args_of("add")[0]["started"] == false);
+    CHECK(f.nas.qb.args_of("add")[0]["tags"] == json::array({job_tag(f.job_id)}));
+    CHECK(f.nas.qb.count("recheck") == 1);
+    CHECK(f.nas.ops.count("chmod_readable") == 1);
+    REQUIRE(f.nas.qb.count("delete_tags") == 1);
+    CHECK(f.nas.qb.args_of("delete_tags")[0] == json{{"tags", json::array({job_tag(f.job_id)})}});
+    CHECK(f.nas.qb.count("start") == 1);
+    CHECK(f.seedbox.ops.count("cleanup") == 1);
+    CHECK(f.nas.ops.count("cleanup") == 1);
+    CHECK(f.nas.ops.count("unmerge") == 0);
+    CHECK(f.nas.qb.count("remove") == 0);
+    CHECK(f.holder(f.aliases[0]).empty());
+    // Only the recheck's polls slept, on the manual clock.
+    CHECK(f.clock.sleeps == 2);
+    CHECK(f.event_types() == std::vector<std::string>{"created", "staged", "synced", "merged", "target_added", "committed",
+                                                      "target_started", "cleaned", "done"});
+}
+
+TEST_CASE("steps: a source changed before stage, sync, merge or verify fails STALE_STATE and is compensated") {
+    struct Row {
+        const char* name;
+        const char* step;  // the step the job failed at
+        std::function<void(TransferFixture&)> arrange;
+        std::size_t stages, merges, adds, unmerges;
+    };
+    const Row rows[] = {
+        {"the source torrent removed before the run: fails before stage", "stage",
+         [](TransferFixture& f) { f.seedbox.qb.torrent_list.clear(); }, 0, 0, 0, 0},
+        {"the source selection changed while staging: fails before sync", "sync",
+         [](TransferFixture& f) { JobFixture::before(f.seedbox.ops, "stage", [&f] { f.source_files()[1].priority = 0; }); }, 1, 0, 0, 0},
+        {"the source torrent removed while syncing: fails before merge", "merge",
+         [](TransferFixture& f) { JobFixture::before(f.nas.ops, "receive_check", [&f] { f.seedbox.qb.torrent_list.clear(); }); }, 1, 0, 0, 1},
+        {"the source selection changed while merging: fails before verify", "verify",
+         [](TransferFixture& f) { JobFixture::before(f.nas.ops, "merge", [&f] { f.source_files()[0].priority = 0; }); }, 1, 1, 0, 1},
+        {"the source completion changed during the recheck: fails at the check right before the commit", "verify",
+         [](TransferFixture& f) { f.after_add = [&f] { f.source_files()[0].progress = 0.5; }; }, 1, 1, 1, 1},
+    };
+    for (const auto& row : rows) {
+        CAPTURE(row.name);
+        TransferFixture f;
+        row.arrange(f);
+        RunResult r = f.run();
+        check_compensated(f, r, "STALE_STATE", row.step);
+        CHECK(contains(r.error.message, "changed since job " + f.job_id + " was created"));
+        CHECK(contains(r.error.message, "source"));
+        CHECK(f.seedbox.ops.count("stage") == row.stages);
+        CHECK(f.nas.ops.count("merge") == row.merges);
+        CHECK(f.nas.qb.count("add") == row.adds);
+        // A merge that may have started is taken back (its own record says what it placed).
+        CHECK(f.nas.ops.count("unmerge") == row.unmerges);
+        // A torrent this job added is removed again (without its data); none is left behind.
+        CHECK(f.nas.qb.count("remove") == row.adds);
+        if (row.adds) CHECK(f.nas.qb.args_of("remove")[0] == removed_without_data(f.qb_id));
+        CHECK(f.nas.qb.find(f.qb_id) == nullptr);
+        // The source is never touched.
+        CHECK(f.seedbox.qb.count("remove") == 0);
+        CHECK(f.seedbox.qb.count("stop") == 0);
+    }
+}
+
+TEST_CASE("steps: a download attempt during the verify recheck fails DOWNLOAD_ATTEMPT; the added torrent is removed") {
+    TransferFixture f;
+    f.recheck = {{"checkingDL", 0.3}, {"downloading", 0.3}};
+    RunResult r = f.run();
+    check_compensated(f, r, "DOWNLOAD_ATTEMPT", "verify");
+    CHECK(contains(r.error.message, "tried to download"));
+    CHECK(f.nas.qb.count("recheck") == 1);
+    // The torrent this job added (its tag proves it) is removed without its data, then the
+    // files merge placed.
+    REQUIRE(f.nas.qb.count("remove") == 1);
+    CHECK(f.nas.qb.args_of("remove")[0] == removed_without_data(f.qb_id));
+    CHECK(f.nas.qb.find(f.qb_id) == nullptr);
+    CHECK(has(f.event_types(), "target_removed"));
+    CHECK(f.ledger()["target_added"] == false);
+    REQUIRE(f.nas.ops.count("unmerge") == 1);
+    auto unmerged = f.events_of("unmerged");
+    REQUIRE(unmerged.size() == 1);
+    CHECK(unmerged[0]["removed"] == json::array({k_a, k_b}));
+    CHECK(f.ledger()["kept"] == json::array());
+}
+
+TEST_CASE("steps: a recheck below 100% fails VERIFY_FAILED naming the file; nothing is committed") {
+    TransferFixture f;
+    f.rechecked_files[1].progress = 0.5;
+    f.recheck = {{"checkingUP", 0.4}, {"pausedDL", 0.83}};
+    RunResult r = f.run();
+    check_compensated(f, r, "VERIFY_FAILED", "verify");
+    CHECK(contains(r.error.message, "did not verify 1 file(s): 1 show/b.bin (50.0%)"));
+    CHECK_FALSE(contains(r.error.message, "show/a.bin"));
+    CHECK(r.error.hint == "nothing was committed; the target was restored");
+    CHECK(f.ledger()["generation"] == 0);
+    CHECK(f.nas.qb.count("remove") == 1);
+    CHECK(f.nas.qb.find(f.qb_id) == nullptr);
+}
+
+TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun continues from there") {
+    SUBCASE("the budget runs out inside stage") {
+        TransferFixture f;
+        Budgets budgets;
+        budgets.max_bytes = 20;
+        RunResult r = f.run(budgets);
+        // `stopped` is exit 10 at the command (cli/transfer_common.cpp).
+        REQUIRE(r.outcome == RunOutcome::stopped);
+        CHECK(r.stop_reason == "budget");
+        CHECK(contains(r.stop_text, "budget reached"));
+        CHECK(r.step == "stage");
+        REQUIRE(f.seedbox.ops.count("stage") == 1);
+        CHECK(f.seedbox.ops.args_of("stage")[0]["budget_bytes"] == 20);
+        CHECK(f.nas.ops.count("receive_check") == 0);
+        json l = f.ledger();
+        CHECK(l["state"] == "running");
+        CHECK(l["step"] == "stage");
+        CHECK(l["staged"] == false);
+        REQUIRE(l["sessions"].size() == 1);
+        CHECK(l["sessions"][0]["end_reason"] == "budget");
+        CHECK(l["sessions"][0]["bytes_copied"] == 20);
+        auto stopped = f.events_of("stopped");
+        REQUIRE(stopped.size() == 1);
+        CHECK(stopped[0]["reason"] == "budget");
+        CHECK(stopped[0]["step"] == "stage");
+        CHECK(f.holder(f.aliases[0]) == f.job_id);  // still the job's
+
+        RunResult again = f.run();
+        REQUIRE_MESSAGE(again.outcome == RunOutcome::done, again.error.message);
+        REQUIRE(f.seedbox.ops.count("stage") == 2);
+        CHECK_FALSE(f.seedbox.ops.args_of("stage")[1].contains("budget_bytes"));
+        l = f.ledger();
+        CHECK(l["state"] == "done");
+        REQUIRE(l["sessions"].size() == 2);
+        CHECK(l["sessions"][1]["end_reason"] == "complete");
+    }
+    SUBCASE("the budget is reached by a complete stage: the job stops before sync") {
+        TransferFixture f;
+        Budgets budgets;
+        budgets.max_bytes = 30;
+        RunResult r = f.run(budgets);
+        REQUIRE(r.outcome == RunOutcome::stopped);
+        CHECK(r.stop_reason == "budget");
+        CHECK(r.step == "sync");
+        json l = f.ledger();
+        CHECK(l["step"] == "sync");
+        CHECK(l["staged"] == true);
+        CHECK(l["sessions"][0]["end_reason"] == "budget");
+        CHECK(f.seedbox.st.count("scan") == 0);
+        CHECK(f.nas.ops.count("receive_check") == 0);
+
+        // The budget is per run: the rerun continues at sync, whose 30 bytes reach it again.
+        RunResult again = f.run(budgets);
+        REQUIRE(again.outcome == RunOutcome::stopped);
+        CHECK(again.stop_reason == "budget");
+        CHECK(again.step == "merge");
+        CHECK(f.seedbox.ops.count("stage") == 1);  // not staged again
+        CHECK(f.nas.ops.count("receive_check") == 1);
+        CHECK(f.nas.ops.count("merge") == 0);
+        l = f.ledger();
+        CHECK(l["step"] == "merge");
+        CHECK(l["synced"] == true);
+        REQUIRE(l["sessions"].size() == 2);
+        CHECK(l["sessions"][1]["bytes_copied"] == 0);
+        CHECK(l["sessions"][1]["bytes_synced"] == 30);
+
+        RunResult last = f.run(budgets);
+        REQUIRE_MESSAGE(last.outcome == RunOutcome::done, last.error.message);
+        CHECK(f.seedbox.ops.count("stage") == 1);
+        CHECK(f.nas.ops.count("receive_check") == 1);
+        CHECK(f.nas.ops.count("merge") == 1);
+        CHECK(f.ledger()["state"] == "done");
+    }
+}
+
+TEST_CASE("steps: --max-minutes stops cleanly once the manual clock passes the deadline") {
+    TransferFixture f;
+    JobFixture::before(f.seedbox.ops, "stage", [&f] { f.clock.advance(std::chrono::seconds(61)); });
+    Budgets budgets;
+    budgets.max_duration = std::chrono::seconds(60);
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "deadline");
+    CHECK(contains(r.stop_text, "deadline reached"));
+    CHECK(r.step == "sync");
+    json l = f.ledger();
+    CHECK(l["state"] == "running");
+    CHECK(l["step"] == "sync");
+    CHECK(l["staged"] == true);
+    CHECK(l["sessions"][0]["end_reason"] == "deadline");
+    CHECK(f.seedbox.st.count("scan") == 0);
+    CHECK(f.nas.ops.count("receive_check") == 0);
+    CHECK(f.clock.sleeps == 0);
+    CHECK(f.events_of("stopped").at(0)["reason"] == "deadline");
+}
+
+TEST_CASE("steps: Ctrl-C during stage stops cleanly before sync (in a child process: the stop flag is process-wide)") {
+    // request_stop() cannot be undone in this process, so the run that sees it is a forked child;
+    // the parent reads what it reported and the state directory it left.
+    TransferFixture f;
+    JobFixture::before(f.seedbox.ops, "stage", [] { request_stop(); });
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        RunResult r = f.run();
+        json out = {{"result", r.to_json()},
+                    {"stop_reason", r.stop_reason},
+                    {"stop_text", r.stop_text},
+                    {"stages", f.seedbox.ops.count("stage")},
+                    {"scans", f.seedbox.st.count("scan")},
+                    {"receive_checks", f.nas.ops.count("receive_check")}};
+        std::string text = out.dump();
+        (void)!::write(fds[1], text.data(), text.size());
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    CHECK_FALSE(stop_requested());  // this process never saw it
+    json out = json::parse(text);
+    CHECK(out["result"]["outcome"] == "stopped");
+    CHECK(out["stop_reason"] == "interrupt");
+    CHECK(out["stop_text"] == "interrupted (Ctrl-C)");
+    CHECK(out["result"]["step"] == "sync");
+    CHECK(out["stages"] == 1);
+    CHECK(out["scans"] == 0);
+    CHECK(out["receive_checks"] == 0);
+    json l = f.ledger();
+    CHECK(l["state"] == "running");
+    CHECK(l["step"] == "sync");
+    CHECK(l["staged"] == true);
+    CHECK(l["sessions"][0]["end_reason"] == "interrupt");
+    CHECK(f.events_of("stopped").at(0)["reason"] == "interrupt");
+
+    // The rerun (no stop requested here) continues from sync.
+    RunResult again = f.run();
+    REQUIRE_MESSAGE(again.outcome == RunOutcome::done, again.error.message);
+    CHECK(f.seedbox.ops.count("stage") == 0);  // this process's fake: the child staged
+    CHECK(f.nas.ops.count("receive_check") == 1);
+}
+
+TEST_CASE("steps: the evict job runs hold → remove → unlink → partfile → release to done against the fakes") {
+    EvictFixture e;
+    RunResult r = e.run();
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.code, ": ", r.error.message, "\n", e.log_text());
+    CHECK(r.detail["files_removed"] == 2);
+    CHECK(r.detail["bytes_freed"] == 30);
+    CHECK(r.detail["partfile"] == "absent");
+    REQUIRE(e.seedbox.qb.count("remove") == 1);
+    CHECK(e.seedbox.qb.args_of("remove")[0] == removed_without_data(e.qb_id));
+    REQUIRE(e.seedbox.ops.count("unlink_owned") == 1);
+    CHECK(e.unlinked == std::set<std::string>{"/srv/cache/t/show/a.bin", "/srv/cache/t/show/b.bin"});
+    CHECK(e.nas.qb.count("add_tags") == 1);
+    CHECK(e.nas.qb.count("remove_tags") == 1);
+    CHECK(e.nas.qb.count("remove") == 0);  // the archive placement is never touched
+    CHECK(e.events_of("revalidated").size() == 2);  // before the removal and before the unlink
+    CHECK(e.ledger()["state"] == "done");
+    CHECK(e.holder(e.aliases[0]).empty());
+}
+
+TEST_CASE("steps: evict proof drift at the remove step fails PROOF_DRIFT and deletes nothing") {
+    struct Row {
+        const char* name;
+        std::function<void(EvictFixture&)> arrange;
+        const char* says;
+    };
+    const Row rows[] = {
+        {"the archive torrent is gone", [](EvictFixture& e) { e.nas.qb.torrent_list.clear(); }, "'nas' no longer has the archive placement"},
+        {"an archive file's stamp changed", [](EvictFixture& e) { e.archive_disk["show/b.bin"].mtime_ns = 8; },
+         "file 1 'show/b.bin' on 'nas'"},
+        {"an archive file was replaced", [](EvictFixture& e) { e.archive_disk["show/a.bin"].ino = 999; }, "file 0 'show/a.bin' on 'nas'"},
+    };
+    for (const auto& row : rows) {
+        CAPTURE(row.name);
+        EvictFixture e;
+        row.arrange(e);
+        RunResult r = e.run();
+        REQUIRE(r.outcome == RunOutcome::failed);
+        CHECK(r.error.code == "PROOF_DRIFT");
+        CHECK(contains(r.error.message, "no longer holds"));
+        CHECK(contains(r.error.message, row.says));
+        CHECK(contains(r.error.hint, "nothing was deleted"));
+        // Nothing deleted: the cache torrent stays in qBittorrent, no unlink was asked for.
+        CHECK(e.seedbox.qb.count("remove") == 0);
+        CHECK(e.seedbox.qb.find(e.qb_id) != nullptr);
+        CHECK(e.seedbox.ops.count("unlink_owned") == 0);
+        CHECK(e.unlinked.empty());
+        json l = e.ledger();
+        CHECK(l["state"] == "failed");
+        CHECK(l["step"] == "remove");
+        CHECK(l["removed"] == false);
+        CHECK(l["files_removed"] == 0);
+        CHECK(l["failure"]["code"] == "PROOF_DRIFT");
+        // The holds are dropped and the resource given back.
+        CHECK(e.nas.qb.count("remove_tags") == 1);
+        CHECK(e.holder(e.aliases[0]).empty());
+    }
+}
+
+TEST_CASE("steps: evict proof drift between two unlink batches is CLEANUP_REQUIRED listing what is gone") {
+    EvictFixture e;
+    e.test.unlink_batch = 1;
+    // The archive copy of b.bin is replaced right after the first batch unlinked a.bin.
+    auto inner = e.seedbox.ops.handlers["unlink_owned"];
+    e.seedbox.ops.handlers["unlink_owned"] = [&e, inner](const json& args) -> Result<json> {
+        auto answer = inner(args);
+        e.archive_disk["show/b.bin"].ino = 999;
+        return answer;
+    };
+    RunResult r = e.run();
+    REQUIRE(r.outcome == RunOutcome::failed);
+    CHECK(r.error.code == "CLEANUP_REQUIRED");
+    CHECK(contains(r.error.message, "removed the cache torrent, but finishing the eviction failed"));
+    CHECK(contains(r.error.message, "no longer holds"));
+    CHECK(contains(r.error.message, "show/b.bin"));
+    CHECK(contains(r.error.message, "1 of its 2 file(s) are no longer on the cache's disk"));
+    CHECK(contains(r.error.hint, "--verify-archive"));
+    // One batch ran (a.bin); the second was refused before its unlink.
+    REQUIRE(e.seedbox.ops.count("unlink_owned") == 1);
+    CHECK(e.seedbox.ops.args_of("unlink_owned")[0]["paths"].size() == 1);
+    CHECK(e.unlinked == std::set<std::string>{"/srv/cache/t/show/a.bin"});
+    CHECK(e.seedbox.qb.count("remove") == 1);
+    json l = e.ledger();
+    CHECK(l["state"] == "cleanup_required");
+    CHECK(l["step"] == "unlink");
+    CHECK(l["removed"] == true);
+    CHECK(l["files_removed"] == 1);
+    CHECK(l["failure"]["code"] == "PROOF_DRIFT");
+    CHECK(l["failure"]["gone"] == json::array({"/srv/cache/t/show/a.bin"}));
+    auto failed = e.events_of("failed");
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0]["gone"] == json::array({"/srv/cache/t/show/a.bin"}));
+    // The job still holds the resource until it is finished.
+    CHECK(e.holder(e.aliases[0]) == e.job_id);
+}
+
+TEST_CASE("steps: compensation after merge keeps a merged file another torrent on the target references") {
+    TransferFixture f;
+    // Another torrent on nas uses show/a.bin in the same save path.
+    clients::qbittorrent::TorrentInfo other;
+    other.id = "cccccccccccccccccccccccccccccccccccccccc";
+    other.name = "other";
+    other.save_path = "/tank/t";
+    other.state = "stalledUP";
+    other.progress = 1;
+    clients::qbittorrent::TorrentFile shared;
+    shared.index = 0;
+    shared.name = "show/a.bin";
+    shared.size = 10;
+    shared.progress = 1;
+    shared.priority = 1;
+    f.nas.qb.put(other, {shared});
+    // A failure after merge: the recheck does not verify b.bin.
+    f.rechecked_files[1].progress = 0.5;
+    f.recheck = {{"checkingUP", 0.4}, {"pausedDL", 0.83}};
+    RunResult r = f.run();
+    check_compensated(f, r, "VERIFY_FAILED", "verify");
+    // Unmerge was told, from a snapshot read right before it, that a.bin is referenced.
+    REQUIRE(f.unmerge_referenced().size() == 1);
+    CHECK(f.unmerge_referenced()[0] == std::vector<std::string>{k_a});
+    auto unmerged = f.events_of("unmerged");
+    REQUIRE(unmerged.size() == 1);
+    CHECK(unmerged[0]["removed"] == json::array({k_b}));
+    CHECK(unmerged[0]["kept"].size() == 1);
+    CHECK(unmerged[0]["kept"][0]["path"] == k_a);
+    json kept = f.ledger()["kept"];
+    REQUIRE(kept.size() == 1);
+    CHECK(kept[0] == json{{"node", "nas"}, {"path", k_a}, {"reason", "referenced by another torrent"}, {"code", "referenced"},
+                          {"step", "unmerge"}});
+    CHECK(contains(f.log_text(), "compensation kept 1 file used by another torrent"));
+    // Only this job's torrent was removed; the other one stays.
+    REQUIRE(f.nas.qb.count("remove") == 1);
+    CHECK(f.nas.qb.args_of("remove")[0] == removed_without_data(f.qb_id));
+    CHECK(f.nas.qb.find(other.id) != nullptr);
+}
+
+TEST_CASE("steps: a ledger that cannot be written stops the run with an error naming it") {
+    // The state directory is writable (tests may run as root, who ignores permissions), so the
+    // write is made to fail another way: a directory where ledger.json goes, created while stage
+    // runs, so the ledger write at the end of stage cannot rename into place.
+    TransferFixture f;
+    JobFixture::before(f.seedbox.ops, "stage", [&f] { std::filesystem::create_directories(f.job_dir() + "/ledger.json/x"); });
+    RunResult r = f.run();
+    REQUIRE(r.outcome == RunOutcome::failed);
+    CHECK(r.error.code == "IO");
+    CHECK(contains(r.error.message, "ledger.json"));
+    CHECK(contains(r.error.message, "cannot rename into place"));
+    // No step after it ran; compensation did (its own ledger write failing too, said on the log).
+    CHECK(f.seedbox.ops.count("stage") == 1);
+    CHECK(f.seedbox.st.count("scan") == 0);
+    CHECK(f.nas.ops.count("receive_check") == 0);
+    CHECK(has(f.event_types(), "compensating"));
+    auto failed = f.events_of("failed");
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0]["code"] == "IO");
+    CHECK(f.seedbox.ops.count("cleanup") == 1);
+    CHECK(contains(f.log_text(), "was not recorded"));
+    CHECK(f.holder(f.aliases[0]).empty());
+}
