@@ -39,11 +39,9 @@ Outcome run_plan_evict_from(Context& ctx, const PlanOptions& o) {
     return run_plan_evict(ctx, e);
 }
 
-Outcome run_plan(Context& ctx, const PlanOptions& o) {
-    if (o.op_name == "evict") return run_plan_evict_from(ctx, o);
+Outcome run_plan_transfer(Context& ctx, const PlanOptions& o, plan::Operation op) {
     if (o.verify_archive)
         return Outcome::usage(Error(ErrorCode::USAGE, "--verify-archive belongs to 'plan evict'"));
-    plan::Operation op = o.op_name == "archive" ? plan::Operation::archive : plan::Operation::unarchive;
     auto request = to_request(op, o.transfer);
     if (!request.ok()) return Outcome::usage(request.take_error());
     request.value().route_mode = jobs::TransferRequest::RouteMode::look_up;  // plan moves and writes nothing
@@ -74,11 +72,30 @@ Outcome run_plan(Context& ctx, const PlanOptions& o) {
     return Outcome::done(result);
 }
 
+// The planner of each operation `plan` takes.
+struct Planner {
+    const char* operation;
+    Outcome (*run)(Context&, const PlanOptions&);
+};
+const Planner k_planners[] = {
+    {"archive", [](Context& ctx, const PlanOptions& o) { return run_plan_transfer(ctx, o, plan::Operation::archive); }},
+    {"unarchive", [](Context& ctx, const PlanOptions& o) { return run_plan_transfer(ctx, o, plan::Operation::unarchive); }},
+    {"evict", run_plan_evict_from},
+};
+
+Outcome run_plan(Context& ctx, const PlanOptions& o) {
+    for (const Planner& p : k_planners)
+        if (o.op_name == p.operation) return p.run(ctx, o);
+    return Outcome::usage(Error(ErrorCode::USAGE, fmt::format("no operation '{}'", o.op_name), "archive, unarchive or evict"));
+}
+
 }  // namespace
 
 Runner register_plan(CLI::App& app) {
     auto o = std::make_shared<PlanOptions>();
-    app.add_option("OPERATION", o->op_name, "archive, unarchive or evict")->required()->check(CLI::IsMember({"archive", "unarchive", "evict"}));
+    std::vector<std::string> operations;
+    for (const Planner& p : k_planners) operations.emplace_back(p.operation);
+    app.add_option("OPERATION", o->op_name, "archive, unarchive or evict")->required()->check(CLI::IsMember(operations));
     add_transfer_options(app, o->transfer);
     app.add_flag("--verify-archive", o->verify_archive, "evict: the archive copies will be proven by a piece check on their disks");
     return [o](Context& ctx) { return run_plan(ctx, *o); };
