@@ -59,8 +59,15 @@ Result<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv, const
     for (auto& a : args) argp.push_back(a.data());
     argp.push_back(nullptr);
 
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    if (options.own_process_group) {
+        posix_spawnattr_setpgroup(&attr, 0);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    }
     pid_t pid = -1;
-    int rc = posix_spawnp(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
+    int rc = posix_spawnp(&pid, argp[0], &actions, &attr, argp.data(), envp.data());
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return errno_error("cannot start", argv[0], rc);
 

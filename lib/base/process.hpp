@@ -15,6 +15,9 @@ enum class StderrMode { inherit, capture, discard };
 struct SpawnOptions {
     StderrMode stderr_mode = StderrMode::inherit;
     std::vector<std::string> extra_env;  // "NAME=value" entries added to the environment
+    // Start the child in a process group of its own (its pid): a Ctrl-C on the terminal then
+    // reaches only archctl, which decides how the child ends.
+    bool own_process_group = false;
 };
 
 class Subprocess {

@@ -1,6 +1,7 @@
 // The exec transport: a spawned `archctl node serve` (locally or through ssh), JSON lines on
 // its stdin/stdout, stderr captured for error messages.
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <mutex>
@@ -12,12 +13,14 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/signals.hpp"
 #include "lib/node/transport.hpp"
 
 namespace archctl::node {
 namespace {
 
 constexpr std::size_t k_stderr_tail_bytes = 8192;
+constexpr int k_poll_ms = 200;  // how often a waiting call looks at Ctrl-C
 
 class ExecTransport final : public Transport {
 public:
@@ -35,7 +38,7 @@ public:
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while (!exited() && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        if (!exited()) ::kill(static_cast<pid_t>(m_child.pid()), SIGKILL);
+        if (!exited()) kill_group();
         m_child.wait();
         if (m_stderr_thread.joinable()) m_stderr_thread.join();
     }
@@ -64,6 +67,7 @@ public:
         Request sent = request;
         if (sent.id == 0) sent.id = ++m_next_id;
         m_current = sent.id;
+        m_cancel_sent = false;
         struct Reset {
             std::atomic<std::uint64_t>& id;
             ~Reset() { id = 0; }
@@ -100,8 +104,12 @@ private:
     }
 
     Status write_line(const std::string& line, const std::string& op) {
-        std::lock_guard lock(m_write_mutex);
-        if (!write_all(m_child.stdin_fd(), line + "\n", "<node input>").ok()) return fail(death_error(op));
+        bool written = false;
+        {
+            std::lock_guard lock(m_write_mutex);
+            written = write_all(m_child.stdin_fd(), line + "\n", "<node input>").ok();
+        }
+        if (!written) return fail(death_error(op));
         return {};
     }
 
@@ -114,12 +122,18 @@ private:
                 if (!line.empty()) return line;
                 continue;
             }
-            int wait_ms = -1;
+            // The child has a process group of its own, so a Ctrl-C does not reach it: the
+            // running operation is cancelled here instead, and stops at its next chunk boundary.
+            if (stop_requested() && !m_cancel_sent) {
+                m_cancel_sent = true;
+                cancel();
+            }
+            int wait_ms = k_poll_ms;
             if (deadline) {
                 auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
                 if (left.count() <= 0)
                     return fail(Error(ErrorCode::NODE_UNREACHABLE, fmt::format("node '{}' did not answer within the timeout ({})", m_name, op)));
-                wait_ms = static_cast<int>(left.count());
+                wait_ms = std::min(wait_ms, static_cast<int>(left.count()));
             }
             pollfd p{m_child.stdout_fd(), POLLIN, 0};
             int r = ::poll(&p, 1, wait_ms);
@@ -133,11 +147,16 @@ private:
         }
     }
 
+    // The far end is gone (its output ended, or it stopped reading): it gets a second to exit,
+    // then its process group is killed, so a dying ssh never leaves this run waiting.
     Error death_error(const std::string& op) {
         {
             std::lock_guard lock(m_write_mutex);
             m_child.close_stdin();
         }
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (!exited() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (!exited()) kill_group();
         int status = m_child.wait();
         if (m_stderr_thread.joinable()) m_stderr_thread.join();
         std::string tail;
@@ -149,6 +168,12 @@ private:
         if (auto nl = tail.rfind('\n'); nl != std::string::npos) tail = tail.substr(nl + 1);
         std::string message = fmt::format("node '{}' closed the connection during '{}': exit status {}", m_name, op, status);
         return Error(ErrorCode::NODE_UNREACHABLE, message, tail.empty() ? "" : fmt::format("node '{}' said: {}", m_name, tail));
+    }
+
+    // The child and whatever it started in its process group.
+    void kill_group() {
+        ::kill(-static_cast<pid_t>(m_child.pid()), SIGKILL);
+        ::kill(static_cast<pid_t>(m_child.pid()), SIGKILL);
     }
 
     Error fail(Error e) {
@@ -183,6 +208,7 @@ private:
     std::atomic<std::uint64_t> m_current{0};
     std::uint64_t m_next_id = 0;
     std::optional<Error> m_dead;
+    bool m_cancel_sent = false;
 };
 
 }  // namespace
@@ -191,6 +217,7 @@ Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options) {
     SpawnOptions spawn;
     spawn.stderr_mode = StderrMode::capture;
     spawn.extra_env = options.extra_env;
+    spawn.own_process_group = true;
     auto child = Subprocess::spawn(options.argv, spawn);
     if (!child.ok())
         return Error(ErrorCode::NODE_UNREACHABLE, fmt::format("cannot reach node '{}': {}", options.node_name, child.error().message));
