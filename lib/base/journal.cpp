@@ -11,6 +11,33 @@
 
 namespace archctl {
 
+namespace {
+
+// Where the journal's complete lines end: a crash mid-append leaves a last line without its
+// newline, and appending after it would glue the next record to it and turn the whole journal
+// corrupt. The torn tail is cut off (durably) before the first append.
+Status cut_torn_tail(int fd, const std::string& path, off_t size) {
+    char last = 0;
+    if (::pread(fd, &last, 1, size - 1) != 1) return errno_error("cannot read journal", path, errno);
+    if (last == '\n') return {};
+    // The end of the last complete line: just after the last newline, or 0 when there is none.
+    off_t keep = 0;
+    char chunk[4096];
+    for (off_t end = size; end > 0 && keep == 0;) {
+        off_t from = end > static_cast<off_t>(sizeof chunk) ? end - static_cast<off_t>(sizeof chunk) : 0;
+        ssize_t n = ::pread(fd, chunk, static_cast<std::size_t>(end - from), from);
+        if (n <= 0) return errno_error("cannot read journal", path, errno);
+        for (ssize_t i = n - 1; i >= 0 && keep == 0; --i)
+            if (chunk[i] == '\n') keep = from + i + 1;
+        end = from;
+    }
+    if (::ftruncate(fd, keep) != 0) return errno_error("cannot cut the torn last line of journal", path, errno);
+    if (::fsync(fd) != 0) return errno_error("cannot fsync journal", path, errno);
+    return {};
+}
+
+}  // namespace
+
 JournalWriter::JournalWriter(std::string path, UniqueFd fd, SyncPolicy policy, unsigned batch)
     : m_path(std::move(path)), m_fd(std::move(fd)), m_policy(policy), m_batch(batch ? batch : 1) {}
 
@@ -21,10 +48,14 @@ JournalWriter::~JournalWriter() {
 Result<JournalWriter> JournalWriter::open(const std::string& path, const std::string& kind, int version,
                                           SyncPolicy policy, unsigned batch_records) {
     bool existed = path_exists(path);
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     if (!fd.valid()) return errno_error("cannot open journal", path, errno);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat journal", path, errno);
+    if (st.st_size > 0) {
+        ARCHCTL_TRY_STATUS(cut_torn_tail(fd.get(), path, st.st_size));
+        if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat journal", path, errno);
+    }
     if (st.st_size == 0) {
         std::string line = nlohmann::json{{"journal", kind}, {"version", version}}.dump() + "\n";
         ARCHCTL_TRY_STATUS(write_all(fd.get(), line, path));

@@ -4,7 +4,8 @@
 // Line 1 is a version record {"journal": <kind>, "version": N}; every later line is one JSON
 // record. Appends use O_APPEND; durability follows the sync policy (every record, or batched by
 // count). Reading drops a torn last line (a crash mid-append) with a warning and reports every
-// complete record. Folding records into a ledger is the caller's atomic rewrite at a step boundary.
+// complete record; opening for append cuts that torn line off first, so the next record starts on
+// a line of its own. Folding records into a ledger is the caller's atomic rewrite at a step boundary.
 
 #include <cstdint>
 #include <string>

@@ -55,6 +55,41 @@ TEST_CASE("a torn last line is dropped with a warning") {
     CHECK(read_journal(path, "j")->records.size() == 1);
 }
 
+TEST_CASE("appending after a torn last line cuts it off first, so every record stays readable") {
+    test::Scratch s;
+    std::string path = (s / "j.jsonl").string();
+    {
+        auto w = JournalWriter::open(path, "j", 1);
+        REQUIRE(w->append({{"a", 1}}).ok());
+    }
+    {
+        std::ofstream f(path, std::ios::app);
+        f << "{\"a\":2, \"torn";  // crash mid-append
+    }
+    {
+        auto w = JournalWriter::open(path, "j", 1);
+        REQUIRE(w.ok());
+        REQUIRE(w->append({{"a", 3}}).ok());
+    }
+    auto c = read_journal(path, "j");
+    REQUIRE(c.ok());
+    REQUIRE(c->records.size() == 2);
+    CHECK(c->records[0]["a"] == 1);
+    CHECK(c->records[1]["a"] == 3);
+    CHECK(c->warnings.empty());
+    // A torn version line (nothing complete at all) starts the journal again.
+    std::string bare = s.write("b.jsonl", "{\"journal\":\"j\",\"ver").string();
+    {
+        auto w = JournalWriter::open(bare, "j", 1);
+        REQUIRE(w.ok());
+        REQUIRE(w->append({{"b", 1}}).ok());
+    }
+    auto b = read_journal(bare, "j");
+    REQUIRE(b.ok());
+    CHECK(b->version == 1);
+    CHECK(b->records.size() == 1);
+}
+
 TEST_CASE("corruption before the last line is an error, not a silent drop") {
     test::Scratch s;
     std::string path = s.write("j.jsonl", "{\"journal\":\"j\",\"version\":1}\nnot json\n{\"a\":1}\n").string();

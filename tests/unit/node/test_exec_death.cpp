@@ -23,12 +23,13 @@ using namespace archctl::node;
 
 namespace {
 
-// A far end that greets, then runs `then` in the shell (it never answers a request).
-std::vector<std::string> greeting_child(const std::string& then) {
+// A far end that runs `before` in the shell, greets, then runs `after` (it never answers a
+// request).
+std::vector<std::string> greeting_child(const std::string& before, const std::string& after) {
     Hello h;
     h.archctl_version = "test";
     h.pid = 1;
-    return {"sh", "-c", "printf '%s\\n' '" + encode(Message{h}) + "'; " + then};
+    return {"sh", "-c", before + "printf '%s\\n' '" + encode(Message{h}) + "'; " + after};
 }
 
 // Runs `call` on a thread and gives up the whole test binary if it does not return in time:
@@ -64,7 +65,7 @@ TEST_CASE("a far end that stops reading and lingers is an error within seconds, 
     std::signal(SIGPIPE, SIG_IGN);  // as archctl runs (lib/base/signals): a closed pipe is EPIPE
     ExecOptions o;
     o.node_name = "gone";
-    o.argv = greeting_child("exec 0<&-; sleep 60");
+    o.argv = greeting_child("exec 0<&-; ", "sleep 60");  // stops reading before it greets
     auto t = connect_exec(o);
     REQUIRE(t.ok());
     auto begun = std::chrono::steady_clock::now();
@@ -82,7 +83,7 @@ TEST_CASE("a far end that stops reading and lingers is an error within seconds, 
 TEST_CASE("a far end that exits during a call is an error naming the operation and what it said") {
     ExecOptions o;
     o.node_name = "crashy";
-    o.argv = greeting_child("read line; echo 'disk on fire' >&2; exit 3");
+    o.argv = greeting_child("", "read line; echo 'disk on fire' >&2; exit 3");
     auto t = connect_exec(o);
     REQUIRE(t.ok());
     auto r = call_within(*t.value(), std::chrono::seconds(20));
