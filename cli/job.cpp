@@ -57,7 +57,10 @@ Outcome run_cancel(Context& ctx, const jobs::JobSummary& row) {
     if (!services.ok()) return Outcome::failed(services.take_error());
     auto r = services.value()->driver->cancel(row.id);
     if (r.outcome == jobs::RunOutcome::failed) return Outcome::failed(r.error, {{"job", r.to_json()}});
-    ctx.out().info(fmt::format("archctl: job {} {}", row.id, r.step == "done" ? "finished" : "cancelled"));
+    if (!r.ended.empty())
+        ctx.out().info(fmt::format("archctl: job {} had already ended ({}); nothing to cancel", row.id, r.ended));
+    else
+        ctx.out().info(fmt::format("archctl: job {} {}", row.id, r.step == "done" ? "finished" : "cancelled"));
     return Outcome::done({{"job", r.to_json()}});
 }
 

@@ -62,6 +62,11 @@ Outcome run_plan_transfer(Context& ctx, const PlanOptions& o, plan::Operation op
         result["nothing_to_do"] = true;
         return Outcome::done(result);
     }
+    // Plan is a promise: what the job would refuse, plan refuses the same way, with no token.
+    if (auto refused = prepared->refusal()) {
+        ctx.out().result(text);
+        return Outcome::failed(*refused, result);
+    }
     state::TokenRequest tr;
     tr.plan_digest = prepared->plan.digest;
     tr.summary = fmt::format("{} {} {} → {}", o.op_name, prepared->resource.short_id(), prepared->source, prepared->target);

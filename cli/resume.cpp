@@ -38,6 +38,11 @@ Outcome run_resume(Context& ctx, const ResumeOptions& o) {
             any_stopped = true;
             stop_text = r.stop_text;
             if (r.stop_reason != "waiting") break;  // budgets and interrupts end the whole run
+        } else if (r.outcome == jobs::RunOutcome::failed && r.error.is(ErrorCode::LOCKED)) {
+            // Another archctl drives it (an overlapping cron run): not a failure, it goes on there.
+            any_stopped = true;
+            stop_text = fmt::format("job {} is being driven by another archctl", id);
+            ctx.out().info(fmt::format("archctl: job {} skipped: {}", id, r.error.message));
         } else if (r.outcome == jobs::RunOutcome::failed) {
             if (!any_failed) first_error = r.error;
             any_failed = true;

@@ -132,10 +132,7 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o,
             ctx.out().info(fmt::format("archctl: {} already holds the selection of '{}'; nothing to do", p.target, p.resource.short_id()));
             return Outcome::done({{"plan", p.to_json()}, {"nothing_to_do", true}});
         }
-        if (!p.plan.disk_ok)
-            return Outcome::failed(Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("not enough free space on '{}' for {} above the floor", p.target,
-                                                                          format_size(static_cast<std::uint64_t>(p.plan.delta_bytes)))),
-                                   {{"plan", p.to_json()}});
+        if (auto refused = p.refusal()) return Outcome::failed(*refused, {{"plan", p.to_json()}});
         ConfirmRequest c;
         c.yes = o.yes;
         c.token = o.confirm;

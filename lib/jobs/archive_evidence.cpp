@@ -57,7 +57,7 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
         d.type = entries[k].type;
         if (d.type != "file") continue;
         node::EntryStat st = entries[k].stat.value_or(node::EntryStat{});
-        d.stamp = {st.dev, st.ino, st.size, st.mtime_ns};
+        d.stamp = {st.dev, st.ino, st.size, st.mtime_ns, st.btime_ns};
     }
     return out;
 }

@@ -142,6 +142,7 @@ RunResult Driver::cancel(const std::string& job_id) {
         r.job_id = job_id;
         r.step = job.step();
         r.outcome = RunOutcome::done;
+        r.ended = to_string(job.state());
         return r;
     }
     return job.cancel();

@@ -63,6 +63,9 @@ struct Prepared {
     std::uint64_t min_free = 0;
 
     nlohmann::json to_json() const;
+    // Why the job would be refused before it starts (the target's free space above the floor),
+    // the same for `plan` and for the command that runs it; nullopt when it may start.
+    [[nodiscard]] std::optional<Error> refusal() const;
 };
 
 struct Budgets {
@@ -82,6 +85,7 @@ struct RunResult {
     std::string job_id;
     std::string step;
     nlohmann::json detail = nlohmann::json::object();  // what the kind reports (evict: files removed, bytes freed)
+    std::string ended;            // cancel of a job that had already ended: its state (done|failed|cancelled)
     nlohmann::json to_json() const;
 };
 

@@ -9,6 +9,7 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/base/hash.hpp"
 #include "lib/base/lock_file.hpp"
+#include "lib/base/units.hpp"
 #include "lib/jobs/engine.hpp"
 #include "lib/node/ops.hpp"
 #include "lib/routes/routes.hpp"
@@ -227,6 +228,13 @@ Result<std::string> Engine::create(const Prepared& p) {
     ARCHCTL_TRY_STATUS(store.append_event(d.id, "created", {{"summary", d.summary()}, {"delta", d.delta.to_string()},
                                                            {"delta_bytes", d.delta_bytes}}));
     return d.id;
+}
+
+std::optional<Error> Prepared::refusal() const {
+    if (plan.disk_ok) return std::nullopt;
+    return Error(ErrorCode::DISK_INSUFFICIENT,
+                 fmt::format("not enough free space on '{}' for {} above the floor", target, format_size(static_cast<std::uint64_t>(plan.delta_bytes))),
+                 fmt::format("free space on '{}', or lower the floor (--min-free, transfer.min_free)", target));
 }
 
 nlohmann::json Prepared::to_json() const {

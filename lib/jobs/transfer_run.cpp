@@ -236,6 +236,7 @@ nlohmann::json RunResult::to_json() const {
     j["outcome"] = outcome == RunOutcome::done ? "done" : outcome == RunOutcome::stopped ? "stopped" : "failed";
     if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
     if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};
+    if (!ended.empty()) j["ended"] = ended;
     return j;
 }
 

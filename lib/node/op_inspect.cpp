@@ -74,6 +74,11 @@ TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string
     }
     entry.type = std::string(file_type_name(st.st_mode));
     entry.stat = entry_stat(st);
+    // The birth time tells a file from a new one that reuses its inode number (a replacement
+    // with the same size and a restored mtime is otherwise the same stamp).
+    struct statx stx {};
+    if (::statx(dir.value(), comps.back().c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) == 0 && (stx.stx_mask & STATX_BTIME))
+        entry.stat->btime_ns = static_cast<std::int64_t>(stx.stx_btime.tv_sec) * 1'000'000'000 + stx.stx_btime.tv_nsec;
     return entry;
 }
 

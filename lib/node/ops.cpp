@@ -127,6 +127,7 @@ void to_json(json& j, const TreeEntry& v) {
         j["nlink"] = v.stat->nlink;
         j["mtime_ns"] = v.stat->mtime_ns;
         j["mode"] = v.stat->mode;
+        if (v.stat->btime_ns != 0) j["btime_ns"] = v.stat->btime_ns;
     }
     if (v.error) j["error"] = {{"code", v.error->code}, {"message", v.error->message}};
 }
@@ -143,6 +144,7 @@ void from_json(const json& j, TreeEntry& v) {
         s.nlink = j.value("nlink", std::uint64_t{0});
         s.mtime_ns = j.value("mtime_ns", std::int64_t{0});
         s.mode = j.value("mode", 0u);
+        s.btime_ns = j.value("btime_ns", std::int64_t{0});
         v.stat = s;
     }
     if (auto it = j.find("error"); it != j.end() && it->is_object())

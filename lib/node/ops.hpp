@@ -86,11 +86,12 @@ struct TreeRequest {
     std::vector<std::string> paths;  // relative to base
 };
 
-// lstat of an entry. Keys: size, dev, ino, nlink, mtime_ns, mode.
+// lstat of an entry. Keys: size, dev, ino, nlink, mtime_ns, mode, btime_ns (when known).
 struct EntryStat {
     std::uint64_t size = 0, dev = 0, ino = 0, nlink = 0;
     std::int64_t mtime_ns = 0;
-    unsigned mode = 0;  // permission bits
+    unsigned mode = 0;       // permission bits
+    std::int64_t btime_ns = 0;  // birth time; 0: the filesystem does not say
 };
 
 // Keys: path, type ("file", "dir", ..., "absent", "refused"), error {code, message} (refused

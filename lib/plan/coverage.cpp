@@ -26,6 +26,9 @@ std::string stamp_difference(const FileStamp& was, const FileStamp& now) {
     if (was.ino != now.ino) return fmt::format("replaced since archctl's recheck (inode {}, was {})", now.ino, was.ino);
     if (was.size != now.size) return fmt::format("size {} now, {} at archctl's recheck", now.size, was.size);
     if (was.mtime_ns != now.mtime_ns) return "modified since archctl's recheck (its mtime changed)";
+    // A new file can get the old one's inode number; its birth time then differs.
+    if (was.btime_ns != 0 && now.btime_ns != 0 && was.btime_ns != now.btime_ns)
+        return fmt::format("replaced since archctl's recheck (a new file with the same inode {})", now.ino);
     return "";
 }
 
@@ -40,12 +43,17 @@ std::string refused_note(const std::string& node, const std::vector<std::pair<Co
 
 }  // namespace
 
-nlohmann::json FileStamp::to_json() const { return nlohmann::json::array({dev, ino, size, mtime_ns}); }
+nlohmann::json FileStamp::to_json() const {
+    nlohmann::json j = nlohmann::json::array({dev, ino, size, mtime_ns});
+    if (btime_ns != 0) j.push_back(btime_ns);
+    return j;
+}
 
 Result<FileStamp> FileStamp::from_json(const nlohmann::json& j) {
-    if (!j.is_array() || j.size() != 4) return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", j.dump()));
+    if (!j.is_array() || j.size() < 4 || j.size() > 5) return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", j.dump()));
     try {
-        return FileStamp{j[0].get<std::uint64_t>(), j[1].get<std::uint64_t>(), j[2].get<std::uint64_t>(), j[3].get<std::int64_t>()};
+        return FileStamp{j[0].get<std::uint64_t>(), j[1].get<std::uint64_t>(), j[2].get<std::uint64_t>(), j[3].get<std::int64_t>(),
+                         j.size() == 5 ? j[4].get<std::int64_t>() : 0};
     } catch (const nlohmann::json::exception& e) {
         return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", e.what()));
     }
@@ -53,7 +61,11 @@ Result<FileStamp> FileStamp::from_json(const nlohmann::json& j) {
 
 nlohmann::json stamps_to_json(const std::map<std::uint32_t, FileStamp>& stamps) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& [index, s] : stamps) out.push_back({index, s.dev, s.ino, s.size, s.mtime_ns});
+    for (const auto& [index, s] : stamps) {
+        nlohmann::json row = s.to_json();
+        row.insert(row.begin(), index);
+        out.push_back(std::move(row));
+    }
     return out;
 }
 
@@ -62,9 +74,9 @@ Result<std::map<std::uint32_t, FileStamp>> stamps_from_json(const nlohmann::json
     if (j.is_null()) return out;
     if (!j.is_array()) return Error(ErrorCode::CORRUPT, "unreadable file stamps: not a list");
     for (const auto& row : j) {
-        if (!row.is_array() || row.size() != 5 || !row[0].is_number_unsigned())
+        if (!row.is_array() || row.size() < 5 || row.size() > 6 || !row[0].is_number_unsigned())
             return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", row.dump()));
-        ARCHCTL_TRY_ASSIGN(FileStamp s, FileStamp::from_json(nlohmann::json::array({row[1], row[2], row[3], row[4]})));
+        ARCHCTL_TRY_ASSIGN(FileStamp s, FileStamp::from_json(nlohmann::json(row.begin() + 1, row.end())));
         out[row[0].get<std::uint32_t>()] = s;
     }
     return out;

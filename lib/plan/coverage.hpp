@@ -49,9 +49,10 @@ struct CoverageFile {
 struct FileStamp {
     std::uint64_t dev = 0, ino = 0, size = 0;
     std::int64_t mtime_ns = 0;
+    std::int64_t btime_ns = 0;  // birth time; 0: unknown (the filesystem does not say, or an older record)
 
     bool operator==(const FileStamp&) const = default;
-    nlohmann::json to_json() const;                        // [dev, ino, size, mtime_ns]
+    nlohmann::json to_json() const;                        // [dev, ino, size, mtime_ns] and btime_ns when known
     static Result<FileStamp> from_json(const nlohmann::json& j);
 };
 

@@ -94,3 +94,43 @@ TEST_CASE("the driver's unfinished() lists every kind of job in the directory, a
     REQUIRE(ids.ok());
     CHECK(ids.value() == std::vector<std::string>{d.id, "20261201-183413-aaaa"});
 }
+
+TEST_CASE("cancelling a job that already ended says so and changes nothing") {
+    test::Scratch scratch;
+    auto dir = state::StateDir::open((scratch / "state").string());
+    REQUIRE(dir.ok());
+    state::JobStore store(dir.value());
+    JobDefinition d;
+    d.id = "20261201-183412-7f3c";
+    d.identity = torrent::Identity::from_qb("78d5a6edfa4e0000000000000000000000000000", "").value();
+    d.qb_id = d.identity.qb_id();
+    d.aliases = {d.identity.v1_hex()};
+    d.source = "seedbox";
+    d.target = "nas";
+    REQUIRE(store.create(d.id, d.to_json()).ok());
+    Ledger failed;
+    failed.state = JobState::failed;
+    failed.step = "verify";
+    REQUIRE(store.write_ledger(d.id, failed.to_json()).ok());
+    config::Config config;
+    Nodes nodes(config, clients::Tuning{});
+    Driver driver(config, dir.value(), nodes, EngineIo{});
+    auto r = driver.cancel(d.id);
+    CHECK(r.outcome == RunOutcome::done);
+    CHECK(r.ended == "failed");
+    CHECK(r.to_json()["ended"] == "failed");
+    CHECK(Ledger::from_json(store.ledger(d.id).value()).state == JobState::failed);
+}
+
+TEST_CASE("a plan whose target lacks the space above the floor is refused the same way the job would be") {
+    Prepared p;
+    p.target = "nas";
+    p.plan.disk_ok = true;
+    CHECK_FALSE(p.refusal());
+    p.plan.disk_ok = false;
+    p.plan.delta_bytes = 3 * 1024 * 1024;
+    auto refused = p.refusal();
+    REQUIRE(refused);
+    CHECK(refused->code == "DISK_INSUFFICIENT");
+    CHECK(refused->message == "not enough free space on 'nas' for 3.0 MiB above the floor");
+}

@@ -75,6 +75,14 @@ TEST_CASE("judge_file: the ways an archive copy stops being one") {
         {"replaced by a file of the same size", [](ArchiveEvidence& a) { a.disk[3].stamp.ino = 5; }, FileProof::unproven,
          "replaced since archctl's recheck (inode 5, was 1003)"},
         {"rewritten in place", [](ArchiveEvidence& a) { a.disk[3].stamp.mtime_ns += 1; }, FileProof::unproven, "modified since"},
+        {"replaced by a new file that reuses the inode number, its mtime restored",
+         [](ArchiveEvidence& a) {
+             a.committed[3].btime_ns = 1'700'000'000'000'000'000;
+             a.disk[3].stamp.btime_ns = 1'700'000'000'000'000'001;
+         },
+         FileProof::unproven, "replaced since archctl's recheck (a new file with the same inode 1003)"},
+        {"a birth time known on one side only proves nothing either way",
+         [](ArchiveEvidence& a) { a.disk[3].stamp.btime_ns = 1'700'000'000'000'000'001; }, FileProof::proven, ""},
         {"on another device", [](ArchiveEvidence& a) { a.disk[3].stamp.dev = 8; }, FileProof::unproven, "on device 8"},
         {"a directory now", [](ArchiveEvidence& a) { a.disk[3] = {"directory", {}}; }, FileProof::unproven, "a directory on disk"},
         {"not read on the node", [](ArchiveEvidence& a) { a.disk[3] = {}; }, FileProof::unproven, "not read"},
@@ -350,4 +358,20 @@ TEST_CASE("proofs and stamps round-trip through JSON") {
     CHECK(again.value() == stamps);
     CHECK(stamps_from_json(nlohmann::json()).value().empty());
     CHECK_FALSE(stamps_from_json(nlohmann::json::array({{1, 2}})).ok());
+}
+
+TEST_CASE("a file stamp carries the birth time when the filesystem gives one, and reads records without it") {
+    FileStamp old{7, 1003, 400, 5};
+    CHECK(old.to_json() == nlohmann::json::array({7, 1003, 400, 5}));
+    FileStamp born{7, 1003, 400, 5, 9};
+    CHECK(born.to_json() == nlohmann::json::array({7, 1003, 400, 5, 9}));
+    CHECK(FileStamp::from_json(born.to_json()).value() == born);
+    CHECK(FileStamp::from_json(old.to_json()).value() == old);
+    auto rows = stamps_to_json({{3, born}, {4, old}});
+    CHECK(rows == nlohmann::json::parse("[[3,7,1003,400,5,9],[4,7,1003,400,5]]"));
+    auto back = stamps_from_json(rows);
+    REQUIRE(back.ok());
+    CHECK(back.value().at(3) == born);
+    CHECK(back.value().at(4) == old);
+    CHECK_FALSE(stamps_from_json(nlohmann::json::parse("[[3,7,1003]]")).ok());
 }
