@@ -23,7 +23,8 @@ Outcome run_list(Context& ctx, const std::vector<jobs::JobSummary>& rows) {
     ui::Table t;
     for (const auto& r : rows) {
         list.push_back(r.to_json());
-        t.add_row({r.id, r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12), r.nodes, r.status});
+        t.add_row({r.id, r.damaged ? "damaged" : r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12), r.nodes,
+                   r.status});
     }
     ctx.out().result(t.empty() ? "no jobs" : t.render());
     return Outcome::done({{"jobs", list}});
@@ -34,7 +35,7 @@ Outcome run_show(Context& ctx, const state::JobStore& store, const jobs::JobSumm
     nlohmann::json ev = events.ok() ? nlohmann::json(events->records) : nlohmann::json::array();
     std::string text = fmt::format("job {}\n  {} {} \"{}\"  {}\n  state {}  step {}\n  {}\nevents\n", row.id, row.definition.value("op", ""),
                                    row.definition.value("qb_id", "").substr(0, 12), row.definition.value("name", ""), row.nodes,
-                                   to_string(row.ledger.state), row.ledger.step, row.status);
+                                   row.damaged ? "damaged" : to_string(row.ledger.state), row.ledger.step, row.status);
     if (!row.ledger.kept.empty()) {
         text += "kept\n";
         for (const auto& k : row.ledger.kept)

@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
+#include "lib/state/job_store.hpp"
 
 namespace archctl::cli {
 
@@ -21,10 +22,14 @@ Outcome run_resume(Context& ctx, const ResumeOptions& o) {
     auto budgets = to_budgets(o.budgets, *s.config);
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
     std::vector<std::string> ids = o.jobs;
+    std::vector<std::string> damaged;
     if (ids.empty()) {
         auto all = s.driver->unfinished();
         if (!all.ok()) return Outcome::failed(all.take_error());
         ids = all.value();
+        // A job nothing can drive is said every time, never silently skipped.
+        auto broken = state::JobStore(*s.state).damaged();
+        if (broken.ok()) damaged = broken.value();
     }
     nlohmann::json runs = nlohmann::json::array();
     bool any_stopped = false, any_failed = false;
@@ -52,8 +57,16 @@ Outcome run_resume(Context& ctx, const ResumeOptions& o) {
         }
     }
     nlohmann::json result = {{"jobs", runs}};
-    if (ids.empty()) ctx.out().info("archctl: no unfinished jobs");
+    if (ids.empty() && damaged.empty()) ctx.out().info("archctl: no unfinished jobs");
+    for (const auto& id : damaged) ctx.out().info(fmt::format("archctl: job {} is damaged: its definition is missing or unreadable", id));
+    if (!damaged.empty()) result["damaged"] = damaged;
     if (any_failed) return Outcome::failed(first_error, result);
+    if (!damaged.empty())
+        return Outcome::failed(Error(ErrorCode::JOB_DAMAGED, fmt::format("{} job(s) cannot be driven: their definition is missing or unreadable ({})",
+                                                                         damaged.size(), fmt::join(damaged, ", ")),
+                                     fmt::format("see 'archctl job show {}'; remove its records with 'archctl job rm {}'", damaged.front(),
+                                                 damaged.front())),
+                               result);
     if (any_stopped) return Outcome::partial(stop_text, "rerun 'archctl resume' to continue", result);
     return Outcome::done(result);
 }

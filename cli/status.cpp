@@ -115,10 +115,8 @@ std::string render_jobs(const std::vector<jobs::JobSummary>& all, const JobFilte
         if (j.needs_attention) attention.push_back(j.id);
         // A finished job stays in the overview while it says what it left in place.
         if (j.finished() && !j.needs_attention && !filter.any() && j.ledger.kept.empty()) continue;
-        std::string nodes = j.definition["source"].value("node", "");
-        const std::string target = j.definition.value("target", nlohmann::json::object()).value("node", "");
-        if (!target.empty()) nodes += " → " + target;
-        t.add_row({j.id, j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12), nodes, j.status});
+        t.add_row({j.id, j.damaged ? "damaged" : j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12), j.nodes,
+                   j.status});
     }
     std::string text = "jobs";
     text += t.empty() ? (filter.any() ? "\n  (none)" : "\n  (none in progress)") : "\n" + t.render();

@@ -32,6 +32,7 @@ namespace archctl {
     X(INVALID) \
     X(IO) \
     X(JOB_ACTIVE) \
+    X(JOB_DAMAGED) \
     X(JOB_FINISHED) \
     X(JOB_MISMATCH) \
     X(LINK_FAILED) \

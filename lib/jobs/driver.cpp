@@ -170,17 +170,20 @@ std::string Driver::describe_event(const JobSummary& row, const nlohmann::json& 
 
 Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
     ARCHCTL_TRY_ASSIGN(auto ids, store.list());
+    ARCHCTL_TRY_ASSIGN(auto damaged, store.damaged());
     std::vector<JobSummary> out;
     for (const auto& id : ids) {
         auto def = store.definition(id);
         if (!def.ok()) continue;
         out.push_back(kind_of(def.value()).summarize(store, id, def.value()));
     }
+    for (const auto& id : damaged) out.push_back(summarize_damaged(store, id));
+    std::sort(out.begin(), out.end(), [](const JobSummary& a, const JobSummary& b) { return a.id < b.id; });
     return out;
 }
 
 Status hide_job(const state::StateDir& dir, const JobSummary& row) {
-    if (!row.finished())
+    if (!row.finished() && !row.damaged)
         return Error(ErrorCode::JOB_ACTIVE, fmt::format("job {} is not finished", row.id), fmt::format("cancel it first: 'archctl job cancel {}'", row.id));
     ARCHCTL_TRY_STATUS(state::write_tombstone(dir, {row.id, row.definition.value("request_digest", ""), to_string(row.ledger.state), ""}));
     return state::JobStore(dir).remove(row.id);

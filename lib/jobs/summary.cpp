@@ -100,7 +100,7 @@ nlohmann::json JobSummary::to_json() const {
             {"name", definition.value("name", "")},
             {"source", definition.value("source", nlohmann::json::object()).value("node", "")},
             {"target", definition.value("target", nlohmann::json::object()).value("node", "")},
-            {"state", to_string(ledger.state)},
+            {"state", damaged ? std::string("damaged") : to_string(ledger.state)},
             {"step", ledger.step},
             {"running", running},
             {"status", status},
@@ -168,6 +168,24 @@ std::string progress_text(const nlohmann::json& def, const Ledger& l) {
     std::size_t files_done = l.synced ? files : 0;
     return fmt::format("{}: {:.0f}% ({}/{}, {}/{} files, step {})", def.value("op", "") == "archive" ? "archiving" : "unarchiving",
                        pct, format_size(done), format_size(total), files_done, files, l.step);
+}
+
+JobSummary summarize_damaged(const state::JobStore& store, const std::string& id) {
+    JobSummary s;
+    s.id = id;
+    s.definition = nlohmann::json::object();
+    s.damaged = true;
+    s.needs_attention = true;
+    auto l = store.ledger(id);
+    if (l.ok()) s.ledger = Ledger::from_json(l.value());
+    s.ledger.state = JobState::running;
+    s.stored_ledger = l.ok() ? l.value() : nlohmann::json::object();
+    auto def = store.definition(id);
+    std::string why = def.ok() ? "its definition is unreadable" : def.error().message;
+    s.status = fmt::format("damaged: {}; nothing can drive it (its events are in 'archctl job show {}'); remove its records with "
+                           "'archctl job rm {}'",
+                           why, id, id);
+    return s;
 }
 
 JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition) {

@@ -29,6 +29,7 @@ struct JobSummary {
     bool running = false;         // a live process holds its lock
     std::string status;           // the progress text
     bool needs_attention = false; // failed with something left to do, or cleanup required
+    bool damaged = false;         // its definition is missing or unreadable: nothing can drive it
 
     bool finished() const;
     nlohmann::json to_json() const;
@@ -37,6 +38,9 @@ struct JobSummary {
 // The row of one archive/unarchive job (the transfer kind's summary; every kind's rows come from
 // jobs::summarize_jobs in driver.hpp).
 [[nodiscard]] JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
+// The row of a damaged job (state::JobStore::damaged): what is wrong and the command that
+// removes its records.
+[[nodiscard]] JobSummary summarize_damaged(const state::JobStore& store, const std::string& id);
 // "archiving: 61% (…)", "done", "failed: <message> (compensation kept 3 files used by other
 // torrents)".
 std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);

@@ -64,6 +64,17 @@ Result<std::vector<std::string>> JobStore::list() const {
     return ids;
 }
 
+Result<std::vector<std::string>> JobStore::damaged() const {
+    std::vector<std::string> ids;
+    ARCHCTL_TRY_ASSIGN(auto names, list_dir(m_dir.jobs(), "cannot list jobs in"));
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) {
+        bool worked = path_exists(m_dir.job(name) + "/events.jsonl") || path_exists(m_dir.job(name) + "/ledger.json");
+        if (worked && !definition(name).ok()) ids.push_back(name);
+    }
+    return ids;
+}
+
 Status JobStore::remove(const std::string& job_id) {
     std::error_code ec;
     std::filesystem::remove_all(m_dir.job(job_id), ec);

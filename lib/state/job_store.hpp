@@ -37,6 +37,9 @@ public:
 
     // Ids of every job that has a definition, oldest first.
     Result<std::vector<std::string>> list() const;
+    // Ids of jobs that did work (they have events or a ledger) but whose definition is missing or
+    // unreadable, oldest first. A directory with nothing in it never became a job.
+    Result<std::vector<std::string>> damaged() const;
 
     // Remove a job's records entirely (after its tombstone is written).
     Status remove(const std::string& job_id);

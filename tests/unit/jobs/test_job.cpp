@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "lib/jobs/driver.hpp"
 #include "lib/jobs/engine.hpp"
 #include "lib/jobs/job.hpp"
@@ -133,4 +136,42 @@ TEST_CASE("a plan whose target lacks the space above the floor is refused the sa
     REQUIRE(refused);
     CHECK(refused->code == "DISK_INSUFFICIENT");
     CHECK(refused->message == "not enough free space on 'nas' for 3.0 MiB above the floor");
+}
+
+TEST_CASE("a job whose definition is lost or unreadable is listed as damaged, and job rm removes it") {
+    test::Scratch scratch;
+    auto dir = state::StateDir::open((scratch / "state").string());
+    REQUIRE(dir.ok());
+    state::JobStore store(dir.value());
+    // Worked, then its definition was truncated; worked, then its definition was deleted; a
+    // directory a crash left before the definition was written, which never became a job.
+    const std::string torn = "20261201-000001-aaaa", lost = "20261201-000002-bbbb", never = "20261201-000003-cccc";
+    REQUIRE(store.create(torn, {{"id", torn}, {"op", "archive"}}).ok());
+    REQUIRE(store.append_event(torn, "created").ok());
+    { std::ofstream(store.dir_of(torn) + "/definition.json", std::ios::trunc) << "{\"id\": \"2026"; }
+    REQUIRE(store.create(lost, {{"id", lost}, {"op", "archive"}}).ok());
+    REQUIRE(store.append_event(lost, "created").ok());
+    std::filesystem::remove(store.dir_of(lost) + "/definition.json");
+    std::filesystem::create_directories(store.dir_of(never));
+
+    auto damaged = store.damaged();
+    REQUIRE(damaged.ok());
+    CHECK(damaged.value() == std::vector<std::string>{torn, lost});
+    auto rows = summarize_jobs(store);
+    REQUIRE(rows.ok());
+    REQUIRE(rows->size() == 2);
+    const JobSummary& row = rows->front();
+    CHECK(row.id == torn);
+    CHECK(row.damaged);
+    CHECK(row.needs_attention);
+    CHECK_FALSE(row.finished());
+    CHECK(row.to_json()["state"] == "damaged");
+    CHECK(row.status.find("archctl job rm " + torn) != std::string::npos);
+    // Nothing can drive it, so it is not an unfinished job the driver would run.
+    config::Config config;
+    Nodes nodes(config, clients::Tuning{});
+    Driver driver(config, dir.value(), nodes, EngineIo{});
+    CHECK(driver.unfinished().value().empty());
+    REQUIRE(hide_job(dir.value(), row).ok());
+    CHECK(store.damaged().value() == std::vector<std::string>{lost});
 }
