@@ -75,11 +75,10 @@ TEST_CASE("only archive and unarchive definitions are transfer jobs") {
     CHECK(evict.error().code == "NOT_A_TRANSFER");
 }
 
-TEST_CASE("the driver's unfinished() lists every kind of job in the directory, and skips definitions no kind claims") {
-    test::Scratch scratch;
-    auto dir = state::StateDir::open((scratch / "state").string());
-    REQUIRE(dir.ok());
-    state::JobStore store(dir.value());
+namespace {
+
+// An archive job seedbox → nas, written to `store`.
+JobDefinition stored_archive(state::JobStore& store) {
     JobDefinition d;
     d.id = "20261201-183412-7f3c";
     d.identity = torrent::Identity::from_qb("78d5a6edfa4e0000000000000000000000000000", "").value();
@@ -88,6 +87,17 @@ TEST_CASE("the driver's unfinished() lists every kind of job in the directory, a
     d.source = "seedbox";
     d.target = "nas";
     REQUIRE(store.create(d.id, d.to_json()).ok());
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("the driver's unfinished() lists every kind of job in the directory, and skips definitions no kind claims") {
+    test::Scratch scratch;
+    auto dir = state::StateDir::open((scratch / "state").string());
+    REQUIRE(dir.ok());
+    state::JobStore store(dir.value());
+    JobDefinition d = stored_archive(store);
     REQUIRE(store.create("20261201-183413-aaaa", {{"id", "20261201-183413-aaaa"}, {"op", "evict"}, {"node", "seedbox"}}).ok());
     REQUIRE(store.create("20261201-183414-bbbb", {{"id", "20261201-183414-bbbb"}, {"op", "mystery"}}).ok());
     config::Config config;
@@ -103,14 +113,7 @@ TEST_CASE("cancelling a job that already ended says so and changes nothing") {
     auto dir = state::StateDir::open((scratch / "state").string());
     REQUIRE(dir.ok());
     state::JobStore store(dir.value());
-    JobDefinition d;
-    d.id = "20261201-183412-7f3c";
-    d.identity = torrent::Identity::from_qb("78d5a6edfa4e0000000000000000000000000000", "").value();
-    d.qb_id = d.identity.qb_id();
-    d.aliases = {d.identity.v1_hex()};
-    d.source = "seedbox";
-    d.target = "nas";
-    REQUIRE(store.create(d.id, d.to_json()).ok());
+    JobDefinition d = stored_archive(store);
     Ledger failed;
     failed.state = JobState::failed;
     failed.step = "verify";
