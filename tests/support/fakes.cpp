@@ -372,4 +372,14 @@ void ManualClock::advance(std::chrono::milliseconds d) {
     m_steady += d;
 }
 
+clients::qbittorrent::TorrentFile qb_file(std::uint32_t index, const std::string& name, std::int64_t size, double progress, int priority) {
+    clients::qbittorrent::TorrentFile f;
+    f.index = index;
+    f.name = name;
+    f.size = size;
+    f.progress = progress;
+    f.priority = priority;
+    return f;
+}
+
 }  // namespace archctl::fakes

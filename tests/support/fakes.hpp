@@ -73,6 +73,10 @@ struct QbState {
     double progress = 0;
 };
 
+// One file of a torrent as qBittorrent lists it (index, name, size, progress, priority).
+clients::qbittorrent::TorrentFile qb_file(std::uint32_t index, const std::string& name, std::int64_t size, double progress = 1.0,
+                                          int priority = 1);
+
 class FakeQb final : public clients::qbittorrent::Api, public Recorder {
 public:
     struct Torrent {

@@ -40,17 +40,7 @@ qb::TorrentInfo torrent_info(const torrent::Identity& id, const std::string& sav
     return i;
 }
 
-qb::TorrentFile torrent_file(std::uint32_t index, const std::string& name, std::int64_t size, double progress = 1.0, int priority = 1) {
-    qb::TorrentFile f;
-    f.index = index;
-    f.name = name;
-    f.size = size;
-    f.progress = progress;
-    f.priority = priority;
-    return f;
-}
-
-const std::vector<qb::TorrentFile> k_files = {torrent_file(0, "show/a.bin", 10), torrent_file(1, "show/b.bin", 20)};
+const std::vector<qb::TorrentFile> k_files = {fakes::qb_file(0, "show/a.bin", 10), fakes::qb_file(1, "show/b.bin", 20)};
 
 // A stat as a node's tree answers it.
 json file_entry(const std::string& path, const plan::FileStamp& s) {

@@ -38,16 +38,6 @@ qb::TorrentInfo info(const std::string& id, const std::string& state, double pro
     return i;
 }
 
-qb::TorrentFile file(std::uint32_t index, const std::string& name, std::int64_t size, double progress, int priority = 1) {
-    qb::TorrentFile f;
-    f.index = index;
-    f.name = name;
-    f.size = size;
-    f.progress = progress;
-    f.priority = priority;
-    return f;
-}
-
 config::NodeConfig node_config(const std::string& name = "nas") {
     config::NodeConfig c;
     c.name = name;
@@ -60,7 +50,7 @@ config::NodeConfig node_config(const std::string& name = "nas") {
 // A stopped torrent that a recheck will take through `states`.
 FakeQb recheckable(std::vector<fakes::QbState> states) {
     FakeQb fake;
-    fake.put(info(k_id, "pausedUP", 1.0), {file(0, "show/a.bin", 10, 1.0), file(1, "show/b.bin", 20, 1.0)});
+    fake.put(info(k_id, "pausedUP", 1.0), {fakes::qb_file(0, "show/a.bin", 10, 1.0), fakes::qb_file(1, "show/b.bin", 20, 1.0)});
     fake.script_recheck(k_id, std::move(states));
     return fake;
 }
@@ -149,9 +139,9 @@ TEST_CASE("recheck_and_wait: qBittorrent's failures and a vanished torrent end t
 
 TEST_CASE("referenced_paths through a session with an injected qBittorrent") {
     FakeQb fake;
-    fake.put(info(k_id, "pausedUP", 1.0, "/tank/t/show"), {file(0, "Show/a.bin", 1, 1.0)});
-    fake.put(info("bbbb", "pausedUP", 1.0, "/tank/t/show/"), {file(0, "Show/a.bin", 1, 1.0), file(1, "Show/sub/b.bin", 1, 1.0)});
-    fake.put(info("cccc", "pausedUP", 1.0, "/tank/other"), {file(0, "x.iso", 1, 1.0)});
+    fake.put(info(k_id, "pausedUP", 1.0, "/tank/t/show"), {fakes::qb_file(0, "Show/a.bin", 1, 1.0)});
+    fake.put(info("bbbb", "pausedUP", 1.0, "/tank/t/show/"), {fakes::qb_file(0, "Show/a.bin", 1, 1.0), fakes::qb_file(1, "Show/sub/b.bin", 1, 1.0)});
+    fake.put(info("cccc", "pausedUP", 1.0, "/tank/other"), {fakes::qb_file(0, "x.iso", 1, 1.0)});
     config::NodeConfig cfg = node_config();
     session::NodeSession node(cfg, clients::Tuning{}, {.qb = &fake});
 
@@ -232,8 +222,8 @@ TEST_CASE("stat_files: one tree batch below the stripped base, entries by file i
 TEST_CASE("archive_evidence: qBittorrent's view, the committed record and a stat of the complete files") {
     FakeQb fake;
     fake.put(info(k_id, "pausedUP", 1.0, "/tank/t"),
-             {file(0, "show/a.bin", 10, 1.0), file(1, "show/b.bin", 20, 0.5), file(2, "show/c.bin", 30, 1.0, 0),
-              file(3, "show/empty", 0, 1.0)});
+             {fakes::qb_file(0, "show/a.bin", 10, 1.0), fakes::qb_file(1, "show/b.bin", 20, 0.5), fakes::qb_file(2, "show/c.bin", 30, 1.0, 0),
+              fakes::qb_file(3, "show/empty", 0, 1.0)});
     FakeTransport ops("nas");
     ops.handlers["tree"] = [](const json& args) -> Result<json> {
         json entries = json::array();
