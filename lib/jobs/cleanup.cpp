@@ -12,7 +12,7 @@ StepResult step_cleanup(JobRun& run) {
     if (run.ledger.cleaned) return StepResult::ok();
     nlohmann::json kept_all = nlohmann::json::array();
     for (auto [node_name, folder] : {std::pair{run.def.source, run.def.route.source_path}, std::pair{run.def.target, run.def.route.target_path}}) {
-        auto node = run.nodes.get(node_name);
+        auto node = run.env.nodes.get(node_name);
         if (!node.ok()) return StepResult::failed(node.take_error());
         auto transport = node.value()->ops();
         if (!transport.ok()) return StepResult::failed(transport.take_error());

@@ -15,19 +15,14 @@
 namespace archctl::jobs {
 
 struct JobRun {
-    const config::Config& config;
-    const state::StateDir& state_dir;
-    Nodes& nodes;
-    state::JobStore& store;
-    EngineIo& io;
+    RunEnv& env;  // config, state directory, nodes, job store, io and this run's budgets
     JobDefinition def;
     Ledger ledger;
-    Budgets budgets;
     Session session;
     SteadyTime started;
     std::string metainfo;  // exported .torrent bytes
     std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
-    Clock& clock() const { return *io.clock; }
+    Clock& clock() const { return *env.io.clock; }
 
     // Durable ledger write at a step boundary.
     Status save();
@@ -39,16 +34,14 @@ struct JobRun {
     // Record a file compensation or cleanup left in place on `node` ({path, reason, code}) in
     // the ledger's `kept`, once per node and path; saved with the next save().
     void note_kept(const std::string& node, nlohmann::json entry, const std::string& step);
-    void log(const std::string& line) const {
-        if (io.log) io.log(line);
-    }
+    void log(const std::string& line) const { env.log(line); }
     // A stop the budgets or the user asked for, checked at chunk and step boundaries.
     std::optional<StepResult> should_stop() const;
     void progress(const std::string& step, int number, std::uint64_t done, std::uint64_t total, std::uint64_t files_done,
                   const std::string& current) const;
 
-    Result<NodeHandle*> source() { return nodes.get(def.source); }
-    Result<NodeHandle*> target() { return nodes.get(def.target); }
+    Result<NodeHandle*> source() { return env.nodes.get(def.source); }
+    Result<NodeHandle*> target() { return env.nodes.get(def.target); }
 };
 
 // Preflight, run before every step until the commit: the source placement (present, save path,

@@ -13,7 +13,7 @@ namespace archctl::jobs {
 Status rebuild_ledger(JobRun& run) {
     Ledger l;
     // The events say what the job did to qBittorrent (append-only, written before the ledger).
-    auto events = run.store.events(run.def.id);
+    auto events = run.env.store.events(run.def.id);
     if (events.ok())
         for (const auto& e : events->records) {
             std::string type = e.value("type", "");
@@ -30,7 +30,7 @@ Status rebuild_ledger(JobRun& run) {
             if (type == "staged") l.staged = true;
         }
     // The commit is the placement record this job wrote.
-    state::PlacementStore placements(run.state_dir);
+    state::PlacementStore placements(run.env.state_dir);
     for (const auto& alias : run.def.aliases) {
         auto rec = placements.get(alias, run.def.target);
         if (rec.ok() && rec.value() && rec.value()->job_id == run.def.id) {

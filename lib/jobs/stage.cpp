@@ -88,7 +88,7 @@ StepResult step_stage(JobRun& run) {
     node::StageRequest request{.job_dir = job_dir(run.def.route.source_path, run.def.id),
                                .source_base = run.def.source_save_path,
                                .files = node::file_entries(run.def.files),
-                               .method = run.io.test.stage_method,
+                               .method = run.env.io.test.stage_method,
                                .verify_transit = run.def.verify_transit,
                                .budget_bytes = std::nullopt,
                                .aux = {node::StageAux::with_bytes(node::k_torrent_aux, run.metainfo)}};
@@ -97,9 +97,9 @@ StepResult step_stage(JobRun& run) {
         if (carried.kind != StepResult::next) return carried;
         request.aux.push_back(node::StageAux::already_present(node::k_partfile_aux));
     }
-    if (run.budgets.max_bytes) {
+    if (run.env.budgets.max_bytes) {
         std::uint64_t used = run.session_bytes();
-        request.budget_bytes = *run.budgets.max_bytes > used ? *run.budgets.max_bytes - used : 1;
+        request.budget_bytes = *run.env.budgets.max_bytes > used ? *run.env.budgets.max_bytes - used : 1;
     }
     StageSink sink(run, ops);
     sink.m_base = run.session.bytes_copied;

@@ -92,15 +92,15 @@ StepResult step_sync(JobRun& run) {
                 return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH, fmt::format("received file '{}' of job {} does not match the manifest{}",
                                                                                 f.name, run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
         if (check.value().complete && indexed_count == names.size()) break;
-        if (run.budgets.no_wait) return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)");
+        if (run.env.budgets.no_wait) return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)");
         if (auto stop = run.should_stop()) return *stop;
-        if (run.budgets.min_free && run.clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
+        if (run.env.budgets.min_free && run.clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
             last_floor_probe = run.clock().steady();
             auto info = ops.info();
             std::optional<std::uint64_t> free = info.ok() ? node::free_bytes_at(info.value(), run.def.route.target_path) : std::nullopt;
-            if (free && *free < run.budgets.min_free)
+            if (free && *free < run.env.budgets.min_free)
                 return StepResult::stopped("disk", fmt::format("destination free space fell below the floor ({} free < {} floor)",
-                                                               format_size(*free), format_size(run.budgets.min_free)));
+                                                               format_size(*free), format_size(run.env.budgets.min_free)));
         }
         wait_for_target(run.clock(), events, checked_at);
     }

@@ -20,9 +20,9 @@ Error stale(const std::string& what, const JobRun& run) {
                  "archctl never adapts silently to external changes; the job was stopped and compensated");
 }
 
-Status JobRun::save() { return store.write_ledger(def.id, ledger.to_json()); }
+Status JobRun::save() { return env.store.write_ledger(def.id, ledger.to_json()); }
 
-Status JobRun::event(const std::string& type, nlohmann::json fields) { return store.append_event(def.id, type, std::move(fields)); }
+Status JobRun::event(const std::string& type, nlohmann::json fields) { return env.store.append_event(def.id, type, std::move(fields)); }
 
 void JobRun::record(const std::string& type, nlohmann::json fields) {
     Status s = event(type, std::move(fields));
@@ -44,17 +44,17 @@ void JobRun::note_kept(const std::string& node, nlohmann::json entry, const std:
 
 std::optional<StepResult> JobRun::should_stop() const {
     if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
-    if (budgets.max_bytes && session_bytes() >= *budgets.max_bytes)
+    if (env.budgets.max_bytes && session_bytes() >= *env.budgets.max_bytes)
         return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(session_bytes()),
-                                                         format_size(*budgets.max_bytes)));
-    if (budgets.max_duration && clock().steady() - started >= *budgets.max_duration)
-        return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(budgets.max_duration->count())));
+                                                         format_size(*env.budgets.max_bytes)));
+    if (env.budgets.max_duration && clock().steady() - started >= *env.budgets.max_duration)
+        return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(env.budgets.max_duration->count())));
     return std::nullopt;
 }
 
 void JobRun::progress(const std::string& step, int number, std::uint64_t done, std::uint64_t total, std::uint64_t files_done,
                       const std::string& current) const {
-    if (!io.progress) return;
+    if (!env.io.progress) return;
     ui::ProgressSnapshot s;
     s.job_id = def.id;
     s.step = step;
@@ -65,7 +65,7 @@ void JobRun::progress(const std::string& step, int number, std::uint64_t done, s
     s.files_total = def.files.size();
     s.current = current;
     s.stopping = stop_requested();
-    io.progress->update(s);
+    env.io.progress->update(s);
 }
 
 namespace {
@@ -84,8 +84,7 @@ const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge"
 class TransferRun final : public KindRun {
 public:
     TransferRun(RunEnv& env, JobDefinition def)
-        : m_run{env.config, env.state_dir, env.nodes, env.store, env.io, std::move(def), Ledger{}, env.budgets, Session{},
-                env.io.clock->steady(), {}} {}
+        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}} {}
 
     std::string summary() const override { return m_run.def.summary(); }
 
@@ -96,7 +95,7 @@ public:
         }
         // A job that never reached a step boundary has no ledger yet; one that did and lost it
         // (deleted, corrupt) is rebuilt from evidence.
-        auto events = m_run.store.events(m_run.def.id);
+        auto events = m_run.env.store.events(m_run.def.id);
         bool worked = events.ok() && events->records.size() > 1;
         if (ledger.error().is(ErrorCode::NOT_FOUND) && !worked) return {};
         m_run.log(fmt::format("archctl: warning: ledger of job {} {}; rebuilding it from evidence", m_run.def.id,
@@ -118,7 +117,7 @@ public:
         m_run.session.started = format_rfc3339(m_run.clock().now());
         m_run.session.host = host_name();
         m_run.session.pid = ::getpid();
-        auto torrent = read_file(m_run.store.dir_of(m_run.def.id) + "/resource.torrent");
+        auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/resource.torrent");
         if (torrent.ok()) m_run.metainfo = torrent.value();
         return {};
     }
@@ -211,7 +210,7 @@ private:
     }
     // A reservation left behind is released as stale by the next planner; say so, go on.
     void release_reservation() {
-        warn_unrecorded(state::release(m_run.state_dir, m_run.def.aliases, m_run.def.id), "the release of its reservation");
+        warn_unrecorded(state::release(m_run.env.state_dir, m_run.def.aliases, m_run.def.id), "the release of its reservation");
     }
 
     JobRun m_run;

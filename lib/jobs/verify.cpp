@@ -148,7 +148,7 @@ Status commit(JobRun& run, NodeHandle& dst) {
     auto view = read_placement(dst, res);
     if (!view.ok() || !view.value()) return Error(ErrorCode::STALE_STATE, "the target placement vanished after its recheck");
     ARCHCTL_TRY_ASSIGN(auto stamps, committed_stamps(run, dst));
-    state::PlacementStore placements(run.state_dir);
+    state::PlacementStore placements(run.env.state_dir);
     ARCHCTL_TRY_ASSIGN(std::uint64_t gen, placements.advance(run.def.aliases, run.def.target, fingerprint(*view.value()), run.def.id,
                                                              {{"qb_id", run.def.qb_id},
                                                               {"save_path", run.def.target_save_path},
