@@ -114,13 +114,26 @@ def _cmdline(pid):
 
 
 def alive(pid, token):
-    """True when `pid` runs and its command line contains `token` (its profile/home dir)."""
+    """True when `pid` runs and its command line contains `token` (its profile/home dir).
+
+    A child this process started is asked through its Popen: its pid cannot be reused before we
+    reap it, and right after exec its /proc cmdline can still read empty (the kernel sets the
+    argument area after the close-on-exec pipe that Popen waits for is closed), which once made
+    a starting qBittorrent look dead."""
     if not pid:
         return False
-    state = _proc_state(pid)
-    if state is None or state == "Z":
-        return False
-    return token in _cmdline(pid)
+    proc = _popen.get(pid)
+    if proc is not None:
+        return proc.poll() is None
+    for _ in range(20):
+        state = _proc_state(pid)
+        if state is None or state == "Z":
+            return False
+        cmdline = _cmdline(pid)
+        if cmdline:
+            return token in cmdline
+        time.sleep(0.01)  # exec in progress: the argument area is not set yet
+    return False
 
 
 def _children(pid):
@@ -668,9 +681,10 @@ class Lab:
                         f"qBittorrent '{inst['name']}' ({inst['url']})", self._qb_log(inst))
         except LabError as e:
             # An instance that died at once (seen rarely, before it wrote any log) gets one more start.
+            output = log_tail(inst["log"], 10)
             if retries <= 0 or "exited during startup" not in str(e):
-                raise
-            print(f"lab: {e.args[0].splitlines()[0]}; starting it again", file=sys.stderr)
+                raise LabError(f"{e.args[0]}\noutput:\n{output}") from e
+            print(f"lab: {e.args[0].splitlines()[0]}; output:\n{output}\nstarting it again", file=sys.stderr)
             self._spawn_qb(inst)
             self._save()
             self._wait_qb(inst, max(deadline, time.monotonic() + 15), retries - 1)
