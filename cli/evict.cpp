@@ -73,7 +73,9 @@ Outcome run_evict(Context& ctx, const EvictOptions& o) {
     auto job = s.evictor->create(p);
     if (!job.ok()) return Outcome::failed(job.take_error(), {{"evict", p.to_json()}});
     if (!p.existing_job) ctx.out().info(fmt::format("archctl: job {}  evict {} from {}", job.value(), p.resource.short_id(), p.cache));
-    auto r = s.driver->run(job.value(), jobs::Budgets{}, o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no);
+    jobs::Budgets budgets;
+    budgets.outage_wait = std::chrono::seconds(s.config->outage_wait_s);
+    auto r = s.driver->run(job.value(), budgets, o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no);
     s.progress->finish();
     return evict_outcome(ctx, r, {{"evict", p.to_json()}});
 }

@@ -58,7 +58,9 @@ Outcome run_cancel(Context& ctx, const jobs::JobSummary& row) {
     if (!services.ok()) return Outcome::failed(services.take_error());
     auto r = services.value()->driver->cancel(row.id);
     if (r.outcome == jobs::RunOutcome::failed) return Outcome::failed(r.error, {{"job", r.to_json()}});
-    if (!r.ended.empty())
+    if (r.compensated)
+        ctx.out().info(fmt::format("archctl: job {}: undoing it is finished; the job ended {}", row.id, r.ended));
+    else if (!r.ended.empty())
         ctx.out().info(fmt::format("archctl: job {} had already ended ({}); nothing to cancel", row.id, r.ended));
     else
         ctx.out().info(fmt::format("archctl: job {} {}", row.id, r.step == "done" ? "finished" : "cancelled"));

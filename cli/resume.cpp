@@ -52,6 +52,8 @@ Outcome run_resume(Context& ctx, const ResumeOptions& o) {
             if (!any_failed) first_error = r.error;
             any_failed = true;
             ctx.out().info(fmt::format("archctl: job {} failed: {}", id, r.error.message));
+        } else if (r.compensated) {
+            ctx.out().info(fmt::format("archctl: job {}: undoing it is finished; the job ended {}", id, r.ended));
         } else {
             ctx.out().info(fmt::format("archctl: job {} done", id));
         }

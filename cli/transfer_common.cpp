@@ -57,6 +57,7 @@ Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& c
     }
     if (o.max_minutes > 0) b.max_duration = std::chrono::seconds(static_cast<std::int64_t>(o.max_minutes * 60));
     b.min_free = config.min_free;
+    b.outage_wait = std::chrono::seconds(config.outage_wait_s);
     b.no_wait = o.no_wait;
     return b;
 }

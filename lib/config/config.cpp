@@ -183,6 +183,16 @@ Status apply_env(const LoadOptions& o, Values& values) {
         v.integer = static_cast<std::int64_t>(parsed.value());
         values["transfer.min_free"] = v;
     }
+    if (const char* w = env(o, "ARCHCTL_OUTAGE_WAIT")) {
+        auto parsed = parse_duration_seconds(w);
+        if (!parsed.ok())
+            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid environment variable ARCHCTL_OUTAGE_WAIT='{}': {}", w,
+                                                       "expected a duration such as 30s, 5m or 1h"));
+        Value v = text_value(w, "env:ARCHCTL_OUTAGE_WAIT");
+        v.type = ValueType::duration;
+        v.integer = static_cast<std::int64_t>(parsed.value());
+        values["transfer.outage_wait"] = v;
+    }
     if (const char* t = env(o, "ARCHCTL_VERIFY_TRANSIT")) {
         std::string s = t;
         if (s != "0" && s != "1" && s != "true" && s != "false")
@@ -229,6 +239,7 @@ Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnin
     };
     set_default("transfer.min_free", ValueType::size, "2G", std::int64_t{2} << 30);
     set_default("transfer.verify_transit", ValueType::boolean, "false");
+    set_default("transfer.outage_wait", ValueType::duration, "5m", 300);
     set_default("routes.policy", ValueType::string, "on_demand");
     set_default("routes.provision_timeout", ValueType::duration, "30m", 1800);
     set_default("routes.check_max_age", ValueType::duration, "24h", 86400);
@@ -369,6 +380,7 @@ std::string display_value(const std::string& key, const Value& v, const Config& 
 Status build(const Values& values, Config& config, std::vector<std::string>& warnings) {
     config.state_dir = values.at("state_dir").text;
     config.min_free = static_cast<std::uint64_t>(values.at("transfer.min_free").integer);
+    config.outage_wait_s = values.at("transfer.outage_wait").integer;
     config.verify_transit = values.at("transfer.verify_transit").boolean || values.at("transfer.verify_transit").text == "true";
     std::string policy = values.at("routes.policy").text;
     if (policy == "on_demand") config.route_policy = RoutePolicy::on_demand;

@@ -63,6 +63,7 @@ enum class RoutePolicy { on_demand, eager_mesh };
 struct Config {
     std::string state_dir;                 // resolved: flag/env/config/default
     std::uint64_t min_free = 2ull << 30;   // transfer.min_free, bytes; 0 disables the floor
+    std::int64_t outage_wait_s = 300;      // transfer.outage_wait: how long a job waits for an unreachable service
     bool verify_transit = false;           // transfer.verify_transit
     RoutePolicy route_policy = RoutePolicy::on_demand;
     std::int64_t provision_timeout_s = 30 * 60;  // routes.provision_timeout

@@ -46,6 +46,7 @@ const std::vector<KeySpec>& schema() {
         {"state_dir", ValueType::string},
         {"transfer.min_free", ValueType::size},
         {"transfer.verify_transit", ValueType::boolean},
+        {"transfer.outage_wait", ValueType::duration},
         {"routes.policy", ValueType::string},
         {"routes.provision_timeout", ValueType::duration},
         {"routes.check_max_age", ValueType::duration},

@@ -74,6 +74,7 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
         if (path_at_or_below(p, run.def.target_save_path)) request.referenced.push_back(p);
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
     auto r = node::Ops(*transport).unmerge(request);
+    if (!r.ok() && is_outage(r.error())) return r.take_error();  // a wait, not a verdict
     if (!r.ok())
         return Error(ErrorCode::UNMERGE_FAILED, fmt::format("cannot remove the files job {} placed on '{}': {}", run.def.id, run.def.target,
                                                    r.error().message));

@@ -9,6 +9,8 @@
 
 #include "lib/base/crash_point.hpp"
 #include "lib/base/lock_file.hpp"
+#include "lib/base/signals.hpp"
+#include "lib/base/units.hpp"
 #include "lib/jobs/kind.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/tombstones.hpp"
@@ -40,30 +42,79 @@ void warn_unrecorded(const RunEnv& env, const Status& s, const std::string& what
     if (!s.ok()) env.log(fmt::format("archctl: warning: {} was not recorded: {}", what, s.error().message));
 }
 
+std::size_t index_of(const std::vector<std::string>& steps, const std::string& step) {
+    std::size_t i = 0;
+    while (i < steps.size() && step != steps[i]) ++i;
+    return i;
+}
+
+RunResult stopped(KindRun& job, const std::string& job_id, const StepResult& r) {
+    RunResult result;
+    result.job_id = job_id;
+    result.outcome = RunOutcome::stopped;
+    result.stop_reason = r.reason;
+    result.stop_text = r.text;
+    result.step = job.step();
+    result.detail = job.detail();
+    return result;
+}
+
+// An outage ended the run before the job's records could be read: nothing was written.
+RunResult stopped_unopened(const std::string& job_id, const StepResult& r) {
+    RunResult result;
+    result.job_id = job_id;
+    result.outcome = RunOutcome::stopped;
+    result.stop_reason = r.reason;
+    result.stop_text = r.text;
+    return result;
+}
+
+// The stored ledger again, waiting out outages (a lost ledger is rebuilt from the nodes).
+// next: reloaded; stop: the wait ended first; fail: the ledger cannot be read or rebuilt.
+StepResult reload(KindRun& job, const RunEnv& env, const std::string& job_id, OutageWait& outage) {
+    for (;;) {
+        Status s = job.reload(env.store.ledger(job_id));
+        if (s.ok()) return {};
+        if (!is_outage(s.error())) return s.take_error();
+        StepResult w = outage.wait(s.error());
+        if (w.kind != StepResult::next) return w;
+    }
+}
+
 // The steps from the ledger's step to the end. A clean stop records the session and its reason.
-RunResult drive(KindRun& job, const std::string& job_id) {
+// A step an outage interrupted is retried from the stored ledger while the outage window lasts;
+// past it the run stops with reason 'waiting' and the job stays unfinished.
+RunResult drive(KindRun& job, const RunEnv& env, const std::string& job_id, OutageWait& outage) {
     RunResult result;
     result.job_id = job_id;
     const std::vector<std::string> steps = job.steps();
-    std::size_t first = 0;
-    while (first < steps.size() && job.step() != steps[first]) ++first;
-    for (std::size_t i = first; i < steps.size(); ++i) {
+    for (std::size_t i = index_of(steps, job.step()); i < steps.size(); ++i) {
         StepResult r = job.before_step();
         if (r.kind == StepResult::next) r = job.run_step(steps[i]);
+        if (r.kind == StepResult::fail && is_outage(r.error)) {
+            StepResult w = outage.wait(r.error);
+            // Whether it goes on or stops, the job continues from what is stored, not from what
+            // the interrupted step left in memory.
+            StepResult reloaded = reload(job, env, job_id, outage);
+            if (reloaded.kind == StepResult::fail) return job.fail(reloaded.error);
+            if (reloaded.kind == StepResult::stop) return stopped(job, job_id, reloaded);
+            if (w.kind == StepResult::next) {
+                i = index_of(steps, job.step()) - 1;  // the loop's ++i lands on the stored step
+                continue;
+            }
+            r = w;
+        }
         if (r.kind == StepResult::fail) return job.fail(r.error);
         if (r.kind == StepResult::stop) {
             job.end_session(r.reason);
             Status saved = job.save();
             if (!saved.ok()) return job.fail(saved.error());
-            Status noted = job.event("stopped", {{"reason", r.reason}, {"step", job.step()}});
+            Status noted = job.event("stopped", {{"reason", r.reason}, {"step", job.step()}, {"text", r.text}});
             if (!noted.ok()) return job.fail(noted.error());
-            result.outcome = RunOutcome::stopped;
-            result.stop_reason = r.reason;
-            result.stop_text = r.text;
-            result.step = job.step();
-            result.detail = job.detail();
-            return result;
+            return stopped(job, job_id, r);
         }
+        if (outage.waiting()) env.log(fmt::format("archctl: job {}: reachable again; going on", job_id));
+        outage.clear();
         job.set_step(i + 1 < steps.size() ? steps[i + 1] : "done");
         Status saved = job.save();
         if (!saved.ok()) return job.fail(saved.error());
@@ -84,6 +135,42 @@ RunResult drive(KindRun& job, const std::string& job_id) {
 
 }  // namespace
 
+bool is_outage(const Error& e) {
+    return e.is(ErrorCode::HTTP_UNREACHABLE) || e.is(ErrorCode::HTTP_TIMEOUT) || e.is(ErrorCode::NODE_UNREACHABLE) ||
+           e.is(ErrorCode::QB_SERVER_ERROR) || e.is(ErrorCode::ST_SERVER_ERROR);
+}
+
+OutageWait::OutageWait(const RunEnv& env) : m_env(env), m_run_started(env.io.clock->steady()) {}
+
+void OutageWait::clear() {
+    m_since.reset();
+    m_tries = 0;
+}
+
+StepResult OutageWait::wait(const Error& e) {
+    Clock& clock = *m_env.io.clock;
+    const SteadyTime now = clock.steady();
+    if (!m_since) {
+        m_since = now;
+        m_env.log(fmt::format("archctl: waiting: {} (retrying for up to {})", e.message, format_duration(m_env.budgets.outage_wait.count())));
+    }
+    auto text = [&](const std::string& why) { return fmt::format("{}: {}", why, e.message); };
+    if (m_env.budgets.no_wait) return StepResult::stopped("waiting", text("unreachable (--no-wait)"));
+    if (now - *m_since >= m_env.budgets.outage_wait)
+        return StepResult::stopped("waiting", text(fmt::format("still unreachable after {}", format_duration(m_env.budgets.outage_wait.count()))));
+    auto delay = std::chrono::milliseconds(1000) * (1 << std::min(m_tries, 4));
+    delay = std::min<std::chrono::milliseconds>(delay, std::chrono::seconds(15));
+    ++m_tries;
+    const SteadyTime until = std::min(now + delay, *m_since + m_env.budgets.outage_wait);
+    while (clock.steady() < until) {
+        if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C) while waiting: " + e.message);
+        if (m_env.budgets.max_duration && clock.steady() - m_run_started >= *m_env.budgets.max_duration)
+            return StepResult::stopped("deadline", text("deadline reached while waiting"));
+        clock.sleep_for(std::chrono::milliseconds(200));
+    }
+    return {};
+}
+
 Driver::Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io)
     : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
 
@@ -100,8 +187,15 @@ RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::V
     for (const auto& n : notices) env.log("archctl: " + n);
     if (!lock.ok())
         return failure(job_id, Error(ErrorCode::LOCKED, fmt::format("job {} is running: {}", job_id, lock.error().message), lock.error().hint));
-    Status opened = job.open(store.ledger(job_id));
-    if (!opened.ok()) return failure(job_id, opened.take_error());
+    OutageWait outage(env);
+    for (;;) {
+        Status opened = job.open(store.ledger(job_id));
+        if (opened.ok()) break;
+        if (!is_outage(opened.error())) return failure(job_id, opened.take_error());
+        StepResult w = outage.wait(opened.error());
+        if (w.kind != StepResult::next) return stopped_unopened(job_id, w);
+    }
+    if (job.state() == JobState::compensating) return job.finish_compensation();
     if (job.state() == JobState::done || job.state() == JobState::failed || job.state() == JobState::cancelled) {
         RunResult r;
         r.job_id = job_id;
@@ -112,16 +206,24 @@ RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::V
             r.error = Error(ErrorCode::JOB_FINISHED, fmt::format("job {} already ended: {}", job_id, to_string(job.state())));
         return r;
     }
-    Status begun = job.begin();
-    if (!begun.ok()) return job.fail(begun.error());
-    return drive(job, job_id);
+    for (;;) {
+        Status begun = job.begin();
+        if (begun.ok()) break;
+        if (!is_outage(begun.error())) return job.fail(begun.error());
+        StepResult w = outage.wait(begun.error());
+        if (w.kind != StepResult::next) return stopped(job, job_id, w);
+    }
+    return drive(job, env, job_id, outage);
 }
 
 RunResult Driver::cancel(const std::string& job_id) {
     state::JobStore store(m_state);
     auto definition = store.definition(job_id);
     if (!definition.ok()) return failure(job_id, definition.take_error());
-    RunEnv env{m_config, m_state, m_nodes, store, m_io, Budgets{}, plan::VerifyArchive::no};
+    // A cancel waits out an outage as long as a run would.
+    Budgets budgets;
+    budgets.outage_wait = std::chrono::seconds(m_config.outage_wait_s);
+    RunEnv env{m_config, m_state, m_nodes, store, m_io, budgets, plan::VerifyArchive::no};
     auto loaded = kind_of(definition.value()).load(env, definition.value());
     if (!loaded.ok()) return failure(job_id, loaded.take_error());
     KindRun& job = *loaded.value();
@@ -129,7 +231,7 @@ RunResult Driver::cancel(const std::string& job_id) {
     if (job.cancel_finishes()) {
         warn_unrecorded(env, store.append_event(job_id, "cancel_requested", {{"effect", job.cancel_finishes_text()}}),
                         "the cancel request");
-        return run(job_id, Budgets{});
+        return run(job_id, budgets);
     }
     std::vector<std::string> notices;
     auto lock = LockFile::acquire(store.dir_of(job_id), job.summary(), notices);
@@ -137,6 +239,7 @@ RunResult Driver::cancel(const std::string& job_id) {
         return failure(job_id, Error(ErrorCode::LOCKED, fmt::format("job {} is running: {}", job_id, lock.error().message),
                                      "stop it first (Ctrl-C in its terminal), then cancel"));
     job.read(store.ledger(job_id));
+    if (job.state() == JobState::compensating) return job.finish_compensation();
     if (job.state() == JobState::done || job.state() == JobState::cancelled || job.state() == JobState::failed) {
         RunResult r;
         r.job_id = job_id;
@@ -159,7 +262,7 @@ Result<std::vector<std::string>> Driver::unfinished() {
             continue;
         auto l = store.ledger(id);
         JobState s = l.ok() ? parse_job_state(l.value().value("state", "running")) : JobState::running;
-        if (s == JobState::running || s == JobState::cleanup_required) out.push_back(id);
+        if (s == JobState::running || s == JobState::cleanup_required || s == JobState::compensating) out.push_back(id);
     }
     return out;
 }

@@ -73,6 +73,9 @@ struct Budgets {
     std::optional<std::chrono::seconds> max_duration;
     std::uint64_t min_free = 0;                      // 0 disables the floor
     bool no_wait = false;
+    // How long an unreachable qBittorrent, Syncthing or node is waited for, with backoff, before
+    // the run stops with reason 'waiting' (the job stays unfinished; resume goes on).
+    std::chrono::seconds outage_wait{300};
 };
 
 enum class RunOutcome { done, stopped, failed };
@@ -86,6 +89,7 @@ struct RunResult {
     std::string step;
     nlohmann::json detail = nlohmann::json::object();  // what the kind reports (evict: files removed, bytes freed)
     std::string ended;            // cancel of a job that had already ended: its state (done|failed|cancelled)
+    bool compensated = false;     // this run finished a compensation an earlier run left; `ended` says how the job ended
     nlohmann::json to_json() const;
 };
 

@@ -127,7 +127,8 @@ std::string evict_progress_text(const nlohmann::json& definition, const nlohmann
             std::string state = l.state == jobs::JobState::cleanup_required ? "CLEANUP_REQUIRED" : "failed";
             return state + (msg.empty() ? "" : ": " + msg);
         }
-        case jobs::JobState::running: break;
+        case jobs::JobState::running:
+        case jobs::JobState::compensating: break;  // eviction never compensates later
     }
     if (l.step == "hold" || l.step == "remove") return "evicting: proofs held, the cache torrent is not removed yet";
     if (l.step == "unlink") return fmt::format("evicting: cache torrent removed, {} files to unlink", files);

@@ -69,7 +69,10 @@ struct JobDefinition {
 // the same jobs directory; every reader here skips them.
 [[nodiscard]] bool is_transfer_definition(const nlohmann::json& j);
 
-enum class JobState { running, done, failed, cancelled, cleanup_required };
+// compensating: a failure or cancel before the commit whose compensation could not finish yet
+// (a node was unreachable); resume and `job cancel` finish it, then the job ends failed or
+// cancelled (Ledger::compensation_ends).
+enum class JobState { running, done, failed, cancelled, cleanup_required, compensating };
 std::string to_string(JobState s);
 JobState parse_job_state(const std::string& s);
 
@@ -100,6 +103,7 @@ struct Ledger {
     std::uint64_t bytes_present = 0;  // job bytes seen on the target so far
     nlohmann::json merge_provenance = nlohmann::json::array();
     nlohmann::json failure;           // {code, message} when failed
+    JobState compensation_ends = JobState::failed;  // compensating: the state once it finishes
     // Files compensation or cleanup left in place and why: [{node, path, reason, code, step}]
     // (code: the keep rule's, or "preexisting"; step: "unmerge" or "cleanup").
     nlohmann::json kept = nlohmann::json::array();

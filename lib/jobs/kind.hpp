@@ -7,11 +7,13 @@
 // with a durable ledger write and a crash point after each, stop cleanly, and finish.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/clock.hpp"
 #include "lib/base/result.hpp"
 #include "lib/jobs/engine.hpp"
 #include "lib/jobs/job.hpp"
@@ -39,6 +41,10 @@ struct StepResult {
     static StepResult of(Status s) { return s.ok() ? StepResult() : StepResult(s.take_error()); }
 };
 
+// An error that says a service or node could not be reached (refused, reset, timed out, a 5xx
+// while it starts, an exec child that died): a wait, never a verdict on the job.
+[[nodiscard]] bool is_outage(const Error& e);
+
 // Everything a run of any kind works with.
 struct RunEnv {
     const config::Config& config;
@@ -65,6 +71,9 @@ public:
     // Take the stored ledger (NOT_FOUND before the first step boundary, CORRUPT when unreadable)
     // or rebuild it from evidence, to run the job.
     [[nodiscard]] virtual Status open(Result<nlohmann::json> ledger) = 0;
+    // After an outage interrupted a step: forget what the step did in memory and take the stored
+    // ledger again (as a rerun after a crash would); by default open().
+    [[nodiscard]] virtual Status reload(Result<nlohmann::json> ledger) { return open(std::move(ledger)); }
     // Take the stored ledger as it is (a lost one reads as a fresh ledger), to cancel the job.
     virtual void read(const Result<nlohmann::json>& ledger) = 0;
     virtual JobState state() const = 0;
@@ -91,6 +100,9 @@ public:
     virtual void release() = 0;
     // A failure: compensate or leave an explicit cleanup-required state, record it.
     virtual RunResult fail(const Error& e) = 0;
+    // A job left `compensating` (its compensation could not finish): finish it now. Done: the
+    // job ends in the state its failure or cancel decided; an outage leaves it compensating.
+    virtual RunResult finish_compensation() { return fail(Error(ErrorCode::INTERNAL, "this kind of job never compensates later")); }
     // Cancel (under the lock): compensate before the point of no return, finish after it.
     virtual RunResult cancel() = 0;
     // True when cancelling can only mean finishing the job (evict after the removal), and why.
@@ -98,6 +110,25 @@ public:
     virtual std::string cancel_finishes_text() const { return {}; }
     // What this kind reports with a run's result (evict: files removed, bytes freed).
     virtual nlohmann::json detail() const { return nlohmann::json::object(); }
+};
+
+// Waits out an outage: sleeps with backoff (1 s doubling to 15 s) while the window lasts, in
+// slices so that Ctrl-C and the run's deadline still stop it. One per run; cleared by progress.
+class OutageWait {
+public:
+    explicit OutageWait(const RunEnv& env);
+    // `e` happened. next: try again now; stop: the window is over (reason 'waiting'), or Ctrl-C
+    // or the deadline came first.
+    StepResult wait(const Error& e);
+    // Something worked: the next outage starts a new window.
+    void clear();
+    [[nodiscard]] bool waiting() const { return m_since.has_value(); }
+
+private:
+    const RunEnv& m_env;
+    std::optional<SteadyTime> m_since;
+    SteadyTime m_run_started;
+    int m_tries = 0;
 };
 
 // A kind's step table: {name, function} in order. The names, for steps().

@@ -158,6 +158,13 @@ std::string progress_text(const nlohmann::json& def, const Ledger& l) {
     std::string kept = kept_text(l.kept);
     std::string kept_note = kept.empty() ? "" : " (" + kept + ")";
     if (l.state == JobState::done) return "done" + kept_note;
+    if (l.state == JobState::compensating) {
+        std::string msg = l.failure.is_object() ? l.failure.value("message", "") : "";
+        std::string pending = l.failure.is_object() ? l.failure.value("compensation", "") : "";
+        return fmt::format("COMPENSATING ({}): {}; undoing it is not finished{}; 'archctl resume {}' finishes it", to_string(l.compensation_ends),
+                           msg, pending.empty() ? "" : ": " + pending, def.value("id", "")) +
+               kept_note;
+    }
     if (l.state != JobState::running) {
         std::string msg = l.failure.is_object() ? l.failure.value("message", "") : "";
         std::string state = l.state == JobState::cleanup_required ? "CLEANUP_REQUIRED" : to_string(l.state);
@@ -200,7 +207,8 @@ JobSummary summarize_transfer(const state::JobStore& store, const std::string& i
     auto lock = LockFile::read(store.dir_of(id));
     s.running = lock.ok() && lock_holder_alive(lock.value());
     s.status = progress_text(s.definition, s.ledger);
-    s.needs_attention = s.ledger.state == JobState::cleanup_required || (s.ledger.state == JobState::failed && s.ledger.merged);
+    s.needs_attention = s.ledger.state == JobState::cleanup_required || s.ledger.state == JobState::compensating ||
+                        (s.ledger.state == JobState::failed && s.ledger.merged);
     return s;
 }
 

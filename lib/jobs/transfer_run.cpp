@@ -89,6 +89,7 @@ public:
     std::string summary() const override { return m_run.def.summary(); }
 
     Status open(Result<nlohmann::json> ledger) override {
+        m_run.ledger = Ledger{};
         if (ledger.ok()) {
             m_run.ledger = Ledger::from_json(ledger.value());
             return {};
@@ -161,16 +162,26 @@ public:
         r.job_id = m_run.def.id;
         r.step = m_run.ledger.step;
         if (!m_run.ledger.committed) {
-            Status comp = compensate(m_run, e);
-            if (!comp.ok()) m_run.log(fmt::format("archctl: warning: compensation incomplete: {}", comp.error().message));
-            m_run.ledger.state = JobState::failed;
-            release_reservation();
+            m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+            Status comp = compensate_waiting(e);
+            if (comp.ok()) {
+                m_run.ledger.state = JobState::failed;
+                release_reservation();
+            } else {
+                // The job keeps its reservation and says what finishes it.
+                m_run.ledger.state = JobState::compensating;
+                m_run.ledger.compensation_ends = JobState::failed;
+                m_run.ledger.failure["compensation"] = comp.error().message;
+                r.error = Error(e.code, e.message,
+                                fmt::format("undoing it is not finished ({}); 'archctl resume {}' finishes it once that is fixed",
+                                            comp.error().message, m_run.def.id));
+            }
         } else {
             m_run.ledger.state = JobState::cleanup_required;
             r.error = Error(ErrorCode::CLEANUP_REQUIRED, fmt::format("job {} committed, but finishing it failed: {}", m_run.def.id, e.message),
                             fmt::format("the target placement is verified; rerun 'archctl resume {}' to finish", m_run.def.id));
         }
-        m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+        if (m_run.ledger.committed) m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
         end_session("error");
         warn_unrecorded(m_run.save(), "the failure");
         warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}}), "the failure event");
@@ -185,10 +196,19 @@ public:
         warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
         Status s = m_run.ledger.committed
                        ? (step_cleanup(m_run).kind == StepResult::fail ? Status(Error(ErrorCode::CLEANUP_REQUIRED, "cleanup failed")) : Status())
-                       : compensate(m_run, Error(ErrorCode::CANCELLED, "cancelled by the user"));
+                       : compensate_waiting(Error(ErrorCode::CANCELLED, "cancelled by the user"));
         if (!s.ok()) {
             result.outcome = RunOutcome::failed;
             result.error = s.error();
+            if (!m_run.ledger.committed) {
+                // Not cancelled yet: the job says so, and the next cancel or resume finishes it.
+                m_run.ledger.state = JobState::compensating;
+                m_run.ledger.compensation_ends = JobState::cancelled;
+                m_run.ledger.failure = {{"code", "CANCELLED"}, {"message", "cancelled by the user"}, {"compensation", s.error().message}};
+                result.error = Error(ErrorCode::ROLLBACK_INCOMPLETE,
+                                     fmt::format("job {} is not cancelled yet: undoing it is not finished: {}", m_run.def.id, s.error().message),
+                                     fmt::format("once that is fixed, 'archctl job cancel {}' (or 'archctl resume') finishes it", m_run.def.id));
+            }
             warn_unrecorded(m_run.save(), "the ledger");
             return result;
         }
@@ -204,7 +224,56 @@ public:
         return result;
     }
 
+    // An earlier failure or cancel whose compensation could not finish: finish it now. An
+    // outage that outlasts the wait stops the run (exit 10) with the job still compensating.
+    RunResult finish_compensation() override {
+        RunResult r;
+        r.job_id = m_run.def.id;
+        r.step = m_run.ledger.step;
+        const nlohmann::json& f = m_run.ledger.failure;
+        Error why(f.is_object() ? f.value("code", "FAILED") : "FAILED", f.is_object() ? f.value("message", "") : "");
+        Status comp = compensate_waiting(why);
+        if (!comp.ok()) {
+            m_run.ledger.failure["compensation"] = comp.error().message;
+            warn_unrecorded(m_run.save(), "the ledger");
+            if (is_outage(comp.error()) || stop_requested()) {
+                r.outcome = RunOutcome::stopped;
+                r.stop_reason = stop_requested() ? "interrupt" : "waiting";
+                r.stop_text = fmt::format("undoing job {} waits: {}", m_run.def.id, comp.error().message);
+                return r;
+            }
+            r.outcome = RunOutcome::failed;
+            r.error = Error(ErrorCode::ROLLBACK_INCOMPLETE, fmt::format("undoing job {} is not finished: {}", m_run.def.id, comp.error().message),
+                            fmt::format("fix that, then 'archctl resume {}'", m_run.def.id));
+            return r;
+        }
+        m_run.ledger.state = m_run.ledger.compensation_ends;
+        m_run.ledger.failure.erase("compensation");
+        if (Status saved = m_run.save(); !saved.ok()) {
+            r.outcome = RunOutcome::failed;
+            r.error = saved.take_error();
+            return r;
+        }
+        warn_unrecorded(m_run.event(to_string(m_run.ledger.state)), "the end of its compensation");
+        release_reservation();
+        r.outcome = RunOutcome::done;
+        r.compensated = true;
+        r.ended = to_string(m_run.ledger.state);
+        return r;
+    }
+
 private:
+    // Compensation, waiting out outages within the window (a restart of the target's
+    // qBittorrent or Syncthing does not leave a half-undone job).
+    Status compensate_waiting(const Error& why) {
+        OutageWait outage(m_run.env);
+        for (;;) {
+            Status s = compensate(m_run, why);
+            if (s.ok() || !is_outage(s.error())) return s;
+            if (outage.wait(s.error()).kind != StepResult::next) return s;
+        }
+    }
+
     void warn_unrecorded(const Status& s, const std::string& what) const {
         if (!s.ok()) m_run.log(fmt::format("archctl: warning: {} of job {} was not recorded: {}", what, m_run.def.id, s.error().message));
     }
@@ -236,6 +305,7 @@ nlohmann::json RunResult::to_json() const {
     if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
     if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};
     if (!ended.empty()) j["ended"] = ended;
+    if (compensated) j["compensated"] = true;
     return j;
 }
 

@@ -754,7 +754,7 @@ class Lab:
                            f"{log_tail(self._qb_log(inst))}\n{log_tail(inst['log'], 10)}")
         for node in self.info["nodes"]:
             st = node["st"]
-            if st.get("pid") and not alive(st["pid"], st["home"]):
+            if st.get("pid") and not st.get("stopped_on_purpose") and not alive(st["pid"], st["home"]):
                 out.append(f"Syncthing '{st['name']}' (pid {st['pid']}) exited on its own; log tail:\n{log_tail(st['log'])}")
         return out
 
@@ -842,6 +842,36 @@ class Lab:
         self._spawn_qb(inst)
         inst["stopped_on_purpose"] = False
         self._wait_qb(inst, time.monotonic() + READY_TIMEOUT_S)
+        self._save()
+
+    def kill_qb(self, name):
+        """SIGKILL a qBittorrent (no chance to save its state), as a crash or an OOM kill would."""
+        inst = self._find_qb(name)
+        if alive(inst.get("pid"), inst["profile"]):
+            os.kill(inst["pid"], signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while alive(inst["pid"], inst["profile"]) and time.monotonic() < deadline:
+                _reap(inst["pid"])
+                time.sleep(0.05)
+        inst["stopped_on_purpose"] = True
+        self._save()
+
+    def stop_st(self, name):
+        """Stop a node's Syncthing (its monitor and the serving child)."""
+        st = self.node(name)["st"]
+        stop_pid(st.get("pid"), st["home"])
+        if st.get("child_pid"):
+            stop_pid(st["child_pid"], st["home"], timeout=5)
+        st["stopped_on_purpose"] = True
+        self._save()
+
+    def start_st(self, name):
+        st = self.node(name)["st"]
+        if alive(st.get("pid"), st["home"]):
+            return
+        self._spawn_st(st)
+        st["stopped_on_purpose"] = False
+        self._wait_st(st, time.monotonic() + READY_TIMEOUT_S)
         self._save()
 
     def archctl_command(self, *args, env=None, state=None):

@@ -27,6 +27,11 @@ void Recorder::fail_next(const std::string& name, Error error) { m_next[name].pu
 
 void Recorder::fail_always(const std::string& name, Error error) { m_always.insert_or_assign(name, std::move(error)); }
 
+void Recorder::heal(const std::string& name) {
+    m_next.erase(name);
+    m_always.erase(name);
+}
+
 std::optional<Error> Recorder::record(const std::string& name, json args) {
     calls.push_back({name, std::move(args)});
     if (auto it = m_next.find(name); it != m_next.end() && !it->second.empty()) {

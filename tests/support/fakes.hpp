@@ -57,6 +57,8 @@ public:
     [[nodiscard]] std::vector<nlohmann::json> args_of(const std::string& name) const;
     void fail_next(const std::string& name, Error error);
     void fail_always(const std::string& name, Error error);
+    // `name` answers again (its pending and permanent failures are dropped).
+    void heal(const std::string& name);
 
 protected:
     // Records the call; the injected failure for it, if any.

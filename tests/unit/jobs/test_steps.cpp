@@ -491,3 +491,80 @@ TEST_CASE("steps: a ledger that cannot be written stops the run with an error na
     CHECK(contains(f.log_text(), "was not recorded"));
     CHECK(f.holder(f.aliases[0]).empty());
 }
+
+TEST_CASE("steps: an unreachable service during a step is waited out; the step is retried from the stored ledger") {
+    TransferFixture f;
+    // Syncthing on the target refuses twice while the job waits for its files, qBittorrent once
+    // during the recheck.
+    f.nas.st.fail_next("file", Error("HTTP_UNREACHABLE", "cannot reach Syncthing on 'nas': connection refused"));
+    f.before(f.nas.ops, "merge", [&] { f.nas.qb.fail_next("recheck", Error("HTTP_UNREACHABLE", "cannot reach qBittorrent on 'nas'")); });
+    RunResult r = f.run();
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.code, ": ", r.error.message, "\n", f.log_text());
+    CHECK(f.ledger()["state"] == "done");
+    CHECK(contains(f.log_text(), "waiting: cannot reach Syncthing on 'nas'"));
+    CHECK(contains(f.log_text(), "reachable again"));
+    // The recheck was asked for again after the outage, and verified.
+    CHECK(f.nas.qb.count("recheck") == 2);
+    CHECK(f.committed_generation() == 1);
+    CHECK_FALSE(has(f.event_types(), "compensating"));
+}
+
+TEST_CASE("steps: an outage longer than the wait stops the run with reason 'waiting'; the job stays unfinished and a rerun finishes it") {
+    TransferFixture f;
+    f.before(f.nas.ops, "merge", [&] { f.nas.qb.fail_always("add", Error("HTTP_UNREACHABLE", "cannot reach qBittorrent on 'nas'")); });
+    Budgets b;
+    b.outage_wait = std::chrono::seconds(20);
+    auto started = f.clock.steady();
+    RunResult r = f.run(b);
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::stopped, r.error.code, ": ", r.error.message);
+    CHECK(r.stop_reason == "waiting");
+    CHECK(contains(r.stop_text, "still unreachable after"));
+    CHECK(f.clock.steady() - started >= std::chrono::seconds(20));
+    CHECK(f.clock.steady() - started < std::chrono::seconds(40));
+    json l = f.ledger();
+    CHECK(l["state"] == "running");
+    CHECK(l["step"] == "verify");
+    CHECK(l["sessions"].back()["end_reason"] == "waiting");
+    CHECK_FALSE(has(f.event_types(), "failed"));
+    f.nas.qb.heal("add");
+    RunResult again = f.run(b);
+    REQUIRE_MESSAGE(again.outcome == RunOutcome::done, again.error.code, ": ", again.error.message, "\n", f.log_text());
+}
+
+TEST_CASE("steps: a failure whose compensation meets an outage leaves the job compensating; a rerun finishes it as failed") {
+    TransferFixture f;
+    JobFixture::before(f.nas.ops, "merge", [&f] { f.source_files()[0].priority = 0; });
+    f.nas.ops.fail_always("unmerge", Error("NODE_UNREACHABLE", "node 'nas' closed the connection during 'unmerge'"));
+    Budgets b;
+    b.outage_wait = std::chrono::seconds(5);
+    RunResult r = f.run(b);
+    REQUIRE(r.outcome == RunOutcome::failed);
+    CHECK(r.error.code == "STALE_STATE");
+    CHECK(contains(r.error.hint, "'archctl resume " + f.job_id + "' finishes it"));
+    json l = f.ledger();
+    CHECK(l["state"] == "compensating");
+    CHECK(l["compensation_ends"] == "failed");
+    CHECK(contains(l["failure"]["compensation"].get<std::string>(), "closed the connection"));
+    // Still holding the resource: nothing else may start on it while undoing is unfinished.
+    CHECK(f.holder(f.aliases[0]) == f.job_id);
+    CHECK(f.nas.ops.count("unmerge") > 1);  // retried while the outage window lasted
+    auto unfinished = Driver(f.config, f.state, f.nodes, {}).unfinished();
+    REQUIRE(unfinished.ok());
+    CHECK(unfinished.value() == std::vector<std::string>{f.job_id});
+
+    // Still down at the next run: a clean stop with the job still compensating.
+    RunResult waiting = f.run(b);
+    CHECK(waiting.outcome == RunOutcome::stopped);
+    CHECK(waiting.stop_reason == "waiting");
+    CHECK(f.ledger()["state"] == "compensating");
+
+    f.nas.ops.heal("unmerge");
+    RunResult finished = f.run(b);
+    REQUIRE_MESSAGE(finished.outcome == RunOutcome::done, finished.error.code, ": ", finished.error.message);
+    CHECK(finished.compensated);
+    CHECK(finished.ended == "failed");
+    CHECK(f.ledger()["state"] == "failed");
+    CHECK(f.ledger()["failure"]["code"] == "STALE_STATE");
+    CHECK(has(f.event_types(), "compensated"));
+    CHECK(f.holder(f.aliases[0]).empty());
+}
