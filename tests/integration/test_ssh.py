@@ -300,6 +300,41 @@ class Ssh(unittest.TestCase):
         leftover = subprocess.run(["pgrep", "-f", f"-p {SSHD.port} .* sleep 60"], capture_output=True, text=True)
         self.assertEqual(leftover.stdout.strip(), "", "the ssh of a timed-out call still runs")
 
+    def test_d2_a_bad_timeout_is_a_one_line_config_error(self):
+        cfg = config(timeout="soon")
+        rc, out, err = LAB.archctl("config", config=cfg)
+        self.assertEqual(rc, 1, err)
+        errors = [line for line in err.splitlines() if line.startswith("archctl: error:")]
+        self.assertEqual(len(errors), 1, err)
+        self.assertIn("nodes.archive1.timeout", errors[0])
+        self.assertIn("expected a duration", errors[0])
+
+    def test_f_a_long_silent_operation_is_kept_alive_past_the_timeout(self):
+        # The node's merge stops for 5 s at its first placed file (a test pause on the far end),
+        # with a 2 s timeout: `node serve` keeps the call alive with keepalive lines.
+        tid, name = new_resource()
+        node = LAB.node("archive1")
+        gate = os.path.join(LAB.dir, f"merge-gate-{COUNTER[0]}")
+        serve = ["env", f"ARCHCTL_TEST_PAUSE_AT=merge.placed:{gate}", os.environ["ARCHCTL_BIN"], "node", "serve",
+                 "--root", node["qb_root"], "--root", node["sync_root"]]
+        cfg = config(timeout="2s", command=serve)
+        proc = start(cfg, "archive", tid[:12], "--yes")
+        try:
+            flows.wait(lambda: os.path.exists(gate + ".paused") or proc.poll() is not None, timeout=120,
+                       what="the far end's merge to pause")
+            self.assertIsNone(proc.poll(), "archctl ended before the merge paused")
+            time.sleep(5)
+            with open(gate, "w"):
+                pass
+            out, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertNotIn("did not answer", err)
+        seeding_target(self, tid)
+
     def test_e_sshd_down_at_resume_is_a_wait_not_a_failure(self):
         tid, name = new_resource()
         cfg = config(timeout="5s")
