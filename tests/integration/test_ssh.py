@@ -75,7 +75,7 @@ class Sshd:
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
-            sessions = [p for p in children(self.proc.pid)]
+            sessions = children(self.proc.pid)
             self.proc.terminate()
             self.proc.wait(timeout=10)
             for pid in sessions:
@@ -189,7 +189,7 @@ def start(cfg, *args):
                             env=env)
 
 
-def wait_for_sync_to_begin(proc, name_hint=None):
+def wait_for_sync_to_begin(proc):
     """Until bytes of a job arrive in archive1's route folder (the job is in its sync step)."""
     folder = os.path.join(LAB.node("archive1")["sync_root"], LAB.route)
 
