@@ -345,6 +345,14 @@ Result<NodeConfig> build_node(const Values& values, const std::string& name, std
         return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': transport 'exec' needs exec = [\"ssh\", ...]", name));
     if (transport != "local" && transport != "exec")
         return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': transport '{}' is not 'local' or 'exec'", name, transport));
+    if (auto t = values.find(p + "timeout"); t != values.end()) {
+        // `node serve` sends a keepalive every second; a shorter limit would cut healthy calls.
+        if (t->second.integer < 2)
+            return Error(ErrorCode::CONFIG_INVALID,
+                         fmt::format("invalid config: {} '{}' is shorter than 2s ({})", p + "timeout", t->second.text, t->second.origin),
+                         fmt::format("set {} to a duration such as \"20s\" or \"2m\"", p + "timeout"));
+        n.timeout = std::chrono::seconds(t->second.integer);
+    }
     n.qbittorrent.url = str(values, p + "qbittorrent.url");
     n.qbittorrent.username = str(values, p + "qbittorrent.username", "admin");
     ARCHCTL_TRY_ASSIGN(n.qbittorrent.password, read_secret(values, p + "qbittorrent.password", p + "qbittorrent.password_file", warnings));
@@ -409,6 +417,10 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     // Secrets from files: show where they came from, never the value.
     for (const auto& [name, node] : config.nodes) {
         std::string p = "nodes." + name + ".";
+        if (!values.count(p + "timeout")) {
+            config.display[p + "timeout"] = format_duration(node.timeout.count());
+            config.origin[p + "timeout"] = "default";
+        }
         if (!node.qbittorrent.password.file.empty()) {
             config.display[p + "qbittorrent.password"] = node.qbittorrent.password.describe("password_file");
             config.origin[p + "qbittorrent.password"] = values.at(p + "qbittorrent.password_file").origin;

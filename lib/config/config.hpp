@@ -8,6 +8,7 @@
 // known table warn (naming file, table, key and the closest known key); unknown tables are
 // ignored; a malformed file or value is an error naming file, line and key.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -47,12 +48,17 @@ struct SyncthingSettings {
 enum class Role { cache, archive };
 std::string to_string(Role role);
 
+inline constexpr std::chrono::seconds k_default_node_timeout{20};
+
 struct NodeConfig {
     std::string name;
     Role role = Role::cache;
     std::string qb_root;            // node path; placements live below it
     std::string sync_root;          // node path; route folders live below it
     std::vector<std::string> exec;  // empty: transport "local"; else argv of `archctl node serve`
+    // nodes.<name>.timeout: how long an exec call may go without a line from the far end (its
+    // hello, a progress line or the answer) before the node counts as unreachable.
+    std::chrono::seconds timeout{k_default_node_timeout};
     QbittorrentSettings qbittorrent;
     SyncthingSettings syncthing;
     bool local() const { return exec.empty(); }

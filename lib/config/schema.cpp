@@ -56,6 +56,7 @@ const std::vector<KeySpec>& schema() {
         {"nodes.*.sync_root", ValueType::string},
         {"nodes.*.transport", ValueType::string},
         {"nodes.*.exec", ValueType::string_array},
+        {"nodes.*.timeout", ValueType::duration},
         {"nodes.*.qbittorrent.url", ValueType::string},
         {"nodes.*.qbittorrent.username", ValueType::string},
         {"nodes.*.qbittorrent.password", ValueType::string, true},

@@ -18,6 +18,7 @@ json encode_hello(const Hello& h) {
 }
 
 json encode_progress(const Progress& p) {
+    if (p.keepalive) return {{"type", "progress"}, {"id", p.id}, {"keepalive", true}};
     json j = {{"type", "progress"}, {"id", p.id},       {"bytes", p.bytes},
               {"bytes_total", p.bytes_total}, {"files", p.files}, {"files_total", p.files_total},
               {"bytes_copied", p.bytes_copied}};
@@ -66,6 +67,7 @@ Progress decode_progress(const json& j) {
     p.files_total = j.value("files_total", std::uint64_t{0});
     p.bytes_copied = j.value("bytes_copied", std::uint64_t{0});
     p.current = j.value("current", "");
+    p.keepalive = j.value("keepalive", false);
     return p;
 }
 

@@ -6,7 +6,8 @@
 // copy_file_range, sparse files). The caller then sends requests; each carries an id, an
 // operation name and its arguments. While an operation runs the node may send any number of
 // `progress` lines for that id (bytes and files so far, so a caller can render a panel and
-// enforce byte budgets), then exactly one `response` line: ok with a result object, or an error
+// enforce byte budgets; a progress line with "keepalive": true only says the operation is
+// still running), then exactly one `response` line: ok with a result object, or an error
 // with a code and message. A `cancel` line naming a running request's id stops it at the next
 // chunk boundary; the operation then answers ok with `"complete": false, "stopped": "cancel"`,
 // leaving a state that a rerun of the same request resumes from.
@@ -77,6 +78,10 @@ struct Progress {
     std::uint64_t files_total = 0;
     std::uint64_t bytes_copied = 0;  // of `bytes`, those that were copied (the budgeted kind)
     std::string current;             // file being worked on, e.g. "p/11"
+    // A keepalive carries only the id: `node serve` sends one when an operation has been
+    // silent for a second (hashing or copying one large file), so the caller's timeout
+    // measures silence, not the length of the operation. Not a progress report.
+    bool keepalive = false;
 };
 
 // Receives an operation's progress records.

@@ -20,6 +20,9 @@ namespace archctl::node {
 namespace {
 
 constexpr std::size_t k_max_line_bytes = 256u << 20;  // a request listing 100,000 files fits
+// How long a running operation may be silent before a keepalive line is sent for it. The
+// caller's timeout (nodes.<name>.timeout, at least 2 s) must be longer.
+constexpr std::chrono::milliseconds k_keepalive_interval{1000};
 
 // Line-oriented writer shared by the reader thread and the worker.
 class LineWriter {
@@ -31,7 +34,12 @@ public:
         std::lock_guard lock(m_mutex);
         if (m_broken) return false;
         if (!write_all(m_fd, line, "<node output>").ok()) m_broken = true;
+        m_last_write = std::chrono::steady_clock::now();
         return !m_broken;
+    }
+    std::chrono::steady_clock::time_point last_write() {
+        std::lock_guard lock(m_mutex);
+        return m_last_write;
     }
     bool broken() {
         std::lock_guard lock(m_mutex);
@@ -42,6 +50,7 @@ private:
     int m_fd;
     std::mutex m_mutex;
     bool m_broken = false;
+    std::chrono::steady_clock::time_point m_last_write = std::chrono::steady_clock::now();
 };
 
 // Requests waiting for the worker, and the cancel flags of the running one.
@@ -54,7 +63,25 @@ struct Queue {
     std::atomic<bool> cancel_running{false};
     bool input_closed = false;
     std::atomic<bool> stop_reader{false};
+    bool stop_keepalive = false;
 };
+
+// While an operation runs, a line at least every k_keepalive_interval: a silent stretch (one
+// large file hashed or copied) gets a keepalive, so the caller can tell slow from gone.
+void keepalive_loop(Queue& q, LineWriter& out) {
+    std::unique_lock lock(q.mutex);
+    while (!q.stop_keepalive) {
+        q.cv.wait_for(lock, k_keepalive_interval / 4);
+        if (q.stop_keepalive || !q.running) continue;
+        if (std::chrono::steady_clock::now() - out.last_write() < k_keepalive_interval) continue;
+        Progress alive;
+        alive.id = *q.running;
+        alive.keepalive = true;
+        lock.unlock();
+        out.write(alive);
+        lock.lock();
+    }
+}
 
 void handle_line(const std::string& line, Queue& q, LineWriter& out) {
     auto msg = decode(line);
@@ -154,6 +181,7 @@ Status Server::serve(int in_fd, int out_fd) {
     if (!out.write(hello())) return Error(ErrorCode::IO, "cannot write to the node connection: the caller went away");
     Queue q;
     std::thread reader(read_loop, in_fd, std::ref(q), std::ref(out));
+    std::thread keepalive(keepalive_loop, std::ref(q), std::ref(out));
     for (;;) {
         Request request;
         {
@@ -172,6 +200,12 @@ Status Server::serve(int in_fd, int out_fd) {
         std::lock_guard lock(q.mutex);
         q.running.reset();
     }
+    {
+        std::lock_guard lock(q.mutex);
+        q.stop_keepalive = true;
+        q.cv.notify_all();
+    }
+    keepalive.join();
     q.stop_reader = true;
     reader.join();
     if (out.broken()) return Error(ErrorCode::IO, "cannot write to the node connection: the caller went away");

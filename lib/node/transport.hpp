@@ -47,6 +47,10 @@ public:
     [[nodiscard]] virtual Result<Response> call(const Request& request, ProgressSink* sink = nullptr) = 0;
     // Asks the running call to stop at its next chunk boundary; no effect when idle.
     virtual void cancel() = 0;
+    // True once the transport cannot carry another call (its far end died, or went silent past
+    // the timeout and was killed): every later call fails at once, and a new connection is
+    // needed. A local transport never breaks.
+    [[nodiscard]] virtual bool broken() const { return false; }
 };
 
 // call() and flatten: the result object of an ok response, the response's error otherwise.
@@ -61,11 +65,15 @@ struct ExecOptions {
     std::string node_name;
     std::vector<std::string> argv;        // program and arguments; no shell
     std::vector<std::string> extra_env;   // "NAME=value" added to the child's environment
-    std::chrono::seconds hello_timeout{60};
+    // The longest the far end may stay silent: before its hello, and during a call between two
+    // of its lines (`node serve` sends a keepalive every second while an operation runs). Past
+    // it the child's process group is killed and the call fails. The node's `timeout` setting.
+    std::chrono::seconds timeout{20};
 };
 
 // Spawns the far end and reads its hello. Errors: NODE_UNREACHABLE (could not start, died, or
-// sent no hello in time), PROTOCOL_MISMATCH (another protocol version).
+// sent no hello in time; also from a call whose far end dies or goes silent past the timeout),
+// PROTOCOL_MISMATCH (another protocol version).
 [[nodiscard]] Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options);
 
 }  // namespace archctl::node

@@ -38,12 +38,16 @@ clients::syncthing::Api& NodeSession::st() {
 
 Result<node::Transport*> NodeSession::ops() {
     if (m_injected.ops) return m_injected.ops;
-    if (m_ops) return m_ops.get();
+    if (m_ops && !m_ops->broken()) return m_ops.get();
+    // A broken transport has already killed and reaped its child. It is kept, not destroyed,
+    // so a pointer a caller still holds keeps answering (with its error) instead of dangling.
+    if (m_ops) m_retired.push_back(std::move(m_ops));
     Result<std::unique_ptr<node::Transport>> connected = [&]() -> Result<std::unique_ptr<node::Transport>> {
         if (m_config.local()) return node::connect_local(m_config.name, node_roots(m_config));
         node::ExecOptions options;
         options.node_name = m_config.name;
         options.argv = m_config.exec;
+        options.timeout = m_config.timeout;
         return node::connect_exec(options);
     }();
     if (!connected.ok()) return connected.take_error();

@@ -55,7 +55,8 @@ public:
     [[nodiscard]] clients::qbittorrent::Api& qb();
     [[nodiscard]] clients::syncthing::Api& st();
     // The node-operations transport: `local` over node_roots(), or `exec` of the configured
-    // argv. A failed connection is retried on the next call.
+    // argv with the node's timeout. A failed connection is retried on the next call, and so is
+    // one that broke (its child died or went silent): the next call spawns a fresh child.
     [[nodiscard]] Result<node::Transport*> ops();
 
 private:
@@ -65,6 +66,7 @@ private:
     std::unique_ptr<clients::qbittorrent::Api> m_qb;
     std::unique_ptr<clients::syncthing::Api> m_st;
     std::unique_ptr<node::Transport> m_ops;
+    std::vector<std::unique_ptr<node::Transport>> m_retired;  // broken ones, see ops()
 };
 
 class NodeSessions {

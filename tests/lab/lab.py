@@ -629,9 +629,6 @@ class Lab:
         return self
 
     def _write_archctl_config(self, secrets_dir):
-        lines = ["# archctl config for the lab in " + self.dir,
-                 f"state_dir = {_toml_str(self.info['state_dir'])}", "",
-                 "[transfer]", 'min_free = "0"', ""]
         for node in self.info["nodes"]:
             name, qb, st = node["name"], node["qb"], node["st"]
             qb_secret = os.path.join(secrets_dir, f"{name}.qb")
@@ -643,22 +640,41 @@ class Lab:
                 os.chmod(path, 0o600)
             qb["password_file"] = qb_secret
             st["api_key_file"] = st_secret
+        with open(self.info["config"], "w") as f:
+            f.write(self.config_text())
+
+    def config_text(self, node_exec=None, node_timeout=None):
+        """The archctl config of the lab. By default every node is `transport = "local"`;
+        node_exec {node name: argv} makes those nodes exec nodes (e.g. `ssh ... archctl node
+        serve --root ...`), node_timeout {node name: duration} sets their `timeout`."""
+        node_exec = node_exec or {}
+        node_timeout = node_timeout or {}
+        lines = ["# archctl config for the lab in " + self.dir,
+                 f"state_dir = {_toml_str(self.info['state_dir'])}", "",
+                 "[transfer]", 'min_free = "0"', ""]
+        for node in self.info["nodes"]:
+            name, qb, st = node["name"], node["qb"], node["st"]
+            if name in node_exec:
+                transport = ['transport = "exec"', "exec = [" + ", ".join(_toml_str(a) for a in node_exec[name]) + "]"]
+            else:
+                transport = ['transport = "local"']
+            if name in node_timeout:
+                transport.append(f"timeout = {_toml_str(node_timeout[name])}")
             lines += [f"[nodes.{name}]",
                       f"role = {_toml_str(node['role'])}",
                       f"qb_root = {_toml_str(node['qb_root'])}",
                       f"sync_root = {_toml_str(node['sync_root'])}",
-                      'transport = "local"',
+                      *transport,
                       f"[nodes.{name}.qbittorrent]",
                       f"url = {_toml_str(qb['url'])}",
                       f"username = {_toml_str(qb['username'])}",
-                      f"password_file = {_toml_str(qb_secret)}",
+                      f"password_file = {_toml_str(qb['password_file'])}",
                       f"[nodes.{name}.syncthing]",
                       f"url = {_toml_str(st['url'])}",
-                      f"api_key_file = {_toml_str(st_secret)}",
+                      f"api_key_file = {_toml_str(st['api_key_file'])}",
                       f"addresses = [{_toml_str(st['address'])}]",
                       ""]
-        with open(self.info["config"], "w") as f:
-            f.write("\n".join(lines))
+        return "\n".join(lines)
 
     def _spawn_qb(self, inst):
         argv = [QB_BIN, f"--profile={inst['profile']}", f"--webui-port={inst['webui_port']}"]
@@ -874,10 +890,10 @@ class Lab:
         self._wait_st(st, time.monotonic() + READY_TIMEOUT_S)
         self._save()
 
-    def archctl_command(self, *args, env=None, state=None):
-        """(argv, environment) of an ARCHCTL_BIN run with the lab's config and the state dir
-        `state` (default: the lab's): no ARCHCTL_CONFIG, NO_COLOR unless set, the lab's own
-        XDG_CONFIG_HOME, then `env` on top."""
+    def archctl_command(self, *args, env=None, state=None, config=None):
+        """(argv, environment) of an ARCHCTL_BIN run with the lab's config (or the file
+        `config`) and the state dir `state` (default: the lab's): no ARCHCTL_CONFIG, NO_COLOR
+        unless set, the lab's own XDG_CONFIG_HOME, then `env` on top."""
         binary = os.environ.get("ARCHCTL_BIN")
         if not binary:
             raise LabError("ARCHCTL_BIN is not set (ctest sets it to the built archctl)")
@@ -887,12 +903,12 @@ class Lab:
         full_env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "xdg-config")
         if env:
             full_env.update(env)
-        return [binary, "--config", self.config_path, "--state", state or self.state_dir, *args], full_env
+        return [binary, "--config", config or self.config_path, "--state", state or self.state_dir, *args], full_env
 
-    def archctl(self, *args, env=None, timeout=120, input=None, state=None):
-        """Run ARCHCTL_BIN with the lab's config and state dir (or `state`); returns
-        (rc, stdout, stderr)."""
-        argv, full_env = self.archctl_command(*args, env=env, state=state)
+    def archctl(self, *args, env=None, timeout=120, input=None, state=None, config=None):
+        """Run ARCHCTL_BIN with the lab's config (or `config`) and state dir (or `state`);
+        returns (rc, stdout, stderr)."""
+        argv, full_env = self.archctl_command(*args, env=env, state=state, config=config)
         proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, input=input,
                               stdin=None if input is not None else subprocess.DEVNULL)
         return proc.returncode, proc.stdout, proc.stderr

@@ -250,3 +250,36 @@ TEST_CASE("a bad environment value is an error, never a fallback") {
     CHECK(ok->progress == "line");
     CHECK(ok->origin.at("progress") == "env:ARCHCTL_PROGRESS");
 }
+
+TEST_CASE("a node's exec timeout: 20s by default, a duration when set, and a bad one names the key") {
+    test::Scratch s;
+    Env env(s);
+    std::string user = s.write(".config/archctl/config.toml", k_node).string();
+    ::chmod(user.c_str(), 0600);
+    std::vector<std::string> w;
+    auto c = load(options_for(s), w);
+    REQUIRE(c.ok());
+    CHECK(c->node("nas")->timeout == std::chrono::seconds(20));
+    CHECK(c->display.at("nodes.nas.timeout") == "20s");
+    CHECK(c->origin.at("nodes.nas.timeout") == "default");
+
+    std::string with = std::string(k_node);
+    with.insert(with.find("[nodes.nas.qbittorrent]"), "timeout = \"2m\"\n");
+    s.write(".config/archctl/config.toml", with);
+    auto c2 = load(options_for(s), w);
+    REQUIRE(c2.ok());
+    CHECK(c2->node("nas")->timeout == std::chrono::seconds(120));
+    CHECK(c2->display.at("nodes.nas.timeout") == "2m");
+    CHECK(c2->origin.at("nodes.nas.timeout") == "user:" + user);
+
+    for (const char* bad : {"timeout = \"soon\"", "timeout = \"1s\"", "timeout = -3"}) {
+        std::string text = std::string(k_node);
+        text.insert(text.find("[nodes.nas.qbittorrent]"), std::string(bad) + "\n");
+        s.write(".config/archctl/config.toml", text);
+        auto c3 = load(options_for(s), w);
+        REQUIRE_FALSE(c3.ok());
+        CHECK(c3.error().code == "CONFIG_INVALID");
+        CHECK(c3.error().message.find("nodes.nas.timeout") != std::string::npos);
+        CHECK(c3.error().message.find('\n') == std::string::npos);
+    }
+}
