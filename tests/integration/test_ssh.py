@@ -343,8 +343,10 @@ class Ssh(unittest.TestCase):
         self.assertEqual(rc, 137, err)
         SSHD.stop()
         try:
-            # As cron runs it: a deadline bounds the run whatever the outage window is.
-            rc, out, err = LAB.archctl("resume", "--max-minutes", "1", config=cfg, timeout=300)
+            # As cron runs it, with a short outage window: the run waits, then stops cleanly.
+            rc, out, err = LAB.archctl("resume", "--max-minutes", "1", config=cfg, timeout=300,
+                                       env={"ARCHCTL_OUTAGE_WAIT": "5s"})
+            self.assertIn("still unreachable after", err)
             self.assertEqual(rc, 10, f"an unreachable node must leave the job resumable: {err}")
             self.assertIn("archive1", err)
             jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
