@@ -89,6 +89,13 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
         case JobOptions::Action::show: return run_show(ctx, store, *row);
         case JobOptions::Action::cancel: return run_cancel(ctx, *row);
         case JobOptions::Action::rm: {
+            if (row->damaged && !row->staging.empty()) {
+                auto services = ctx.services();
+                if (!services.ok()) return Outcome::failed(services.take_error());
+                Status cleaned = jobs::remove_damaged_staging(*services.value()->nodes, *row);
+                if (!cleaned.ok()) return Outcome::failed(cleaned.take_error());
+                ctx.out().info(fmt::format("archctl: removed the staging of job {}", row->id));
+            }
             Status s = jobs::hide_job(state, *row);
             if (!s.ok()) return Outcome::failed(s.take_error());
             ctx.out().info(fmt::format("archctl: removed job {} (a tombstone is kept)", row->id));

@@ -22,9 +22,10 @@ namespace qb = clients::qbittorrent;
 
 // A new target: remove the torrent when this job added it (before its files, so qBittorrent
 // never sees them vanish), leave it when someone else did. Ok when nothing of this job's is
-// left in qBittorrent.
+// left in qBittorrent. The live torrent is asked even when the ledger does not record the add
+// (a ledger lost and rebuilt): its tag proves who added it, the ledger is only a cache.
 Status remove_new_target(JobRun& run, NodeHandle& dst) {
-    if (!run.def.new_target || !run.ledger.target_added) return {};
+    if (!run.def.new_target) return {};
     ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(dst, run.def, run.ledger));
     if (owner == TargetOwner::this_job) {
         ARCHCTL_TRY_STATUS(dst.qb().remove({run.def.qb_id}, qb::DeleteData::no));

@@ -225,8 +225,11 @@ Result<std::string> Engine::create(const Prepared& p) {
         return created.take_error();
     }
     ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/resource.torrent", p.metainfo));
+    // Where its staging lives, so that even a job whose definition is lost can be cleaned up.
+    nlohmann::json staging = {{{"node", d.source}, {"path", d.route.source_path + "/" + d.id}},
+                              {{"node", d.target}, {"path", d.route.target_path + "/" + d.id}}};
     ARCHCTL_TRY_STATUS(store.append_event(d.id, "created", {{"summary", d.summary()}, {"delta", d.delta.to_string()},
-                                                           {"delta_bytes", d.delta_bytes}}));
+                                                           {"delta_bytes", d.delta_bytes}, {"staging", staging}}));
     return d.id;
 }
 

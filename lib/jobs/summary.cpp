@@ -7,6 +7,7 @@
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/archive_evidence.hpp"
+#include "lib/node/ops.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -189,10 +190,36 @@ JobSummary summarize_damaged(const state::JobStore& store, const std::string& id
     s.stored_ledger = l.ok() ? l.value() : nlohmann::json::object();
     auto def = store.definition(id);
     std::string why = def.ok() ? "its definition is unreadable" : def.error().message;
-    s.status = fmt::format("damaged: {}; nothing can drive it (its events are in 'archctl job show {}'); remove its records with "
-                           "'archctl job rm {}'",
-                           why, id, id);
+    auto events = store.events(id);
+    if (events.ok())
+        for (const auto& e : events.value().records)
+            if (e.value("type", "") == "created" && e.contains("staging") && e["staging"].is_array()) s.staging = e["staging"];
+    std::vector<std::string> where;
+    for (const auto& st : s.staging) where.push_back(fmt::format("{} on '{}'", st.value("path", ""), st.value("node", "")));
+    s.status = fmt::format("damaged: {}; nothing can drive it (its events are in 'archctl job show {}'); {}'archctl job rm {}' removes "
+                           "{}",
+                           why, id, where.empty() ? "" : fmt::format("its staging: {}; ", fmt::join(where, ", ")), id,
+                           where.empty() ? "its records" : "its staging and its records");
     return s;
+}
+
+Status remove_damaged_staging(Nodes& nodes, const JobSummary& row) {
+    Status first;
+    for (const auto& st : row.staging) {
+        std::string node = st.value("node", ""), path = st.value("path", "");
+        if (node.empty() || path.empty()) continue;
+        Status s = [&]() -> Status {
+            ARCHCTL_TRY_ASSIGN(NodeHandle * handle, nodes.get(node));
+            ARCHCTL_TRY_ASSIGN(node::Transport * transport, handle->ops());
+            ARCHCTL_TRY_STATUS(node::Ops(*transport).cleanup({.job_dir = path, .referenced = {}, .save_path = std::nullopt}));
+            return {};
+        }();
+        if (!s.ok() && first.ok())
+            first = Error(s.error().code, fmt::format("cannot remove the staging of damaged job {} at {} on '{}': {}", row.id, path, node,
+                                                      s.error().message),
+                          "the job's records stay so the path stays known; fix that and run 'archctl job rm' again");
+    }
+    return first;
 }
 
 JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition) {

@@ -30,6 +30,8 @@ struct JobSummary {
     std::string status;           // the progress text
     bool needs_attention = false; // failed with something left to do, or cleanup required
     bool damaged = false;         // its definition is missing or unreadable: nothing can drive it
+    // A damaged job's staging directories as its "created" event names them: [{node, path}].
+    nlohmann::json staging = nlohmann::json::array();
 
     bool finished() const;
     nlohmann::json to_json() const;
@@ -41,6 +43,10 @@ struct JobSummary {
 // The row of a damaged job (state::JobStore::damaged): what is wrong and the command that
 // removes its records.
 [[nodiscard]] JobSummary summarize_damaged(const state::JobStore& store, const std::string& id);
+// Remove a damaged job's staging directories on their nodes (the node's cleanup operation: only
+// the job's own directory below the route folder). Every node is tried; the first error is
+// returned and the job's records should then stay, so the paths remain known.
+[[nodiscard]] Status remove_damaged_staging(Nodes& nodes, const JobSummary& row);
 // "archiving: 61% (…)", "done", "failed: <message> (compensation kept 3 files used by other
 // torrents)".
 std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);

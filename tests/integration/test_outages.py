@@ -147,6 +147,28 @@ class Outages(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         assert_seeding_target(self, tid, name)
 
+    def test_e_a_job_whose_definition_is_lost_shows_its_staging_and_job_rm_removes_it(self):
+        tid, name = new_resource()
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": "job.step.stage"}, timeout=300)
+        self.assertEqual(rc, 137, err)
+        job = flows.job_of(LAB, tid)
+        staged = os.path.join(LAB.node("cache1")["sync_root"], LAB.route, job)
+        self.assertTrue(os.path.isdir(staged))
+        os.unlink(os.path.join(LAB.state_dir, "jobs", job, "definition.json"))
+        row = job_state(job)
+        self.assertEqual(row["state"], "damaged")
+        self.assertIn(staged, row["status"])
+        self.assertIn(f"archctl job rm {job}", row["status"])
+        rc, out, err = LAB.archctl("resume", timeout=120)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("damaged", err)
+        rc, out, err = LAB.archctl("job", "rm", job, timeout=120)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("removed the staging", err)
+        flows.staging_empty(LAB, LAB.route)
+        rc, out, err = LAB.archctl("resume", timeout=120)
+        self.assertEqual(rc, 0, err)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
