@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""The sync step on real services when Syncthing does not deliver, and what a stop leaves moving:
+a paused receiver folder and a full receiver disk end the run with exit 10 naming the cause (not
+a silent 0 B/s until --max-minutes) and `resume` converges once it is fixed; after a budget stop
+Syncthing's own bytes on the target stand still until the next run, which completes the job.
+
+The archive node's route folder is a tmpfs mounted by this suite (CI runs as root), so that the
+disk-full case can shrink it; the suite is skipped, saying why, where mounting is not allowed."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import flows  # noqa: E402
+
+ROUTE = "archctl-test-waits"
+MOUNT = {"path": None}
+LAB = None
+COUNTER = [0]
+BIG = "96m"
+
+
+def umount():
+    if MOUNT["path"]:
+        subprocess.run(["umount", "-l", MOUNT["path"]], capture_output=True)
+        MOUNT["path"] = None
+
+
+def setUpModule():
+    global LAB
+    unittest.addModuleCleanup(umount)  # runs after the lab's own cleanup (LIFO)
+    LAB, _ = flows.start_lab([("cache1", "cache"), ("archive1", "archive")])
+    folder = os.path.join(LAB.node("archive1")["sync_root"], ROUTE)
+    os.makedirs(folder, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={BIG}", "archctl-test", folder], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        raise unittest.SkipTest(f"cannot mount a tmpfs for the route folder: {mounted.stderr.strip()}")
+    MOUNT["path"] = folder
+    flows.pair_route(LAB, "cache1", "archive1", ROUTE)
+
+
+def remount(size):
+    subprocess.run(["mount", "-o", f"remount,size={size}", MOUNT["path"]], check=True)
+
+
+def new_resource(layout):
+    COUNTER[0] += 1
+    name = f"waits-{COUNTER[0]}"
+    _, tid, save, _ = flows.seed_resource(LAB, name, layout, 300 + COUNTER[0])
+    return tid, name
+
+
+def job_bytes_on_target(job):
+    """Bytes Syncthing has written for the job on the target: allocated blocks of every file in
+    the job's directory, its temp files included (they are sparse until written)."""
+    total = 0
+    for dirpath, _, files in os.walk(os.path.join(MOUNT["path"], job)):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def target_complete(tid):
+    t = LAB.qb("archive1").info([tid])
+    return bool(t) and all(f["progress"] == 1 for f in LAB.qb("archive1").files(tid))
+
+
+def ignores_of_target():
+    return LAB.st("archive1").get("db/ignores", folder=ROUTE).get("ignore") or []
+
+
+def archive_paused_at_stage(tid, *args):
+    """Start `archive` paused where stage created the job's directory; returns (job, release)."""
+    release = flows.archctl_paused_at(LAB, "stage.job_dir", "archive", tid[:12], "--yes", "--json", *args)
+    return flows.job_of(LAB, tid), release
+
+
+class SyncWaits(unittest.TestCase):
+    def test_a_a_paused_receiver_folder_is_a_named_wait_and_resume_converges(self):
+        tid, name = new_resource({"pay/a.bin": 3 * 1024 * 1024, "pay/b.txt": 100})
+        job, release = archive_paused_at_stage(tid)
+        flows.pause_folder(LAB, "archive1", ROUTE, True)
+        started = time.monotonic()
+        try:
+            rc, out, err = release()
+        finally:
+            flows.pause_folder(LAB, "archive1", ROUTE, False)
+        took = time.monotonic() - started
+        self.assertEqual(rc, 10, err)
+        self.assertIn("waiting for Syncthing on 'archive1': folder paused", err)
+        self.assertLess(took, 90, "the stall limit ends the wait, not --max-minutes")
+        doc = json.loads(out)
+        self.assertIn("folder paused", json.dumps(doc))
+        ledger = json.load(open(os.path.join(LAB.state_dir, "jobs", job, "ledger.json")))
+        self.assertEqual(ledger["sessions"][-1]["end_reason"], "waiting")
+        rc, out, err = LAB.archctl("resume", timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(target_complete(tid))
+        self.assertFalse(any(job in line for line in ignores_of_target()), ignores_of_target())
+        flows.staging_empty(LAB, ROUTE)
+
+    def test_b_a_full_receiver_disk_is_a_named_wait_and_resume_converges(self):
+        tid, name = new_resource({"pay/big.bin": 12 * 1024 * 1024})
+        job, release = archive_paused_at_stage(tid)
+        remount("4m")
+        try:
+            rc, out, err = release()
+            self.assertEqual(rc, 10, err)
+            self.assertIn("waiting for Syncthing on 'archive1': receiver out of disk space", err)
+        finally:
+            remount(BIG)
+        rc, out, err = LAB.archctl("resume", timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(target_complete(tid))
+        flows.staging_empty(LAB, ROUTE)
+
+    def test_c_after_a_budget_stop_no_byte_of_the_job_moves_until_resume(self):
+        st = LAB.st("archive1")
+        cache_id = LAB.st("cache1").my_id()
+        # 2 MiB/s into the archive node, so that the stop comes while most of the job is still to
+        # be carried (loopback counts as LAN, unlimited unless limitBandwidthInLan).
+        st.request("PATCH", "config/options", {"limitBandwidthInLan": True})
+        st.request("PATCH", f"config/devices/{cache_id}", {"maxRecvKbps": 2000})
+        try:
+            tid, name = new_resource({f"pay/f{i}.bin": 3 * 1024 * 1024 for i in range(8)})
+            rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--max-bytes", "6M", timeout=300)
+            self.assertEqual(rc, 10, err)
+            self.assertIn("budget reached", err)
+            job = flows.job_of(LAB, tid)
+            self.assertTrue(any(line.startswith(f"// archctl hold {job}:") for line in ignores_of_target()), ignores_of_target())
+            time.sleep(1.0)
+            before = job_bytes_on_target(job)
+            self.assertLess(before, 20 * 1024 * 1024, "the stop came too late to measure anything")
+            samples = []
+            for _ in range(10):
+                time.sleep(1.0)
+                samples.append(job_bytes_on_target(job))
+            self.assertEqual(samples, [before] * 10, f"Syncthing went on carrying the stopped job: {before} then {samples}")
+            self.assertFalse(st.get("config/folders/" + ROUTE)["paused"], "the hold leaves the route folder running")
+        finally:
+            st.request("PATCH", f"config/devices/{cache_id}", {"maxRecvKbps": 0})
+            st.request("PATCH", "config/options", {"limitBandwidthInLan": False})
+        rc, out, err = LAB.archctl("resume", timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(target_complete(tid))
+        self.assertFalse(any(job in line for line in ignores_of_target()), ignores_of_target())
+        flows.staging_empty(LAB, ROUTE)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
