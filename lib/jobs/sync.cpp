@@ -106,10 +106,15 @@ void wait_for_target(Clock& clock, clients::syncthing::EventStream& events, Stea
         clock.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::milliseconds(100) - since));
 }
 
-// Free space at the target's route folder, read at most every 2 s; nullopt when unknown.
+// Free space where Syncthing writes the job on the target: the route folder itself, asked as a
+// probe (it may be a filesystem of its own below the sync root), else its configured root.
 std::optional<std::uint64_t> target_free(JobRun& run, node::Ops& ops) {
-    auto info = ops.info();
-    return info.ok() ? node::free_bytes_at(info.value(), run.def.route.target_path) : std::nullopt;
+    auto info = ops.info({.probe_dirs = {run.def.route.target_path}});
+    if (!info.ok()) info = ops.info();  // the route folder cannot be opened: its root still can
+    if (!info.ok()) return std::nullopt;
+    for (const auto& p : info->probes)
+        if (p.root.path == run.def.route.target_path && p.free_bytes) return p.free_bytes;
+    return node::free_bytes_at(info.value(), run.def.route.target_path);
 }
 
 }  // namespace

@@ -120,7 +120,8 @@ void hold_after_stop(JobRun& run, const std::string& reason) {
 }
 
 void release_before_run(JobRun& run) {
-    if (run.ledger.synced) return;
+    // Not skipped for a synced job: a ledger rebuilt from evidence may say synced while the
+    // target still holds a hold written before the ledger was lost.
     Status s = release_transfer(run);
     if (!s.ok()) run.log(fmt::format("archctl: warning: {}; the sync step tries again", s.error().message));
 }

@@ -74,6 +74,27 @@ def target_complete(tid):
     return bool(t) and all(f["progress"] == 1 for f in LAB.qb("archive1").files(tid))
 
 
+def last_error_line(err):
+    lines = [line for line in err.splitlines() if "archctl:" in line]
+    return lines[-1] if lines else err.strip()[-200:]
+
+
+class SlowIntoArchive:
+    """2 MiB/s into the archive node while active, so that a stop comes while most of a job is
+    still to be carried (loopback counts as LAN, unlimited unless limitBandwidthInLan)."""
+
+    def __enter__(self):
+        self.st = LAB.st("archive1")
+        self.cache_id = LAB.st("cache1").my_id()
+        self.st.request("PATCH", "config/options", {"limitBandwidthInLan": True})
+        self.st.request("PATCH", f"config/devices/{self.cache_id}", {"maxRecvKbps": 2000})
+        return self
+
+    def __exit__(self, *exc):
+        self.st.request("PATCH", f"config/devices/{self.cache_id}", {"maxRecvKbps": 0})
+        self.st.request("PATCH", "config/options", {"limitBandwidthInLan": False})
+
+
 def ignores_of_target():
     return LAB.st("archive1").get("db/ignores", folder=ROUTE).get("ignore") or []
 
@@ -98,15 +119,13 @@ class SyncWaits(unittest.TestCase):
         self.assertEqual(rc, 10, err)
         self.assertIn("waiting for Syncthing on 'archive1': folder paused", err)
         self.assertLess(took, 90, "the stall limit ends the wait, not --max-minutes")
+        print(f"  paused: exit 10 after {took:.0f} s: {last_error_line(err)}", file=sys.stderr)
         doc = json.loads(out)
         self.assertIn("folder paused", json.dumps(doc))
-        ledger = json.load(open(os.path.join(LAB.state_dir, "jobs", job, "ledger.json")))
+        with open(os.path.join(LAB.state_dir, "jobs", job, "ledger.json")) as f:
+            ledger = json.load(f)
         self.assertEqual(ledger["sessions"][-1]["end_reason"], "waiting")
-        rc, out, err = LAB.archctl("resume", timeout=300)
-        self.assertEqual(rc, 0, err)
-        self.assertTrue(target_complete(tid))
-        self.assertFalse(any(job in line for line in ignores_of_target()), ignores_of_target())
-        flows.staging_empty(LAB, ROUTE)
+        self.resume_completes(tid, job)
 
     def test_b_a_full_receiver_disk_is_a_named_wait_and_resume_converges(self):
         tid, name = new_resource({"pay/big.bin": 12 * 1024 * 1024})
@@ -116,45 +135,57 @@ class SyncWaits(unittest.TestCase):
             rc, out, err = release()
             self.assertEqual(rc, 10, err)
             self.assertIn("waiting for Syncthing on 'archive1': receiver out of disk space", err)
+            print(f"  disk full: exit 10: {last_error_line(err)}", file=sys.stderr)
         finally:
             remount(BIG)
-        rc, out, err = LAB.archctl("resume", timeout=300)
-        self.assertEqual(rc, 0, err)
-        self.assertTrue(target_complete(tid))
-        flows.staging_empty(LAB, ROUTE)
+        self.resume_completes(tid, job)
 
-    def test_c_after_a_budget_stop_no_byte_of_the_job_moves_until_resume(self):
-        st = LAB.st("archive1")
-        cache_id = LAB.st("cache1").my_id()
-        # 2 MiB/s into the archive node, so that the stop comes while most of the job is still to
-        # be carried (loopback counts as LAN, unlimited unless limitBandwidthInLan).
-        st.request("PATCH", "config/options", {"limitBandwidthInLan": True})
-        st.request("PATCH", f"config/devices/{cache_id}", {"maxRecvKbps": 2000})
-        try:
-            tid, name = new_resource({f"pay/f{i}.bin": 3 * 1024 * 1024 for i in range(8)})
-            rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--max-bytes", "6M", timeout=300)
-            self.assertEqual(rc, 10, err)
-            self.assertIn("budget reached", err)
-            job = flows.job_of(LAB, tid)
-            self.assertTrue(any(line.startswith(f"// archctl hold {job}:") for line in ignores_of_target()), ignores_of_target())
+    def assert_nothing_moves(self, job, what):
+        """The job holds on the target, and Syncthing's bytes of it stand still for 10 s."""
+        self.assertTrue(any(line.startswith(f"// archctl hold {job}:") for line in ignores_of_target()), ignores_of_target())
+        time.sleep(1.0)
+        before = job_bytes_on_target(job)
+        self.assertLess(before, 20 * 1024 * 1024, "the stop came too late to measure anything")
+        samples = []
+        for _ in range(10):
             time.sleep(1.0)
-            before = job_bytes_on_target(job)
-            self.assertLess(before, 20 * 1024 * 1024, "the stop came too late to measure anything")
-            samples = []
-            for _ in range(10):
-                time.sleep(1.0)
-                samples.append(job_bytes_on_target(job))
-            self.assertEqual(samples, [before] * 10, f"Syncthing went on carrying the stopped job: {before} then {samples}")
-            self.assertFalse(st.get("config/folders/" + ROUTE)["paused"], "the hold leaves the route folder running")
-        finally:
-            st.request("PATCH", f"config/devices/{cache_id}", {"maxRecvKbps": 0})
-            st.request("PATCH", "config/options", {"limitBandwidthInLan": False})
+            samples.append(job_bytes_on_target(job))
+        self.assertEqual(samples, [before] * 10, f"Syncthing went on carrying the stopped job: {before} then {samples}")
+        self.assertFalse(LAB.st("archive1").get("config/folders/" + ROUTE)["paused"], "the hold leaves the route folder running")
+        print(f"  {what}: {before} bytes of the job on the target, unchanged for 10 s", file=sys.stderr)
+
+    def resume_completes(self, tid, job):
         rc, out, err = LAB.archctl("resume", timeout=300)
         self.assertEqual(rc, 0, err)
         self.assertTrue(target_complete(tid))
         self.assertFalse(any(job in line for line in ignores_of_target()), ignores_of_target())
         flows.staging_empty(LAB, ROUTE)
 
+    def test_c_after_a_budget_stop_no_byte_of_the_job_moves_until_resume(self):
+        with SlowIntoArchive():
+            tid, name = new_resource({f"pay/f{i}.bin": 3 * 1024 * 1024 for i in range(8)})
+            rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--max-bytes", "6M", timeout=300)
+            self.assertEqual(rc, 10, err)
+            self.assertIn("budget reached", err)
+            job = flows.job_of(LAB, tid)
+            self.assert_nothing_moves(job, "budget stop")
+        self.resume_completes(tid, job)
+
+    def test_d_the_floor_counts_what_syncthing_will_still_write_and_holds_it(self):
+        # The route folder has ~96 MiB free; the job's 24 MiB would leave ~72 MiB, below a
+        # 80 MiB floor, although the free space is above the floor when the sync step starts.
+        with SlowIntoArchive():
+            tid, name = new_resource({f"pay/f{i}.bin": 3 * 1024 * 1024 for i in range(8)})
+            rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--min-free", "80M", timeout=300)
+            self.assertEqual(rc, 10, err)
+            self.assertIn("would fall below the floor", err)
+            job = flows.job_of(LAB, tid)
+            self.assert_nothing_moves(job, "floor stop")
+        rc, out, err = LAB.archctl("resume", "--min-free", "0", timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(target_complete(tid))
+        self.assertFalse(any(job in line for line in ignores_of_target()), ignores_of_target())
+        flows.staging_empty(LAB, ROUTE)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
