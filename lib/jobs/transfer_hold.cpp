@@ -114,6 +114,9 @@ Status release_transfer(JobRun& run) {
 void hold_after_stop(JobRun& run, const std::string& reason) {
     static const char* const k_stop_reasons[] = {"budget", "deadline", "disk", "interrupt", "waiting"};
     if (std::find(std::begin(k_stop_reasons), std::end(k_stop_reasons), reason) == std::end(k_stop_reasons)) return;
+    // --no-wait asks archctl not to wait while Syncthing carries the job; holding there would
+    // keep a loop of --no-wait runs from ever moving a byte.
+    if (reason == "waiting" && run.env.budgets.no_wait) return;
     Status s = hold_transfer(run, reason);
     if (!s.ok())
         run.log(fmt::format("archctl: warning: {}; Syncthing may go on carrying it until the next run", s.error().message));

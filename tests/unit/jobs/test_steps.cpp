@@ -562,6 +562,20 @@ TEST_CASE("steps: a hold is not written twice, and a folder the user paused is l
     CHECK(f.nas.st.ignore_lines[f.def.route.id].size() == 2);
 }
 
+TEST_CASE("steps: --no-wait ends waiting without a hold: Syncthing carries the job between runs") {
+    TransferFixture f;
+    never_arrives(f);
+    f.nas.st.folder_map[f.def.route.id] = route_folder(f);
+    Budgets budgets;
+    budgets.no_wait = true;
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "waiting");
+    CHECK(contains(r.stop_text, "--no-wait"));
+    CHECK(f.nas.st.count("set_ignores") == 0);
+    CHECK(f.nas.st.count("patch_folder") == 0);
+}
+
 TEST_CASE("steps: a hold that cannot be written is a warning; the stop stays a stop") {
     TransferFixture f;
     f.nas.st.fail_always("ignores", Error(ErrorCode::HTTP_UNREACHABLE, "cannot reach Syncthing on 'nas'"));
