@@ -1,4 +1,9 @@
 // Step 2, sync: wait until the target's Syncthing holds every file of the job (DESIGN.md §5).
+// No silent waits: while it waits it reads both Syncthings (paused folders, the target's folder
+// and pull errors, its connection to the source, the source's remote state) and says why nothing
+// moves, on the log and in the progress panel; a known cause that holds k_stall_limit with nothing
+// moving ends the run with 'waiting' (exit 10, resumable). The floor counts what Syncthing will
+// still write into the target for this job, not only what is there.
 
 #include <algorithm>
 #include <cctype>
