@@ -152,6 +152,9 @@ class SyncWaits(unittest.TestCase):
             samples.append(job_bytes_on_target(job))
         self.assertEqual(samples, [before] * 10, f"Syncthing went on carrying the stopped job: {before} then {samples}")
         self.assertFalse(LAB.st("archive1").get("config/folders/" + ROUTE)["paused"], "the hold leaves the route folder running")
+        rc, out, err = LAB.archctl("route", "check", ROUTE, "--json", timeout=120)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(json.loads(out)["check"]["ok"], "a hold is not route breakage")
         print(f"  {what}: {before} bytes of the job on the target, unchanged for 10 s", file=sys.stderr)
 
     def resume_completes(self, tid, job):
