@@ -9,6 +9,7 @@ disk-full case can shrink it; the suite is skipped, saying why, where mounting i
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -189,6 +190,24 @@ class SyncWaits(unittest.TestCase):
         self.assertTrue(target_complete(tid))
         self.assertFalse(any(job in line for line in ignores_of_target()), ignores_of_target())
         flows.staging_empty(LAB, ROUTE)
+
+    def test_e_after_a_ctrl_c_stop_no_byte_of_the_job_moves_until_resume(self):
+        with SlowIntoArchive():
+            tid, name = new_resource({f"pay/f{i}.bin": 3 * 1024 * 1024 for i in range(8)})
+            argv, env = LAB.archctl_command("archive", tid[:12], "--yes")
+            proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    stdin=subprocess.DEVNULL)
+            job = flows.wait(lambda: (lambda jobs: jobs[-1]["id"] if jobs else None)(
+                [j for j in json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"] if j["resource"] == tid]),
+                what="the job exists")
+            flows.wait(lambda: job_bytes_on_target(job) >= 3 * 1024 * 1024, timeout=60, what="the first bytes on the target")
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 10, err)
+            self.assertIn("interrupted", err)
+            self.assert_nothing_moves(job, "Ctrl-C stop")
+        self.resume_completes(tid, job)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
