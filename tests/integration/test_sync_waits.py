@@ -9,6 +9,7 @@ disk-full case can shrink it; the suite is skipped, saying why, where mounting i
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,22 +22,28 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flows  # noqa: E402
 
 ROUTE = "archctl-test-waits"
-MOUNT = {"path": None}
+MOUNT = {"path": None, "lab_dir": None}
 LAB = None
 COUNTER = [0]
 BIG = "96m"
 
 
 def umount():
+    """After the lab stopped: its removal of the lab directory stops at the mount point, so the
+    rest of the directory goes here."""
     if MOUNT["path"]:
         subprocess.run(["umount", "-l", MOUNT["path"]], capture_output=True)
         MOUNT["path"] = None
+    if MOUNT["lab_dir"]:
+        shutil.rmtree(MOUNT["lab_dir"], ignore_errors=True)
 
 
 def setUpModule():
     global LAB
     unittest.addModuleCleanup(umount)  # runs after the lab's own cleanup (LIFO)
     LAB, _ = flows.start_lab([("cache1", "cache"), ("archive1", "archive")])
+    if LAB._own_dir and not LAB.keep:  # the lab removes its directory: finish that
+        MOUNT["lab_dir"] = LAB.dir
     folder = os.path.join(LAB.node("archive1")["sync_root"], ROUTE)
     os.makedirs(folder, exist_ok=True)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={BIG}", "archctl-test", folder], capture_output=True, text=True)
