@@ -96,6 +96,7 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
 
 Status compensate(JobRun& run, const Error& why) {
     run.record("compensating", {{"reason", why.message}});
+    release_before_run(run);  // a hold a stop left in the target's Syncthing (transfer_hold.cpp)
     auto dst = run.target();
     if (!dst.ok()) return dst.take_error();
     Status first;

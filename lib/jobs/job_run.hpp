@@ -21,6 +21,8 @@ struct JobRun {
     Session session;
     SteadyTime started;
     std::string metainfo;  // exported .torrent bytes
+    bool released = false;  // this run checked that the target holds no transfer of the job
+    std::string waiting_on;  // why the sync step waits ("" = nothing known), for the progress panel
     std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
     Clock& clock() const { return *env.io.clock; }
 
@@ -72,6 +74,42 @@ Status compensate(JobRun& run, const Error& why);
 // Recheck a stopped torrent and wait for the result; an attempt to download fails.
 [[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Api& client,
                                                                                       const std::string& id);
+
+// A stop stops the bytes (transfer_hold.cpp): hold_transfer() stops the rest of an unsynced
+// job's transfer into the target (ignore patterns for the job's directory on the target's
+// Syncthing, marked with the job id, so the hold is its own durable record); release_transfer()
+// lifts it. Both are idempotent; release reads the target live, so it needs no record of ours.
+// Release is due before the job moves bytes again (begin of a run, the sync step) and before
+// compensation or cancel removes the job's staging.
+[[nodiscard]] Status hold_transfer(JobRun& run, const std::string& reason);
+[[nodiscard]] Status release_transfer(JobRun& run);
+// Whether .stignore `ignore_lines` hold the transfer of `job_id`.
+[[nodiscard]] bool holds_transfer(const std::vector<std::string>& ignore_lines, const std::string& job_id);
+// For the driver's session end: after a stop (budget, deadline, disk, interrupt, waiting), hold;
+// a hold that cannot be written is a warning on the log, never a failure of the stop. A
+// --no-wait run that ends waiting does not hold: the user asked Syncthing to carry on alone.
+void hold_after_stop(JobRun& run, const std::string& reason);
+// At the start of a run: release, a failure is a warning (the sync step releases again).
+void release_before_run(JobRun& run);
+
+// What the sync step reads from both Syncthings when the job's bytes do not arrive.
+struct SyncFacts {
+    std::string source, target;          // node names
+    bool target_paused = false, source_paused = false;
+    std::string target_state;            // db/status state on the target ("" = not running)
+    std::string target_error;            // db/status error on the target
+    std::optional<bool> peer_connected;  // the target's connection to the source device
+    std::string remote_state;            // the target's completion of the source: valid|notSharing|paused|unknown|""
+    std::vector<clients::syncthing::FolderError> pull_errors;  // the target's folder/errors
+    std::string job_id;
+};
+struct Blockage {
+    std::string node;   // where the cause was seen
+    std::string cause;  // "" when nothing known keeps the bytes from moving
+};
+// The one cause, by precedence: a paused folder, a folder error, a disconnected device, pull
+// errors (the job's own first; "no space left" reads as the target out of disk space).
+[[nodiscard]] Blockage blockage_of(const SyncFacts& facts);
 
 // STALE_STATE: `what` changed since the job was created; archctl never adapts silently.
 Error stale(const std::string& what, const JobRun& run);

@@ -1,6 +1,12 @@
 // Step 2, sync: wait until the target's Syncthing holds every file of the job (DESIGN.md §5).
+// No silent waits: while it waits it reads both Syncthings (paused folders, the target's folder
+// and pull errors, its connection to the source, the source's remote state) and says why nothing
+// moves, on the log and in the progress panel; a known cause that holds k_stall_limit with nothing
+// moving ends the run with 'waiting' (exit 10, resumable). The floor counts what Syncthing will
+// still write into the target for this job, not only what is there.
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -25,6 +31,71 @@ std::vector<std::string> job_names(const JobRun& run) {
     return names;
 }
 
+// A known cause that keeps the job's bytes from moving this long ends the run with 'waiting'
+// (the job stays unfinished; `resume` continues it once the cause is fixed).
+constexpr auto k_stall_limit = std::chrono::seconds(30);
+// Both Syncthings are asked why nothing moves at most this often (db/status is expensive).
+constexpr auto k_probe_every = std::chrono::seconds(2);
+
+bool mentions(const std::string& text, const char* what) {
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return lower.find(what) != std::string::npos;
+}
+
+// Syncthing's words for a full disk: its own free-space check (minDiskFree) and ENOSPC.
+bool out_of_space(const std::string& error) { return mentions(error, "insufficient space") || mentions(error, "no space left"); }
+
+// Reads what blockage_of() judges; a read that fails leaves its fact unknown (the sync loop's own
+// reads decide what an unreachable Syncthing means).
+SyncFacts read_facts(JobRun& run, NodeHandle& src, NodeHandle& dst, const std::string& source_device, std::int64_t& need_bytes) {
+    SyncFacts f;
+    f.source = run.def.source;
+    f.target = run.def.target;
+    f.job_id = run.def.id;
+    const std::string& folder = run.def.route.id;
+    if (auto c = dst.st().folder(folder); c.ok() && c.value()) f.target_paused = c.value()->paused;
+    if (auto c = src.st().folder(folder); c.ok() && c.value()) f.source_paused = c.value()->paused;
+    if (auto st = dst.st().db_status(folder); st.ok()) {
+        f.target_state = st->state;
+        f.target_error = st->error;
+        need_bytes = st->need_bytes;
+        if (st->errors > 0)
+            if (auto errors = dst.st().folder_errors(folder); errors.ok()) f.pull_errors = errors.value();
+    }
+    if (!source_device.empty()) {
+        if (auto conns = dst.st().connections(); conns.ok())
+            for (const auto& c : conns.value())
+                if (c.device_id == source_device) f.peer_connected = c.connected && !c.paused;
+        if (!f.target_paused)
+            if (auto c = dst.st().completion(folder, source_device); c.ok()) f.remote_state = c->remote_state;
+    }
+    return f;
+}
+
+// Follows the causes the sync step sees: says a new one on the log and in the panel, and turns
+// one that held for k_stall_limit with nothing moving into a stop.
+class StallWatch {
+public:
+    // `moved`: the job's bytes on the target or the target's needBytes changed since last time.
+    std::optional<StepResult> observe(JobRun& run, const Blockage& b, bool moved, SteadyTime now) {
+        std::string why = b.cause.empty() ? "" : fmt::format("waiting for Syncthing on '{}': {}", b.node, b.cause);
+        if (why != run.waiting_on) {
+            if (!why.empty()) run.log(fmt::format("archctl: job {}: {}", run.def.id, why));
+            run.waiting_on = why;
+            m_since = now;
+        } else if (moved) {
+            m_since = now;
+        }
+        if (why.empty() || now - m_since < k_stall_limit) return std::nullopt;
+        return StepResult::stopped("waiting", fmt::format("{} (nothing moved for {}s)", why,
+                                                          std::chrono::duration_cast<std::chrono::seconds>(now - m_since).count()));
+    }
+
+private:
+    SteadyTime m_since{};
+};
+
 // Sleep until the target's Syncthing reports progress (an item pulled, an index commit, a state
 // change) or a second passes, but at least 100 ms after the last check so that a burst of events
 // does not turn into a busy loop. Without the event stream: a fixed 250 ms.
@@ -40,7 +111,39 @@ void wait_for_target(Clock& clock, clients::syncthing::EventStream& events, Stea
         clock.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::milliseconds(100) - since));
 }
 
+// Free space where Syncthing writes the job on the target: the route folder itself, asked as a
+// probe (it may be a filesystem of its own below the sync root), else its configured root.
+std::optional<std::uint64_t> target_free(JobRun& run, node::Ops& ops) {
+    auto info = ops.info({.probe_dirs = {run.def.route.target_path}});
+    if (!info.ok()) info = ops.info();  // the route folder cannot be opened: its root still can
+    if (!info.ok()) return std::nullopt;
+    for (const auto& p : info->probes)
+        if (p.root.path == run.def.route.target_path && p.free_bytes) return p.free_bytes;
+    return node::free_bytes_at(info.value(), run.def.route.target_path);
+}
+
 }  // namespace
+
+Blockage blockage_of(const SyncFacts& f) {
+    if (f.target_paused) return {f.target, "folder paused"};
+    if (f.source_paused || f.remote_state == "paused") return {f.source, "folder paused"};
+    if (f.target_state == "error" || !f.target_error.empty()) {
+        const std::string error = f.target_error.empty() ? std::string("state error") : f.target_error;
+        if (out_of_space(error)) return {f.target, fmt::format("receiver out of disk space (folder error: {})", error)};
+        return {f.target, "folder error: " + error};
+    }
+    if (f.remote_state == "notSharing") return {f.source, fmt::format("folder not shared with '{}'", f.target)};
+    if (f.peer_connected && !*f.peer_connected) return {f.target, fmt::format("device '{}' not connected", f.source)};
+    if (f.pull_errors.empty()) return {};
+    const std::string prefix = f.job_id + "/";
+    auto first = std::find_if(f.pull_errors.begin(), f.pull_errors.end(),
+                              [&](const clients::syncthing::FolderError& e) { return e.path.rfind(prefix, 0) == 0; });
+    if (first == f.pull_errors.end()) first = f.pull_errors.begin();
+    std::string more = f.pull_errors.size() > 1 ? fmt::format(" (and {} more)", f.pull_errors.size() - 1) : "";
+    if (out_of_space(first->error))
+        return {f.target, fmt::format("receiver out of disk space ('{}': {}){}", first->path, first->error, more)};
+    return {f.target, fmt::format("pull error on '{}': {}{}", first->path, first->error, more)};
+}
 
 StepResult step_sync(JobRun& run) {
     if (run.ledger.synced) return StepResult::ok();
@@ -50,6 +153,8 @@ StepResult step_sync(JobRun& run) {
     if (!dst.ok()) return StepResult::failed(dst.take_error());
     // Ask the sender to scan the job prefix now instead of waiting for its watcher.
     ARCHCTL_TRY_STATUS(src.value()->st().scan(run.def.route.id, {run.def.id}));
+    // A stop held the rest of the job on the target (transfer_hold.cpp): lift it before waiting.
+    if (Status released = release_transfer(run); !released.ok()) return StepResult::stopped("waiting", released.error().message);
     auto transport = dst.value()->ops();
     if (!transport.ok()) return StepResult::failed(transport.take_error());
     node::Ops ops(*transport.value());
@@ -61,6 +166,13 @@ StepResult step_sync(JobRun& run) {
     // version is not asked about again (the receive check and the recheck still judge it).
     std::set<std::string> current;
     clients::syncthing::EventStream events(dst.value()->st());
+    auto source_status = src.value()->st().status();
+    const std::string source_device = source_status.ok() ? source_status->my_id : std::string();
+    StallWatch stall;
+    auto last_probe = run.clock().steady() - k_probe_every;
+    std::uint64_t probed_present = run.ledger.bytes_present;
+    std::int64_t probed_need = -1;
+    run.waiting_on.clear();
     for (;;) {
         auto checked_at = run.clock().steady();
         std::vector<std::string> indexed;
@@ -92,18 +204,37 @@ StepResult step_sync(JobRun& run) {
                 return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH, fmt::format("received file '{}' of job {} does not match the manifest{}",
                                                                                 f.name, run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
         if (check.value().complete && indexed_count == names.size()) break;
-        if (run.env.budgets.no_wait) return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)");
+        if (run.clock().steady() - last_probe >= k_probe_every) {
+            last_probe = run.clock().steady();
+            std::int64_t need = probed_need;
+            Blockage why = blockage_of(read_facts(run, *src.value(), *dst.value(), source_device, need));
+            bool moved = present != probed_present || need != probed_need;
+            probed_present = present;
+            probed_need = need;
+            if (auto stop = stall.observe(run, why, moved, last_probe)) return *stop;
+            run.progress("sync", 2, present, total, files_done, "");
+        }
+        if (run.env.budgets.no_wait)
+            return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)" + (run.waiting_on.empty() ? "" : ": " + run.waiting_on));
         if (auto stop = run.should_stop()) return *stop;
         if (run.env.budgets.min_free && run.clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
             last_floor_probe = run.clock().steady();
-            auto info = ops.info();
-            std::optional<std::uint64_t> free = info.ok() ? node::free_bytes_at(info.value(), run.def.route.target_path) : std::nullopt;
-            if (free && *free < run.env.budgets.min_free)
-                return StepResult::stopped("disk", fmt::format("destination free space fell below the floor ({} free < {} floor)",
-                                                               format_size(*free), format_size(run.env.budgets.min_free)));
+            // The floor holds against what Syncthing will still write into the target for this
+            // job, not only against what is already there.
+            const std::uint64_t still = total > present ? total - present : 0;
+            auto free = target_free(run, ops);
+            if (free && *free < run.env.budgets.min_free + still)
+                return StepResult::stopped(
+                    "disk", still == 0 || *free < run.env.budgets.min_free
+                                ? fmt::format("destination free space fell below the floor ({} free < {} floor)", format_size(*free),
+                                              format_size(run.env.budgets.min_free))
+                                : fmt::format("destination free space would fall below the floor ({} free, {} of the job still to "
+                                              "arrive, {} floor)",
+                                              format_size(*free), format_size(still), format_size(run.env.budgets.min_free)));
         }
         wait_for_target(run.clock(), events, checked_at);
     }
+    run.waiting_on.clear();
     run.ledger.synced = true;
     ARCHCTL_TRY_STATUS(run.event("synced", {{"bytes", run.ledger.bytes_present}}));
     return StepResult::ok();

@@ -65,6 +65,7 @@ void JobRun::progress(const std::string& step, int number, std::uint64_t done, s
     s.files_total = def.files.size();
     s.current = current;
     s.stopping = stop_requested();
+    s.why = waiting_on;
     env.io.progress->update(s);
 }
 
@@ -84,7 +85,7 @@ const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge"
 class TransferRun final : public KindRun {
 public:
     TransferRun(RunEnv& env, JobDefinition def)
-        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}} {}
+        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, {}} {}
 
     std::string summary() const override { return m_run.def.summary(); }
 
@@ -120,6 +121,7 @@ public:
         m_run.session.pid = ::getpid();
         auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/resource.torrent");
         if (torrent.ok()) m_run.metainfo = torrent.value();
+        release_before_run(m_run);  // a stop held the job's transfer in Syncthing (transfer_hold.cpp)
         return {};
     }
 
@@ -141,6 +143,7 @@ public:
     Status event(const std::string& type, nlohmann::json fields) override { return m_run.event(type, std::move(fields)); }
 
     void end_session(const std::string& reason) override {
+        hold_after_stop(m_run, reason);  // a stop stops the bytes (transfer_hold.cpp)
         m_run.session.ended = format_rfc3339(m_run.clock().now());
         m_run.session.end_reason = reason;
         m_run.ledger.sessions.push_back(m_run.session);

@@ -111,6 +111,7 @@ std::string format_panel(const ProgressSnapshot& s, double rate, const std::stri
     std::string files = fmt::format("files {}/{}", s.files_done, s.files_total);
     std::string line2 = std::string(14, ' ') + pad_right(files, 14);
     if (s.stopping) line2 += "stopping after the current chunk…";
+    else if (!s.why.empty()) line2 += s.why;
     else if (!s.current.empty()) line2 += "now: " + s.current;
     auto w = static_cast<size_t>(std::max(20, width));
     return clip(line1, w) + "\n" + clip(line2, w);
@@ -121,10 +122,10 @@ std::string format_status_line(const ProgressSnapshot& s, double rate, SystemTim
     std::string eta = rate > 1.0 && s.total_bytes > s.done_bytes
                           ? format_duration(static_cast<std::int64_t>(static_cast<double>(s.total_bytes - s.done_bytes) / rate))
                           : "-";
-    return fmt::format("{} job {} {} {:.1f}% {}/{} {} eta {} files {}/{}", format_rfc3339(now), s.job_id, s.step, f * 100.0,
+    return fmt::format("{} job {} {} {:.1f}% {}/{} {} eta {} files {}/{}{}", format_rfc3339(now), s.job_id, s.step, f * 100.0,
                        format_size_compact(s.done_bytes), format_size_compact(s.total_bytes),
                        format_size_compact(static_cast<std::uint64_t>(std::max(0.0, rate))) + "/s", eta, s.files_done,
-                       s.files_total);
+                       s.files_total, s.why.empty() ? "" : " — " + s.why);
 }
 
 ProgressMode choose_mode(const std::string& setting, bool stderr_is_tty) {

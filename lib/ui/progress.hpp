@@ -32,6 +32,7 @@ struct ProgressSnapshot {
     std::uint64_t files_total = 0;
     std::string current;        // "p/11 (ubuntu.iso, 5.7 GiB)"
     bool stopping = false;      // a clean stop was requested
+    std::string why;            // why nothing moves: "waiting for Syncthing on 'archive1': folder paused"
 };
 
 // Smoothed rate (bytes/s) from cumulative byte counts, and a sparkline of recent rates.

@@ -171,13 +171,14 @@ def pair_route(lab, cache, archive, route_id="archctl-test-route"):
 
 
 def tree(root):
-    """Every path below root (files and dirs), relative, sorted; ignores Syncthing's folder marker
-    and the route check's nonce files."""
+    """Every path below root (files and dirs), relative, sorted; ignores Syncthing's folder marker,
+    its local ignore file (.stignore, where a stopped job's hold is written) and the route check's
+    nonce files."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
             rel = os.path.relpath(os.path.join(dirpath, name), root)
-            if not rel.startswith(".stfolder") and not rel.startswith(".archctl-nonce-"):
+            if not rel.startswith(".stfolder") and rel != ".stignore" and not rel.startswith(".archctl-nonce-"):
                 out.append(rel)
     return sorted(out)
 

@@ -304,6 +304,15 @@ Status FakeSyncthing::delete_folder(const std::string& folder_id) {
     return ok_status();
 }
 
+Status FakeSyncthing::patch_folder(const std::string& folder_id, const json& changes) {
+    if (auto e = record("patch_folder", {{"id", folder_id}, {"changes", changes}})) return *e;
+    auto it = folder_map.find(folder_id);
+    if (it == folder_map.end()) return Error("ST_NOT_FOUND", fmt::format("folder '{}' not found on Syncthing", folder_id));
+    if (changes.contains("paused")) it->second.paused = changes["paused"].get<bool>();
+    if (changes.contains("path")) it->second.path = changes["path"].get<std::string>();
+    return ok_status();
+}
+
 Result<json> FakeSyncthing::options() {
     if (auto e = record("options")) return *e;
     return options_json;
@@ -314,6 +323,34 @@ Result<st::FolderStatus> FakeSyncthing::db_status(const std::string& folder_id) 
     auto it = folder_status.find(folder_id);
     if (it == folder_status.end()) return Error("ST_NOT_FOUND", fmt::format("Syncthing has no folder '{}'", folder_id));
     return it->second;
+}
+
+Result<st::Completion> FakeSyncthing::completion(const std::string& folder_id, const std::string& device_id) {
+    if (auto e = record("completion", {{"folder", folder_id}, {"device", device_id}})) return *e;
+    auto it = completions.find({folder_id, device_id});
+    if (it == completions.end()) return Error("ST_NOT_FOUND", fmt::format("Syncthing has no completion of '{}' for '{}'", folder_id, device_id));
+    return it->second;
+}
+
+Result<std::vector<st::FolderError>> FakeSyncthing::folder_errors(const std::string& folder_id) {
+    if (auto e = record("folder_errors", {{"folder", folder_id}})) return *e;
+    if (!folder_map.count(folder_id) && !folder_status.count(folder_id))
+        return Error("ST_NOT_FOUND", fmt::format("Syncthing has no folder '{}'", folder_id));
+    auto it = folder_error_lists.find(folder_id);
+    return it == folder_error_lists.end() ? std::vector<st::FolderError>{} : it->second;
+}
+
+Result<st::Ignores> FakeSyncthing::ignores(const std::string& folder_id) {
+    if (auto e = record("ignores", {{"folder", folder_id}})) return *e;
+    st::Ignores out;
+    if (auto it = ignore_lines.find(folder_id); it != ignore_lines.end()) out.lines = it->second;
+    return out;
+}
+
+Status FakeSyncthing::set_ignores(const std::string& folder_id, const std::vector<std::string>& lines) {
+    if (auto e = record("set_ignores", {{"folder", folder_id}, {"lines", lines}})) return *e;
+    ignore_lines[folder_id] = lines;
+    return ok_status();
 }
 
 Result<std::optional<st::FileRecord>> FakeSyncthing::file(const std::string& folder_id, const std::string& path) {

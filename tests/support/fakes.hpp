@@ -137,6 +137,9 @@ public:
     nlohmann::json options_json = nlohmann::json::object();
     std::map<std::string, clients::syncthing::FolderStatus> folder_status;                       // by folder ID
     std::map<std::pair<std::string, std::string>, clients::syncthing::FileRecord> file_records;  // (folder, path)
+    std::map<std::pair<std::string, std::string>, clients::syncthing::Completion> completions;   // (folder, device)
+    std::map<std::string, std::vector<clients::syncthing::FolderError>> folder_error_lists;      // by folder ID
+    std::map<std::string, std::vector<std::string>> ignore_lines;                                // by folder ID
     // Events not yet delivered; events() hands out those newer than the query's `since` and
     // matching its types (all when none are given), up to its limit.
     std::vector<clients::syncthing::Event> event_queue;
@@ -156,8 +159,14 @@ public:
     Result<std::optional<clients::syncthing::Folder>> folder(const std::string& folder_id) override;
     Status put_folder(const clients::syncthing::Folder& folder) override;
     Status delete_folder(const std::string& folder_id) override;
+    // Applies "paused" and "path" to folder_map; other keys are only recorded.
+    Status patch_folder(const std::string& folder_id, const nlohmann::json& changes) override;
     Result<nlohmann::json> options() override;
     Result<clients::syncthing::FolderStatus> db_status(const std::string& folder_id) override;
+    Result<clients::syncthing::Completion> completion(const std::string& folder_id, const std::string& device_id) override;
+    Result<std::vector<clients::syncthing::FolderError>> folder_errors(const std::string& folder_id) override;
+    Result<clients::syncthing::Ignores> ignores(const std::string& folder_id) override;
+    Status set_ignores(const std::string& folder_id, const std::vector<std::string>& lines) override;
     Result<std::optional<clients::syncthing::FileRecord>> file(const std::string& folder_id, const std::string& path) override;
     Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) override;
     Result<std::vector<clients::syncthing::Event>> events(const clients::syncthing::EventQuery& query) override;

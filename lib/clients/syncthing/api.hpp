@@ -41,10 +41,20 @@ public:
     [[nodiscard]] virtual Result<std::optional<Folder>> folder(const std::string& folder_id) = 0;
     [[nodiscard]] virtual Status put_folder(const Folder& folder) = 0;
     [[nodiscard]] virtual Status delete_folder(const std::string& folder_id) = 0;
+    // PATCH /rest/config/folders/{id}: merge top-level keys; Syncthing restarts the folder.
+    [[nodiscard]] virtual Status patch_folder(const std::string& folder_id, const nlohmann::json& changes) = 0;
 
     [[nodiscard]] virtual Result<nlohmann::json> options() = 0;
 
     [[nodiscard]] virtual Result<FolderStatus> db_status(const std::string& folder_id) = 0;
+    // db/completion of `device_id` for `folder_id`, as this Syncthing knows it (a hint, never proof).
+    [[nodiscard]] virtual Result<Completion> completion(const std::string& folder_id, const std::string& device_id) = 0;
+    // folder/errors: the per-file errors of the folder's last pull (empty when there are none).
+    [[nodiscard]] virtual Result<std::vector<FolderError>> folder_errors(const std::string& folder_id) = 0;
+    // db/ignores: the folder's .stignore lines on this device (local, never synced).
+    [[nodiscard]] virtual Result<Ignores> ignores(const std::string& folder_id) = 0;
+    // Replace the folder's .stignore lines; Syncthing rescans the folder with them.
+    [[nodiscard]] virtual Status set_ignores(const std::string& folder_id, const std::vector<std::string>& lines) = 0;
     [[nodiscard]] virtual Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path) = 0;
     [[nodiscard]] virtual Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) = 0;
 

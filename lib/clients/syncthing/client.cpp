@@ -260,6 +260,38 @@ Result<std::vector<FolderError>> Client::folder_errors(const std::string& folder
     return out;
 }
 
+namespace {
+
+Ignores ignores_from(const nlohmann::json& o) {
+    Ignores out;
+    if (!o.is_object()) return out;
+    if (auto it = o.find("ignore"); it != o.end() && it->is_array()) {  // null when there is no .stignore
+        for (const auto& line : *it)
+            if (line.is_string()) out.lines.push_back(line.get<std::string>());
+    }
+    if (auto it = o.find("error"); it != o.end() && it->is_string()) out.error = it->get<std::string>();
+    return out;
+}
+
+}  // namespace
+
+Result<Ignores> Client::ignores(const std::string& folder_id) {
+    ARCHCTL_TRY_ASSIGN(auto o, call_json(request(http::Method::get, "db/ignores", {{"folder", folder_id}}),
+                                         fmt::format("folder '{}'", folder_id)));
+    return ignores_from(o);
+}
+
+Status Client::set_ignores(const std::string& folder_id, const std::vector<std::string>& lines) {
+    auto r = json_request(http::Method::post, "db/ignores", {{"ignore", lines}});
+    r.query = {{"folder", folder_id}};
+    ARCHCTL_TRY_ASSIGN(auto o, call_json(r, fmt::format("folder '{}'", folder_id)));
+    Ignores written = ignores_from(o);
+    if (!written.error.empty())
+        return Error(ErrorCode::ST_INVALID, fmt::format("Syncthing on '{}' refused the ignore patterns of folder '{}': {}",
+                                                        m_settings.http.node, folder_id, written.error));
+    return ok_status();
+}
+
 Result<std::vector<PendingDevice>> Client::pending_devices() {
     ARCHCTL_TRY_ASSIGN(auto o, call_json(request(http::Method::get, "cluster/pending/devices")));
     std::vector<PendingDevice> out;

@@ -56,7 +56,7 @@ public:
     // PUT /rest/config/folders/{id}: create or replace. Fails with ST_INVALID when the folder
     // has no path (Syncthing would fall back to its template path).
     [[nodiscard]] Status put_folder(const Folder& folder) override;
-    [[nodiscard]] Status patch_folder(const std::string& folder_id, const nlohmann::json& changes);
+    [[nodiscard]] Status patch_folder(const std::string& folder_id, const nlohmann::json& changes) override;
     // Removes the folder from config only; no files are touched.
     [[nodiscard]] Status delete_folder(const std::string& folder_id) override;
 
@@ -65,13 +65,17 @@ public:
 
     [[nodiscard]] Result<FolderStatus> db_status(const std::string& folder_id) override;
     // db/completion of `device_id` for `folder_id` (as this Syncthing knows it).
-    [[nodiscard]] Result<Completion> completion(const std::string& folder_id, const std::string& device_id);
+    [[nodiscard]] Result<Completion> completion(const std::string& folder_id, const std::string& device_id) override;
     // db/file; nullopt when the file is not in the index.
     [[nodiscard]] Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path) override;
     // POST db/scan (optionally only `subs`, relative paths); returns when the scan is done.
     [[nodiscard]] Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) override;
     [[nodiscard]] Result<NeedList> need(const std::string& folder_id);
-    [[nodiscard]] Result<std::vector<FolderError>> folder_errors(const std::string& folder_id);
+    [[nodiscard]] Result<std::vector<FolderError>> folder_errors(const std::string& folder_id) override;
+    // GET db/ignores; POST db/ignores writes .stignore and schedules a rescan (an invalid
+    // pattern is ST_INVALID with Syncthing's text).
+    [[nodiscard]] Result<Ignores> ignores(const std::string& folder_id) override;
+    [[nodiscard]] Status set_ignores(const std::string& folder_id, const std::vector<std::string>& lines) override;
     [[nodiscard]] Result<std::vector<PendingDevice>> pending_devices();
     [[nodiscard]] Result<std::vector<PendingFolder>> pending_folders();
 

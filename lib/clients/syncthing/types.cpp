@@ -1,5 +1,7 @@
 #include "lib/clients/syncthing/types.hpp"
 
+#include <algorithm>
+
 namespace archctl::clients::syncthing {
 namespace {
 
@@ -132,7 +134,8 @@ FolderStatus parse_folder_status(const nlohmann::json& o) {
     s.need_files = int64(o, "needFiles");
     s.need_deletes = int64(o, "needDeletes");
     s.need_total_items = int64(o, "needTotalItems");
-    s.errors = int64(o, "errors");
+    s.in_sync_bytes = int64(o, "inSyncBytes");
+    s.errors = std::max(int64(o, "errors"), int64(o, "pullErrors"));  // the same count; 1.19 has both
     s.sequence = int64(o, "sequence");
     s.raw = o;
     return s;

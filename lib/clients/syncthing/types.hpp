@@ -74,7 +74,8 @@ struct FolderStatus {
     std::int64_t global_bytes = 0, global_files = 0, global_deleted = 0;
     std::int64_t local_bytes = 0, local_files = 0, local_deleted = 0;
     std::int64_t need_bytes = 0, need_files = 0, need_deletes = 0, need_total_items = 0;
-    std::int64_t errors = 0;
+    std::int64_t in_sync_bytes = 0;
+    std::int64_t errors = 0;  // per-file pull errors (`errors`, or 1.19's `pullErrors`)
     std::int64_t sequence = 0;
     nlohmann::json raw;
 };
@@ -120,6 +121,12 @@ struct NeedList {
 struct FolderError {
     std::string path;
     std::string error;
+};
+
+// db/ignores: the lines of .stignore as written, and Syncthing's complaint about them.
+struct Ignores {
+    std::vector<std::string> lines;
+    std::string error;  // "" when the patterns parse
 };
 
 struct PendingDevice {

@@ -176,3 +176,34 @@ TEST_CASE("event stream: an empty poll after a restart resets the cursor") {
     CHECK(polls[1].find("since=7") != std::string::npos);
     CHECK(polls[2].find("since=0") != std::string::npos);
 }
+
+TEST_CASE("client: ignores read and written as lines, a refused pattern is ST_INVALID; pullErrors counts on 1.19") {
+    CannedServer server([](const SeenRequest& req) -> CannedReply {
+        if (req.path == "/rest/db/ignores" && req.method == "GET")
+            return {200, R"({"ignore":["// archctl hold J1: budget","/J1","*.tmp"],"expanded":["/J1","/J1/**"],"error":null})"};
+        if (req.path == "/rest/db/ignores" && req.method == "POST") {
+            if (req.body.find("[bad") != std::string::npos) return {200, R"({"ignore":["[bad"],"expanded":[],"error":"syntax error in pattern"})"};
+            return {200, R"({"ignore":[],"expanded":[],"error":null})"};
+        }
+        if (req.path == "/rest/db/status")
+            return {200, R"({"state":"syncing","needBytes":100,"inSyncBytes":28,"pullErrors":2,"errors":null})"};
+        return {500, "unexpected\n"};
+    });
+    Client client(settings_for(server.url()));
+    auto ign = client.ignores("lab1");
+    REQUIRE(ign.ok());
+    CHECK(ign->lines == std::vector<std::string>{"// archctl hold J1: budget", "/J1", "*.tmp"});
+    CHECK(ign->error.empty());
+    REQUIRE(client.set_ignores("lab1", {"*.tmp"}).ok());
+    auto seen = server.requests();
+    CHECK(seen.back().target == "/rest/db/ignores?folder=lab1");
+    CHECK(nlohmann::json::parse(seen.back().body) == nlohmann::json{{"ignore", {"*.tmp"}}});
+    auto refused = client.set_ignores("lab1", {"[bad"});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == "ST_INVALID");
+    CHECK(refused.error().message.find("syntax error in pattern") != std::string::npos);
+    auto status = client.db_status("lab1");
+    REQUIRE(status.ok());
+    CHECK(status->errors == 2);
+    CHECK(status->in_sync_bytes == 28);
+}

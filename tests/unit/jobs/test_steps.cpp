@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "lib/base/signals.hpp"
+#include "lib/jobs/job_run.hpp"
+#include "lib/node/ops.hpp"
 #include "tests/unit/jobs/job_fixture.hpp"
 
 using namespace archctl;
@@ -567,4 +569,182 @@ TEST_CASE("steps: a failure whose compensation meets an outage leaves the job co
     CHECK(f.ledger()["failure"]["code"] == "STALE_STATE");
     CHECK(has(f.event_types(), "compensated"));
     CHECK(f.holder(f.aliases[0]).empty());
+
+namespace {
+
+// nas's receive check: the job's files never arrive (Syncthing does not deliver).
+void never_arrives(TransferFixture& f) {
+    f.nas.ops.handlers["receive_check"] = [](const json&) -> Result<json> {
+        node::ReceiveCheckResult r;
+        r.job_exists = true;
+        return json(r);
+    };
+}
+
+// The route folder as nas's Syncthing has it configured.
+clients::syncthing::Folder route_folder(const TransferFixture& f) {
+    clients::syncthing::Folder folder;
+    folder.id = f.def.route.id;
+    folder.path = f.def.route.target_path;
+    folder.devices = {f.seedbox.st.system.my_id, f.nas.st.system.my_id};
+    return folder;
+}
+
+}  // namespace
+
+TEST_CASE("steps: a stop holds the rest of the job on the target's Syncthing; the next run lifts it") {
+    TransferFixture f;
+    f.nas.st.folder_map[f.def.route.id] = route_folder(f);
+    f.nas.st.ignore_lines[f.def.route.id] = {"*.partial", "!keep"};
+    Budgets budgets;
+    budgets.max_bytes = 20;
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "budget");
+    // The job's directory is ignored above the user's own lines, and the folder was restarted
+    // (paused and resumed) so that a pull already running stops.
+    auto lines = f.nas.st.ignore_lines[f.def.route.id];
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[0].rfind("// archctl hold " + f.job_id + ": budget", 0) == 0);
+    CHECK(lines[1] == "/" + f.job_id);
+    CHECK(lines[2] == "*.partial");
+    CHECK(lines[3] == "!keep");
+    CHECK(holds_transfer(lines, f.job_id));
+    auto patches = f.nas.st.args_of("patch_folder");
+    REQUIRE(patches.size() == 2);
+    CHECK(patches[0]["changes"] == json{{"paused", true}});
+    CHECK(patches[1]["changes"] == json{{"paused", false}});
+    CHECK_FALSE(f.nas.st.folder_map[f.def.route.id].paused);
+    REQUIRE(f.events_of("transfer_held").size() == 1);
+    CHECK(f.events_of("transfer_held")[0]["reason"] == "budget");
+
+    RunResult again = f.run();
+    REQUIRE_MESSAGE(again.outcome == RunOutcome::done, again.error.message, "\n", f.log_text());
+    CHECK(f.nas.st.ignore_lines[f.def.route.id] == std::vector<std::string>{"*.partial", "!keep"});
+    CHECK(f.events_of("transfer_released").size() == 1);
+    CHECK(f.nas.st.count("patch_folder") == 2);  // the release needs no restart
+}
+
+TEST_CASE("steps: a hold is not written twice, and a folder the user paused is left paused") {
+    TransferFixture f;
+    auto folder = route_folder(f);
+    folder.paused = true;
+    f.nas.st.folder_map[f.def.route.id] = folder;
+    Budgets budgets;
+    budgets.max_bytes = 20;
+    REQUIRE(f.run(budgets).outcome == RunOutcome::stopped);
+    CHECK(f.nas.st.count("patch_folder") == 0);
+    CHECK(f.nas.st.folder_map[f.def.route.id].paused);
+    CHECK(f.nas.st.ignore_lines[f.def.route.id].size() == 2);
+}
+
+TEST_CASE("steps: --no-wait ends waiting without a hold: Syncthing carries the job between runs") {
+    TransferFixture f;
+    never_arrives(f);
+    f.nas.st.folder_map[f.def.route.id] = route_folder(f);
+    Budgets budgets;
+    budgets.no_wait = true;
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "waiting");
+    CHECK(contains(r.stop_text, "--no-wait"));
+    CHECK(f.nas.st.count("set_ignores") == 0);
+    CHECK(f.nas.st.count("patch_folder") == 0);
+}
+
+TEST_CASE("steps: a hold that cannot be written is a warning; the stop stays a stop") {
+    TransferFixture f;
+    f.nas.st.fail_always("ignores", Error(ErrorCode::HTTP_UNREACHABLE, "cannot reach Syncthing on 'nas'"));
+    Budgets budgets;
+    budgets.max_bytes = 20;
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "budget");
+    CHECK(contains(f.log_text(), "cannot hold the transfer of job " + f.job_id + " on 'nas'"));
+    CHECK(f.events_of("transfer_held").empty());
+}
+
+TEST_CASE("steps: sync says why nothing moves and stops with 'waiting' once a known cause held for the stall limit") {
+    TransferFixture f;
+    never_arrives(f);
+    auto folder = route_folder(f);
+    folder.paused = true;
+    f.nas.st.folder_map[f.def.route.id] = folder;
+    RunResult r = f.run();
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::stopped, r.error.message);
+    CHECK(r.stop_reason == "waiting");
+    CHECK(r.step == "sync");
+    CHECK(contains(r.stop_text, "waiting for Syncthing on 'nas': folder paused"));
+    CHECK(contains(r.stop_text, "nothing moved for 30s"));
+    // Said once on the log when it began, not at every probe.
+    auto text = f.log_text();
+    auto first = text.find("waiting for Syncthing on 'nas': folder paused");
+    REQUIRE(first != std::string::npos);
+    CHECK(text.find("waiting for Syncthing on 'nas': folder paused", first + 1) == std::string::npos);
+    CHECK(f.ledger()["state"] == "running");
+    CHECK(f.ledger()["sessions"][0]["end_reason"] == "waiting");
+    // The run that waits also holds (a paused folder the user chose is left as it is).
+    CHECK(holds_transfer(f.nas.st.ignore_lines[f.def.route.id], f.job_id));
+}
+
+TEST_CASE("steps: sync without a known cause waits on (no 'waiting' stop), bounded by the budgets") {
+    TransferFixture f;
+    never_arrives(f);
+    f.nas.st.folder_map[f.def.route.id] = route_folder(f);
+    Budgets budgets;
+    budgets.max_duration = std::chrono::seconds(90);
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "deadline");
+}
+
+TEST_CASE("steps: the floor counts what Syncthing will still write into the target") {
+    TransferFixture f;
+    never_arrives(f);
+    f.nas.ops.handlers["info"] = [](const json&) -> Result<json> {
+        node::InfoResult info;
+        node::DirectoryInfo root;
+        root.root.path = "/tank/sync";
+        root.free_bytes = 120;
+        info.roots.push_back(root);
+        return json(info);
+    };
+    Budgets budgets;
+    budgets.min_free = 100;  // 120 free, but 30 bytes of the job still to arrive
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "disk");
+    CHECK(contains(r.stop_text, "would fall below the floor"));
+    CHECK(contains(r.stop_text, "30 B of the job still to arrive"));
+}
+
+TEST_CASE("steps: blockage_of names one cause, by precedence") {
+    SyncFacts base;
+    base.source = "seedbox";
+    base.target = "nas";
+    base.job_id = "J1";
+    base.peer_connected = true;
+    auto with = [&](auto change) {
+        SyncFacts f = base;
+        change(f);
+        return blockage_of(f);
+    };
+    CHECK(blockage_of(base).cause.empty());
+    auto paused = with([](SyncFacts& f) { f.target_paused = true; f.peer_connected = false; });
+    CHECK(paused.node == "nas");
+    CHECK(paused.cause == "folder paused");
+    auto source_paused = with([](SyncFacts& f) { f.remote_state = "paused"; });
+    CHECK(source_paused.node == "seedbox");
+    CHECK(source_paused.cause == "folder paused");
+    CHECK(with([](SyncFacts& f) { f.target_error = "folder marker missing"; }).cause == "folder error: folder marker missing");
+    CHECK(with([](SyncFacts& f) { f.peer_connected = false; }).cause == "device 'seedbox' not connected");
+    auto space = with([](SyncFacts& f) {
+        f.pull_errors = {{"other/x", "permission denied"}, {"J1/p/0", "insufficient space in folder r1 (/srv): 1.0 MiB < 2.0 MiB"}};
+    });
+    CHECK(contains(space.cause, "receiver out of disk space ('J1/p/0': insufficient space"));
+    CHECK(contains(space.cause, "(and 1 more)"));
+    CHECK(contains(with([](SyncFacts& f) { f.pull_errors = {{"J1/p/1", "writing: no space left on device"}}; }).cause,
+                   "receiver out of disk space"));
+    CHECK(with([](SyncFacts& f) { f.pull_errors = {{"J1/p/1", "permission denied"}}; }).cause ==
+          "pull error on 'J1/p/1': permission denied");
 }

@@ -60,6 +60,16 @@ TEST_CASE("bar, panel and status line have fixed widths") {
     CHECK(line.find(" files 3/6") != std::string::npos);
 }
 
+TEST_CASE("panel and status line say why nothing moves") {
+    auto s = sample();
+    s.why = "waiting for Syncthing on 'archive1': folder paused";
+    std::string panel = format_panel(s, 0, "        ");
+    CHECK(panel.find("waiting for Syncthing on 'archive1': folder paused") != std::string::npos);
+    CHECK(panel.find("now: ") == std::string::npos);
+    std::string line = format_status_line(s, 0, SystemTime(std::chrono::seconds(1796150000)));
+    CHECK(line.find("files 3/6 — waiting for Syncthing on 'archive1': folder paused") != std::string::npos);
+}
+
 TEST_CASE("rate meter smooths and draws a sparkline") {
     RateMeter m(std::chrono::seconds(5), 4);
     SteadyTime t{};
