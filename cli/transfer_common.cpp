@@ -104,6 +104,9 @@ Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& r
         case jobs::RunOutcome::failed:
             break;
     }
+    // Another archctl holds the job's lock (an overlapping run): the job goes on there, it has
+    // not failed.
+    if (r.error.is(ErrorCode::LOCKED)) return Outcome::partial(r.error.message, r.error.hint.empty() ? "wait for the other archctl to finish" : r.error.hint, result);
     Error e = r.error;
     if (e.message.find(r.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.job_id, e.message);
     return Outcome::failed(e, result);
@@ -118,6 +121,7 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o,
     auto budgets = to_budgets(b, *s.config);
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
     if (budgets->max_duration) request.value().stop_at = real_clock().steady() + *budgets->max_duration;
+    request.value().no_wait = budgets->no_wait;
     auto prepared = s.engine->prepare(request.value());
     std::string hint = "rerun the same command, or 'archctl resume', to continue";
     if (!prepared.ok()) {

@@ -43,6 +43,7 @@ struct TransferRequest {
     // plan is read-only: it looks up the route; archive/unarchive provision one on demand.
     enum class RouteMode { look_up, ensure } route_mode = RouteMode::ensure;
     std::optional<SteadyTime> stop_at;        // --max-minutes also bounds route provisioning
+    bool no_wait = false;                     // --no-wait: a route not ready now is a clean stop, not a wait
 };
 
 struct Prepared {

@@ -177,7 +177,7 @@ TEST_CASE("ownership fingerprints change with any key and ignore key order") {
 }
 
 TEST_CASE("health: every problem is named, healthy only when none") {
-    SideFacts c{"cache1", true, "", true, true, false, "idle", "", 0, true, true, ""};
+    SideFacts c{"cache1", true, "", true, true, false, "idle", "", 0, true, true, "", "/srv/sync/r", std::nullopt};
     SideFacts a = c;
     a.node = "archive1";
     CHECK(judge_health(c, a).healthy);
@@ -199,4 +199,31 @@ TEST_CASE("health: every problem is named, healthy only when none") {
     down.node = "archive1";
     down.error = "connection refused";
     CHECK(judge_health(c, down).problems.back() == "archive1: Syncthing unreachable: connection refused");
+}
+
+TEST_CASE("health: a route folder the node refuses is a blocker that names the path and the fix") {
+    SideFacts c{"cache1", true, "", true, true, false, "idle", "", 0, true, true, "", "/srv/cache/sync/r", std::nullopt};
+    SideFacts a = c;
+    a.node = "archive1";
+    a.folder_path = "/srv/archive/sync/r";
+    CHECK_FALSE(judge_health(c, a).blocker);
+    a.marker_present.reset();
+    a.folder_refused = Error(ErrorCode::PATH_SYMLINK, "refusing path '/srv/archive/sync/r': a component below the root is a symlink");
+    Health h = judge_health(c, a);
+    CHECK_FALSE(h.healthy);
+    REQUIRE(h.blocker);
+    CHECK(h.blocker->is(ErrorCode::PATH_SYMLINK));
+    CHECK(h.blocker->message.find("'/srv/archive/sync/r' on 'archive1'") != std::string::npos);
+    CHECK(h.blocker->message.find('\n') == std::string::npos);
+    CHECK(h.blocker->hint.find("real directory") != std::string::npos);
+    CHECK(h.problems.back().rfind("archive1: folder path refused: ", 0) == 0);
+    // Anything else the node refuses is a blocker too, with the node's words.
+    a.folder_refused = Error(ErrorCode::PATH_OUTSIDE_ROOT, "path outside the node's roots '/elsewhere': not below any root");
+    h = judge_health(c, a);
+    REQUIRE(h.blocker);
+    CHECK(h.blocker->is(ErrorCode::PATH_OUTSIDE_ROOT));
+    CHECK(h.blocker->message.find("not below any root") != std::string::npos);
+    // A side that cannot be read is a wait, never a blocker.
+    a.reachable = false;
+    CHECK_FALSE(judge_health(c, a).blocker);
 }
