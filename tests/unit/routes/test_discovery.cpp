@@ -8,6 +8,7 @@
 #include "lib/routes/discovery.hpp"
 #include "lib/routes/health.hpp"
 #include "lib/routes/naming.hpp"
+#include "lib/routes/session.hpp"
 
 using namespace archctl;
 using namespace archctl::routes;
@@ -226,4 +227,24 @@ TEST_CASE("health: a route folder the node refuses is a blocker that names the p
     // A side that cannot be read is a wait, never a blocker.
     a.reachable = false;
     CHECK_FALSE(judge_health(c, a).blocker);
+}
+
+TEST_CASE("--no-wait: a wait still needed ends at once as a clean stop that says why") {
+    Deadlines d;
+    d.attempt = std::chrono::steady_clock::now() + std::chrono::minutes(30);
+    CHECK(wait_end(d) == WaitEnd::keep_waiting);
+    d.no_wait_after = std::chrono::steady_clock::now();
+    CHECK(wait_end(d) == WaitEnd::not_waiting);
+    Error e = clean_stop_error(WaitEnd::not_waiting, "route 'r' is not ready at step 'wait healthy': archive1: folder paused");
+    CHECK(e.is(ErrorCode::ROUTE_WAITING));
+    CHECK(is_clean_stop(e));
+    CHECK(e.message == "not waiting (--no-wait): route 'r' is not ready at step 'wait healthy': archive1: folder paused");
+    // The attempt's own timeout still wins over --no-wait.
+    d.attempt = std::chrono::steady_clock::now();
+    CHECK(wait_end(d) == WaitEnd::timed_out);
+    // nap never sleeps past the --no-wait moment.
+    d.attempt = std::chrono::steady_clock::now() + std::chrono::minutes(30);
+    auto t0 = std::chrono::steady_clock::now();
+    nap(d, std::chrono::milliseconds(2000));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500));
 }
