@@ -84,10 +84,14 @@ std::string render_plan(const jobs::Prepared& p) {
                        format_size(static_cast<std::uint64_t>(pl.delta_bytes)),
                        format_size(p.target_free > p.min_free ? p.target_free - p.min_free : 0), format_size(p.min_free),
                        pl.disk_ok ? "ok" : "INSUFFICIENT");
-    const char* part = pl.partfile == plan::PartfileNeed::none
+    // carry_source is printed only after the engine read the source's part file and found every
+    // boundary piece in it (jobs::check_source_ready); otherwise plan refused.
+    std::string pieces = fmt::format("{}", fmt::join(pl.boundary_pieces, ", "));
+    std::string part = pl.partfile == plan::PartfileNeed::none
                            ? (p.resource.identity.has_v2() ? "not needed (files are piece-aligned)" : "not needed")
-                       : pl.partfile == plan::PartfileNeed::carry_source ? "needed: the source partfile is carried"
-                                                                         : "needed: the target's own partfile must hold the boundary pieces";
+                       : pl.partfile == plan::PartfileNeed::carry_source
+                           ? fmt::format("needed: the source partfile is carried (it holds boundary pieces {})", pieces)
+                           : fmt::format("needed: the target's own partfile must hold the boundary pieces {}", pieces);
     out += fmt::format("  part   {}", part);
     return out;
 }
