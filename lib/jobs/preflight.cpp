@@ -3,6 +3,7 @@
 
 #include "lib/jobs/preflight.hpp"
 
+#include <map>
 #include <optional>
 #include <set>
 
@@ -144,6 +145,50 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     return {};
 }
 
+Status check_target_partfile(NodeHandle& target, const std::string& save_path, const std::string& qb_id, const SourceNeeds& needs) {
+    if (needs.partfile != plan::PartfileNeed::target_own || !needs.model || needs.boundary_pieces.empty()) return {};
+    const torrent::FileModel& model = *needs.model;
+    std::map<std::uint32_t, const torrent::ModelFile*> by_index;
+    for (const auto& f : model.files()) by_index[f.index] = &f;
+    const std::string partfile = strip_trailing_slashes(save_path) + "/" + torrent::partfile_name(qb_id);
+    auto others = neighbours(model, needs.union_set, needs.boundary_pieces);
+    node::TreeRequest request{.base = save_path, .paths = {torrent::partfile_name(qb_id)}};
+    for (auto f : others) request.paths.push_back(by_index.at(f)->path);
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
+    node::Ops ops(*transport);
+    ARCHCTL_TRY_ASSIGN(auto tree, ops.tree(request));
+    std::set<std::uint32_t> on_disk;
+    for (std::size_t i = 0; i < others.size() && i + 1 < tree.entries.size(); ++i) {
+        const auto& e = tree.entries[i + 1];
+        if (e.type == "file" && e.stat && e.stat->size == static_cast<std::uint64_t>(by_index.at(others[i])->size)) on_disk.insert(others[i]);
+    }
+    std::set<std::int64_t> have;
+    if (!tree.entries.empty() && tree.entries[0].type == "file") {
+        auto header = ops.partfile_read({partfile, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
+        if (!header.ok())
+            return partfile_refused(fmt::format("the part file '{}' on '{}': {}", partfile, target.name(), header.error().message), others);
+        for (const auto& s : header->slots) have.insert(s.piece);
+    }
+    std::vector<std::int64_t> missing;
+    std::set<std::uint32_t> needed;
+    for (auto piece : needs.boundary_pieces) {
+        if (have.count(piece)) continue;
+        bool from_disk = true;
+        for (std::uint32_t f : model.files_in_piece(piece))
+            if (!needs.union_set.contains(f) && !on_disk.count(f)) {
+                from_disk = false;
+                needed.insert(f);
+            }
+        if (!from_disk) missing.push_back(piece);
+    }
+    if (missing.empty()) return {};
+    std::vector<std::uint32_t> files(needed.begin(), needed.end());
+    return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that '{}' has neither in its part file '{}' "
+                                        "nor on its disk",
+                                        fmt::join(missing, ", "), torrent::Selection::of(files).to_string(), target.name(), partfile),
+                            files);
+}
+
 Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files) {
     node::TreeRequest request{.base = save_path, .paths = {}};
     for (const auto& f : files) request.paths.push_back(f.path);
@@ -250,6 +295,19 @@ StepResult step_preflight(JobRun& run) {
         auto dst = run.target();
         if (!dst.ok()) return StepResult::failed(dst.take_error());
         ARCHCTL_TRY_STATUS(check_target_paths(*dst.value(), run.def.target_save_path, run.def.files));
+        if (run.def.partfile == plan::PartfileNeed::target_own && !run.ledger.target_touched) {
+            ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name));
+            torrent::FileModel model(meta);
+            SourceNeeds needs{.save_path = run.def.target_save_path,
+                              .files = run.def.files,
+                              .partfile = run.def.partfile,
+                              .boundary_pieces = run.def.boundary_pieces,
+                              .union_set = run.def.union_set,
+                              .piece_count = run.def.piece_count,
+                              .piece_length = run.def.piece_length,
+                              .model = &model};
+            ARCHCTL_TRY_STATUS(check_target_partfile(*dst.value(), run.def.target_save_path, run.def.qb_id, needs));
+        }
     }
     return StepResult::ok();
 }

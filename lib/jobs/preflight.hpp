@@ -51,4 +51,12 @@ struct SourceNeeds {
 // symlink, a directory or anything but a regular file (PATH_SYMLINK, MERGE_CONFLICT).
 [[nodiscard]] Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files);
 
+// An existing v1 target that must verify the union's boundary pieces with its own bytes
+// (PartfileNeed::target_own): each boundary piece is in the target's part file, or every file
+// outside the union that shares it is on the target's disk at its full size (libtorrent then
+// reads it from there). PARTFILE_UNSUPPORTED otherwise, naming the files to add. Needs
+// `needs.model`; nothing to check for other needs.
+[[nodiscard]] Status check_target_partfile(NodeHandle& target, const std::string& save_path, const std::string& qb_id,
+                                           const SourceNeeds& needs);
+
 }  // namespace archctl::jobs

@@ -182,6 +182,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
                           .model = &model};
         ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, model.all()), p.resource.name));
         ARCHCTL_TRY_STATUS(check_target_paths(*dst, p.plan.target_save_path, needs.files));
+        ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), needs));
     }
     p.source_fingerprint = fingerprint(*source_view);
     p.target_fingerprint = target_view ? fingerprint(*target_view) : "";

@@ -160,6 +160,46 @@ class Refusals(unittest.TestCase):
         self.assertEqual(LAB.qb("archive1").info([tid]), [])
         rename("pay/b-renamed.bin", "pay/b.bin")
 
+    def test_g_existing_target_without_the_boundary_bytes(self):
+        # An existing v1 target holding file 0 with files 1 and 2 skipped; moving file 2 needs
+        # b.bin's bytes of the pieces it shares with a.bin and c.bin: from the target's part file
+        # (it has none) or b.bin on its disk.
+        name = new_name("pp-own")
+        _, tid, _, tfile = flows.seed_resource(LAB, name, LAYOUT, 409, kind="v1")
+        target = os.path.join(LAB.node("archive1")["qb_root"], name)
+        flows.write_payload(target, LAYOUT, seed=409)
+        flows.seed_cache(LAB, "archive1", tfile, target)
+        aq = LAB.qb("archive1")
+        aq.file_prio(tid, [1, 2], 0)
+        flows.wait(lambda: [f["priority"] for f in aq.files(tid)] == [1, 0, 0], what="target holds file 0 only")
+        os.unlink(os.path.join(target, "pay/c.bin"))
+        b, aside = os.path.join(target, "pay/b.bin"), os.path.join(LAB.dir, name + "-b.bin")
+        os.rename(b, aside)
+        try:
+            before = tokens()
+            rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--files", "0,2", "--json")
+            self.assertEqual(rc, 1, err + out)
+            doc = json.loads(out)
+            self.assertEqual(doc["error"]["code"], "PARTFILE_UNSUPPORTED", doc)
+            message = doc["error"]["message"]
+            self.assertIn("file(s) 1", message)
+            self.assertIn("'archive1' has neither in its part file", message)
+            self.assertEqual(tokens(), before)
+            rc, out, err = LAB.archctl("archive", tid[:12], "--files", "0,2", "--yes", "--json", timeout=120)
+            self.assertEqual(rc, 1, err + out)
+            self.assertEqual(json.loads(out)["error"]["message"], message)
+            self.assertEqual(jobs_on(tid), [])
+        finally:
+            os.rename(aside, b)
+        # With b.bin on the target's disk the plan holds, and the job keeps it.
+        rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--files", "0,2", "--json")
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(json.loads(out)["plan"]["partfile"]["need"], "target_own")
+        rc, out, err = LAB.archctl("archive", tid[:12], "--files", "0,2", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        files = aq.files(tid)
+        self.assertEqual([(f["priority"] > 0, f["progress"]) for f in files][0::2], [(True, 1), (True, 1)], files)
+
 
 class Concurrency(unittest.TestCase):
     def test_a_a_second_archctl_on_a_running_job_is_not_told_it_failed(self):
