@@ -65,6 +65,16 @@ Error partfile_refused(const std::string& why, const std::vector<std::uint32_t>&
                                               torrent::Selection::of(others).to_string()));
 }
 
+// A part file the node read and judged unusable (absent, not a regular file, a header that does
+// not match): a verdict on the part file. Anything else (the node or its transport failing) is
+// passed on as it is, so an outage stays an outage.
+bool partfile_verdict(const Error& e) {
+    for (ErrorCode c : {ErrorCode::PARTFILE_INVALID, ErrorCode::NOT_FOUND, ErrorCode::NOT_REGULAR, ErrorCode::PATH_SYMLINK,
+                        ErrorCode::PATH_OUTSIDE_ROOT, ErrorCode::BAD_PATH, ErrorCode::NOT_A_DIRECTORY, ErrorCode::TOO_LARGE})
+        if (e.is(c)) return true;
+    return false;
+}
+
 // The source part file the job carries (DESIGN.md §9): present, its header matching the
 // torrent, every boundary piece in a slot. Read only (the job stops the torrent to copy it).
 Status check_source_partfile(node::Ops& ops, const plan::PlacementView& view, const SourceNeeds& needs, bool present) {
@@ -77,6 +87,7 @@ Status check_source_partfile(node::Ops& ops, const plan::PlacementView& view, co
                                             pieces, torrent::Selection::of(others).to_string(), view.node, path),
                                 others);
     auto header = ops.partfile_read({path, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
+    if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
     if (!header.ok()) return partfile_refused(fmt::format("the part file '{}' on '{}': {}", path, view.node, header.error().message), others);
     std::set<std::int64_t> have;
     for (const auto& s : header->slots) have.insert(s.piece);
@@ -165,6 +176,7 @@ Status check_target_partfile(NodeHandle& target, const std::string& save_path, c
     std::set<std::int64_t> have;
     if (!tree.entries.empty() && tree.entries[0].type == "file") {
         auto header = ops.partfile_read({partfile, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
+        if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
         if (!header.ok())
             return partfile_refused(fmt::format("the part file '{}' on '{}': {}", partfile, target.name(), header.error().message), others);
         for (const auto& s : header->slots) have.insert(s.piece);
