@@ -42,6 +42,9 @@ Outcome evict_outcome(Context& ctx, const jobs::RunResult& r, nlohmann::json res
             return Outcome::partial(r.stop_text, "rerun the same command, or 'archctl resume', to continue", result);
         case jobs::RunOutcome::failed: break;
     }
+    // Another archctl holds the job's lock (an overlapping run): the job goes on there, it has
+    // not failed.
+    if (r.error.is(ErrorCode::LOCKED)) return Outcome::partial(r.error.message, r.error.hint.empty() ? "wait for the other archctl to finish" : r.error.hint, result);
     Error e = r.error;
     if (e.message.find(r.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.job_id, e.message);
     return Outcome::failed(e, result);

@@ -85,10 +85,14 @@ std::string render_plan(const jobs::Prepared& p) {
                        format_size(static_cast<std::uint64_t>(pl.delta_bytes)),
                        format_size(p.target_free > p.min_free ? p.target_free - p.min_free : 0), format_size(p.min_free),
                        pl.disk_ok ? "ok" : "INSUFFICIENT");
-    const char* part = pl.partfile == plan::PartfileNeed::none
+    // carry_source is printed only after the engine read the source's part file and found every
+    // boundary piece in it (jobs::check_source_ready); otherwise plan refused.
+    std::string pieces = fmt::format("{}", fmt::join(pl.boundary_pieces, ", "));
+    std::string part = pl.partfile == plan::PartfileNeed::none
                            ? (p.resource.identity.has_v2() ? "not needed (files are piece-aligned)" : "not needed")
-                       : pl.partfile == plan::PartfileNeed::carry_source ? "needed: the source partfile is carried"
-                                                                         : "needed: the target's own partfile must hold the boundary pieces";
+                       : pl.partfile == plan::PartfileNeed::carry_source
+                           ? fmt::format("needed: the source partfile is carried (it holds boundary pieces {})", pieces)
+                           : fmt::format("needed: the target's own partfile must hold the boundary pieces {}", pieces);
     out += fmt::format("  part   {}", part);
     return out;
 }
@@ -105,6 +109,9 @@ Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& r
         case jobs::RunOutcome::failed:
             break;
     }
+    // Another archctl holds the job's lock (an overlapping run): the job goes on there, it has
+    // not failed.
+    if (r.error.is(ErrorCode::LOCKED)) return Outcome::partial(r.error.message, r.error.hint.empty() ? "wait for the other archctl to finish" : r.error.hint, result);
     Error e = r.error;
     if (e.message.find(r.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.job_id, e.message);
     return Outcome::failed(e, result);
@@ -119,6 +126,7 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o,
     auto budgets = to_budgets(b, *s.config);
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
     if (budgets->max_duration) request.value().stop_at = real_clock().steady() + *budgets->max_duration;
+    request.value().no_wait = budgets->no_wait;
     auto prepared = s.engine->prepare(request.value());
     std::string hint = "rerun the same command, or 'archctl resume', to continue";
     if (!prepared.ok()) {

@@ -89,6 +89,7 @@ namespace archctl {
     X(ROUTE_INTERRUPTED) \
     X(ROUTE_TIMEOUT) \
     X(ROUTE_VERIFIED) \
+    X(ROUTE_WAITING) \
     X(SHARED_STORAGE) \
     X(SOURCE_CHANGED) \
     X(SOURCE_INCOMPLETE) \

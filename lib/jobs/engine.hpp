@@ -43,6 +43,7 @@ struct TransferRequest {
     // plan is read-only: it looks up the route; archive/unarchive provision one on demand.
     enum class RouteMode { look_up, ensure } route_mode = RouteMode::ensure;
     std::optional<SteadyTime> stop_at;        // --max-minutes also bounds route provisioning
+    bool no_wait = false;                     // --no-wait: a route not ready now is a clean stop, not a wait
 };
 
 struct Prepared {
@@ -63,8 +64,10 @@ struct Prepared {
     std::uint64_t min_free = 0;
 
     nlohmann::json to_json() const;
-    // Why the job would be refused before it starts (the target's free space above the floor),
-    // the same for `plan` and for the command that runs it; nullopt when it may start.
+    // Why the job would be refused before it starts because of the target's free space above
+    // the floor (plan prints the arithmetic first), the same for `plan` and for the command that
+    // runs it; nullopt when it may start. The job preflight's checks of the real source and
+    // target (preflight.hpp) are made by prepare() itself, which returns their error.
     [[nodiscard]] std::optional<Error> refusal() const;
 };
 

@@ -1,13 +1,105 @@
 // Preflight: the external state a job relies on, recomputed before every step (DESIGN.md §5).
 // A change is an explicit STALE_STATE failure (compensated by the caller), never adapted to.
 
+#include "lib/jobs/preflight.hpp"
+
+#include <map>
+#include <optional>
+#include <set>
+
 #include <fmt/format.h>
 
+#include "lib/base/fs.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/resolve.hpp"
+#include "lib/node/ops.hpp"
+#include "lib/torrent/metainfo.hpp"
+#include "lib/torrent/partfile.hpp"
 
 namespace archctl::jobs {
 namespace {
+
+// `path` is `dir` or below it, component-wise.
+bool at_or_below(const std::string& path_in, const std::string& dir_in) {
+    std::string path = strip_trailing_slashes(path_in), dir = strip_trailing_slashes(dir_in);
+    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+const char* k_symlink_fix = "archctl never follows symlinks below a node root; point qBittorrent at the real directory (Set location)";
+
+// A path the job reaches through a symlink, or cannot reach: the node's own error, with the fix.
+Error unreachable_path(Error e) {
+    if (e.is(ErrorCode::PATH_SYMLINK)) e.hint = k_symlink_fix;
+    return e;
+}
+
+// Content the job would read in the save path is elsewhere (qBittorrent's temp path, a move).
+Status check_content_location(const plan::PlacementView& view, const std::string& save_path, const std::string& name) {
+    const std::string& content = view.content_path;
+    if (content.empty() || content.front() != '/' || at_or_below(content, save_path)) return {};
+    if (!view.download_path.empty() && at_or_below(content, view.download_path))
+        return Error(ErrorCode::SOURCE_INCOMPLETE,
+                     fmt::format("the data of '{}' on '{}' is in qBittorrent's incomplete-downloads folder '{}', not in its save path '{}'",
+                                 name, view.node, content, save_path),
+                     "let the download finish (qBittorrent then moves it to the save path), or turn off 'Use another path for "
+                     "incomplete torrent' for it in qBittorrent");
+    return Error(ErrorCode::BAD_PATH,
+                 fmt::format("the data of '{}' on '{}' is at '{}', outside its save path '{}'", name, view.node, content, save_path),
+                 "let qBittorrent finish moving it, or set its location again in qBittorrent");
+}
+
+// The files outside the union that share `pieces` with it: whose bytes a part file must hold.
+std::vector<std::uint32_t> neighbours(const torrent::FileModel& model, const torrent::Selection& union_set,
+                                      const std::vector<std::int64_t>& pieces) {
+    std::set<std::uint32_t> out;
+    for (auto piece : pieces)
+        for (std::uint32_t f : model.files_in_piece(piece))
+            if (!union_set.contains(f)) out.insert(f);
+    return {out.begin(), out.end()};
+}
+
+Error partfile_refused(const std::string& why, const std::vector<std::uint32_t>& others) {
+    return Error(ErrorCode::PARTFILE_UNSUPPORTED, fmt::format("PARTFILE_UNSUPPORTED: {}", why),
+                 others.empty() ? std::string("the pieces shared by selected and skipped files cannot be verified without it")
+                                : fmt::format("add file(s) {} to the request (they share pieces with it), or move the whole torrent",
+                                              torrent::Selection::of(others).to_string()));
+}
+
+// A part file the node read and judged unusable (absent, not a regular file, a header that does
+// not match): a verdict on the part file. Anything else (the node or its transport failing) is
+// passed on as it is, so an outage stays an outage.
+bool partfile_verdict(const Error& e) {
+    for (ErrorCode c : {ErrorCode::PARTFILE_INVALID, ErrorCode::NOT_FOUND, ErrorCode::NOT_REGULAR, ErrorCode::PATH_SYMLINK,
+                        ErrorCode::PATH_OUTSIDE_ROOT, ErrorCode::BAD_PATH, ErrorCode::NOT_A_DIRECTORY, ErrorCode::TOO_LARGE})
+        if (e.is(c)) return true;
+    return false;
+}
+
+// The source part file the job carries (DESIGN.md §9): present, its header matching the
+// torrent, every boundary piece in a slot. Read only (the job stops the torrent to copy it).
+Status check_source_partfile(node::Ops& ops, const plan::PlacementView& view, const SourceNeeds& needs, bool present) {
+    std::string path = strip_trailing_slashes(needs.save_path) + "/" + torrent::partfile_name(view.qb_id);
+    auto others = needs.model ? neighbours(*needs.model, needs.union_set, needs.boundary_pieces) : std::vector<std::uint32_t>{};
+    std::string pieces = fmt::format("{}", fmt::join(needs.boundary_pieces, ", "));
+    if (!present)
+        return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that are not moved, and '{}' has no part file "
+                                            "'{}' that holds them",
+                                            pieces, torrent::Selection::of(others).to_string(), view.node, path),
+                                others);
+    auto header = ops.partfile_read({path, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
+    if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
+    if (!header.ok()) return partfile_refused(fmt::format("the part file '{}' on '{}': {}", path, view.node, header.error().message), others);
+    std::set<std::int64_t> have;
+    for (const auto& s : header->slots) have.insert(s.piece);
+    std::vector<std::int64_t> missing;
+    for (auto piece : needs.boundary_pieces)
+        if (!have.count(piece)) missing.push_back(piece);
+    if (!missing.empty())
+        return partfile_refused(fmt::format("the source part file '{}' on '{}' does not hold boundary piece(s) {}", path, view.node,
+                                            fmt::join(missing, ", ")),
+                                others);
+    return {};
+}
 
 Resource resource_of(const JobDefinition& def) {
     Resource res;
@@ -17,6 +109,118 @@ Resource resource_of(const JobDefinition& def) {
 }
 
 }  // namespace
+
+Status check_names(const plan::PlacementView& view, const std::vector<JobFile>& files, const std::string& name) {
+    for (const auto& f : files)
+        if (f.index < view.names.size() && view.names[f.index] != f.path) return plan::renamed_in_qb(view, f.index, f.path, name);
+    return {};
+}
+
+Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, const SourceNeeds& needs,
+                          const std::vector<JobFile>& named, const std::string& name) {
+    ARCHCTL_TRY_STATUS(check_names(view, named, name));
+    ARCHCTL_TRY_STATUS(check_content_location(view, needs.save_path, name));
+    const bool carry = needs.partfile == plan::PartfileNeed::carry_source;
+    node::TreeRequest request{.base = needs.save_path, .paths = {}};
+    for (const auto& f : needs.files) request.paths.push_back(f.path);
+    if (carry) request.paths.push_back(torrent::partfile_name(view.qb_id));
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, source.ops());
+    node::Ops ops(*transport);
+    auto tree = ops.tree(request);
+    if (!tree.ok()) return unreachable_path(tree.take_error());
+    if (!tree->base_exists && !needs.files.empty())
+        return Error(ErrorCode::NOT_FOUND,
+                     fmt::format("the save path '{}' of '{}' on '{}' does not exist", needs.save_path, name, view.node),
+                     "qBittorrent says its files are complete there: recheck the torrent, or set its location to where the files are");
+    for (std::size_t i = 0; i < needs.files.size() && i < tree->entries.size(); ++i) {
+        const JobFile& f = needs.files[i];
+        const node::TreeEntry& e = tree->entries[i];
+        std::string shown = fmt::format("{}/{}", strip_trailing_slashes(needs.save_path), f.path);
+        if (e.type == "refused" && e.error) return unreachable_path(*e.error);
+        if (e.type == "absent")
+            return Error(ErrorCode::NOT_FOUND, fmt::format("source file '{}' on '{}' does not exist", shown, view.node),
+                         "qBittorrent says it is complete: recheck the torrent in qBittorrent");
+        if (e.type == "symlink")
+            return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}': it is a symlink", shown), k_symlink_fix);
+        if (e.type != "file")
+            return Error(ErrorCode::NOT_REGULAR, fmt::format("refusing path '{}': it is a {}, not a regular file", shown, e.type));
+        if (e.stat && e.stat->size != f.size)
+            return Error(ErrorCode::SOURCE_CHANGED,
+                         fmt::format("source file '{}' on '{}' is {} bytes, the metainfo says {}", shown, view.node, e.stat->size, f.size),
+                         "recheck the torrent in qBittorrent");
+    }
+    if (carry) {
+        const bool present = tree->entries.size() > needs.files.size() && tree->entries.back().type == "file";
+        ARCHCTL_TRY_STATUS(check_source_partfile(ops, view, needs, present));
+    }
+    return {};
+}
+
+Status check_target_partfile(NodeHandle& target, const std::string& save_path, const std::string& qb_id, const SourceNeeds& needs) {
+    if (needs.partfile != plan::PartfileNeed::target_own || !needs.model || needs.boundary_pieces.empty()) return {};
+    const torrent::FileModel& model = *needs.model;
+    std::map<std::uint32_t, const torrent::ModelFile*> by_index;
+    for (const auto& f : model.files()) by_index[f.index] = &f;
+    const std::string partfile = strip_trailing_slashes(save_path) + "/" + torrent::partfile_name(qb_id);
+    auto others = neighbours(model, needs.union_set, needs.boundary_pieces);
+    node::TreeRequest request{.base = save_path, .paths = {torrent::partfile_name(qb_id)}};
+    for (auto f : others) request.paths.push_back(by_index.at(f)->path);
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
+    node::Ops ops(*transport);
+    ARCHCTL_TRY_ASSIGN(auto tree, ops.tree(request));
+    std::set<std::uint32_t> on_disk;
+    for (std::size_t i = 0; i < others.size() && i + 1 < tree.entries.size(); ++i) {
+        const auto& e = tree.entries[i + 1];
+        if (e.type == "file" && e.stat && e.stat->size == static_cast<std::uint64_t>(by_index.at(others[i])->size)) on_disk.insert(others[i]);
+    }
+    std::set<std::int64_t> have;
+    if (!tree.entries.empty() && tree.entries[0].type == "file") {
+        auto header = ops.partfile_read({partfile, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
+        if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
+        if (!header.ok())
+            return partfile_refused(fmt::format("the part file '{}' on '{}': {}", partfile, target.name(), header.error().message), others);
+        for (const auto& s : header->slots) have.insert(s.piece);
+    }
+    std::vector<std::int64_t> missing;
+    std::set<std::uint32_t> needed;
+    for (auto piece : needs.boundary_pieces) {
+        if (have.count(piece)) continue;
+        bool from_disk = true;
+        for (std::uint32_t f : model.files_in_piece(piece))
+            if (!needs.union_set.contains(f) && !on_disk.count(f)) {
+                from_disk = false;
+                needed.insert(f);
+            }
+        if (!from_disk) missing.push_back(piece);
+    }
+    if (missing.empty()) return {};
+    std::vector<std::uint32_t> files(needed.begin(), needed.end());
+    return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that '{}' has neither in its part file '{}' "
+                                        "nor on its disk",
+                                        fmt::join(missing, ", "), torrent::Selection::of(files).to_string(), target.name(), partfile),
+                            files);
+}
+
+Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files) {
+    node::TreeRequest request{.base = save_path, .paths = {}};
+    for (const auto& f : files) request.paths.push_back(f.path);
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
+    auto tree = node::Ops(*transport).tree(request);
+    if (!tree.ok()) return unreachable_path(tree.take_error());
+    for (std::size_t i = 0; i < files.size() && i < tree->entries.size(); ++i) {
+        const node::TreeEntry& e = tree->entries[i];
+        std::string shown = fmt::format("{}/{}", strip_trailing_slashes(save_path), files[i].path);
+        if (e.type == "refused" && e.error) return unreachable_path(*e.error);
+        if (e.type == "symlink")
+            return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}' on '{}': it is a symlink", shown, target.name()),
+                         "archctl never follows symlinks below a node root; remove the symlink");
+        if (e.type != "absent" && e.type != "file")
+            return Error(ErrorCode::MERGE_CONFLICT,
+                         fmt::format("the target path '{}' on '{}' is a {}, where the torrent has a file", shown, target.name(), e.type),
+                         "move it out of the way");
+    }
+    return {};
+}
 
 Status check_source(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
@@ -57,6 +261,33 @@ Status check_target(JobRun& run) {
     return {};
 }
 
+namespace {
+
+// The source as the stage step will read it (check_source_ready), from the job's definition.
+Status check_source_files(JobRun& run) {
+    ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
+    ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));
+    if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
+    SourceNeeds needs{.save_path = run.def.source_save_path,
+                      .files = run.def.files,
+                      .partfile = run.def.partfile,
+                      .boundary_pieces = run.def.boundary_pieces,
+                      .union_set = run.def.union_set,
+                      .piece_count = run.def.piece_count,
+                      .piece_length = run.def.piece_length};
+    std::optional<torrent::FileModel> model;
+    if (needs.partfile == plan::PartfileNeed::carry_source) {
+        ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name));
+        model.emplace(meta);
+        needs.model = &*model;
+    }
+    // The files the job moves or keeps must be where the metainfo says; another file renamed
+    // since the plan does not change what this job reads or writes.
+    return check_source_ready(*src, *view, needs, run.def.union_files, run.def.name);
+}
+
+}  // namespace
+
 StepResult step_preflight(JobRun& run) {
     if (run.ledger.committed) return StepResult::ok();  // a changed source no longer matters
     Status source = check_source(run);
@@ -69,6 +300,27 @@ StepResult step_preflight(JobRun& run) {
         run.metainfo = exported.value();
     }
     ARCHCTL_TRY_STATUS(check_target(run));
+    // What plan checked before the job was created, checked again by the same functions before
+    // the source is read and before the target is written.
+    if (!run.ledger.staged) ARCHCTL_TRY_STATUS(check_source_files(run));
+    if (!run.ledger.merged) {
+        auto dst = run.target();
+        if (!dst.ok()) return StepResult::failed(dst.take_error());
+        ARCHCTL_TRY_STATUS(check_target_paths(*dst.value(), run.def.target_save_path, run.def.files));
+        if (run.def.partfile == plan::PartfileNeed::target_own && !run.ledger.target_touched) {
+            ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name));
+            torrent::FileModel model(meta);
+            SourceNeeds needs{.save_path = run.def.target_save_path,
+                              .files = run.def.files,
+                              .partfile = run.def.partfile,
+                              .boundary_pieces = run.def.boundary_pieces,
+                              .union_set = run.def.union_set,
+                              .piece_count = run.def.piece_count,
+                              .piece_length = run.def.piece_length,
+                              .model = &model};
+            ARCHCTL_TRY_STATUS(check_target_partfile(*dst.value(), run.def.target_save_path, run.def.qb_id, needs));
+        }
+    }
     return StepResult::ok();
 }
 

@@ -11,6 +11,7 @@
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/engine.hpp"
+#include "lib/jobs/preflight.hpp"
 #include "lib/node/ops.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
@@ -94,9 +95,10 @@ Status Engine::route_for(Prepared& p, const TransferRequest& request) {
     if (request.route_mode == TransferRequest::RouteMode::ensure) {
         routes::EnsureOptions options;
         options.stop_at = request.stop_at;
+        options.no_wait = request.no_wait;
         // Another archctl ensuring the same route holds its lock for a moment: wait for it
         // (bounded) rather than fail; the route is then ready and the check is quick.
-        auto give_up = m_io.clock->steady() + std::chrono::minutes(2);
+        auto give_up = m_io.clock->steady() + (request.no_wait ? std::chrono::minutes(0) : std::chrono::minutes(2));
         if (request.stop_at && *request.stop_at < give_up) give_up = *request.stop_at;
         auto ensured = routes::ensure_route(env, cache, arch, options);
         for (bool told = false; !ensured.ok() && ensured.error().is(ErrorCode::LOCKED) && m_io.clock->steady() < give_up; told = true) {
@@ -104,6 +106,9 @@ Status Engine::route_for(Prepared& p, const TransferRequest& request) {
             m_io.clock->sleep_for(std::chrono::milliseconds(200));
             ensured = routes::ensure_route(env, cache, arch, options);
         }
+        if (!ensured.ok() && ensured.error().is(ErrorCode::LOCKED) && request.no_wait)
+            return Error(ErrorCode::ROUTE_WAITING, fmt::format("not waiting (--no-wait): {}", ensured.error().message),
+                         "rerun without --no-wait to wait for the other archctl");
         ARCHCTL_TRY_ASSIGN(routes::Route r, std::move(ensured));
         use(r.id, r.cache_path, r.archive_path, r.action == routes::EnsureAction::provisioned ? "ready (provisioned now)" : "ready");
         return {};
@@ -153,8 +158,6 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
         return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(p.resource.identity, p.resource.identity.join(meta.identity()));
 
-    ARCHCTL_TRY_STATUS(route_for(p, request));
-
     plan::PlanInput in;
     in.meta = &meta;
     in.source = *source_view;
@@ -165,17 +168,32 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     ARCHCTL_TRY_ASSIGN(p.target_free, free_space_at(*dst, dst->config().qb_root));
     in.caps.target_free = p.target_free;
     in.caps.min_free = p.min_free = m_config.min_free;
-    in.route_id = p.route.id;
-    in.route_state = p.route_state;
     ARCHCTL_TRY_ASSIGN(p.plan, plan::compute(in));
+    torrent::FileModel model(meta);
+    if (!p.plan.empty_delta()) {
+        // Plan is a promise: what the job's preflight would refuse is refused here, by the same checks.
+        SourceNeeds needs{.save_path = source_view->save_path,
+                          .files = files_of(model, p.plan.delta),
+                          .partfile = p.plan.partfile,
+                          .boundary_pieces = p.plan.boundary_pieces,
+                          .union_set = p.plan.union_set,
+                          .piece_count = meta.piece_count(),
+                          .piece_length = meta.piece_length(),
+                          .model = &model};
+        ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, model.all()), p.resource.name));
+        ARCHCTL_TRY_STATUS(check_target_paths(*dst, p.plan.target_save_path, needs.files));
+        ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), needs));
+    }
     p.source_fingerprint = fingerprint(*source_view);
     p.target_fingerprint = target_view ? fingerprint(*target_view) : "";
-    torrent::FileModel model(meta);
     p.delta_files = files_of(model, p.plan.delta);
     p.union_files = files_of(model, p.plan.union_set);
     p.file_count = model.file_count();
     p.piece_count = meta.piece_count();
     p.piece_length = meta.piece_length();
+    // The route last: a job that would be refused, or that has nothing to do, provisions none.
+    if (request.route_mode == TransferRequest::RouteMode::look_up || (!p.plan.empty_delta() && !p.refusal()))
+        ARCHCTL_TRY_STATUS(route_for(p, request));
     return p;
 }
 

@@ -91,6 +91,8 @@ Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, cons
     v.node = node.name();
     v.qb_id = infos[0].id;
     v.save_path = infos[0].save_path;
+    v.content_path = infos[0].content_path;
+    v.download_path = infos[0].download_path;
     v.run_state = qb::to_string(infos[0].run_state);
     v.selected = torrent::Selection::of(qb::selected_files(files));
     v.complete = torrent::Selection::of(qb::complete_files(files));

@@ -55,19 +55,6 @@ Result<torrent::Selection> expand_request(const PlanInput& in, const torrent::Fi
     return result;
 }
 
-Status check_names(const PlacementView& view, const torrent::FileModel& model, const std::string& name) {
-    if (view.names.empty()) return {};
-    for (const auto& f : model.files()) {
-        if (f.index >= view.names.size()) break;
-        if (view.names[f.index] != f.path)
-            return Error(ErrorCode::RENAMED_IN_QB,
-                         fmt::format("file {} of '{}' on {} is '{}' in qBittorrent but '{}' in the metainfo", f.index, name,
-                                     view.node, view.names[f.index], f.path),
-                         "archctl moves only files at their metainfo paths; undo the rename in qBittorrent");
-    }
-    return {};
-}
-
 PartfileNeed partfile_need(const PlanInput& in, const torrent::FileModel& model, const torrent::Selection& union_set,
                            std::vector<std::int64_t>& pieces) {
     if (in.meta->has_v2()) return PartfileNeed::none;  // v2 and hybrid are piece-aligned
@@ -96,6 +83,22 @@ const char* partfile_name(PartfileNeed n) {
 }
 
 }  // namespace
+
+Status check_names(const PlacementView& view, const torrent::FileModel& model, const std::string& name) {
+    if (view.names.empty()) return {};
+    for (const auto& f : model.files()) {
+        if (f.index >= view.names.size()) break;
+        if (view.names[f.index] != f.path) return renamed_in_qb(view, f.index, f.path, name);
+    }
+    return {};
+}
+
+Error renamed_in_qb(const PlacementView& view, std::uint32_t index, const std::string& path, const std::string& name) {
+    return Error(ErrorCode::RENAMED_IN_QB,
+                 fmt::format("file {} of '{}' on {} is '{}' in qBittorrent but '{}' in the metainfo", index, name, view.node,
+                             index < view.names.size() ? view.names[index] : std::string(), path),
+                 "archctl moves only files at their metainfo paths; undo the rename in qBittorrent");
+}
 
 std::string to_string(Operation op) { return op == Operation::archive ? "archive" : "unarchive"; }
 

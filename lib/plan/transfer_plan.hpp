@@ -38,6 +38,8 @@ struct PlacementView {
     torrent::Selection selected;    // priority > 0
     torrent::Selection complete;    // selected and progress == 1.0
     std::vector<std::string> names; // qB's `name` by index (for the rename check)
+    std::string content_path;       // where qB has the content now ("" when unknown)
+    std::string download_path;      // qB's incomplete-downloads path of the torrent ("" if none)
 };
 
 struct Request {
@@ -88,6 +90,13 @@ struct Plan {
     bool empty_delta() const { return delta.empty(); }
     nlohmann::json to_json() const;
 };
+
+// RENAMED_IN_QB when a file of `view` has a name in qBittorrent (its name on disk) other than its
+// metainfo path: archctl moves files only at their metainfo paths. `name` is the torrent's name.
+[[nodiscard]] Status check_names(const PlacementView& view, const torrent::FileModel& model, const std::string& name);
+// The RENAMED_IN_QB error of file `index` of `view` (metainfo path `path`): one wording for plan
+// and the job's preflight.
+[[nodiscard]] Error renamed_in_qb(const PlacementView& view, std::uint32_t index, const std::string& path, const std::string& name);
 
 // Compute the plan, or the reason it cannot run (a clear, user-facing error).
 [[nodiscard]] Result<Plan> compute(const PlanInput& input);

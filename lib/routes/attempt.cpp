@@ -75,6 +75,8 @@ Status Attempt::set_seen(const std::string& seen) {
 }
 
 Error Attempt::give_up(WaitEnd end, const std::string& what) {
+    if (end == WaitEnd::not_waiting)
+        return clean_stop_error(end, fmt::format("route '{}' is not ready at step '{}': {}", m_r.id, m_r.step, m_r.seen.empty() ? what : m_r.seen));
     if (end != WaitEnd::timed_out) return clean_stop_error(end, what);
     const std::string message = fmt::format("route '{}' not ready after {} s at step '{}': {}", m_r.id, m_d.timeout_s,
                                             m_r.step, m_r.seen.empty() ? what : m_r.seen);
@@ -256,6 +258,7 @@ Status Attempt::wait_healthy() {
         Health h = judge_health(c, a);
         if (h.healthy) return ok_status();
         ARCHCTL_TRY_STATUS(set_seen(h.summary()));
+        if (h.blocker) return fail(*h.blocker);  // no wait fixes it
         if (auto end = wait_end(m_d); end != WaitEnd::keep_waiting) return give_up(end, "waiting for route health");
         nap(m_d, k_poll);
     }
@@ -282,6 +285,8 @@ Status Attempt::exchange(config::Role from) {
     const NonceFile nonce = make_nonce(m_r.id, w.node, *w.path);
     const std::string reader_path = from == config::Role::cache ? m_r.archive_path : m_r.cache_path;
     ARCHCTL_TRY_STATUS(write_nonce(*writer, nonce));
+    // --no-wait: a healthy route gets the moment a nonce needs to travel, no more.
+    if (m_d.no_wait_after) m_d.no_wait_after = std::max(*m_d.no_wait_after, std::chrono::steady_clock::now() + k_no_wait_nonce_grace);
     crash_point("route.nonce.written");
     (void)writer->st().scan(m_r.id, {nonce.name});  // no waiting for the watcher
     NonceFile expected = nonce;

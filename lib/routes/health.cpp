@@ -26,7 +26,8 @@ void side_problems(const SideFacts& s, const std::string& peer, std::vector<std:
         add("folder error: " + (s.folder_error.empty() ? std::string("state error") : s.folder_error));
     if (s.file_errors > 0) add(fmt::format("{} file error{}", s.file_errors, s.file_errors == 1 ? "" : "s"));
     if (!s.peer_connected) add(fmt::format("peer {} not connected", peer));
-    if (!s.marker_present.has_value()) add("folder marker unknown: " + s.marker_error);
+    if (s.folder_refused) add("folder path refused: " + s.folder_refused->message);
+    else if (!s.marker_present.has_value()) add("folder marker unknown: " + s.marker_error);
     else if (!*s.marker_present) add("folder marker .stfolder missing");
 }
 
@@ -39,8 +40,22 @@ std::string Health::summary() const {
     return out;
 }
 
+// The node refused the folder's path: waiting cannot change that, the person must.
+Error blocker_of(const SideFacts& s) {
+    const Error& e = *s.folder_refused;
+    if (e.is(ErrorCode::PATH_SYMLINK))
+        return Error(ErrorCode::PATH_SYMLINK,
+                     fmt::format("route folder '{}' on '{}' is reached through a symlink; archctl never follows symlinks below a node root",
+                                 s.folder_path, s.node),
+                     fmt::format("make '{}' a real directory below sync_root (or point the Syncthing folder at one), then rerun", s.folder_path));
+    return Error(e.code, fmt::format("route folder '{}' on '{}' cannot be used: {}", s.folder_path, s.node, e.message),
+                 e.hint.empty() ? "point the Syncthing folder at a directory below the node's sync_root, then rerun" : e.hint);
+}
+
 Health judge_health(const SideFacts& cache, const SideFacts& archive) {
     Health h;
+    for (const SideFacts* s : {&cache, &archive})
+        if (s->reachable && s->folder_present && s->folder_refused && !h.blocker) h.blocker = blocker_of(*s);
     side_problems(cache, archive.node, h.problems);
     side_problems(archive, cache.node, h.problems);
     h.healthy = h.problems.empty();
@@ -51,6 +66,7 @@ SideFacts probe_side(clients::syncthing::Api& client, node::Transport* transport
                      const std::string& folder_id, const std::string& folder_path, const std::string& peer_device) {
     SideFacts s;
     s.node = node_name;
+    s.folder_path = folder_path;
     auto folder = client.folder(folder_id);
     if (!folder.ok()) {
         s.error = folder.error().message;
@@ -80,6 +96,10 @@ SideFacts probe_side(clients::syncthing::Api& client, node::Transport* transport
     auto tree = node::Ops(*transport).tree({.base = folder_path, .paths = {".stfolder"}});
     if (!tree.ok()) {
         s.marker_error = tree.error().message;
+        const Error& e = tree.error();
+        if (e.is(ErrorCode::PATH_SYMLINK) || e.is(ErrorCode::PATH_OUTSIDE_ROOT) || e.is(ErrorCode::NOT_A_DIRECTORY) ||
+            e.is(ErrorCode::BAD_PATH))
+            s.folder_refused = e;
         return s;
     }
     const std::string type = tree->entries.empty() ? "absent" : tree->entries[0].type;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/result.hpp"
 #include "lib/clients/syncthing/api.hpp"
 #include "lib/node/transport.hpp"
 
@@ -28,11 +29,16 @@ struct SideFacts {
     bool peer_connected = false;
     std::optional<bool> marker_present;  // nullopt: the node could not be asked
     std::string marker_error;
+    std::string folder_path;
+    std::optional<Error> folder_refused;  // the node refuses the folder's path (a symlink, outside its roots)
 };
 
 struct Health {
     bool healthy = false;
     std::vector<std::string> problems;  // e.g. "archive1: peer cache1 not connected"
+    // A problem no wait can fix (a route folder that is a symlink): the error that says which
+    // path and what to do; waits end at once with it.
+    std::optional<Error> blocker;
     [[nodiscard]] std::string summary() const;  // problems joined with "; ", or "healthy"
 };
 

@@ -52,7 +52,7 @@ Health live_health(Session& s, const std::string& id, const std::string& cache, 
                    const std::string& archive_device) {
     auto c = s.link(cache);
     auto a = s.link(archive);
-    if (!c.ok() || !a.ok()) return Health{false, {"node not configured"}};
+    if (!c.ok() || !a.ok()) return Health{false, {"node not configured"}, std::nullopt};
     auto ct = (*c)->ops();
     auto at = (*a)->ops();
     SideFacts cf = probe_side((*c)->st(), ct.ok() ? ct.value() : nullptr, cache, id, cache_path, archive_device);
@@ -195,7 +195,9 @@ std::string to_string(EnsureAction action) {
     return "unknown";
 }
 
-bool is_clean_stop(const Error& error) { return error.is(ErrorCode::ROUTE_INTERRUPTED) || error.is(ErrorCode::ROUTE_DEADLINE); }
+bool is_clean_stop(const Error& error) {
+    return error.is(ErrorCode::ROUTE_INTERRUPTED) || error.is(ErrorCode::ROUTE_DEADLINE) || error.is(ErrorCode::ROUTE_WAITING);
+}
 
 Result<Route> ensure_route(Env& env, const std::string& cache, const std::string& archive, const EnsureOptions& options) {
     Session s(env);
@@ -278,7 +280,7 @@ Result<CheckReport> check_route(Env& env, const std::string& id, const EnsureOpt
         return verified.take_error();
     }
     report.ok = true;
-    report.health = Health{true, {}};
+    report.health = Health{true, {}, std::nullopt};
     return report;
 }
 

@@ -58,6 +58,10 @@ struct Env {
 
 struct EnsureOptions {
     std::optional<SteadyTime> stop_at;  // --max-minutes: stop cleanly here (ROUTE_DEADLINE)
+    // --no-wait: what is not ready at the first look ends the call as a clean stop
+    // (ROUTE_WAITING, saying why) instead of waiting; a nonce on a healthy route still gets
+    // k_no_wait_nonce_grace to travel.
+    bool no_wait = false;
 };
 
 // What ensure_route did.
@@ -72,7 +76,7 @@ struct Route {
     EnsureAction action = EnsureAction::already_ready;
 };
 
-// True for the errors that are clean stops (ROUTE_INTERRUPTED, ROUTE_DEADLINE): exit 10.
+// True for the errors that are clean stops (ROUTE_INTERRUPTED, ROUTE_DEADLINE, ROUTE_WAITING): exit 10.
 [[nodiscard]] bool is_clean_stop(const Error& error);
 
 // Make sure a ready route exists between `cache` and `archive` (node names), provisioning one

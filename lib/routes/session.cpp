@@ -16,12 +16,16 @@ WaitEnd wait_end(const Deadlines& d) {
     const auto now = std::chrono::steady_clock::now();
     if (d.stop_at && now >= *d.stop_at) return WaitEnd::stop_deadline;
     if (now >= d.attempt) return WaitEnd::timed_out;
+    if (d.no_wait_after && now >= *d.no_wait_after) return WaitEnd::not_waiting;
     return WaitEnd::keep_waiting;
 }
 
 Error clean_stop_error(WaitEnd end, const std::string& what) {
     if (end == WaitEnd::interrupted)
         return Error(ErrorCode::ROUTE_INTERRUPTED, fmt::format("interrupted while {}", what), "rerun the same command to continue");
+    if (end == WaitEnd::not_waiting)
+        return Error(ErrorCode::ROUTE_WAITING, fmt::format("not waiting (--no-wait): {}", what),
+                     "rerun without --no-wait to wait for it, or fix the cause");
     return Error(ErrorCode::ROUTE_DEADLINE, fmt::format("time budget (--max-minutes) used up while {}", what),
                  "rerun the same command to continue");
 }
@@ -30,6 +34,7 @@ void nap(const Deadlines& d, std::chrono::milliseconds interval) {
     auto until = std::chrono::steady_clock::now() + interval;
     until = std::min(until, d.attempt);
     if (d.stop_at) until = std::min(until, *d.stop_at);
+    if (d.no_wait_after) until = std::min(until, *d.no_wait_after);
     // Short slices so an interrupt is noticed promptly.
     while (std::chrono::steady_clock::now() < until && !stop_requested())
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
@@ -75,6 +80,7 @@ Deadlines Session::deadlines(const EnsureOptions& options) const {
     d.timeout_s = std::max<std::int64_t>(1, m_env.config.provision_timeout_s);
     d.attempt = std::chrono::steady_clock::now() + std::chrono::seconds(d.timeout_s);
     d.stop_at = options.stop_at;
+    if (options.no_wait) d.no_wait_after = std::chrono::steady_clock::now();
     return d;
 }
 

@@ -22,12 +22,16 @@ struct Deadlines {
     SteadyTime attempt;
     std::optional<SteadyTime> stop_at;
     std::int64_t timeout_s = 0;
+    // --no-wait: a wait that is still needed at this time ends (not_waiting) instead of going on.
+    std::optional<SteadyTime> no_wait_after;
 };
 
-enum class WaitEnd { keep_waiting, interrupted, stop_deadline, timed_out };
+enum class WaitEnd { keep_waiting, interrupted, stop_deadline, timed_out, not_waiting };
 
 [[nodiscard]] WaitEnd wait_end(const Deadlines& deadlines);
 [[nodiscard]] Error clean_stop_error(WaitEnd end, const std::string& what);
+// How long --no-wait lets a nonce travel a healthy route (Syncthing carries it in about a second).
+inline constexpr auto k_no_wait_nonce_grace = std::chrono::seconds(15);
 // Sleep up to `interval`, never past the deadlines.
 void nap(const Deadlines& deadlines, std::chrono::milliseconds interval);
 

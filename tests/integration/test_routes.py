@@ -440,5 +440,37 @@ def tearDownModule():
     sys.stderr.write(f"\n  test_routes wall time {time.monotonic() - STARTED:.1f} s\n")
 
 
+class RefusedFolder(unittest.TestCase):
+    """A route folder the node refuses (its path is a symlink below the sync root): no wait can
+    fix it, so check and ensure refuse at once, naming the path and the fix."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = flows.class_lab(cls, nodes=[("cache1", "cache"), ("archive1", "archive")])
+
+    def test_1_a_symlinked_route_folder_is_refused_at_once(self):
+        lab = self.lab
+        route_id = "sym-pair"
+        root = lab.node("archive1")["sync_root"]
+        real = os.path.join(root, "real-" + route_id)
+        os.makedirs(real)
+        link = os.path.join(root, route_id)
+        os.symlink(real, link)
+        flows.pair_route(lab, "cache1", "archive1", route_id)  # Syncthing follows the link and is idle
+        for args in (("route", "check", route_id), ("route", "ensure", "cache1", "archive1")):
+            t0 = time.monotonic()
+            rc, doc, err = run_json(lab, *args, timeout=150)
+            took = time.monotonic() - t0
+            self.assertEqual(rc, 1, (args, doc, err))
+            self.assertEqual(doc["error"]["code"], "PATH_SYMLINK", doc)
+            self.assertIn(f"'{link}' on 'archive1'", doc["error"]["message"])
+            self.assertNotIn("\n", doc["error"]["message"])
+            self.assertIn("real directory", doc["error"]["hint"])
+            self.assertLess(took, 20, "a refusal no wait can fix is not waited on")
+        rc, doc, err = run_json(lab, "route", "show", route_id)
+        self.assertEqual(rc, 0, (doc, err))
+        self.assertIn("folder path refused", doc["route"]["health"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -137,6 +137,19 @@ TransferFixture::TransferFixture() {
     // The source placement: both files selected and complete, seeding.
     auto& src = seedbox.qb.put(torrent_info(identity, k_source_save, "stalledUP", 1.0), k_files);
     src.metainfo = "d4:infod4:name4:showee";
+    // The source's disk as the preflight reads it: the files of the torrent, at their sizes.
+    seedbox.ops.handlers["tree"] = [](const json& args) -> Result<json> {
+        auto request = args.get<node::TreeRequest>();
+        json out = node::TreeResult{true, {}};
+        std::uint64_t ino = 201;
+        for (const auto& p : request.paths) {
+            std::uint64_t size = 0;
+            for (const auto& f : k_files)
+                if (f.name == p) size = static_cast<std::uint64_t>(f.size);
+            out["entries"].push_back(size ? file_entry(p, {1, ino++, size, 5}) : absent_entry(p));
+        }
+        return out;
+    };
     create_job();
     answer_stage_and_sync();
     answer_merge_and_unmerge();

@@ -168,3 +168,19 @@ TEST_CASE("the digest changes with any fact the plan relies on") {
     in.source.complete = in.source.selected = Selection::of({0, 1});
     CHECK(compute(in)->digest != d1);
 }
+
+TEST_CASE("a file renamed in qBittorrent is refused with one wording for plan and the job's preflight") {
+    test::Scratch s;
+    auto meta = make(s, torrent::Kind::v1);
+    auto in = input(meta, Selection::all(3));
+    in.source.names = {"pay1/a.bin", "pay1/b-renamed.bin", "pay1/c.bin"};
+    auto p = compute(in);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().is(ErrorCode::RENAMED_IN_QB));
+    Error same = renamed_in_qb(in.source, 1, "pay1/b.bin", meta.name());
+    CHECK(p.error().message == same.message);
+    CHECK(p.error().hint == same.hint);
+    CHECK(same.message == "file 1 of 'pay1' on seedbox is 'pay1/b-renamed.bin' in qBittorrent but 'pay1/b.bin' in the metainfo");
+    in.source.names[1] = "pay1/b.bin";
+    CHECK(compute(in).ok());
+}

@@ -8,6 +8,7 @@
 #include "lib/routes/discovery.hpp"
 #include "lib/routes/health.hpp"
 #include "lib/routes/naming.hpp"
+#include "lib/routes/session.hpp"
 
 using namespace archctl;
 using namespace archctl::routes;
@@ -177,7 +178,7 @@ TEST_CASE("ownership fingerprints change with any key and ignore key order") {
 }
 
 TEST_CASE("health: every problem is named, healthy only when none") {
-    SideFacts c{"cache1", true, "", true, true, false, "idle", "", 0, true, true, ""};
+    SideFacts c{"cache1", true, "", true, true, false, "idle", "", 0, true, true, "", "/srv/sync/r", std::nullopt};
     SideFacts a = c;
     a.node = "archive1";
     CHECK(judge_health(c, a).healthy);
@@ -199,4 +200,51 @@ TEST_CASE("health: every problem is named, healthy only when none") {
     down.node = "archive1";
     down.error = "connection refused";
     CHECK(judge_health(c, down).problems.back() == "archive1: Syncthing unreachable: connection refused");
+}
+
+TEST_CASE("health: a route folder the node refuses is a blocker that names the path and the fix") {
+    SideFacts c{"cache1", true, "", true, true, false, "idle", "", 0, true, true, "", "/srv/cache/sync/r", std::nullopt};
+    SideFacts a = c;
+    a.node = "archive1";
+    a.folder_path = "/srv/archive/sync/r";
+    CHECK_FALSE(judge_health(c, a).blocker);
+    a.marker_present.reset();
+    a.folder_refused = Error(ErrorCode::PATH_SYMLINK, "refusing path '/srv/archive/sync/r': a component below the root is a symlink");
+    Health h = judge_health(c, a);
+    CHECK_FALSE(h.healthy);
+    REQUIRE(h.blocker);
+    CHECK(h.blocker->is(ErrorCode::PATH_SYMLINK));
+    CHECK(h.blocker->message.find("'/srv/archive/sync/r' on 'archive1'") != std::string::npos);
+    CHECK(h.blocker->message.find('\n') == std::string::npos);
+    CHECK(h.blocker->hint.find("real directory") != std::string::npos);
+    CHECK(h.problems.back().rfind("archive1: folder path refused: ", 0) == 0);
+    // Anything else the node refuses is a blocker too, with the node's words.
+    a.folder_refused = Error(ErrorCode::PATH_OUTSIDE_ROOT, "path outside the node's roots '/elsewhere': not below any root");
+    h = judge_health(c, a);
+    REQUIRE(h.blocker);
+    CHECK(h.blocker->is(ErrorCode::PATH_OUTSIDE_ROOT));
+    CHECK(h.blocker->message.find("not below any root") != std::string::npos);
+    // A side that cannot be read is a wait, never a blocker.
+    a.reachable = false;
+    CHECK_FALSE(judge_health(c, a).blocker);
+}
+
+TEST_CASE("--no-wait: a wait still needed ends at once as a clean stop that says why") {
+    Deadlines d;
+    d.attempt = std::chrono::steady_clock::now() + std::chrono::minutes(30);
+    CHECK(wait_end(d) == WaitEnd::keep_waiting);
+    d.no_wait_after = std::chrono::steady_clock::now();
+    CHECK(wait_end(d) == WaitEnd::not_waiting);
+    Error e = clean_stop_error(WaitEnd::not_waiting, "route 'r' is not ready at step 'wait healthy': archive1: folder paused");
+    CHECK(e.is(ErrorCode::ROUTE_WAITING));
+    CHECK(is_clean_stop(e));
+    CHECK(e.message == "not waiting (--no-wait): route 'r' is not ready at step 'wait healthy': archive1: folder paused");
+    // The attempt's own timeout still wins over --no-wait.
+    d.attempt = std::chrono::steady_clock::now();
+    CHECK(wait_end(d) == WaitEnd::timed_out);
+    // nap never sleeps past the --no-wait moment.
+    d.attempt = std::chrono::steady_clock::now() + std::chrono::minutes(30);
+    auto t0 = std::chrono::steady_clock::now();
+    nap(d, std::chrono::milliseconds(2000));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500));
 }
