@@ -91,7 +91,8 @@ StepResult step_stage(JobRun& run) {
                                .method = run.env.io.test.stage_method,
                                .verify_transit = run.def.verify_transit,
                                .budget_bytes = std::nullopt,
-                               .aux = {node::StageAux::with_bytes(node::k_torrent_aux, run.metainfo)}};
+                               .aux = {node::StageAux::with_bytes(node::k_torrent_aux, run.metainfo)},
+                               .min_free = run.env.budgets.min_free};
     if (run.def.partfile == plan::PartfileNeed::carry_source) {
         StepResult carried = carry_partfile(run, *src.value(), ops);
         if (carried.kind != StepResult::next) return carried;
@@ -110,6 +111,10 @@ StepResult step_stage(JobRun& run) {
     run.session.bytes_copied += c.bytes_copied;
     if (!r.value().complete) {
         ARCHCTL_TRY_STATUS(run.save());
+        if (r.value().stopped == "disk")
+            return StepResult::stopped("disk", fmt::format("stage stopped at the free-space floor on '{}': {} free, {} still to copy, floor {} (--min-free)",
+                                                           run.def.source, format_size(r.value().free_bytes),
+                                                           format_size(r.value().need_bytes), format_size(run.env.budgets.min_free)));
         if (auto stop = run.should_stop()) return *stop;
         std::string why = r.value().stopped;
         return StepResult::stopped(why == "budget" ? "budget" : "interrupt",

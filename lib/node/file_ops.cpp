@@ -189,6 +189,16 @@ RootInfo probe_directory(int dirfd, const std::string& display) {
     return info;
 }
 
+TempFile::~TempFile() {
+    if (m_dir >= 0) ::unlinkat(m_dir, m_name.c_str(), 0);
+}
+
+std::optional<std::uint64_t> free_bytes_of(int fd) {
+    struct statvfs sv {};
+    if (::fstatvfs(fd, &sv) != 0) return std::nullopt;
+    return static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+}
+
 IoCounters read_self_io() {
     IoCounters io;
     std::FILE* f = std::fopen("/proc/self/io", "r");

@@ -54,6 +54,26 @@ struct CopyOutcome {
 // removing) probe files in it.
 [[nodiscard]] RootInfo probe_directory(int dirfd, const std::string& display);
 
+// A temp file `name` in directory `dir` that is removed on every way out of the scope that made
+// it (error, stop, exception) unless placed() says it was renamed into place (or is not ours).
+class TempFile {
+public:
+    TempFile(int dir, std::string name) : m_dir(dir), m_name(std::move(name)) {}
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    ~TempFile();
+    void placed() { m_dir = -1; }
+    const std::string& name() const { return m_name; }
+
+private:
+    int m_dir;
+    std::string m_name;
+};
+
+// Free bytes an unprivileged writer may still use on the filesystem of `fd` (statvfs f_bavail ×
+// f_frsize, as `info` reports them); nullopt when the filesystem does not say.
+[[nodiscard]] std::optional<std::uint64_t> free_bytes_of(int fd);
+
 // This process's counters from /proc/self/io (zero when unreadable).
 [[nodiscard]] IoCounters read_self_io();
 
