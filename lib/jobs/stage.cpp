@@ -56,11 +56,14 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
                                      .to = job_dir(run.def.route.source_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux),
                                      .create_parents = true,
                                      .replace = true,
-                                     .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length)});
+                                     .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length),
+                                     .min_free = run.env.budgets.min_free});
     Status restarted = was_started ? src.qb().start({run.def.qb_id}) : Status();
     if (!copied.ok()) {
         if (!restarted.ok()) run.log(fmt::format("archctl: warning: torrent {} on '{}' was not started again: {}", run.def.qb_id.substr(0, 12),
                                                  run.def.source, restarted.error().message));
+        // The floor is a clean stop, not a verdict on the part file.
+        if (copied.error().is(ErrorCode::DISK_INSUFFICIENT)) return StepResult::stopped("disk", copied.error().message);
         return StepResult::failed(partfile_unsupported(run, copied.error().message));
     }
     ARCHCTL_TRY_STATUS(restarted);

@@ -551,6 +551,7 @@ void from_json(const json& j, PartfileReadResult& v) {
 void to_json(json& j, const PartfileCopyRequest& v) {
     j = {{"from", v.from}, {"to", v.to}, {"create_parents", v.create_parents}, {"replace", v.replace}};
     put_check(j, v.check);
+    if (v.min_free) j["min_free"] = v.min_free;
 }
 void from_json(const json& j, PartfileCopyRequest& v) {
     v.from = j.at("from").get<std::string>();
@@ -558,6 +559,7 @@ void from_json(const json& j, PartfileCopyRequest& v) {
     v.create_parents = j.value("create_parents", false);
     v.replace = j.value("replace", false);
     v.check = get_check(j);
+    v.min_free = j.value("min_free", std::uint64_t{0});
 }
 
 void to_json(json& j, const PartfileCopyResult& v) {

@@ -379,13 +379,17 @@ struct PartfileReadResult {
     std::vector<std::uint32_t> short_slots;
 };
 
-// Keys: from, to, create_parents, replace and the PartfileCheck keys.
+// Keys: from, to, create_parents, replace, the PartfileCheck keys and min_free (absent or 0: no
+// floor).
 struct PartfileCopyRequest {
     std::string from;
     std::string to;
     bool create_parents = false;
     bool replace = false;
     PartfileCheck check;
+    // The free-space floor of the destination's filesystem: a copy that would take it below the
+    // floor is refused with DISK_INSUFFICIENT before a byte is written.
+    std::uint64_t min_free = 0;
 };
 
 // Keys: the PartfileReadResult keys, to, xxh3, already, bytes (absent when already).

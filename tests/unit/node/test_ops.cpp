@@ -106,6 +106,8 @@ TEST_CASE("request structs write the keys the handlers read") {
                json{{"from", "/a"}, {"to", "/b"}, {"create_parents", true}, {"replace", false}, {"allow_short_last_slot", true}});
     round_trip(PartfileCopyRequest{"/a", "/b", false, true, PartfileCheck{}},
                json{{"from", "/a"}, {"to", "/b"}, {"create_parents", false}, {"replace", true}});
+    round_trip(PartfileCopyRequest{"/a", "/b", false, true, PartfileCheck{}, 4096},
+               json{{"from", "/a"}, {"to", "/b"}, {"create_parents", false}, {"replace", true}, {"min_free", 4096}});
     round_trip(VerifyPiecesRequest{"/qb/save", "ZDE6eGkxZWU=", std::nullopt, "0-3"},
                json{{"save_path", "/qb/save"}, {"torrent_b64", "ZDE6eGkxZWU="}, {"files", "0-3"}});
     round_trip(VerifyPiecesRequest{"/qb/save", std::nullopt, "/qb/x.torrent", std::nullopt},
