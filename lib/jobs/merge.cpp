@@ -1,6 +1,7 @@
 // Step 3, merge: move the received files into place below the target's qB root (DESIGN.md §5).
 // A copy across filesystems holds the free-space floor (--min-free): the node stops before the
-// floor and the run ends as a clean 'disk' stop (exit 10) that `resume` continues.
+// floor and the run ends as a clean 'disk' stop (exit 10) that `resume` continues. A copy that
+// finds the filesystem full (no floor, or something else filled it) stops the same way.
 
 #include <fmt/format.h>
 
@@ -13,11 +14,14 @@ namespace {
 
 // Why a merge that did not complete stopped, as the run reports it.
 StepResult merge_stopped(JobRun& run, const node::MergeResult& r) {
-    if (r.stopped == "disk")
+    std::uint64_t floor = run.env.budgets.min_free;
+    if (r.stopped == "disk" && floor)
         return StepResult::stopped(
             "disk", fmt::format("merge stopped at the free-space floor on '{}': {} free, {} still to copy for '{}', floor {} (--min-free)",
-                                run.def.target, format_size(r.free_bytes), format_size(r.need_bytes), r.stopped_at,
-                                format_size(run.env.budgets.min_free)));
+                                run.def.target, format_size(r.free_bytes), format_size(r.need_bytes), r.stopped_at, format_size(floor)));
+    if (r.stopped == "disk")
+        return StepResult::stopped("disk", fmt::format("merge stopped: the filesystem of '{}' on '{}' is full ({} free, {} still to copy)",
+                                                       r.stopped_at, run.def.target, format_size(r.free_bytes), format_size(r.need_bytes)));
     if (auto stop = run.should_stop()) return *stop;
     return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
 }

@@ -41,6 +41,9 @@ Status pwrite_full(int fd, const char* buf, std::size_t size, std::uint64_t offs
         ssize_t n = ::pwrite(fd, buf + done, size - done, static_cast<off_t>(offset + done));
         if (n < 0) {
             if (errno == EINTR) continue;
+            if (errno == ENOSPC || errno == EDQUOT)
+                return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", display,
+                                                                       errno == ENOSPC ? "no space left" : "quota exceeded"));
             return errno_error("cannot write", display, errno);
         }
         done += static_cast<std::size_t>(n);

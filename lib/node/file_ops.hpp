@@ -36,7 +36,8 @@ struct CopyOutcome {
 
 // Copies src (from `offset`) to dst (at the same offset) until EOF, feeding every byte to
 // `hasher` in the same pass (read once, hash, write). Stops at a chunk boundary when `gate`
-// refuses. Both descriptors must be positioned-independent (pread/pwrite are used).
+// refuses. Both descriptors must be positioned-independent (pread/pwrite are used). A write
+// that finds dst's filesystem full fails with DISK_INSUFFICIENT.
 [[nodiscard]] Result<CopyOutcome> copy_and_hash(int src, int dst, std::uint64_t offset, Xxh3Hasher& hasher,
                                                 const ChunkGate& gate, const std::string& display);
 

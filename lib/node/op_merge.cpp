@@ -15,9 +15,9 @@
 //
 // The free-space floor (`min_free`) holds for every copy: a copy that would take the
 // destination's filesystem below it is not started, and one that reaches it (something else
-// writes there too) stops at the next chunk boundary; either way the merge answers stopped
-// "disk" with the free space it saw, and the temp file of that copy is gone. Every failure of a
-// copy removes its temp file as well.
+// writes there too) stops at the next chunk boundary; a copy that finds the filesystem full
+// stops the same way. The merge then answers stopped "disk" with the free space it saw, and the
+// temp file of that copy is gone. Every failure of a copy removes its temp file as well.
 //
 // merge_record (read-only) says whether the job's record exists and which delta files are at
 // their destinations now (the intent's inode is there, or a pre-existing file is reused): the
@@ -266,7 +266,15 @@ Result<Placed> move_by_copy(Merger& m, const DeltaFile& f, int dest_dir, int rec
         // must still fit above the floor (a concurrent writer may have taken it).
         return above_floor(m, out.get(), f.size - std::min(f.size, written), dest);
     };
-    ARCHCTL_TRY_ASSIGN(CopyOutcome c, copy_and_hash(received_fd, out.get(), 0, hasher, gate, dest));
+    auto copied = copy_and_hash(received_fd, out.get(), 0, hasher, gate, dest);
+    if (!copied.ok()) {
+        // A full filesystem (no floor, or something else filled it) is a stop like the floor:
+        // nothing is lost, and the next run copies again once there is room.
+        if (!copied.error().is(ErrorCode::DISK_INSUFFICIENT)) return copied.take_error();
+        m.floor = FloorStop{free_bytes_of(dest_dir).value_or(0), f.size - std::min(f.size, written), dest};
+        return Placed::floor;
+    }
+    const CopyOutcome& c = copied.value();
     if (c.stopped) return m.floor ? Placed::floor : Placed::cancelled;
     m.floor.reset();  // a floor seen at the last chunk applies to the next file
     const std::string& expected = m.manifest_hashes[f.index];

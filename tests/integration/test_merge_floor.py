@@ -119,6 +119,31 @@ class MergeFloor(unittest.TestCase):
         aq.post("torrents/delete", hashes=tid, deleteFiles="false")
         flows.wait(lambda: not aq.info([tid]), what="target torrent removed")
 
+    def test_b_a_full_filesystem_without_a_floor_is_the_same_clean_stop(self):
+        lab, name = self.lab, "floor-2"
+        save_target = os.path.join(lab.node("archive1")["qb_root"], name)
+        self.mount_small_fs(save_target)
+        _, tid, _, _ = flows.seed_resource(lab, name, LAYOUT, 72)
+        release = flows.archctl_paused_at(lab, "job.step.sync", "archive", tid[:12], "--yes", "--min-free", "0")
+        filler = os.path.join(save_target, "filler.bin")
+        with open(filler, "wb") as f:  # 3 MiB left: a.bin's copy runs into a full disk
+            f.write(b"\0" * (free_bytes(save_target) - 3 * MIB))
+            f.flush()
+            os.fsync(f.fileno())
+        rc, out, err = release()
+        self.assertEqual(rc, 10, err)
+        self.assertIn("is full", err)
+        self.assertEqual(files_below(save_target), ["filler.bin"], "the partial copy must be gone")
+        os.remove(filler)
+        rc, out, err = lab.archctl("resume", "--min-free", "0", timeout=300)
+        self.assertEqual(rc, 0, err)
+        aq = lab.qb("archive1")
+        flows.wait(lambda: aq.info([tid]) and aq.info([tid])[0]["state"] in ("stalledUP", "uploading"), what="target seeding")
+        self.assertEqual(files_below(save_target), ["pay/a.bin", "pay/b.bin"])
+        flows.staging_empty(lab, self.route)
+        aq.post("torrents/delete", hashes=tid, deleteFiles="false")
+        flows.wait(lambda: not aq.info([tid]), what="target torrent removed")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
