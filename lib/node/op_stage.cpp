@@ -8,8 +8,8 @@
 // between chunks: the partial copy is fsynced and journaled with its length, and a rerun resumes
 // it after re-hashing that prefix. A copy holds the free-space floor (min_free) of the job
 // directory's filesystem: one that would cross it is not started, one that reaches it stops at
-// a chunk boundary like a budget stop ("disk"). Then the auxiliary files, manifest.json
-// (atomically) and READY, last.
+// a chunk boundary like a budget stop ("disk"), and so does one that finds the filesystem full.
+// Then the auxiliary files, manifest.json (atomically) and READY, last.
 //
 // Crash points: stage.job_dir, stage.linked, stage.reflinked, stage.copied, stage.renamed,
 // stage.partial, stage.aux, stage.manifest, stage.ready (plus lib/base's journal.synced and
@@ -425,7 +425,17 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
         return stop == Stop::none;
     };
     ARCHCTL_TRY_ASSIGN(int src_fd, source.open());
-    ARCHCTL_TRY_ASSIGN(CopyOutcome copied, copy_and_hash(src_fd, tmp.get(), offset, hasher, gate, s.source_display(f)));
+    auto outcome = copy_and_hash(src_fd, tmp.get(), offset, hasher, gate, s.source_display(f));
+    if (!outcome.ok()) {
+        if (!outcome.error().is(ErrorCode::DISK_INSUFFICIENT)) return outcome.take_error();
+        // A full filesystem is a stop like the floor: keep what the chunks the gate saw wrote
+        // (a rerun truncates the temp file to that length and goes on from there).
+        stop = Stop::disk;
+        s.floor_free = free_bytes_of(s.payload.get()).value_or(0);
+        s.floor_need = f.size - std::min(f.size, in_file);
+        outcome = CopyOutcome{in_file - offset, true};
+    }
+    const CopyOutcome& copied = outcome.value();
     if (copied.stopped) {
         if (::fsync(tmp.get()) != 0) return errno_error("cannot fsync partial copy", display, errno);
         struct stat st {};
