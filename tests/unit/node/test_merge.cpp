@@ -1,6 +1,7 @@
 // merge / unmerge on both transports: placing, provenance, conflicts, crash points.
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <set>
 
@@ -170,6 +171,34 @@ NODE_TEST(a_merge_copy_holds_the_floor_and_leaves_no_temp_file) {
     CHECK(rec["placed"] == json::array({1, 3, 5}));
     f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
     CHECK(f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}})["record"] == "absent");
+}
+
+NODE_TEST(a_merge_copy_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
+    std::filesystem::create_directories(f.qb() + "/save");
+    if (::geteuid() != 0 || archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", f.qb() + "/save"}).exit_code != 0) {
+        MESSAGE("tmpfs mount not permitted here; a full filesystem during merge not exercised");
+        return;
+    }
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { archctl::test::run({"umount", "-l", dir}); }
+    } unmount{f.qb() + "/save"};
+    f.reconnect();
+    std::string big = random_bytes(3u << 20, 5);
+    f.write("sync/route/job/p/0", big);
+    json req = {{"job_dir", f.sync() + "/route/job"}, {"save_path", f.qb() + "/save"},
+                {"files", {{{"index", 0}, {"path", "Show/big.bin"}, {"size", big.size()}}}}};
+    json r = f.ok("merge", req);  // no floor: the copy runs into the full tmpfs
+    CHECK(r["complete"] == false);
+    CHECK(r["stopped"] == "disk");
+    CHECK(r["stopped_at"] == f.qb() + "/save/Show/big.bin");
+    CHECK(list_files(f.qb() + "/save") == std::vector<std::string>{});  // the partial copy is gone
+    CHECK(list_files(f.sync() + "/route/job/p") == std::vector<std::string>{"0"});
+    REQUIRE(archctl::test::run({"mount", "-o", "remount,size=64m", f.qb() + "/save"}).exit_code == 0);
+    r = f.ok("merge", req);
+    CHECK(r["complete"] == true);
+    CHECK(file_content(f.qb() + "/save/Show/big.bin") == big);
+    f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
 }
 
 TEST_CASE("merge converges, or unmerges cleanly, after a crash at every point [exec]") {
