@@ -1,6 +1,7 @@
 // Rebuilding a lost or corrupt ledger from evidence (DESIGN.md §4): the placement records, the
-// job's append-only events, and the target node's disk. Slower than reading the ledger, never
-// lossy: every step it cannot prove done is run again, and every step is idempotent.
+// job's append-only events, the target's merge record and the target node's disk. Slower than
+// reading the ledger, never lossy: every step it cannot prove done is run again, and every step
+// is idempotent.
 
 #include <fmt/format.h>
 
@@ -9,6 +10,22 @@
 #include "lib/state/placements.hpp"
 
 namespace archctl::jobs {
+namespace {
+
+// Every delta file is a regular file of its size at its target path.
+Result<bool> all_files_at_target(node::Ops& ops, const JobDefinition& def) {
+    node::TreeRequest placed{.base = def.target_save_path, .paths = {}};
+    for (const auto& f : def.files) placed.paths.push_back(f.path);
+    ARCHCTL_TRY_ASSIGN(auto tree, ops.tree(placed));
+    if (def.files.empty() || tree.entries.size() != def.files.size()) return false;
+    for (std::size_t i = 0; i < tree.entries.size(); ++i) {
+        const auto& e = tree.entries[i];
+        if (e.type != "file" || !e.stat || e.stat->size != def.files[i].size) return false;
+    }
+    return true;
+}
+
+}  // namespace
 
 Status rebuild_ledger(JobRun& run) {
     Ledger l;
@@ -50,37 +67,44 @@ Status rebuild_ledger(JobRun& run) {
             l.target_tag = job_tag(run.def.id);
         }
     }
+    nlohmann::json evidence = {{"step", ""}, {"committed", l.committed}};
     if (l.committed) {
         l.staged = l.synced = l.merged = true;
         l.step = "verify";  // only the post-commit part (chmod, start) runs again: idempotent
     } else {
-        // Files already at their target paths mean merge ran (it is idempotent: its own record
-        // recognises the files it placed); otherwise start from stage, whose READY marker and
-        // journal skip what is done.
         auto dst = run.target();
         if (!dst.ok()) return dst.take_error();
         ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.value()->ops());
-        node::TreeRequest placed{.base = run.def.target_save_path, .paths = {}};
-        for (const auto& f : run.def.files) placed.paths.push_back(f.path);
-        ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree(placed));
-        bool all_placed = !run.def.files.empty();
-        size_t i = 0;
-        for (const auto& e : tree.entries) {
-            if (i >= run.def.files.size()) break;
-            all_placed = all_placed && e.type == "file" && e.stat && e.stat->size == run.def.files[i].size;
-            ++i;
-        }
-        if (all_placed && l.staged) {
-            l.synced = true;
+        node::Ops ops(*transport);
+        // The target's merge record: merge records its pre-state before it moves anything, and
+        // it starts only once every file has arrived. Files it placed have left the route
+        // folder (and, through Syncthing, the source's staging): they never "arrive" again, so
+        // the job goes on at merge, which recognises its own files by the inodes it recorded.
+        ARCHCTL_TRY_ASSIGN(auto record, ops.merge_record({.save_path = run.def.target_save_path,
+                                                          .job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                                          .record_path = std::nullopt}));
+        evidence["merge_record"] = record.record;
+        evidence["placed"] = record.placed.size();
+        if (record.record == "present") {
+            l.staged = l.synced = true;
             l.step = "merge";
         } else {
-            l.step = "stage";
-            l.staged = false;
+            ARCHCTL_TRY_ASSIGN(bool all_placed, all_files_at_target(ops, run.def));
+            if (all_placed && l.staged) {
+                l.synced = true;
+                l.step = "merge";
+            } else {
+                // Stage's READY marker and journal skip what is staged; sync waits only for
+                // what has not arrived.
+                l.step = "stage";
+                l.staged = false;
+            }
         }
     }
+    evidence["step"] = l.step;
     run.ledger = l;
     ARCHCTL_TRY_STATUS(run.save());
-    return run.event("ledger_rebuilt", {{"step", l.step}, {"committed", l.committed}});
+    return run.event("ledger_rebuilt", evidence);
 }
 
 }  // namespace archctl::jobs

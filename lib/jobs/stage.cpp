@@ -56,11 +56,14 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
                                      .to = job_dir(run.def.route.source_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux),
                                      .create_parents = true,
                                      .replace = true,
-                                     .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length)});
+                                     .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length),
+                                     .min_free = run.env.budgets.min_free});
     Status restarted = was_started ? src.qb().start({run.def.qb_id}) : Status();
     if (!copied.ok()) {
         if (!restarted.ok()) run.log(fmt::format("archctl: warning: torrent {} on '{}' was not started again: {}", run.def.qb_id.substr(0, 12),
                                                  run.def.source, restarted.error().message));
+        // The floor is a clean stop, not a verdict on the part file.
+        if (copied.error().is(ErrorCode::DISK_INSUFFICIENT)) return StepResult::stopped("disk", copied.error().message);
         return StepResult::failed(partfile_unsupported(run, copied.error().message));
     }
     ARCHCTL_TRY_STATUS(restarted);
@@ -91,7 +94,8 @@ StepResult step_stage(JobRun& run) {
                                .method = run.env.io.test.stage_method,
                                .verify_transit = run.def.verify_transit,
                                .budget_bytes = std::nullopt,
-                               .aux = {node::StageAux::with_bytes(node::k_torrent_aux, run.metainfo)}};
+                               .aux = {node::StageAux::with_bytes(node::k_torrent_aux, run.metainfo)},
+                               .min_free = run.env.budgets.min_free};
     if (run.def.partfile == plan::PartfileNeed::carry_source) {
         StepResult carried = carry_partfile(run, *src.value(), ops);
         if (carried.kind != StepResult::next) return carried;
@@ -110,6 +114,10 @@ StepResult step_stage(JobRun& run) {
     run.session.bytes_copied += c.bytes_copied;
     if (!r.value().complete) {
         ARCHCTL_TRY_STATUS(run.save());
+        if (r.value().stopped == "disk")
+            return StepResult::stopped("disk", fmt::format("stage stopped at the free-space floor on '{}': {} free, {} still to copy, floor {} (--min-free)",
+                                                           run.def.source, format_size(r.value().free_bytes),
+                                                           format_size(r.value().need_bytes), format_size(run.env.budgets.min_free)));
         if (auto stop = run.should_stop()) return *stop;
         std::string why = r.value().stopped;
         return StepResult::stopped(why == "budget" ? "budget" : "interrupt",

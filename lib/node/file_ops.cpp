@@ -41,6 +41,9 @@ Status pwrite_full(int fd, const char* buf, std::size_t size, std::uint64_t offs
         ssize_t n = ::pwrite(fd, buf + done, size - done, static_cast<off_t>(offset + done));
         if (n < 0) {
             if (errno == EINTR) continue;
+            if (errno == ENOSPC || errno == EDQUOT)
+                return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", display,
+                                                                       errno == ENOSPC ? "no space left" : "quota exceeded"));
             return errno_error("cannot write", display, errno);
         }
         done += static_cast<std::size_t>(n);
@@ -187,6 +190,16 @@ RootInfo probe_directory(int dirfd, const std::string& display) {
     if (::fstatvfs(dirfd, &sv) == 0) info.fs_id = fmt::format("{:016x}", static_cast<std::uint64_t>(sv.f_fsid));
     info.capabilities = probe_capabilities(dirfd, display);
     return info;
+}
+
+TempFile::~TempFile() {
+    if (m_dir >= 0) ::unlinkat(m_dir, m_name.c_str(), 0);
+}
+
+std::optional<std::uint64_t> free_bytes_of(int fd) {
+    struct statvfs sv {};
+    if (::fstatvfs(fd, &sv) != 0) return std::nullopt;
+    return static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
 }
 
 IoCounters read_self_io() {

@@ -36,7 +36,8 @@ struct CopyOutcome {
 
 // Copies src (from `offset`) to dst (at the same offset) until EOF, feeding every byte to
 // `hasher` in the same pass (read once, hash, write). Stops at a chunk boundary when `gate`
-// refuses. Both descriptors must be positioned-independent (pread/pwrite are used).
+// refuses. Both descriptors must be positioned-independent (pread/pwrite are used). A write
+// that finds dst's filesystem full fails with DISK_INSUFFICIENT.
 [[nodiscard]] Result<CopyOutcome> copy_and_hash(int src, int dst, std::uint64_t offset, Xxh3Hasher& hasher,
                                                 const ChunkGate& gate, const std::string& display);
 
@@ -53,6 +54,26 @@ struct CopyOutcome {
 // Type, id and capabilities of the filesystem of directory `dirfd`, proven by creating (and then
 // removing) probe files in it.
 [[nodiscard]] RootInfo probe_directory(int dirfd, const std::string& display);
+
+// A temp file `name` in directory `dir` that is removed on every way out of the scope that made
+// it (error, stop, exception) unless placed() says it was renamed into place (or is not ours).
+class TempFile {
+public:
+    TempFile(int dir, std::string name) : m_dir(dir), m_name(std::move(name)) {}
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    ~TempFile();
+    void placed() { m_dir = -1; }
+    const std::string& name() const { return m_name; }
+
+private:
+    int m_dir;
+    std::string m_name;
+};
+
+// Free bytes an unprivileged writer may still use on the filesystem of `fd` (statvfs f_bavail ×
+// f_frsize, as `info` reports them); nullopt when the filesystem does not say.
+[[nodiscard]] std::optional<std::uint64_t> free_bytes_of(int fd);
 
 // This process's counters from /proc/self/io (zero when unreadable).
 [[nodiscard]] IoCounters read_self_io();

@@ -1,9 +1,10 @@
 // merge / unmerge (target node): move received files into the qB save path (DESIGN.md §5 step 3)
 // and, before a commit, take back exactly what this job placed.
 //
-// merge first records, durably and before any change, the pre-merge state of every delta path
-// and the directories the job will create; a different-size or non-regular entry at a delta
-// path is a conflict that changes nothing. It then moves each received file into place with
+// merge first removes this job's temp files a stopped or failed run may have left beside the
+// destinations, then records, durably and before any change, the pre-merge state of every
+// delta path and the directories the job will create; a different-size or non-regular entry at
+// a delta path is a conflict that changes nothing. It then moves each received file into place with
 // rename(RENAME_NOREPLACE) out of the route folder (one filesystem, and the received file has no
 // other link), else copies it into a temp file beside the destination (hashing in the same pass,
 // checked against the manifest's xxh3 when it has one), renames that into place and removes the
@@ -11,6 +12,16 @@
 // folder (flow-facts §3). A same-size regular file already at a delta path is reused untouched
 // (provenance "preexisting"). Every move is preceded by an intent record with the inode that
 // will appear at the destination, so a rerun (or unmerge) recognises the job's own files.
+//
+// The free-space floor (`min_free`) holds for every copy: a copy that would take the
+// destination's filesystem below it is not started, and one that reaches it (something else
+// writes there too) stops at the next chunk boundary; a copy that finds the filesystem full
+// stops the same way. The merge then answers stopped "disk" with the free space it saw, and the
+// temp file of that copy is gone. Every failure of a copy removes its temp file as well.
+//
+// merge_record (read-only) says whether the job's record exists and which delta files are at
+// their destinations now (the intent's inode is there, or a pre-existing file is reused): the
+// evidence a lost ledger is rebuilt from.
 //
 // unmerge takes back each file whose intent it holds, unless the keep rule
 // (lib/node/keep_rule.hpp) keeps it: `referenced` (the paths other torrents reference, read by
@@ -175,6 +186,13 @@ Result<std::optional<MergeState>> load_record(const std::string& record_fd_path)
     return std::optional<MergeState>(std::move(s));
 }
 
+// Where a copy stopped at the free-space floor.
+struct FloorStop {
+    std::uint64_t free_bytes = 0;
+    std::uint64_t need_bytes = 0;  // what the copy still had to write
+    std::string path;
+};
+
 struct Merger {
     OpContext& ctx;
     std::string save_path;
@@ -184,8 +202,20 @@ struct Merger {
     std::map<std::uint32_t, std::string> manifest_hashes;
     JournalWriter* journal = nullptr;
     MergeState state;
+    std::uint64_t min_free = 0;  // 0: no floor
+    std::optional<FloorStop> floor;
     std::uint64_t bytes_copied = 0, bytes_renamed = 0;
 };
+
+// Whether writing `need` more bytes on the filesystem of `fd` keeps it at or above the floor;
+// records the stop when not. A filesystem that does not say its free space is not judged.
+bool above_floor(Merger& m, int fd, std::uint64_t need, const std::string& path) {
+    if (!m.min_free) return true;
+    auto free = free_bytes_of(fd);
+    if (!free || *free >= m.min_free + need) return true;
+    m.floor = FloorStop{*free, need, path};
+    return false;
+}
 
 std::string temp_name(const Merger& m, std::uint32_t index) { return merge_temp_name(m.job_id, index); }
 
@@ -213,29 +243,43 @@ Result<bool> move_by_rename(Merger& m, const DeltaFile& f, int dest_dir, const s
     return true;
 }
 
-enum class Placed { done, cancelled };
+enum class Placed { done, cancelled, floor };
 
 Result<Placed> move_by_copy(Merger& m, const DeltaFile& f, int dest_dir, int received_fd) {
     std::string dest = fmt::format("{}/{}", m.save_path, f.path);
-    std::string tmp = temp_name(m, f.index);
-    ::unlinkat(dest_dir, tmp.c_str(), 0);
-    UniqueFd out(::openat(dest_dir, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!out.valid()) return errno_error("cannot create temp file for", dest, errno);
+    TempFile tmp(dest_dir, temp_name(m, f.index));
+    ::unlinkat(dest_dir, tmp.name().c_str(), 0);
+    if (!above_floor(m, dest_dir, f.size, dest)) return Placed::floor;
+    UniqueFd out(::openat(dest_dir, tmp.name().c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out.valid()) {
+        int err = errno;
+        if (err == EEXIST) tmp.placed();  // not ours to remove: something else made it in between
+        return errno_error("cannot create temp file for", dest, err);
+    }
     Xxh3Hasher hasher;
+    std::uint64_t written = 0;
     ChunkGate gate = [&](std::uint64_t chunk) {
         m.bytes_copied += chunk;
-        return !m.ctx.cancelled();
+        written += chunk;
+        if (m.ctx.cancelled()) return false;
+        // The space the rest of this file needs is allocated as it is written: what is left
+        // must still fit above the floor (a concurrent writer may have taken it).
+        return above_floor(m, out.get(), f.size - std::min(f.size, written), dest);
     };
-    ARCHCTL_TRY_ASSIGN(CopyOutcome c, copy_and_hash(received_fd, out.get(), 0, hasher, gate, dest));
-    if (c.stopped) {
-        ::unlinkat(dest_dir, tmp.c_str(), 0);
-        return Placed::cancelled;
+    auto copied = copy_and_hash(received_fd, out.get(), 0, hasher, gate, dest);
+    if (!copied.ok()) {
+        // A full filesystem (no floor, or something else filled it) is a stop like the floor:
+        // nothing is lost, and the next run copies again once there is room.
+        if (!copied.error().is(ErrorCode::DISK_INSUFFICIENT)) return copied.take_error();
+        m.floor = FloorStop{free_bytes_of(dest_dir).value_or(0), f.size - std::min(f.size, written), dest};
+        return Placed::floor;
     }
+    const CopyOutcome& c = copied.value();
+    if (c.stopped) return m.floor ? Placed::floor : Placed::cancelled;
+    m.floor.reset();  // a floor seen at the last chunk applies to the next file
     const std::string& expected = m.manifest_hashes[f.index];
-    if (c.bytes != f.size || (!expected.empty() && hasher.hex_digest() != expected)) {
-        ::unlinkat(dest_dir, tmp.c_str(), 0);
+    if (c.bytes != f.size || (!expected.empty() && hasher.hex_digest() != expected))
         return Error(ErrorCode::TRANSIT_MISMATCH, fmt::format("cannot merge '{}': the received file differs from the staged one", dest));
-    }
     if (::fsync(out.get()) != 0) return errno_error("cannot fsync", dest, errno);
     struct stat st {};
     ::fstat(out.get(), &st);
@@ -243,8 +287,9 @@ Result<Placed> move_by_copy(Merger& m, const DeltaFile& f, int dest_dir, int rec
     ARCHCTL_TRY_STATUS(append(m, intent, true));
     m.state.intents[f.index] = intent;
     crash_point("merge.intent");
-    if (::renameat2(dest_dir, tmp.c_str(), dest_dir, f.components.back().c_str(), RENAME_NOREPLACE) != 0)
+    if (::renameat2(dest_dir, tmp.name().c_str(), dest_dir, f.components.back().c_str(), RENAME_NOREPLACE) != 0)
         return errno_error("cannot rename into", dest, errno);
+    tmp.placed();
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dest_dir, m.save_path));
     crash_point("merge.placed");
     return Placed::done;
@@ -288,6 +333,15 @@ Result<Placed> place_one(Merger& m, const DeltaFile& f, const json& pre, int des
     return p;
 }
 
+// Removes the temp files a stopped or failed earlier run of this job left beside the
+// destinations (one per delta file: its name holds the job id and the file index).
+void sweep_temps(const RootSet& roots, const std::string& save_path, const std::string& job_id, const std::vector<DeltaFile>& files) {
+    for (const auto& f : files) {
+        auto parent = roots.open_parent(fmt::format("{}/{}", save_path, f.path));
+        if (parent.ok()) ::unlinkat(parent.value().dir.get(), merge_temp_name(job_id, f.index).c_str(), 0);
+    }
+}
+
 MergedFile provenance(const Merger& m, const DeltaFile& f, const json& pre) {
     MergedFile entry{f.index, f.path, "", "", 0};
     if (pre.at("state") == "preexisting") {
@@ -324,7 +378,8 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
     ARCHCTL_TRY_ASSIGN(std::vector<DeltaFile> files, parse_files(request.files));
     ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), request.record_path, job_dir, save_path));
     ARCHCTL_TRY_ASSIGN(UniqueFd job, ctx.roots().open_dir(job_dir));
-    Merger m{ctx, save_path, job_dir, job_id_of(job_dir), {}, manifest_hashes(job.get(), job_dir), nullptr, {}, 0, 0};
+    Merger m{ctx, save_path, job_dir, job_id_of(job_dir), {}, manifest_hashes(job.get(), job_dir), nullptr, {}, request.min_free, {}, 0, 0};
+    sweep_temps(ctx.roots(), save_path, m.job_id, files);
     if (auto p = open_dir_below(job.get(), std::vector<std::string>{k_payload_dir}, job_dir); p.ok()) m.payload = std::move(p).value();
 
     // The record's directory may itself be new; it is archctl's own, outside the save path.
@@ -357,13 +412,23 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
     DirCache dirs(ctx.roots().root_fd(loc.root), ctx.roots().paths()[loc.root]);
     MergeResult out;
     out.record_path = record_path;
-    MergeResult cancelled;
-    cancelled.stopped = "cancel";
-    cancelled.record_path = record_path;
+    auto stopped = [&](const char* why) -> Result<json> {
+        ARCHCTL_TRY_STATUS(journal.flush());
+        MergeResult r;
+        r.stopped = why;
+        r.record_path = record_path;
+        r.bytes_copied = m.bytes_copied;
+        if (m.floor) {
+            r.free_bytes = m.floor->free_bytes;
+            r.need_bytes = m.floor->need_bytes;
+            r.stopped_at = m.floor->path;
+        }
+        return json(r);
+    };
     Progress progress;
     progress.files_total = files.size();
     for (const auto& f : files) {
-        if (ctx.cancelled()) return json(cancelled);
+        if (ctx.cancelled()) return stopped("cancel");
         auto pre = pre_by_index.find(f.index);
         if (pre == pre_by_index.end())
             return Error(ErrorCode::BAD_REQUEST, fmt::format("cannot merge file {}: it is not in this job's merge record '{}'", f.index, record_path));
@@ -371,7 +436,8 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
         dir_comps.insert(dir_comps.end(), f.components.begin(), f.components.end() - 1);
         ARCHCTL_TRY_ASSIGN(int dest_dir, dirs.dir(dir_comps, CreateDirs::yes, &ignored));
         ARCHCTL_TRY_ASSIGN(Placed placed, place_one(m, f, pre->second, dest_dir));
-        if (placed == Placed::cancelled) return json(cancelled);
+        if (placed == Placed::cancelled) return stopped("cancel");
+        if (placed == Placed::floor) return stopped("disk");
         if (!m.state.placed.count(f.index)) {
             ARCHCTL_TRY_STATUS(append(m, {{"placed", f.index}}, false));
             m.state.placed.insert(f.index);
@@ -387,6 +453,38 @@ Result<json> op_merge(OpContext& ctx, const json& args) {
     out.dirs_created = m.state.pre.at("dirs").get<std::vector<std::string>>();
     out.bytes_copied = m.bytes_copied;
     out.bytes_renamed = m.bytes_renamed;
+    return json(out);
+}
+
+Result<json> op_merge_record(OpContext& ctx, const json& args) {
+    auto request = args.get<MergeRecordRequest>();
+    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), request.record_path, request.job_dir, request.save_path));
+    MergeRecordResult out{"absent", record_path, {}, {}};
+    auto parent = ctx.roots().open_parent(record_path);
+    if (!parent.ok()) {
+        if (parent.error().is(ErrorCode::NOT_FOUND)) return json(out);
+        return parent.take_error();
+    }
+    ARCHCTL_TRY_ASSIGN(std::optional<MergeState> state, load_record(fd_path(parent.value().dir.get(), parent.value().name)));
+    if (!state) return json(out);
+    out.record = "present";
+    for (const auto& pre : state->pre.at("pre")) {
+        auto index = pre.at("i").get<std::uint32_t>();
+        out.files.push_back(index);
+        std::string dest = fmt::format("{}/{}", request.save_path, pre.at("path").get<std::string>());
+        auto dir = ctx.roots().open_parent(dest);
+        if (!dir.ok()) {
+            if (dir.error().is(ErrorCode::NOT_FOUND)) continue;
+            return dir.take_error();
+        }
+        ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir.value().dir.get(), dir.value().name, dest));
+        if (!st || !S_ISREG(st->st_mode)) continue;
+        auto intent = state->intents.find(index);
+        bool placed = pre.at("state") == "preexisting"
+                          ? pre.value("ino", std::uint64_t{0}) == st->st_ino
+                          : intent != state->intents.end() && intent->second.at("ino").get<std::uint64_t>() == st->st_ino;
+        if (placed) out.placed.push_back(index);
+    }
     return json(out);
 }
 

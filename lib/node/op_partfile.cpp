@@ -8,10 +8,13 @@
 // "allow_short_last_slot": true; every other rule stays strict. Reading must only happen while
 // the torrent is stopped (the caller's duty). partfile_copy writes a temp file beside the
 // destination, fsyncs it and renames it into place (on the source: into the job under a
-// job-local name; on the target: to <save path>/.<qB id>.parts before torrents/add).
+// job-local name; on the target: to <save path>/.<qB id>.parts before torrents/add). With
+// min_free it first checks that the copy keeps the destination's filesystem at or above that
+// floor (DISK_INSUFFICIENT otherwise, nothing written); every failure removes its temp file.
 //
 // Crash points: partfile.copied.
 
+#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 
 #include "lib/base/crash_point.hpp"
 #include "lib/base/hash.hpp"
+#include "lib/base/units.hpp"
 #include "lib/node/file_ops.hpp"
 #include "lib/node/operation.hpp"
 #include "lib/node/ops.hpp"
@@ -124,19 +128,31 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
             return Error(ErrorCode::PARTFILE_EXISTS, fmt::format("cannot place part file '{}': a different file is already there", to),
                          "a part file in a save path belongs to the torrent loaded there; it is never overwritten silently");
     }
-    std::string tmp = fmt::format(".{}.archctl-tmp", dest.name);
-    ::unlinkat(dest.dir.get(), tmp.c_str(), 0);
-    UniqueFd out(::openat(dest.dir.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!out.valid()) return errno_error("cannot create", to, errno);
+    if (request.min_free) {
+        auto free = free_bytes_of(dest.dir.get());
+        if (free && *free < request.min_free + p.size)
+            return Error(ErrorCode::DISK_INSUFFICIENT,
+                         fmt::format("cannot copy part file to '{}': {} free, it needs {}, floor {} (--min-free)", to, format_size(*free),
+                                     format_size(p.size), format_size(request.min_free)),
+                         "free space on that filesystem, or lower the floor (--min-free, transfer.min_free)");
+    }
+    // Every failure below (a short write on a full disk included) removes the temp file.
+    TempFile tmp(dest.dir.get(), fmt::format(".{}.archctl-tmp", dest.name));
+    ::unlinkat(dest.dir.get(), tmp.name().c_str(), 0);
+    UniqueFd out(::openat(dest.dir.get(), tmp.name().c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out.valid()) {
+        int err = errno;
+        if (err == EEXIST) tmp.placed();  // made by someone else in between: not ours to remove
+        return errno_error("cannot create", to, err);
+    }
     Xxh3Hasher copy_hash;
     ARCHCTL_TRY_ASSIGN(CopyOutcome copied, copy_and_hash(p.fd.get(), out.get(), 0, copy_hash, {}, from));
-    if (copied.bytes != p.size || copy_hash.hex_digest() != digest) {
-        ::unlinkat(dest.dir.get(), tmp.c_str(), 0);
+    if (copied.bytes != p.size || copy_hash.hex_digest() != digest)
         return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot copy part file '{}': it changed while it was read", from),
                      "read the part file only while its torrent is stopped");
-    }
     if (::fsync(out.get()) != 0) return errno_error("cannot fsync", to, errno);
-    if (::renameat(dest.dir.get(), tmp.c_str(), dest.dir.get(), dest.name.c_str()) != 0) return errno_error("cannot rename into", to, errno);
+    if (::renameat(dest.dir.get(), tmp.name().c_str(), dest.dir.get(), dest.name.c_str()) != 0) return errno_error("cannot rename into", to, errno);
+    tmp.placed();
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dest.dir.get(), to));
     crash_point("partfile.copied");
     return json(PartfileCopyResult{header_of(p), to, digest, false, copied.bytes});

@@ -6,8 +6,10 @@
 // file and of its source. Copies go to a temp name, are fsynced and journaled, then renamed into
 // place (a rename keeps the inode, so the record stays valid). A budget or cancel stop lands
 // between chunks: the partial copy is fsynced and journaled with its length, and a rerun resumes
-// it after re-hashing that prefix. Then the auxiliary files, manifest.json (atomically) and
-// READY, last.
+// it after re-hashing that prefix. A copy holds the free-space floor (min_free) of the job
+// directory's filesystem: one that would cross it is not started, one that reaches it stops at
+// a chunk boundary like a budget stop ("disk"), and so does one that finds the filesystem full.
+// Then the auxiliary files, manifest.json (atomically) and READY, last.
 //
 // Crash points: stage.job_dir, stage.linked, stage.reflinked, stage.copied, stage.renamed,
 // stage.partial, stage.aux, stage.manifest, stage.ready (plus lib/base's journal.synced and
@@ -40,7 +42,7 @@ using nlohmann::json;
 constexpr unsigned k_link_record_batch = 16384;
 
 enum class MethodChoice { automatic, hardlink, reflink, copy };
-enum class Stop { none, cancel, budget };
+enum class Stop { none, cancel, budget, disk };
 
 struct SourceFile {
     std::uint32_t index = 0;
@@ -62,6 +64,7 @@ struct StageArgs {
     bool verify_transit = false;
     std::uint64_t budget_bytes = 0;  // copied bytes allowed in this request; 0 = no limit
     std::vector<AuxSpec> aux;
+    std::uint64_t min_free = 0;      // free-space floor of the job directory; 0 = none
 };
 
 struct Counters {
@@ -84,6 +87,7 @@ Result<StageArgs> parse_args(const json& raw) {
     else return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid stage method '{}': use auto, hardlink, reflink or copy", method));
     a.verify_transit = request.verify_transit;
     a.budget_bytes = request.budget_bytes.value_or(0);
+    a.min_free = request.min_free;
     std::map<std::uint32_t, bool> seen;
     for (auto& f : request.files) {
         SourceFile sf;
@@ -126,6 +130,7 @@ struct Stager {
     bool link_fails_across = false;  // EXDEV seen once: skip further link attempts in auto mode
     std::uint64_t bytes_total = 0;
     std::vector<struct stat> source_stats;  // by position in args.files, from the preflight
+    std::uint64_t floor_free = 0, floor_need = 0;  // what a "disk" stop saw
 
     std::string staged_display(std::uint32_t index) const { return fmt::format("{}/{}", job_display, payload_name(index)); }
     std::string source_display(const SourceFile& f) const { return fmt::format("{}/{}", args.source_base, f.path); }
@@ -379,6 +384,17 @@ std::optional<std::uint64_t> resumable_prefix(Stager& s, const SourceFile& f, co
     return have;
 }
 
+// Whether writing `need` more bytes into the job directory keeps its filesystem at or above the
+// floor; records what it saw when not. A filesystem that does not say its free space is not judged.
+bool above_floor(Stager& s, int fd, std::uint64_t need) {
+    if (!s.args.min_free) return true;
+    auto free = free_bytes_of(fd);
+    if (!free || *free >= s.args.min_free + need) return true;
+    s.floor_free = *free;
+    s.floor_need = need;
+    return false;
+}
+
 Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
     const struct stat& src = source.st;
     std::string display = s.staged_display(f.index);
@@ -393,8 +409,10 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
         s.counters.bytes_hashed += h.bytes;
         offset = h.bytes;
     } else {
+        if (!above_floor(s, s.payload.get(), f.size)) return Stop::disk;
         ARCHCTL_TRY_ASSIGN(tmp, create_temp(s, f, src));
     }
+    if (offset && !above_floor(s, s.payload.get(), f.size - std::min(f.size, offset))) return Stop::disk;
     Stop stop = Stop::none;
     std::uint64_t in_file = offset;
     ChunkGate gate = [&](std::uint64_t chunk) {
@@ -403,10 +421,21 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
         s.report(payload_name(f.index), in_file);
         if (s.ctx.cancelled()) stop = Stop::cancel;
         else if (s.args.budget_bytes && s.counters.bytes_copied >= s.args.budget_bytes) stop = Stop::budget;
+        else if (!above_floor(s, tmp.get(), f.size - std::min(f.size, in_file))) stop = Stop::disk;
         return stop == Stop::none;
     };
     ARCHCTL_TRY_ASSIGN(int src_fd, source.open());
-    ARCHCTL_TRY_ASSIGN(CopyOutcome copied, copy_and_hash(src_fd, tmp.get(), offset, hasher, gate, s.source_display(f)));
+    auto outcome = copy_and_hash(src_fd, tmp.get(), offset, hasher, gate, s.source_display(f));
+    if (!outcome.ok()) {
+        if (!outcome.error().is(ErrorCode::DISK_INSUFFICIENT)) return outcome.take_error();
+        // A full filesystem is a stop like the floor: keep what the chunks the gate saw wrote
+        // (a rerun truncates the temp file to that length and goes on from there).
+        stop = Stop::disk;
+        s.floor_free = free_bytes_of(s.payload.get()).value_or(0);
+        s.floor_need = f.size - std::min(f.size, in_file);
+        outcome = CopyOutcome{in_file - offset, true};
+    }
+    const CopyOutcome& copied = outcome.value();
     if (copied.stopped) {
         if (::fsync(tmp.get()) != 0) return errno_error("cannot fsync partial copy", display, errno);
         struct stat st {};
@@ -597,7 +626,9 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_STATUS(fsync_fd_dir(s.payload.get(), args.job_dir + "/" + k_payload_dir));
     if (stop != Stop::none) {
         StageResult result;
-        result.stopped = stop == Stop::cancel ? "cancel" : "budget";
+        result.stopped = stop == Stop::cancel ? "cancel" : stop == Stop::disk ? "disk" : "budget";
+        result.free_bytes = s.floor_free;
+        result.need_bytes = s.floor_need;
         result.counters = counters_of(s.counters);
         return json(result);
     }

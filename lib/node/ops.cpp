@@ -179,6 +179,7 @@ void to_json(json& j, const StageRequest& v) {
     j = {{"job_dir", v.job_dir}, {"source_base", v.source_base}, {"files", v.files}, {"verify_transit", v.verify_transit}, {"aux", v.aux}};
     if (!v.method.empty()) j["method"] = v.method;
     put_optional(j, "budget_bytes", v.budget_bytes);
+    if (v.min_free) j["min_free"] = v.min_free;
 }
 void from_json(const json& j, StageRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
@@ -189,6 +190,7 @@ void from_json(const json& j, StageRequest& v) {
     v.budget_bytes.reset();
     if (std::uint64_t b = j.value("budget_bytes", std::uint64_t{0}); b) v.budget_bytes = b;
     v.aux = get_list<StageAux>(j, "aux");
+    v.min_free = j.value("min_free", std::uint64_t{0});
 }
 
 void to_json(json& j, const StageCounters& c) {
@@ -215,12 +217,15 @@ void to_json(json& j, const StageResult& v) {
     j = v.counters;
     j["complete"] = v.complete;
     j["stopped"] = v.stopped;
+    if (v.stopped == "disk") j.update({{"free_bytes", v.free_bytes}, {"need_bytes", v.need_bytes}});
     put_optional(j, "already_ready", v.already_ready);
     put_optional(j, "manifest_xxh3", v.manifest_xxh3);
 }
 void from_json(const json& j, StageResult& v) {
     v.complete = j.value("complete", false);
     v.stopped = j.value("stopped", "");
+    v.free_bytes = j.value("free_bytes", std::uint64_t{0});
+    v.need_bytes = j.value("need_bytes", std::uint64_t{0});
     get_optional(j, "already_ready", v.already_ready);
     get_optional(j, "manifest_xxh3", v.manifest_xxh3);
     v.counters = j.get<StageCounters>();
@@ -285,6 +290,7 @@ void from_json(const json& j, ReceiveCheckResult& v) {
 void to_json(json& j, const MergeRequest& v) {
     j = {{"job_dir", v.job_dir}, {"save_path", v.save_path}, {"files", v.files}};
     put_optional(j, "record_path", v.record_path);
+    if (v.min_free) j["min_free"] = v.min_free;
 }
 void from_json(const json& j, MergeRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
@@ -292,6 +298,7 @@ void from_json(const json& j, MergeRequest& v) {
     v.files = j.at("files").get<std::vector<FileEntry>>();
     v.record_path.reset();
     get_optional(j, "record_path", v.record_path);
+    v.min_free = j.value("min_free", std::uint64_t{0});
 }
 
 void to_json(json& j, const MergedFile& v) {
@@ -306,14 +313,18 @@ void from_json(const json& j, MergedFile& v) {
 }
 
 void to_json(json& j, const MergeResult& v) {
-    j = {{"complete", v.complete}, {"stopped", v.stopped}, {"record_path", v.record_path}};
-    if (!v.stopped.empty()) return;  // a stopped merge reports where its record is, nothing else
-    j.update({{"provenance", v.provenance}, {"dirs_created", v.dirs_created}, {"bytes_copied", v.bytes_copied},
-              {"bytes_renamed", v.bytes_renamed}});
+    j = {{"complete", v.complete}, {"stopped", v.stopped}, {"record_path", v.record_path}, {"bytes_copied", v.bytes_copied}};
+    if (v.stopped == "disk")
+        j.update({{"free_bytes", v.free_bytes}, {"need_bytes", v.need_bytes}, {"stopped_at", v.stopped_at}});
+    if (!v.stopped.empty()) return;  // a stopped merge reports where its record is and why it stopped
+    j.update({{"provenance", v.provenance}, {"dirs_created", v.dirs_created}, {"bytes_renamed", v.bytes_renamed}});
 }
 void from_json(const json& j, MergeResult& v) {
     v.complete = j.value("complete", false);
     v.stopped = j.value("stopped", "");
+    v.free_bytes = j.value("free_bytes", std::uint64_t{0});
+    v.need_bytes = j.value("need_bytes", std::uint64_t{0});
+    v.stopped_at = j.value("stopped_at", "");
     v.provenance = get_list<MergedFile>(j, "provenance");
     v.dirs_created = get_list<std::string>(j, "dirs_created");
     v.record_path = j.value("record_path", "");
@@ -336,6 +347,29 @@ void from_json(const json& j, UnmergeRequest& v) {
     get_optional(j, "record_path", v.record_path);
     v.referenced = get_list<std::string>(j, "referenced");
     if (auto it = j.find("provenance"); it != j.end()) v.provenance = *it;
+}
+
+void to_json(json& j, const MergeRecordRequest& v) {
+    j = {{"save_path", v.save_path}};
+    put_optional(j, "job_dir", v.job_dir);
+    put_optional(j, "record_path", v.record_path);
+}
+void from_json(const json& j, MergeRecordRequest& v) {
+    v.save_path = j.at("save_path").get<std::string>();
+    v.job_dir.reset();
+    v.record_path.reset();
+    get_optional(j, "job_dir", v.job_dir);
+    get_optional(j, "record_path", v.record_path);
+}
+
+void to_json(json& j, const MergeRecordResult& v) {
+    j = {{"record", v.record}, {"record_path", v.record_path}, {"files", v.files}, {"placed", v.placed}};
+}
+void from_json(const json& j, MergeRecordResult& v) {
+    v.record = j.value("record", "");
+    v.record_path = j.value("record_path", "");
+    v.files = get_list<std::uint32_t>(j, "files");
+    v.placed = get_list<std::uint32_t>(j, "placed");
 }
 
 void to_json(json& j, const UnmergeResult& v) {
@@ -517,6 +551,7 @@ void from_json(const json& j, PartfileReadResult& v) {
 void to_json(json& j, const PartfileCopyRequest& v) {
     j = {{"from", v.from}, {"to", v.to}, {"create_parents", v.create_parents}, {"replace", v.replace}};
     put_check(j, v.check);
+    if (v.min_free) j["min_free"] = v.min_free;
 }
 void from_json(const json& j, PartfileCopyRequest& v) {
     v.from = j.at("from").get<std::string>();
@@ -524,6 +559,7 @@ void from_json(const json& j, PartfileCopyRequest& v) {
     v.create_parents = j.value("create_parents", false);
     v.replace = j.value("replace", false);
     v.check = get_check(j);
+    v.min_free = j.value("min_free", std::uint64_t{0});
 }
 
 void to_json(json& j, const PartfileCopyResult& v) {
@@ -581,6 +617,9 @@ Result<ReceiveCheckResult> Ops::receive_check(const ReceiveCheckRequest& r, Prog
 }
 Result<MergeResult> Ops::merge(const MergeRequest& r, ProgressFn progress) {
     return call_typed<MergeResult>(m_transport, "merge", r, std::move(progress));
+}
+Result<MergeRecordResult> Ops::merge_record(const MergeRecordRequest& r) {
+    return call_typed<MergeRecordResult>(m_transport, "merge_record", r, {});
 }
 Result<UnmergeResult> Ops::unmerge(const UnmergeRequest& r) { return call_typed<UnmergeResult>(m_transport, "unmerge", r, {}); }
 Result<ChmodReadableResult> Ops::chmod_readable(const ChmodReadableRequest& r) {

@@ -123,7 +123,7 @@ struct StageAux {
 };
 
 // Keys: job_dir, source_base, files, method (absent: "auto"), verify_transit, budget_bytes
-// (absent: no limit), aux.
+// (absent: no limit), aux, min_free (absent or 0: no floor).
 struct StageRequest {
     std::string job_dir;
     std::string source_base;
@@ -132,6 +132,10 @@ struct StageRequest {
     bool verify_transit = false;
     std::optional<std::uint64_t> budget_bytes;
     std::vector<StageAux> aux;
+    // The free-space floor of the job directory's filesystem: a copy that would take it below
+    // the floor is not started, one that reaches it stops at a chunk boundary (kept as a
+    // resumable partial copy); the stage then stops "disk". Links and clones cost no space.
+    std::uint64_t min_free = 0;
 };
 
 // Keys: files_linked, files_reflinked, files_copied, files_reused, bytes_linked,
@@ -142,14 +146,16 @@ struct StageCounters {
     std::uint64_t files_done = 0, bytes_done = 0;
 };
 
-// Keys: complete, stopped ("", "cancel", "budget"), already_ready and manifest_xxh3 (complete
-// only), and the StageCounters keys.
+// Keys: complete, stopped ("", "cancel", "budget", "disk"), already_ready and manifest_xxh3
+// (complete only), free_bytes and need_bytes (stopped "disk": the free space seen and what the
+// copy still needed), and the StageCounters keys.
 struct StageResult {
     bool complete = false;
     std::string stopped;
     std::optional<bool> already_ready;
     std::optional<std::string> manifest_xxh3;
     StageCounters counters;
+    std::uint64_t free_bytes = 0, need_bytes = 0;
 };
 
 // ---- receive_check -------------------------------------------------------------------------
@@ -189,12 +195,16 @@ struct ReceiveCheckResult {
 
 // ---- merge / unmerge -----------------------------------------------------------------------
 
-// Keys: job_dir, save_path, files, record_path (absent: the default record).
+// Keys: job_dir, save_path, files, record_path (absent: the default record), min_free (absent or
+// 0: no floor).
 struct MergeRequest {
     std::string job_dir;
     std::string save_path;
     std::vector<FileEntry> files;
     std::optional<std::string> record_path;
+    // The free-space floor of the destination: a copy that would take its filesystem below it is
+    // not started, one that reaches it stops at a chunk boundary; the merge then stops "disk".
+    std::uint64_t min_free = 0;
 };
 
 // Keys: index, path, provenance ("created", "preexisting"), how ("rename", "copy", "none"), ino.
@@ -206,8 +216,9 @@ struct MergedFile {
     std::uint64_t ino = 0;
 };
 
-// Keys: complete, stopped, record_path; when complete: provenance, dirs_created, bytes_copied,
-// bytes_renamed.
+// Keys: complete, stopped ("", "cancel", "disk"), record_path, bytes_copied; when stopped
+// "disk": free_bytes, need_bytes (what the file it stopped at still needed), stopped_at (its
+// path); when complete: provenance, dirs_created, bytes_renamed.
 struct MergeResult {
     bool complete = false;
     std::string stopped;
@@ -215,6 +226,8 @@ struct MergeResult {
     std::vector<std::string> dirs_created;
     std::string record_path;
     std::uint64_t bytes_copied = 0, bytes_renamed = 0;
+    std::uint64_t free_bytes = 0, need_bytes = 0;
+    std::string stopped_at;
 };
 
 // Keys: save_path, job_dir, record_path (absent: the default record, named by job_dir),
@@ -225,6 +238,24 @@ struct UnmergeRequest {
     std::optional<std::string> record_path;
     std::vector<std::string> referenced;
     std::optional<nlohmann::json> provenance;
+};
+
+// What a target's merge record of a job says, judged against the disk (read-only).
+// Keys: save_path, job_dir, record_path (absent: the default record, named by job_dir).
+struct MergeRecordRequest {
+    std::string save_path;
+    std::optional<std::string> job_dir;
+    std::optional<std::string> record_path;
+};
+
+// Keys: record ("absent": merge never recorded its pre-state, "present"), record_path, files
+// (every delta index the record holds), placed (the indices whose file is at its destination:
+// the inode its intent names, or a pre-existing file the merge reuses).
+struct MergeRecordResult {
+    std::string record;
+    std::string record_path;
+    std::vector<std::uint32_t> files;
+    std::vector<std::uint32_t> placed;
 };
 
 // Keys: record ("absent", "removed"), removed, kept, preexisting.
@@ -348,13 +379,17 @@ struct PartfileReadResult {
     std::vector<std::uint32_t> short_slots;
 };
 
-// Keys: from, to, create_parents, replace and the PartfileCheck keys.
+// Keys: from, to, create_parents, replace, the PartfileCheck keys and min_free (absent or 0: no
+// floor).
 struct PartfileCopyRequest {
     std::string from;
     std::string to;
     bool create_parents = false;
     bool replace = false;
     PartfileCheck check;
+    // The free-space floor of the destination's filesystem: a copy that would take it below the
+    // floor is refused with DISK_INSUFFICIENT before a byte is written.
+    std::uint64_t min_free = 0;
 };
 
 // Keys: the PartfileReadResult keys, to, xxh3, already, bytes (absent when already).
@@ -425,6 +460,10 @@ void to_json(nlohmann::json& j, const MergeResult& v);
 void from_json(const nlohmann::json& j, MergeResult& v);
 void to_json(nlohmann::json& j, const UnmergeRequest& v);
 void from_json(const nlohmann::json& j, UnmergeRequest& v);
+void to_json(nlohmann::json& j, const MergeRecordRequest& v);
+void from_json(const nlohmann::json& j, MergeRecordRequest& v);
+void to_json(nlohmann::json& j, const MergeRecordResult& v);
+void from_json(const nlohmann::json& j, MergeRecordResult& v);
 void to_json(nlohmann::json& j, const UnmergeResult& v);
 void from_json(const nlohmann::json& j, UnmergeResult& v);
 void to_json(nlohmann::json& j, const ChmodReadableRequest& v);
@@ -478,6 +517,7 @@ public:
     [[nodiscard]] Result<StageResult> stage(const StageRequest& request, ProgressFn progress = {});
     [[nodiscard]] Result<ReceiveCheckResult> receive_check(const ReceiveCheckRequest& request, ProgressFn progress = {});
     [[nodiscard]] Result<MergeResult> merge(const MergeRequest& request, ProgressFn progress = {});
+    [[nodiscard]] Result<MergeRecordResult> merge_record(const MergeRecordRequest& request);
     [[nodiscard]] Result<UnmergeResult> unmerge(const UnmergeRequest& request);
     [[nodiscard]] Result<ChmodReadableResult> chmod_readable(const ChmodReadableRequest& request);
     [[nodiscard]] Result<CleanupResult> cleanup(const CleanupRequest& request);

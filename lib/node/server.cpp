@@ -228,6 +228,7 @@ Operation find_operation(std::string_view name) {
         {"stage", op_stage},
         {"receive_check", op_receive_check},
         {"merge", op_merge},
+        {"merge_record", op_merge_record},
         {"unmerge", op_unmerge},
         {"chmod_readable", op_chmod_readable},
         {"cleanup", op_cleanup},

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""archive under faults, on real services: crash at every crash point and rerun, corruption in
-transit, stale source state, Ctrl-C, and two concurrent runs of the same command."""
+"""archive under faults, on real services: crash at every crash point and rerun (with the ledger
+intact, and with it deleted), corruption in transit, stale source state, Ctrl-C, and two
+concurrent runs of the same command."""
 
 import json
 import os
@@ -18,6 +19,8 @@ import flows  # noqa: E402
 LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
 setUpModule = LAB.set_up
 LAYOUT = {"pay/a.bin": 2 * 1024 * 1024 + 5, "pay/sub/b.bin": 300000, "pay/c.txt": 12}
+# Five files, for crashes part way through a merge.
+LAYOUT5 = {"pay/a.bin": 400000, "pay/b.bin": 300001, "pay/sub/c.bin": 200002, "pay/sub/d.bin": 100003, "pay/e.txt": 17}
 COUNTER = [0]
 
 
@@ -37,6 +40,42 @@ def target_state(tid, name):
     return {"present": bool(t), "files": files, "tree": flows.tree(root) if os.path.isdir(root) else []}
 
 
+def job_of(tid):
+    """The newest job on resource `tid`, or None before one exists."""
+    jobs = [j for j in json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"] if j["resource"] == tid]
+    return jobs[-1]["id"] if jobs else None
+
+
+def delete_ledger(tid):
+    """Deletes the ledger of the newest job on `tid`; returns the job id."""
+    job = job_of(tid)
+    os.remove(os.path.join(LAB.state_dir, "jobs", job, "ledger.json"))
+    return job
+
+
+def converge(test, tid, name, job, what, runs=4):
+    """Repeated `archctl resume` (nothing else) reaches a complete, seeding target and leaves no
+    staging of `job` in the route folders and no temp file in the target's torrent folder."""
+    for _ in range(runs):
+        rc, out, err = LAB.archctl("resume", "--max-minutes", "2", timeout=300)
+        test.assertIn(rc, (0, 10), f"{what}: resume: {err}")
+        if rc == 0:
+            break
+    test.assertEqual(rc, 0, f"{what}: resume did not converge in {runs} runs: {err}")
+    state = target_state(tid, name)
+    test.assertTrue(state["present"], what)
+    test.assertTrue(state["files"] and all(f[2] == 1 for f in state["files"]), f"{what}: {state}")
+    aq = LAB.qb("archive1")
+    flows.wait(lambda: aq.info([tid])[0]["state"] in ("stalledUP", "uploading"), what=f"{what}: target seeding")
+    test.assertEqual([p for p in state["tree"] if ".archctl-merge-" in p or ".syncthing." in p], [], what)
+    record = os.path.join(LAB.node("archive1")["qb_root"], ".archctl", f"merge-{job}.jsonl")
+    test.assertFalse(os.path.exists(record), f"{what}: the merge record outlived the job")
+    for node in ("cache1", "archive1"):
+        folder = os.path.join(LAB.node(node)["sync_root"], LAB.route)
+        flows.wait(lambda: not any(p.split("/")[0] == job for p in flows.tree(folder)), timeout=30,
+                   what=f"{what}: staging of {job} removed on {node}")
+
+
 class Faults(unittest.TestCase):
     def test_a_crash_at_every_point_then_rerun_converges(self):
         # Enumerate the crash points an uninterrupted archive passes.
@@ -53,6 +92,7 @@ class Faults(unittest.TestCase):
         self.assertGreater(len(points), 10, points)
         covered = 0
         not_reached = []
+        before_job = []
         for point in points:
             tid, name, save = new_resource()
             rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": point}, timeout=300)
@@ -67,8 +107,28 @@ class Faults(unittest.TestCase):
             got = target_state(tid, name)
             self.assertEqual([f[2:] for f in got["files"]], [f[2:] for f in reference["files"]], point)
             self.assertEqual(len(got["tree"]), len(reference["tree"]), point)
-        print(f"  crash points: {len(points)} listed, {covered} covered; not reached again: "
-              f"{', '.join(not_reached) or 'none'}", file=sys.stderr)
+            # The same crash, then the ledger is lost too: `resume` rebuilds it from the
+            # evidence (placement records, events, the target's merge record, the disks).
+            tid, name, save = new_resource()
+            rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": point}, timeout=300)
+            self.assertEqual(rc, 137, f"crash at {point} again: {err}")
+            job = job_of(tid)
+            if job is None:
+                # A crash before the job was written: there is nothing to resume, and the
+                # command itself starts over.
+                before_job.append(point)
+                rc, out, err = LAB.archctl("archive", tid[:12], "--yes", timeout=300)
+                self.assertEqual(rc, 0, f"rerun after a crash at {point}: {err}")
+                continue
+            if os.path.exists(os.path.join(LAB.state_dir, "jobs", job, "ledger.json")):
+                delete_ledger(tid)
+            converge(self, tid, name, job, f"ledger deleted after a crash at {point}")
+            got = target_state(tid, name)
+            self.assertEqual([f[2:] for f in got["files"]], [f[2:] for f in reference["files"]], point)
+            self.assertEqual(len(got["tree"]), len(reference["tree"]), point)
+        print(f"  crash points: {len(points)} listed, {covered} covered (ledger intact and deleted; "
+              f"before the job existed: {', '.join(before_job) or 'none'}); "
+              f"not reached again: {', '.join(not_reached) or 'none'}", file=sys.stderr)
         self.assertGreater(covered, 10)
         flows.staging_empty(LAB, LAB.route)
 
@@ -158,6 +218,18 @@ class LedgerRebuild(unittest.TestCase):
 
     def test_c_deleted_ledger_after_commit(self):
         self.rebuild_after("verify.committed", os.remove)
+
+    def test_d_deleted_ledger_part_way_through_a_merge(self):
+        # Three of five files placed: they have left the route folder and never "arrive" again;
+        # the target's merge record says what was placed.
+        tid, name, save = new_resource(layout=LAYOUT5)
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": "merge.placed:3"}, timeout=300)
+        self.assertEqual(rc, 137, err)
+        job = delete_ledger(tid)
+        converge(self, tid, name, job, "ledger deleted after merge.placed:3", runs=2)
+        events = json.loads(LAB.archctl("job", "show", job, "--json")[1])
+        rebuilt = [e for e in events["events"] if e.get("type") == "ledger_rebuilt"]
+        self.assertEqual(rebuilt[0]["step"], "merge", rebuilt)
 
 
 if __name__ == "__main__":

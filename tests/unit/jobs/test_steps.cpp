@@ -260,6 +260,71 @@ TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun cont
     }
 }
 
+TEST_CASE("steps: a merge stopped at the free-space floor is a clean 'disk' stop; a rerun with room merges") {
+    TransferFixture f;
+    auto complete = f.nas.ops.handlers["merge"];
+    // The target's filesystem is short of room: the node stops before the floor.
+    f.nas.ops.handlers["merge"] = [](const json& args) -> Result<json> {
+        auto request = args.get<node::MergeRequest>();
+        node::MergeResult r;
+        r.stopped = "disk";
+        r.record_path = request.save_path + "/.archctl-merge.json";
+        r.free_bytes = 3u << 20;
+        r.need_bytes = 6u << 20;
+        r.stopped_at = request.save_path + "/" + request.files[0].path;
+        return json(r);
+    };
+    Budgets budgets;
+    budgets.min_free = 8u << 20;
+    RunResult r = f.run(budgets);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == "disk");
+    CHECK(contains(r.stop_text, "free-space floor on 'nas': 3.0 MiB free, 6.0 MiB still to copy"));
+    CHECK(contains(r.stop_text, "floor 8.0 MiB"));
+    CHECK(r.step == "merge");
+    REQUIRE(f.nas.ops.count("merge") == 1);
+    CHECK(f.nas.ops.args_of("merge")[0]["min_free"] == 8u << 20);
+    json l = f.ledger();
+    CHECK(l["state"] == "running");
+    CHECK(l["merged"] == false);
+    CHECK(l["sessions"][0]["end_reason"] == "disk");
+    CHECK(f.nas.qb.count("add") == 0);
+
+    f.nas.ops.handlers["merge"] = complete;
+    RunResult again = f.run(budgets);
+    REQUIRE_MESSAGE(again.outcome == RunOutcome::done, again.error.message);
+    CHECK(f.nas.ops.count("merge") == 2);
+    CHECK(f.nas.ops.count("receive_check") == 1);  // not synced again
+}
+
+TEST_CASE("steps: a lost ledger after merge began is rebuilt at merge from the target's merge record") {
+    TransferFixture f;
+    Budgets budgets;
+    budgets.max_bytes = 30;
+    REQUIRE(f.run(budgets).outcome == RunOutcome::stopped);  // staged: stops before sync
+    REQUIRE(f.run(budgets).step == "merge");                  // synced: stops before merge
+    std::filesystem::remove(f.job_dir() + "/ledger.json");
+    // The target's record says merge began (placed files have left the route folder): the
+    // job must not wait for them to arrive again.
+    f.nas.ops.handlers["merge_record"] = [](const json& args) -> Result<json> {
+        auto request = args.get<node::MergeRecordRequest>();
+        return json(node::MergeRecordResult{"present", request.save_path + "/.archctl-merge.json", {0, 1}, {0}});
+    };
+    f.nas.ops.handlers["receive_check"] = [](const json&) -> Result<json> {
+        return Error("TEST", "sync ran again after the merge began");
+    };
+    RunResult r = f.run();
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.message);
+    CHECK(contains(f.log_text(), "rebuilding it from evidence"));
+    auto rebuilt = f.events_of("ledger_rebuilt");
+    REQUIRE(rebuilt.size() == 1);
+    CHECK(rebuilt[0]["step"] == "merge");
+    CHECK(rebuilt[0]["merge_record"] == "present");
+    CHECK(rebuilt[0]["placed"] == 1);
+    CHECK(f.nas.ops.count("merge") == 1);
+    CHECK(f.ledger()["state"] == "done");
+}
+
 TEST_CASE("steps: --max-minutes stops cleanly once the manual clock passes the deadline") {
     TransferFixture f;
     JobFixture::before(f.seedbox.ops, "stage", [&f] { f.clock.advance(std::chrono::seconds(61)); });

@@ -152,6 +152,19 @@ NODE_TEST(partfile_copy_places_it_atomically_and_never_overwrites_another) {
     CHECK(list_files(f.qb() + "/target").size() == 1);  // no temp file left behind
 }
 
+NODE_TEST(partfile_copy_refuses_to_cross_the_free_space_floor) {
+    f.write("qb/save/.src.parts", partfile(33792));
+    std::filesystem::create_directories(f.sync() + "/route/job/a");
+    json request = {{"from", f.qb() + "/save/.src.parts"}, {"to", f.sync() + "/route/job/a/partfile"},
+                    {"min_free", std::uint64_t{1} << 62}};  // more than any disk has free
+    Error e = f.fails("partfile_copy", request);
+    CHECK(e.code == "DISK_INSUFFICIENT");
+    CHECK(e.message.find("floor") != std::string::npos);
+    CHECK(list_files(f.sync() + "/route/job/a").empty());  // nothing written, no temp file
+    request["min_free"] = 1;
+    CHECK(f.ok("partfile_copy", request)["already"] == false);
+}
+
 NODE_TEST(verify_pieces_checks_the_nodes_own_disk) {
     f.write("qb/save/Pay/a.bin", random_bytes(100001, 1));
     f.write("qb/save/Pay/b.bin", random_bytes(50001, 2));

@@ -1,6 +1,7 @@
 // merge / unmerge on both transports: placing, provenance, conflicts, crash points.
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <set>
 
@@ -137,6 +138,67 @@ NODE_TEST(merge_across_filesystems_copies_and_drops_the_received_file) {
     CHECK(file_content(f.qb() + "/save/Show/extras/c.bin") == c);
     CHECK(list_files(f.sync() + "/route/job/p").empty());
     f.reconnect();
+}
+
+NODE_TEST(a_merge_copy_holds_the_floor_and_leaves_no_temp_file) {
+    json req = received(f);
+    // A second link makes the received file one merge must copy, not move.
+    std::filesystem::create_hard_link(f.sync() + "/route/job/p/1", f.outside() + "/link-1");
+    // A temp file an earlier, killed run of this job left beside a destination.
+    f.write("qb/save/Show/.archctl-merge-job-3.tmp", "stale");
+    json floored = req;
+    floored["min_free"] = std::uint64_t{1} << 62;  // more than any disk has free
+    json r = f.ok("merge", floored);
+    CHECK(r["complete"] == false);
+    CHECK(r["stopped"] == "disk");
+    CHECK(r["need_bytes"] == k_size);
+    CHECK(r["stopped_at"] == f.qb() + "/save/Show/a.bin");
+    CHECK(r["free_bytes"].get<std::uint64_t>() > 0);
+    // Nothing was written: no temp file, no half file, and the received files wait in the route folder.
+    CHECK(list_files(f.qb() + "/save") == std::vector<std::string>{});
+    CHECK(list_files(f.sync() + "/route/job/p") == std::vector<std::string>{"1", "3", "5"});
+    // merge_record: the pre-state is recorded, nothing is placed yet.
+    json rec = f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    CHECK(rec["record"] == "present");
+    CHECK(rec["files"] == json::array({1, 3, 5}));
+    CHECK(rec["placed"] == json::array());
+    // With the floor lowered the same merge completes.
+    r = f.ok("merge", req);
+    CHECK(r["complete"] == true);
+    CHECK(by_index(r["provenance"], 1)["how"] == "copy");
+    CHECK(list_files(f.qb() + "/save") == std::vector<std::string>{"Show/a.bin", "Show/b.bin", "Show/extras/c.bin"});
+    rec = f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    CHECK(rec["placed"] == json::array({1, 3, 5}));
+    f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    CHECK(f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}})["record"] == "absent");
+}
+
+NODE_TEST(a_merge_copy_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
+    std::filesystem::create_directories(f.qb() + "/save");
+    if (::geteuid() != 0 || archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", f.qb() + "/save"}).exit_code != 0) {
+        MESSAGE("tmpfs mount not permitted here; a full filesystem during merge not exercised");
+        return;
+    }
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { archctl::test::run({"umount", "-l", dir}); }
+    } unmount{f.qb() + "/save"};
+    f.reconnect();
+    std::string big = random_bytes(3u << 20, 5);
+    f.write("sync/route/job/p/0", big);
+    json req = {{"job_dir", f.sync() + "/route/job"}, {"save_path", f.qb() + "/save"},
+                {"files", {{{"index", 0}, {"path", "Show/big.bin"}, {"size", big.size()}}}}};
+    json r = f.ok("merge", req);  // no floor: the copy runs into the full tmpfs
+    CHECK(r["complete"] == false);
+    CHECK(r["stopped"] == "disk");
+    CHECK(r["stopped_at"] == f.qb() + "/save/Show/big.bin");
+    CHECK(list_files(f.qb() + "/save") == std::vector<std::string>{});  // the partial copy is gone
+    CHECK(list_files(f.sync() + "/route/job/p") == std::vector<std::string>{"0"});
+    REQUIRE(archctl::test::run({"mount", "-o", "remount,size=64m", f.qb() + "/save"}).exit_code == 0);
+    r = f.ok("merge", req);
+    CHECK(r["complete"] == true);
+    CHECK(file_content(f.qb() + "/save/Show/big.bin") == big);
+    f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
 }
 
 TEST_CASE("merge converges, or unmerges cleanly, after a crash at every point [exec]") {

@@ -47,7 +47,8 @@ TEST_CASE("request structs write the keys the handlers read") {
 
     StageRequest stage{.job_dir = "/sync/r/job", .source_base = "/qb/save", .files = files, .method = "", .verify_transit = true,
                        .budget_bytes = std::nullopt,
-                       .aux = {StageAux::with_bytes("resource.torrent", "d1:xi1ee"), StageAux::already_present("partfile")}};
+                       .aux = {StageAux::with_bytes("resource.torrent", "d1:xi1ee"), StageAux::already_present("partfile")},
+                       .min_free = 0};
     json stage_wire = {{"job_dir", "/sync/r/job"},
                        {"source_base", "/qb/save"},
                        {"files", files_wire},
@@ -62,6 +63,9 @@ TEST_CASE("request structs write the keys the handlers read") {
     stage_wire["method"] = "copy";
     stage_wire["budget_bytes"] = 4096;
     round_trip(stage, stage_wire);
+    stage.min_free = 30u << 20;  // the floor travels only when set
+    stage_wire["min_free"] = 30u << 20;
+    round_trip(stage, stage_wire);
 
     round_trip(ReceiveCheckRequest{"/sync/r/job", files, std::vector<std::string>{"p/3", "READY"}, false},
                json{{"job_dir", "/sync/r/job"}, {"files", files_wire}, {"indexed", {"p/3", "READY"}}, {"verify_transit", false}});
@@ -74,10 +78,13 @@ TEST_CASE("request structs write the keys the handlers read") {
     CHECK_FALSE(lean.indexed);
     CHECK(json{{"job_dir", "/j"}, {"files", json::array()}, {"indexed", nullptr}}.get<ReceiveCheckRequest>().indexed == std::nullopt);
 
-    round_trip(MergeRequest{"/sync/r/job", "/qb/save", files, std::nullopt},
+    round_trip(MergeRequest{"/sync/r/job", "/qb/save", files, std::nullopt, 0},
                json{{"job_dir", "/sync/r/job"}, {"save_path", "/qb/save"}, {"files", files_wire}});
-    round_trip(MergeRequest{"/sync/r/job", "/qb/save", {}, "/qb/.archctl/m.jsonl"},
-               json{{"job_dir", "/sync/r/job"}, {"save_path", "/qb/save"}, {"files", json::array()}, {"record_path", "/qb/.archctl/m.jsonl"}});
+    round_trip(MergeRequest{"/sync/r/job", "/qb/save", {}, "/qb/.archctl/m.jsonl", 4096},
+               json{{"job_dir", "/sync/r/job"}, {"save_path", "/qb/save"}, {"files", json::array()}, {"record_path", "/qb/.archctl/m.jsonl"},
+                    {"min_free", 4096}});
+    round_trip(MergeRecordRequest{"/qb/save", "/sync/r/job", std::nullopt},
+               json{{"save_path", "/qb/save"}, {"job_dir", "/sync/r/job"}});
     round_trip(UnmergeRequest{"/qb/save", "/sync/r/job", std::nullopt, {"/qb/save/x"}, json::array()},
                json{{"save_path", "/qb/save"}, {"job_dir", "/sync/r/job"}, {"referenced", {"/qb/save/x"}}, {"provenance", json::array()}});
     round_trip(ChmodReadableRequest{"/qb/save", {"a", "b/c"}}, json{{"base", "/qb/save"}, {"paths", {"a", "b/c"}}});
@@ -99,6 +106,8 @@ TEST_CASE("request structs write the keys the handlers read") {
                json{{"from", "/a"}, {"to", "/b"}, {"create_parents", true}, {"replace", false}, {"allow_short_last_slot", true}});
     round_trip(PartfileCopyRequest{"/a", "/b", false, true, PartfileCheck{}},
                json{{"from", "/a"}, {"to", "/b"}, {"create_parents", false}, {"replace", true}});
+    round_trip(PartfileCopyRequest{"/a", "/b", false, true, PartfileCheck{}, 4096},
+               json{{"from", "/a"}, {"to", "/b"}, {"create_parents", false}, {"replace", true}, {"min_free", 4096}});
     round_trip(VerifyPiecesRequest{"/qb/save", "ZDE6eGkxZWU=", std::nullopt, "0-3"},
                json{{"save_path", "/qb/save"}, {"torrent_b64", "ZDE6eGkxZWU="}, {"files", "0-3"}});
     round_trip(VerifyPiecesRequest{"/qb/save", std::nullopt, "/qb/x.torrent", std::nullopt},
@@ -163,7 +172,7 @@ TEST_CASE("result structs write the keys the handlers answered with") {
     json stopped = counters;
     stopped.update({{"complete", false}, {"stopped", "budget"}});
     round_trip(stage, stopped);
-    stage = StageResult{true, "", false, "ff00", stage.counters};
+    stage = StageResult{true, "", false, "ff00", stage.counters, 0, 0};
     json done = counters;
     done.update({{"complete", true}, {"stopped", ""}, {"already_ready", false}, {"manifest_xxh3", "ff00"}});
     round_trip(stage, done);
@@ -199,7 +208,7 @@ TEST_CASE("result structs write the keys the handlers answered with") {
     round_trip(cancelled, json{{"complete", false}, {"stopped", "cancel"}});
 
     MergeResult merge{true, "", {MergedFile{3, "d/a", "created", "rename", 77}, MergedFile{4, "b", "preexisting", "none", 5}},
-                      {"/qb/save/d"}, "/qb/.archctl/merge-j.jsonl", 0, 10};
+                      {"/qb/save/d"}, "/qb/.archctl/merge-j.jsonl", 0, 10, 0, 0, ""};
     round_trip(merge, json{{"complete", true},
                            {"stopped", ""},
                            {"provenance",
@@ -209,8 +218,13 @@ TEST_CASE("result structs write the keys the handlers answered with") {
                            {"record_path", "/qb/.archctl/merge-j.jsonl"},
                            {"bytes_copied", 0},
                            {"bytes_renamed", 10}});
-    round_trip(MergeResult{false, "cancel", {}, {}, "/r.jsonl", 0, 0},
-               json{{"complete", false}, {"stopped", "cancel"}, {"record_path", "/r.jsonl"}});
+    round_trip(MergeResult{false, "cancel", {}, {}, "/r.jsonl", 0, 0, 0, 0, ""},
+               json{{"complete", false}, {"stopped", "cancel"}, {"record_path", "/r.jsonl"}, {"bytes_copied", 0}});
+    round_trip(MergeResult{false, "disk", {}, {}, "/r.jsonl", 1048576, 0, 5000, 9000, "/qb/save/d/a"},
+               json{{"complete", false}, {"stopped", "disk"}, {"record_path", "/r.jsonl"}, {"bytes_copied", 1048576},
+                    {"free_bytes", 5000}, {"need_bytes", 9000}, {"stopped_at", "/qb/save/d/a"}});
+    round_trip(MergeRecordResult{"present", "/qb/.archctl/merge-j.jsonl", {3, 4}, {3}},
+               json{{"record", "present"}, {"record_path", "/qb/.archctl/merge-j.jsonl"}, {"files", {3, 4}}, {"placed", {3}}});
 
     round_trip(UnmergeResult{"removed", {"/qb/save/a"}, {KeptEntry{"/qb/save/d", "directory is not empty", "not_empty"}}, {"/qb/save/b"}},
                json{{"record", "removed"},

@@ -165,6 +165,49 @@ NODE_TEST(stage_budget_stops_between_chunks_and_resumes_without_recopying) {
     }
 }
 
+NODE_TEST(stage_copy_into_a_full_filesystem_stops_and_resumes_once_there_is_room) {
+    if (::geteuid() != 0 || archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", f.sync()}).exit_code != 0) {
+        MESSAGE("tmpfs mount not permitted here; a full filesystem during stage not exercised");
+        return;
+    }
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { archctl::test::run({"umount", "-l", dir}); }
+    } unmount{f.sync()};
+    f.reconnect();
+    json req = make_payload(f, "job-full", "copy");
+    json r = f.ok("stage", req);
+    CHECK(r["complete"] == false);
+    CHECK(r["stopped"] == "disk");
+    CHECK(r["need_bytes"].get<std::uint64_t>() > 0);
+    CHECK_FALSE(std::filesystem::exists(req["job_dir"].get<std::string>() + "/READY"));
+    // Room again (the filesystem grows, its content stays): the stage goes on from the
+    // journaled partial copy and ends with exact copies.
+    REQUIRE(archctl::test::run({"mount", "-o", "remount,size=64m", f.sync()}).exit_code == 0);
+    r = f.ok("stage", req);
+    CHECK(r["complete"] == true);
+    for (const auto& file : req["files"]) CHECK(file_content(staged(req, file["index"])) == file_content(source(req, file)));
+    f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
+}
+
+NODE_TEST(stage_copy_stops_before_the_free_space_floor_and_links_cost_nothing) {
+    json req = make_payload(f, "job-floor", "copy");
+    req["min_free"] = std::uint64_t{1} << 62;  // more than any disk has free
+    json r = f.ok("stage", req);
+    CHECK(r["complete"] == false);
+    CHECK(r["stopped"] == "disk");
+    CHECK(r["need_bytes"] == k_file_size);
+    CHECK(r["free_bytes"].get<std::uint64_t>() > 0);
+    CHECK(r["bytes_copied"] == 0);
+    CHECK(list_files(req["job_dir"].get<std::string>() + "/p").empty());  // no partial copy, no temp file
+    // A hard link takes no space: the same floor does not stop a linking stage.
+    json linked = make_payload(f, "job-floor-link", "hardlink");
+    linked["min_free"] = std::uint64_t{1} << 62;
+    CHECK(f.ok("stage", linked)["complete"] == true);
+    req.erase("min_free");
+    CHECK(f.ok("stage", req)["complete"] == true);
+}
+
 NODE_TEST(stage_writes_auxiliary_files_before_the_manifest) {
     json req = make_payload(f, "job-aux");
     std::string torrent = "d4:infod4:name1:xee";
