@@ -97,9 +97,11 @@ public:
         }
         // A job that never reached a step boundary has no ledger yet; one that did and lost it
         // (deleted, corrupt) is rebuilt from evidence.
+        // A job whose events are lost too may have done anything: only the evidence can say.
         auto events = m_run.env.store.events(m_run.def.id);
         bool worked = events.ok() && events->records.size() > 1;
-        if (ledger.error().is(ErrorCode::NOT_FOUND) && !worked) return {};
+        bool events_lost = !events.ok() || events->records.empty();
+        if (ledger.error().is(ErrorCode::NOT_FOUND) && !worked && !events_lost) return {};
         m_run.log(fmt::format("archctl: warning: ledger of job {} {}; rebuilding it from evidence", m_run.def.id,
                               ledger.error().is(ErrorCode::NOT_FOUND) ? "is missing" : "is unreadable"));
         return rebuild_ledger(m_run);

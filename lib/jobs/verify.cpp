@@ -90,7 +90,10 @@ Status add_new_target(JobRun& run, NodeHandle& dst) {
              .to = partfile,
              .create_parents = true,
              .replace = false,
-             .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length)});
+             .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length),
+             .min_free = run.env.budgets.min_free});
+        // The floor and an outage are stops, not a verdict on the part file.
+        if (!placed.ok() && (placed.error().is(ErrorCode::DISK_INSUFFICIENT) || is_outage(placed.error()))) return placed.take_error();
         if (!placed.ok())
             return Error(ErrorCode::PARTFILE_UNSUPPORTED, fmt::format("PARTFILE_UNSUPPORTED: job {}: cannot place the part file on '{}': {}",
                                                                       run.def.id, run.def.target, placed.error().message));
@@ -184,8 +187,14 @@ Status start_target(JobRun& run, NodeHandle& dst) {
 StepResult step_verify(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, run.target());
     if (!run.ledger.committed) {
-        if (run.def.new_target) ARCHCTL_TRY_STATUS(add_new_target(run, *dst));
-        else ARCHCTL_TRY_STATUS(touch_existing_target(run, dst->qb()));
+        if (run.def.new_target) {
+            Status added = add_new_target(run, *dst);
+            if (!added.ok() && added.error().is(ErrorCode::DISK_INSUFFICIENT))
+                return StepResult::stopped("disk", fmt::format("the part file does not fit on '{}' above the floor: {}", run.def.target,
+                                                               added.error().message));
+            ARCHCTL_TRY_STATUS(std::move(added));
+        }
+        if (!run.def.new_target) ARCHCTL_TRY_STATUS(touch_existing_target(run, dst->qb()));
         ARCHCTL_TRY_ASSIGN(auto files, recheck_and_wait(run.clock(), dst->qb(), run.def.qb_id));
         ARCHCTL_TRY_STATUS(check_verified(run, files));
         // The source is checked once more right before the commit; after it, a change there no
