@@ -634,6 +634,7 @@ TEST_CASE("steps: a failure whose compensation meets an outage leaves the job co
     CHECK(f.ledger()["failure"]["code"] == "STALE_STATE");
     CHECK(has(f.event_types(), "compensated"));
     CHECK(f.holder(f.aliases[0]).empty());
+}
 
 namespace {
 
