@@ -169,6 +169,18 @@ class Outages(unittest.TestCase):
         rc, out, err = LAB.archctl("resume", timeout=120)
         self.assertEqual(rc, 0, err)
 
+    def test_f_ledger_and_events_both_lost_after_the_add_resume_converges(self):
+        tid, name = new_resource()
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": "verify.added"}, timeout=300)
+        self.assertEqual(rc, 137, err)
+        job = flows.job_of(LAB, tid)
+        for record in ("ledger.json", "events.jsonl"):
+            os.unlink(os.path.join(LAB.state_dir, "jobs", job, record))
+        runs = resume_until_done(self)
+        print(f"  ledger and events lost after the add: resume runs to converge: {runs}", file=sys.stderr)
+        assert_seeding_target(self, tid, name)
+        self.assertEqual(job_state(job)["state"], "done")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
