@@ -173,26 +173,28 @@ Value text_value(std::string text, std::string origin) {
 }
 
 Status apply_env(const LoadOptions& o, Values& values) {
-    if (const char* m = env(o, "ARCHCTL_MIN_FREE")) {
-        auto parsed = parse_size(m);
+    // A size or a duration from the environment, for `key`.
+    auto measured = [&](const char* var, const std::string& key, ValueType type) -> Status {
+        const char* text = env(o, var);
+        if (!text) return {};
+        bool size = type == ValueType::size;
+        Result<std::int64_t> parsed = parse_duration_seconds(text);
+        if (size) {
+            auto bytes = parse_size(text);
+            parsed = bytes.ok() ? Result<std::int64_t>(static_cast<std::int64_t>(bytes.value())) : Result<std::int64_t>(bytes.take_error());
+        }
         if (!parsed.ok())
-            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid environment variable ARCHCTL_MIN_FREE='{}': {}", m,
-                                                       "expected a size such as 500M or 20G"));
-        Value v = text_value(m, "env:ARCHCTL_MIN_FREE");
-        v.type = ValueType::size;
-        v.integer = static_cast<std::int64_t>(parsed.value());
-        values["transfer.min_free"] = v;
-    }
-    if (const char* w = env(o, "ARCHCTL_OUTAGE_WAIT")) {
-        auto parsed = parse_duration_seconds(w);
-        if (!parsed.ok())
-            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid environment variable ARCHCTL_OUTAGE_WAIT='{}': {}", w,
-                                                       "expected a duration such as 30s, 5m or 1h"));
-        Value v = text_value(w, "env:ARCHCTL_OUTAGE_WAIT");
-        v.type = ValueType::duration;
-        v.integer = static_cast<std::int64_t>(parsed.value());
-        values["transfer.outage_wait"] = v;
-    }
+            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid environment variable {}='{}': {}", var, text,
+                                                                size ? "expected a size such as 500M or 20G"
+                                                                     : "expected a duration such as 30s, 5m or 1h"));
+        Value v = text_value(text, fmt::format("env:{}", var));
+        v.type = type;
+        v.integer = parsed.value();
+        values[key] = v;
+        return {};
+    };
+    ARCHCTL_TRY_STATUS(measured("ARCHCTL_MIN_FREE", "transfer.min_free", ValueType::size));
+    ARCHCTL_TRY_STATUS(measured("ARCHCTL_OUTAGE_WAIT", "transfer.outage_wait", ValueType::duration));
     if (const char* t = env(o, "ARCHCTL_VERIFY_TRANSIT")) {
         std::string s = t;
         if (s != "0" && s != "1" && s != "true" && s != "false")

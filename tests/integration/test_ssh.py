@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from lab.lab import free_port  # noqa: E402
+from lab.lab import _children as children, free_port  # noqa: E402
 
 LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
 SSHD_BIN = "/usr/sbin/sshd"
@@ -119,22 +119,6 @@ def setUpModule():
     probe = subprocess.run(SSHD.ssh() + ["true"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30)
     if probe.returncode != 0:
         SKIP = f"cannot log in to the suite's sshd: {probe.stderr.strip()} / {SSHD.log_tail()}"
-
-
-def children(pid):
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                text = f.read()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2:].split()
-        if int(fields[1]) == pid:
-            out.append(int(entry))
-    return out
 
 
 def proc_info(pid):
