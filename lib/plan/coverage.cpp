@@ -91,7 +91,8 @@ FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
     if (state_disproves(v.run_state)) return no(fmt::format("qBittorrent reports the torrent {}", a.state.empty() ? v.run_state : a.state));
     if (!v.selected.contains(i)) return no("skipped in qBittorrent");
     if (!v.complete.contains(i)) return no("not at 100% in qBittorrent");
-    if (i < v.names.size() && !v.names[i].empty() && v.names[i] != f.path)
+    const std::string& expected = i < a.expected.size() && !a.expected[i].empty() ? a.expected[i] : f.path;
+    if (i < v.names.size() && !v.names[i].empty() && v.names[i] != expected)
         return no(fmt::format("renamed in qBittorrent to '{}'", v.names[i]));
     if (f.size == 0) return {FileProof::proven, ""};  // no bytes to lose
     const DiskFile disk = i < a.disk.size() ? a.disk[i] : DiskFile{};
