@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import unittest
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +39,7 @@ def seed_layout(name, payload, layout, single=None):
     recheck. `single`: the payload's one file (a single-file torrent). Returns (tid, save,
     {index: qB name}, {index: metainfo path})."""
     src = os.path.join(LAB.dir, f"src-{name}")
-    flows.write_payload(src, payload, seed=len(name))
+    flows.write_payload(src, payload, seed=zlib.crc32(name.encode()))
     tfile = os.path.join(LAB.dir, f"{name}.torrent")
     info = flows.create_torrent(os.path.join(src, single or "pay"), tfile, kind="v1", piece_length=16384)
     tid = info["qb_id"]
@@ -119,6 +120,17 @@ class Layouts(unittest.TestCase):
         self.assertEqual(rc, 0, err + out)
         self.assert_archived(tid, name, names)
         self.evict_and_check(tid, name, names)
+        # Back to the cache: the archive is the source now, its layout the new cache placement's.
+        rc, out, err = LAB.archctl("unarchive", tid[:12], "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        cq = LAB.qb("cache1")
+        flows.wait(lambda: cq.info([tid]) and all(f["progress"] == 1 for f in cq.files(tid)), what="cache complete again")
+        self.assertEqual({f["index"]: f["name"] for f in cq.files(tid)}, names)
+        self.assertEqual(cq.properties(tid)["total_downloaded"], 0)
+        target_save = os.path.join(LAB.node("archive1")["qb_root"], name)
+        for n in names.values():
+            self.assertEqual(md5(os.path.join(save, n)), md5(os.path.join(target_save, n)), n)
+        flows.staging_empty(LAB, LAB.route)
 
     def test_b_subfolder_single_file_archive_and_evict(self):
         name = "lay-sub"
@@ -173,6 +185,41 @@ class Layouts(unittest.TestCase):
         self.assertNotEqual(rc, 0, err + out)
         self.assertIn("rename it back first", out + err)
         self.assertTrue(os.path.exists(os.path.join(save, "pay/a-renamed.bin")))
+
+    def test_e_an_existing_target_in_another_layout_is_extended_in_its_own(self):
+        # The cache keeps the metainfo's layout; the archive already holds file 0 of the torrent,
+        # added there with NoSubfolder. The rest lands at the archive's paths, read at the cache's.
+        name = "lay-mixed"
+        tid, save, names, meta = seed_layout(name, ALIGNED, "Original")
+        aq = LAB.qb("archive1")
+        target_save = os.path.join(LAB.node("archive1")["qb_root"], name)
+        os.makedirs(target_save, exist_ok=True)
+        with open(os.path.join(LAB.dir, f"{name}.torrent"), "rb") as f:
+            aq.add_torrent(f.read(), target_save, paused=True, layout="NoSubfolder")
+        flows.wait(lambda: aq.info([tid]) and len(aq.files(tid) or []) == len(meta), what="archive lists the files")
+        archive_names = {f["index"]: f["name"] for f in aq.files(tid)}
+        self.assertEqual(archive_names[0], "a.bin")
+        shutil.copyfile(os.path.join(save, names[0]), os.path.join(target_save, archive_names[0]))
+        aq.file_prio(tid, [1, 2], 0)
+        aq.recheck(tid)
+        flows.wait(lambda: (lambda t, fs: t and t[0]["state"] in ("pausedUP", "stoppedUP") and fs[0]["progress"] == 1)(
+            aq.info([tid]), aq.files(tid)), what="archive holds file 0")
+        rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--json")
+        self.assertEqual(rc, 0, err + out)
+        plan = json.loads(out)["plan"]
+        self.assertEqual(plan["layout"], {"source": "Original", "target": "NoSubfolder"}, out)
+        self.assertEqual(plan["delta"]["files"], "1-2", out)
+        rc, out, err = archive(tid)
+        self.assertEqual(rc, 0, err + out)
+        files = aq.files(tid)
+        self.assertTrue(all(f["progress"] == 1 and f["priority"] > 0 for f in files), files)
+        self.assertEqual({f["index"]: f["name"] for f in files}, archive_names)
+        self.assertEqual(aq.properties(tid)["total_downloaded"], 0)
+        for i in meta:
+            self.assertEqual(md5(os.path.join(target_save, archive_names[i])), md5(os.path.join(save, names[i])), i)
+        left = set(flows.tree(target_save)) - dirs_of(archive_names.values()) - {".archctl"}
+        self.assertEqual({p for p in left if not p.endswith(".parts")}, set(), "nothing else on the target")
+        flows.staging_empty(LAB, LAB.route)
 
 
 if __name__ == "__main__":
