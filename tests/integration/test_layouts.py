@@ -113,6 +113,9 @@ class Layouts(unittest.TestCase):
         rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--json")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(json.loads(out)["plan"]["layout"], {"source": "NoSubfolder", "target": "NoSubfolder"}, out)
+        rc, out, err = LAB.archctl("plan", "archive", tid[:12])
+        self.assertEqual(rc, 0, err + out)
+        self.assertIn("layout NoSubfolder on cache1, NoSubfolder on archive1", out)
         # A new target with file 0, then the rest into the existing target (its own layout).
         rc, out, err = archive(tid, "--files", "0")
         self.assertEqual(rc, 0, err + out)
