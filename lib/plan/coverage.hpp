@@ -120,6 +120,7 @@ struct ProvenFile {
     std::string path;
     std::uint64_t size = 0;
     FileStamp stamp;
+    std::string disk = {};  // its path below the save path on the archive's disk ("": `path`)
 };
 
 // How an archive node proves its files.

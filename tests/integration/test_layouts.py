@@ -94,9 +94,9 @@ class Layouts(unittest.TestCase):
         self.assertEqual(set(flows.tree(target_save)) - {".archctl"}, dirs_of(names.values()), "nothing else on the target")
         flows.staging_empty(LAB, LAB.route)
 
-    def evict_and_check(self, tid, name, names):
+    def evict_and_check(self, tid, name, names, *extra):
         cache_save = os.path.join(LAB.node("cache1")["qb_root"], name)
-        rc, out, err = LAB.archctl("evict", tid[:12], "--from", "cache1", "--yes", "--json", timeout=300)
+        rc, out, err = LAB.archctl("evict", tid[:12], "--from", "cache1", "--yes", "--json", *extra, timeout=300)
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(json.loads(out)["evicted"]["files_removed"], len(names), out)
         self.assertEqual(LAB.qb("cache1").info([tid]), [], "the cache torrent is gone")
@@ -122,7 +122,8 @@ class Layouts(unittest.TestCase):
         rc, out, err = archive(tid)
         self.assertEqual(rc, 0, err + out)
         self.assert_archived(tid, name, names)
-        self.evict_and_check(tid, name, names)
+        # The archive's bytes proven by a piece check on its disk, at the layout's paths.
+        self.evict_and_check(tid, name, names, "--verify-archive")
         # Back to the cache: the archive is the source now, its layout the new cache placement's.
         rc, out, err = LAB.archctl("unarchive", tid[:12], "--yes", "--json", timeout=300)
         self.assertEqual(rc, 0, err + out)
