@@ -70,6 +70,10 @@ std::string render_plan(const jobs::Prepared& p) {
     out += fmt::format("  from   {}  {}   {}\n", p.source, src.save_path, clients::qbittorrent::to_string(src.run_state));
     out += fmt::format("  to     {}  {}   {}\n", p.target, pl.target_save_path,
                        pl.extends_existing ? fmt::format("existing placement: {} files (extends it)", pl.baseline.count()) : "new placement");
+    if (pl.source_layout.layout != torrent::ContentLayout::original || pl.target_layout.layout != torrent::ContentLayout::original)
+        out += fmt::format("  layout {} on {}, {} on {} (qBittorrent's content layout: each file is moved at its path on each disk)\n",
+                           torrent::to_string(pl.source_layout.layout), p.source, torrent::to_string(pl.target_layout.layout),
+                           p.target);
     out += fmt::format("  route  {}  {}\n\n", p.route.id, p.route_state);
     ui::Table t({ui::Align::left, ui::Align::right, ui::Align::right, ui::Align::left}, "  ");
     t.add_row({"", "files", "bytes", ""});

@@ -71,9 +71,15 @@ Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const qb::Torre
     a.generation = committed.generation;
     a.committed = committed.stamps;
     a.verify = verify;
+    std::vector<std::string> paths(files.size());
+    for (const auto& f : files)
+        if (f.index < paths.size()) paths[f.index] = f.path;
+    torrent::PlacementLayout layout = torrent::infer_layout(paths, a.view.names);
+    a.expected = layout.expected;
     std::vector<plan::CoverageFile> held;
     for (std::uint32_t i : a.view.complete.indices())
-        if (i < files.size() && files[i].size > 0) held.push_back(files[i]);
+        if (i < files.size() && files[i].size > 0 && !files[i].path.empty())
+            held.push_back({files[i].index, layout.disk_path(files[i].index), files[i].size});
     ARCHCTL_TRY_ASSIGN(a.disk, stat_files(node, a.view.save_path, held, files.size()));
     return a;
 }

@@ -40,8 +40,9 @@ struct CommittedFiles {
                                                              const std::vector<plan::CoverageFile>& files, std::size_t file_count);
 
 // Everything judge_file needs about the placement `info` on `node`, given qBittorrent's file
-// list for it. `files` is the resource's file list (metainfo paths and sizes); only files
-// qBittorrent reports selected and complete are stat'ed.
+// list for it. `files` is the resource's file list (metainfo paths and sizes; a path "" for a
+// file not asked about); only files qBittorrent reports selected and complete are stat'ed, each
+// at the path the placement's content layout gives it.
 [[nodiscard]] Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const clients::qbittorrent::TorrentInfo& info,
                                                              const std::vector<clients::qbittorrent::TorrentFile>& qb_files,
                                                              const std::vector<plan::CoverageFile>& files,

@@ -27,7 +27,7 @@ std::string partfile_path(const JobDefinition& def) { return def.target_save_pat
 std::vector<std::string> baseline_paths(const JobDefinition& def) {
     std::vector<std::string> paths;
     for (const auto& f : def.union_files)
-        if (def.baseline.contains(f.index)) paths.push_back(f.path);
+        if (def.baseline.contains(f.index)) paths.push_back(f.at_target());
     return paths;
 }
 

@@ -35,7 +35,7 @@ inline constexpr const char* k_hold_tag = "archctl-hold";
 // A file of the cache placement that eviction may unlink: what it was when it was proven.
 struct OwnedFile {
     std::uint32_t index = 0;
-    std::string path;      // metainfo path below the save path (root folder first)
+    std::string path;      // its path below the save path on the cache's disk (its content layout's)
     std::uint64_t size = 0;
     std::uint64_t ino = 0;
     std::uint64_t dev = 0;

@@ -57,12 +57,14 @@ Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const 
                  "choose one with --from");
 }
 
-// Required files as they are on the cache's disk now; absent files have nothing to unlink.
-Result<std::vector<OwnedFile>> owned_files(jobs::NodeHandle& cache, const std::string& save_path, const plan::Coverage& coverage) {
+// Required files as they are on the cache's disk now, each at the path its content layout gives
+// it; absent files have nothing to unlink.
+Result<std::vector<OwnedFile>> owned_files(jobs::NodeHandle& cache, const std::string& save_path, const plan::Coverage& coverage,
+                                           const torrent::PlacementLayout& layout) {
     std::vector<plan::CoverageFile> files;
     std::size_t count = 0;
     for (const auto& f : coverage.files) {
-        files.push_back(f.file);
+        files.push_back({f.file.index, layout.disk_path(f.file.index), f.file.size});
         count = std::max<std::size_t>(count, f.file.index + 1);
     }
     ARCHCTL_TRY_ASSIGN(auto stats, jobs::stat_files(cache, save_path, files, count));
@@ -98,12 +100,16 @@ Status check_separate_storage(const std::string& cache_name, const std::vector<O
     return {};
 }
 
-Status check_names(const plan::PlacementView& cache, const std::vector<plan::CoverageFile>& files) {
+// A file evict would delete that is renamed in qBittorrent (its name is not the path the cache's
+// content layout gives it): evict deletes only files where the layout puts them.
+Status check_names(const plan::PlacementView& cache, const std::vector<plan::CoverageFile>& files, const torrent::PlacementLayout& layout) {
     for (std::uint32_t i : cache.selected.indices())
-        if (i < cache.names.size() && i < files.size() && cache.names[i] != files[i].path)
-            return Error(ErrorCode::RENAMED, fmt::format("cannot evict from '{}': file {} is renamed in qBittorrent ('{}', metainfo '{}')", cache.node,
-                                                i, cache.names[i], files[i].path),
-                         "evict deletes only files at their metainfo paths; rename it back first");
+        if (i < cache.names.size() && i < files.size() && layout.renamed(i))
+            return Error(ErrorCode::RENAMED,
+                         fmt::format("cannot evict from '{}': file {} is renamed in qBittorrent ('{}', metainfo '{}', its content layout puts it at '{}')",
+                                     cache.node, i, cache.names[i], files[i].path, layout.expected_path(i)),
+                         fmt::format("rename it back first (qBittorrent's Content tab: to '{}'); evict deletes only files where their layout puts them",
+                                     layout.expected_path(i)));
     return {};
 }
 
@@ -151,7 +157,11 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     plan::CoverageInput in;
     in.cache = p.cache_view;
     for (const auto& f : model.files()) in.files.push_back({f.index, f.path, static_cast<std::uint64_t>(f.size)});
-    ARCHCTL_TRY_STATUS(check_names(p.cache_view, in.files));
+    std::vector<std::string> paths(in.files.size());
+    for (const auto& f : in.files)
+        if (f.index < paths.size()) paths[f.index] = f.path;
+    torrent::PlacementLayout cache_layout = torrent::infer_layout(paths, p.cache_view.names);
+    ARCHCTL_TRY_STATUS(check_names(p.cache_view, in.files, cache_layout));
     for (const auto& u : p.resource.unreachable) in.unreachable.push_back(u);
     for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::archive)) {
         auto it = p.resource.placements.find(n->name());
@@ -164,7 +174,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
         in.archives.push_back(std::move(evidence).value());
     }
     ARCHCTL_TRY_ASSIGN(p.coverage, plan::compute_coverage(in));
-    ARCHCTL_TRY_ASSIGN(p.owned, owned_files(*cache, strip_trailing_slashes(p.cache_view.save_path), p.coverage));
+    ARCHCTL_TRY_ASSIGN(p.owned, owned_files(*cache, strip_trailing_slashes(p.cache_view.save_path), p.coverage, cache_layout));
     ARCHCTL_TRY_STATUS(check_separate_storage(p.cache, p.owned, p.coverage.proofs));
     return p;
 }

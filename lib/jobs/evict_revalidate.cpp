@@ -21,6 +21,8 @@ Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const
     request.save_path = strip_trailing_slashes(proof.save_path);
     request.torrent_b64 = base64_encode(run.metainfo);
     request.files = proof.files.to_string();
+    for (const auto& p : proof.proven)
+        if (!p.disk.empty() && p.disk != p.path) request.paths[p.index] = p.disk;
     ARCHCTL_TRY_ASSIGN(auto verified, node::Ops(*transport).verify_pieces(request));
     const nlohmann::json& report = verified.report;
     if (report.value("verified", false)) return nlohmann::json{{"verified", true}, {"summary", report.value("summary", nlohmann::json())}};

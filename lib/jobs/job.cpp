@@ -9,13 +9,21 @@ namespace {
 
 nlohmann::json files_json(const std::vector<JobFile>& files) {
     nlohmann::json a = nlohmann::json::array();
-    for (const auto& f : files) a.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});
+    for (const auto& f : files) {
+        nlohmann::json row = {{"index", f.index}, {"path", f.path}, {"size", f.size}};
+        if (f.at_source() != f.path) row["source_disk"] = f.source_disk;
+        if (f.at_target() != f.path) row["target_disk"] = f.target_disk;
+        a.push_back(std::move(row));
+    }
     return a;
 }
 
 std::vector<JobFile> files_from(const nlohmann::json& a) {
     std::vector<JobFile> out;
-    for (const auto& f : a) out.push_back({f.at("index").get<std::uint32_t>(), f.at("path").get<std::string>(), f.at("size").get<std::uint64_t>()});
+    // Definitions written before layouts were known have files at their metainfo paths.
+    for (const auto& f : a)
+        out.push_back({f.at("index").get<std::uint32_t>(), f.at("path").get<std::string>(), f.at("size").get<std::uint64_t>(),
+                       f.value("source_disk", ""), f.value("target_disk", "")});
     return out;
 }
 
@@ -50,7 +58,8 @@ nlohmann::json JobDefinition::to_json() const {
             {"qb_id", qb_id},
             {"aliases", aliases},
             {"source", {{"node", source}, {"save_path", source_save_path}, {"fingerprint", source_fingerprint}}},
-            {"target", {{"node", target}, {"save_path", target_save_path}, {"new", new_target}, {"fingerprint", target_fingerprint}}},
+            {"target", {{"node", target}, {"save_path", target_save_path}, {"new", new_target}, {"fingerprint", target_fingerprint},
+                        {"layout", torrent::to_string(target_layout)}}},
             {"route", {{"id", route.id}, {"source_path", route.source_path}, {"target_path", route.target_path}}},
             {"requested", requested.to_json()},
             {"baseline", baseline.to_json()},
@@ -89,6 +98,8 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
         d.target_save_path = j.at("target").at("save_path");
         d.new_target = j.at("target").at("new");
         d.target_fingerprint = j.at("target").value("fingerprint", "");
+        if (!torrent::parse_content_layout(j.at("target").value("layout", "Original"), d.target_layout))
+            return Error(ErrorCode::CORRUPT, fmt::format("unreadable job definition: unknown target layout '{}'", j.at("target").value("layout", "")));
         d.route = {j.at("route").at("id"), j.at("route").at("source_path"), j.at("route").at("target_path")};
         ARCHCTL_TRY_ASSIGN(d.requested, torrent::Selection::from_json(j.at("requested")));
         ARCHCTL_TRY_ASSIGN(d.baseline, torrent::Selection::from_json(j.at("baseline")));

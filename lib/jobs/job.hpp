@@ -18,14 +18,20 @@
 #include "lib/base/result.hpp"
 #include "lib/plan/transfer_plan.hpp"
 #include "lib/torrent/identity.hpp"
+#include "lib/torrent/layout.hpp"
 #include "lib/torrent/selection.hpp"
 
 namespace archctl::jobs {
 
 struct JobFile {
     std::uint32_t index = 0;
-    std::string path;      // metainfo path below the save path (root folder first)
+    std::string path;      // metainfo path below the save path (root folder first): messages, identity
     std::uint64_t size = 0;
+    // Its path below each save path on disk (torrent/layout.hpp); "" when it is the metainfo path.
+    std::string source_disk = {}, target_disk = {};
+
+    const std::string& at_source() const { return source_disk.empty() ? path : source_disk; }
+    const std::string& at_target() const { return target_disk.empty() ? path : target_disk; }
 };
 
 struct RouteRef {
@@ -45,6 +51,8 @@ struct JobDefinition {
     std::string source, target;              // node names
     std::string source_save_path, target_save_path;
     bool new_target = true;
+    // The content layout a new target is added with (the source's; files' target_disk follow it).
+    torrent::ContentLayout target_layout = torrent::ContentLayout::original;
     std::string source_fingerprint;
     std::string target_fingerprint;          // empty for a new target
     RouteRef route;

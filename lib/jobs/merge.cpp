@@ -26,6 +26,13 @@ StepResult merge_stopped(JobRun& run, const node::MergeResult& r) {
     return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
 }
 
+// The delta as the target's disk will have it: each file at its path there.
+std::vector<node::FileEntry> target_entries(const std::vector<JobFile>& files) {
+    std::vector<node::FileEntry> out;
+    for (const auto& f : files) out.push_back({f.index, f.at_target(), f.size});
+    return out;
+}
+
 }  // namespace
 
 StepResult step_merge(JobRun& run) {
@@ -39,7 +46,7 @@ StepResult step_merge(JobRun& run) {
     auto r = node::Ops(*transport.value())
                  .merge({.job_dir = job_dir(run.def.route.target_path, run.def.id),
                          .save_path = run.def.target_save_path,
-                         .files = node::file_entries(run.def.files),
+                         .files = target_entries(run.def.files),
                          .record_path = std::nullopt,
                          .min_free = run.env.budgets.min_free});
     if (!r.ok()) return StepResult::failed(r.take_error());

@@ -112,7 +112,8 @@ Resource resource_of(const JobDefinition& def) {
 
 Status check_names(const plan::PlacementView& view, const std::vector<JobFile>& files, const std::string& name) {
     for (const auto& f : files)
-        if (f.index < view.names.size() && view.names[f.index] != f.path) return plan::renamed_in_qb(view, f.index, f.path, name);
+        if (f.index < view.names.size() && view.names[f.index] != f.at_source())
+            return plan::renamed_in_qb(view, f.index, f.path, name, f.at_source());
     return {};
 }
 
@@ -122,7 +123,7 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     ARCHCTL_TRY_STATUS(check_content_location(view, needs.save_path, name));
     const bool carry = needs.partfile == plan::PartfileNeed::carry_source;
     node::TreeRequest request{.base = needs.save_path, .paths = {}};
-    for (const auto& f : needs.files) request.paths.push_back(f.path);
+    for (const auto& f : needs.files) request.paths.push_back(f.at_source());
     if (carry) request.paths.push_back(torrent::partfile_name(view.qb_id));
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, source.ops());
     node::Ops ops(*transport);
@@ -135,7 +136,7 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     for (std::size_t i = 0; i < needs.files.size() && i < tree->entries.size(); ++i) {
         const JobFile& f = needs.files[i];
         const node::TreeEntry& e = tree->entries[i];
-        std::string shown = fmt::format("{}/{}", strip_trailing_slashes(needs.save_path), f.path);
+        std::string shown = fmt::format("{}/{}", strip_trailing_slashes(needs.save_path), f.at_source());
         if (e.type == "refused" && e.error) return unreachable_path(*e.error);
         if (e.type == "absent")
             return Error(ErrorCode::NOT_FOUND, fmt::format("source file '{}' on '{}' does not exist", shown, view.node),
@@ -203,13 +204,13 @@ Status check_target_partfile(NodeHandle& target, const std::string& save_path, c
 
 Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files) {
     node::TreeRequest request{.base = save_path, .paths = {}};
-    for (const auto& f : files) request.paths.push_back(f.path);
+    for (const auto& f : files) request.paths.push_back(f.at_target());
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
     auto tree = node::Ops(*transport).tree(request);
     if (!tree.ok()) return unreachable_path(tree.take_error());
     for (std::size_t i = 0; i < files.size() && i < tree->entries.size(); ++i) {
         const node::TreeEntry& e = tree->entries[i];
-        std::string shown = fmt::format("{}/{}", strip_trailing_slashes(save_path), files[i].path);
+        std::string shown = fmt::format("{}/{}", strip_trailing_slashes(save_path), files[i].at_target());
         if (e.type == "refused" && e.error) return unreachable_path(*e.error);
         if (e.type == "symlink")
             return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}' on '{}': it is a symlink", shown, target.name()),

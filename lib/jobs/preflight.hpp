@@ -23,7 +23,7 @@ namespace archctl::jobs {
 // What a job reads from its source placement.
 struct SourceNeeds {
     std::string save_path;                      // where the job reads the files (node path)
-    std::vector<JobFile> files;                 // the delta, at metainfo paths
+    std::vector<JobFile> files;                 // the delta (read at JobFile::at_source)
     plan::PartfileNeed partfile = plan::PartfileNeed::none;
     std::vector<std::int64_t> boundary_pieces;  // pieces of the union that need skipped files' bytes
     torrent::Selection union_set;               // the target union (which files are not requested)
@@ -33,8 +33,8 @@ struct SourceNeeds {
     const torrent::FileModel* model = nullptr;
 };
 
-// The source as the job will find it: `named` (the files whose qBittorrent names must be their
-// metainfo paths: every file for plan, the union for the job) named so (RENAMED_IN_QB), its
+// The source as the job will find it: `named` (the files whose qBittorrent names must be the
+// paths the placement's layout gives them, their `source_disk`: the union) named so (RENAMED_IN_QB), its
 // content in its save path and not in qBittorrent's incomplete-downloads folder
 // (SOURCE_INCOMPLETE), every delta file a regular file of its size reached without a symlink
 // (PATH_SYMLINK, NOT_REGULAR, NOT_FOUND, SOURCE_CHANGED), and, when the plan carries the
@@ -43,8 +43,8 @@ struct SourceNeeds {
 [[nodiscard]] Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, const SourceNeeds& needs,
                                         const std::vector<JobFile>& named, const std::string& torrent_name);
 
-// RENAMED_IN_QB when one of `files` has another name in qBittorrent (`view`) than its metainfo
-// path; the message is plan::check_names'.
+// RENAMED_IN_QB when one of `files` has another name in qBittorrent (`view`) than its path on
+// the source's disk (JobFile::at_source); the message is plan::check_names'.
 [[nodiscard]] Status check_names(const plan::PlacementView& view, const std::vector<JobFile>& files, const std::string& torrent_name);
 
 // The target save path reached without a symlink, and no delta file's path there taken by a

@@ -66,10 +66,15 @@ Result<std::string> pick_target(Nodes& nodes, const TransferRequest& r) {
     return Error(ErrorCode::USAGE, fmt::format("several {} nodes are configured", kind), "choose one with --to");
 }
 
-std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Selection& sel) {
+// The files of `sel`, each with its paths on the source's and the target's disk (the plan's layouts).
+std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Selection& sel, const plan::Plan& plan) {
     std::vector<JobFile> out;
-    for (const auto& f : model.files())
-        if (sel.contains(f.index)) out.push_back({f.index, f.path, static_cast<std::uint64_t>(f.size)});
+    for (const auto& f : model.files()) {
+        if (!sel.contains(f.index)) continue;
+        std::string source = plan.source_layout.disk_path(f.index), target = plan.target_layout.disk_path(f.index);
+        out.push_back({f.index, f.path, static_cast<std::uint64_t>(f.size), source == f.path ? "" : source,
+                       target == f.path ? "" : target});
+    }
     return out;
 }
 
@@ -173,21 +178,21 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     if (!p.plan.empty_delta()) {
         // Plan is a promise: what the job's preflight would refuse is refused here, by the same checks.
         SourceNeeds needs{.save_path = source_view->save_path,
-                          .files = files_of(model, p.plan.delta),
+                          .files = files_of(model, p.plan.delta, p.plan),
                           .partfile = p.plan.partfile,
                           .boundary_pieces = p.plan.boundary_pieces,
                           .union_set = p.plan.union_set,
                           .piece_count = meta.piece_count(),
                           .piece_length = meta.piece_length(),
                           .model = &model};
-        ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, model.all()), p.resource.name));
+        ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, p.plan.union_set, p.plan), p.resource.name));
         ARCHCTL_TRY_STATUS(check_target_paths(*dst, p.plan.target_save_path, needs.files));
         ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), needs));
     }
     p.source_fingerprint = fingerprint(*source_view);
     p.target_fingerprint = target_view ? fingerprint(*target_view) : "";
-    p.delta_files = files_of(model, p.plan.delta);
-    p.union_files = files_of(model, p.plan.union_set);
+    p.delta_files = files_of(model, p.plan.delta, p.plan);
+    p.union_files = files_of(model, p.plan.union_set, p.plan);
     p.file_count = model.file_count();
     p.piece_count = meta.piece_count();
     p.piece_length = meta.piece_length();
@@ -212,6 +217,7 @@ Result<std::string> Engine::create(const Prepared& p) {
     d.source_save_path = p.resource.placements.at(p.source).save_path;
     d.target_save_path = p.plan.target_save_path;
     d.new_target = !p.plan.extends_existing;
+    d.target_layout = p.plan.target_layout.layout;
     d.source_fingerprint = p.source_fingerprint;
     d.target_fingerprint = p.target_fingerprint;
     d.route = p.route;

@@ -79,6 +79,13 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     return StepResult::ok();
 }
 
+// The delta as the source's disk has it: each file at its path there.
+std::vector<node::FileEntry> source_entries(const std::vector<JobFile>& files) {
+    std::vector<node::FileEntry> out;
+    for (const auto& f : files) out.push_back({f.index, f.at_source(), f.size});
+    return out;
+}
+
 }  // namespace
 
 StepResult step_stage(JobRun& run) {
@@ -90,7 +97,7 @@ StepResult step_stage(JobRun& run) {
     node::Ops ops(*transport.value());
     node::StageRequest request{.job_dir = job_dir(run.def.route.source_path, run.def.id),
                                .source_base = run.def.source_save_path,
-                               .files = node::file_entries(run.def.files),
+                               .files = source_entries(run.def.files),
                                .method = run.env.io.test.stage_method,
                                .verify_transit = run.def.verify_transit,
                                .budget_bytes = std::nullopt,

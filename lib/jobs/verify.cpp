@@ -34,7 +34,7 @@ Result<qb::TorrentInfo> wait_listed(Clock& clock, qb::Api& client, const std::st
 // The target's stat of every file of the union, right after its recheck verified them.
 Result<std::map<std::uint32_t, plan::FileStamp>> committed_stamps(JobRun& run, NodeHandle& dst) {
     std::vector<plan::CoverageFile> files;
-    for (const auto& f : run.def.union_files) files.push_back({f.index, f.path, f.size});
+    for (const auto& f : run.def.union_files) files.push_back({f.index, f.at_target(), f.size});
     ARCHCTL_TRY_ASSIGN(auto stats, stat_files(dst, run.def.target_save_path, files, run.def.file_count));
     return stamps_of(stats);
 }
@@ -104,6 +104,9 @@ Status add_new_target(JobRun& run, NodeHandle& dst) {
         add.metainfo = run.metainfo;
         add.save_path = run.def.target_save_path;
         add.start = qb::AddStart::stopped;
+        add.layout = run.def.target_layout == torrent::ContentLayout::no_subfolder ? qb::ContentLayout::no_subfolder
+                     : run.def.target_layout == torrent::ContentLayout::subfolder  ? qb::ContentLayout::subfolder
+                                                                                   : qb::ContentLayout::original;
         if (!run.ledger.target_tag.empty()) add.tags = {run.ledger.target_tag};
         ARCHCTL_TRY_STATUS(tqb.add(add));
         ARCHCTL_TRY_STATUS(
@@ -172,7 +175,7 @@ Status start_target(JobRun& run, NodeHandle& dst) {
     qb::Api& tqb = dst.qb();
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
     node::ChmodReadableRequest readable{.base = run.def.target_save_path, .paths = {}};
-    for (const auto& f : run.def.union_files) readable.paths.push_back(f.path);
+    for (const auto& f : run.def.union_files) readable.paths.push_back(f.at_target());
     ARCHCTL_TRY_STATUS(node::Ops(*transport).chmod_readable(readable));
     if (!run.ledger.target_tag.empty()) ARCHCTL_TRY_STATUS(tqb.delete_tags({run.ledger.target_tag}));
     bool start = run.def.new_target || run.ledger.target_baseline.value("started", false);

@@ -10,6 +10,7 @@
 #include "lib/base/base64.hpp"
 #include "lib/node/operation.hpp"
 #include "lib/node/ops.hpp"
+#include "lib/node/root_set.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/verifier.hpp"
 
@@ -37,6 +38,12 @@ Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
     torrent::VerifyOptions options;
     if (request.files) {
         ARCHCTL_TRY_ASSIGN(options.files, torrent::Selection::parse(*request.files));
+    }
+    for (const auto& [index, path] : request.paths) {
+        auto elements = split_relative(path);  // relative, no "." or ".." elements
+        if (!elements.ok()) return elements.take_error();
+        if (index >= options.disk_paths.size()) options.disk_paths.resize(index + 1);
+        options.disk_paths[index] = path;
     }
     ARCHCTL_TRY_ASSIGN(torrent::VerifyReport report, torrent::verify(meta, fd_path(dir.get(), ""), options));
     return json(VerifyPiecesResult{report.to_json(), save_path});

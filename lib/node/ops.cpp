@@ -583,6 +583,11 @@ void to_json(json& j, const VerifyPiecesRequest& v) {
     put_optional(j, "torrent_b64", v.torrent_b64);
     put_optional(j, "torrent_path", v.torrent_path);
     put_optional(j, "files", v.files);
+    if (!v.paths.empty()) {
+        json paths = json::array();
+        for (const auto& [index, path] : v.paths) paths.push_back({index, path});
+        j["paths"] = std::move(paths);
+    }
 }
 void from_json(const json& j, VerifyPiecesRequest& v) {
     v.save_path = j.at("save_path").get<std::string>();
@@ -592,6 +597,8 @@ void from_json(const json& j, VerifyPiecesRequest& v) {
     get_optional(j, "torrent_b64", v.torrent_b64);
     if (!v.torrent_b64) v.torrent_path = j.at("torrent_path").get<std::string>();
     get_optional(j, "files", v.files);
+    v.paths.clear();
+    for (const auto& row : j.value("paths", json::array())) v.paths[row.at(0).get<std::uint32_t>()] = row.at(1).get<std::string>();
 }
 
 void to_json(json& j, const VerifyPiecesResult& v) {

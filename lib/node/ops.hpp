@@ -10,6 +10,7 @@
 //   if (tree.ok()) for (const auto& e : tree->entries) ...
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -409,6 +410,9 @@ struct VerifyPiecesRequest {
     std::optional<std::string> torrent_b64;   // the .torrent, base64
     std::optional<std::string> torrent_path;  // a node path, read by the node
     std::optional<std::string> files;
+    // File index → its path below save_path on disk, for files a content layout puts elsewhere
+    // than their metainfo path (torrent/layout.hpp).
+    std::map<std::uint32_t, std::string> paths = {};
 };
 
 // lib/torrent's VerifyReport JSON plus save_path.

@@ -91,7 +91,8 @@ FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
     if (state_disproves(v.run_state)) return no(fmt::format("qBittorrent reports the torrent {}", a.state.empty() ? v.run_state : a.state));
     if (!v.selected.contains(i)) return no("skipped in qBittorrent");
     if (!v.complete.contains(i)) return no("not at 100% in qBittorrent");
-    if (i < v.names.size() && !v.names[i].empty() && v.names[i] != f.path)
+    const std::string& expected = i < a.expected.size() && !a.expected[i].empty() ? a.expected[i] : f.path;
+    if (i < v.names.size() && !v.names[i].empty() && v.names[i] != expected)
         return no(fmt::format("renamed in qBittorrent to '{}'", v.names[i]));
     if (f.size == 0) return {FileProof::proven, ""};  // no bytes to lose
     const DiskFile disk = i < a.disk.size() ? a.disk[i] : DiskFile{};
@@ -113,7 +114,11 @@ FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
 
 nlohmann::json ArchiveProof::to_json() const {
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& p : proven) rows.push_back({{"i", p.index}, {"path", p.path}, {"size", p.size}, {"stamp", p.stamp.to_json()}});
+    for (const auto& p : proven) {
+        nlohmann::json row = {{"i", p.index}, {"path", p.path}, {"size", p.size}, {"stamp", p.stamp.to_json()}};
+        if (!p.disk.empty() && p.disk != p.path) row["disk"] = p.disk;
+        rows.push_back(std::move(row));
+    }
     return {{"node", node},         {"qb_id", qb_id},          {"save_path", save_path}, {"files", files.to_json()},
             {"generation", generation}, {"trust", to_string(trust)}, {"proven", rows}};
 }
@@ -132,6 +137,7 @@ Result<ArchiveProof> ArchiveProof::from_json(const nlohmann::json& j) {
             f.index = row.at("i");
             f.path = row.at("path");
             f.size = row.at("size");
+            f.disk = row.value("disk", "");
             ARCHCTL_TRY_ASSIGN(f.stamp, FileStamp::from_json(row.at("stamp")));
             p.proven.push_back(std::move(f));
         }
@@ -168,7 +174,8 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
             held.push_back(i);
             holders[i].push_back(a.view.node);
             FileStamp stamp = i < a.disk.size() ? a.disk[i].stamp : FileStamp{};
-            proof.proven.push_back({i, f.path, f.size, stamp});
+            std::string disk = i < a.expected.size() && a.expected[i] != f.path ? a.expected[i] : std::string();
+            proof.proven.push_back({i, f.path, f.size, stamp, disk});
         }
         if (!not_counted.empty()) c.notes.push_back(refused_note(a.view.node, not_counted));
         if (held.empty()) continue;

@@ -8,9 +8,10 @@
 // every deletion. A file counts only when, read live:
 //   - the covering torrent is in that qBittorrent and not in an error, missingFiles, checking,
 //     moving or unknown state;
-//   - qBittorrent reports the file selected and at 100%, under its metainfo path (no rename);
-//   - the archive node's own stat of the file at its metainfo path shows a regular file of the
-//     exact size; and
+//   - qBittorrent reports the file selected and at 100%, under the path its content layout
+//     gives it (torrent/layout.hpp: no rename);
+//   - the archive node's own stat of the file at that path shows a regular file of the exact
+//     size; and
 //   - that stat is the one archctl recorded when its recheck committed the file (device, inode,
 //     size, mtime) — or, with --verify-archive, a piece check on the archive's disk will prove
 //     the bytes before anything is deleted.
@@ -77,6 +78,9 @@ struct ArchiveEvidence {
     std::uint64_t generation = 0;                // archctl's committed generation there (0: none)
     std::map<std::uint32_t, FileStamp> committed; // stamps archctl recorded at its commit
     std::vector<DiskFile> disk;                  // by file index: the node's stat now
+    // By file index: the path below the save path the placement's content layout gives the file
+    // ("" or absent: its metainfo path). qBittorrent naming it otherwise is a rename.
+    std::vector<std::string> expected;
     VerifyArchive verify = VerifyArchive::no;    // --verify-archive: a piece check proves the bytes
 };
 
@@ -116,6 +120,7 @@ struct ProvenFile {
     std::string path;
     std::uint64_t size = 0;
     FileStamp stamp;
+    std::string disk = {};  // its path below the save path on the archive's disk ("": `path`)
 };
 
 // How an archive node proves its files.

@@ -70,7 +70,9 @@ nlohmann::json digest_facts(const PlanInput& in, const Plan& p) {
     };
     return {{"op", to_string(p.op)}, {"resource", in.meta->identity().to_json()}, {"source", view(in.source)},
             {"target", in.target ? view(*in.target) : nlohmann::json(nullptr)}, {"target_save_path", p.target_save_path},
-            {"requested", p.requested.to_string()}, {"delta", p.delta.to_string()}};
+            {"requested", p.requested.to_string()}, {"delta", p.delta.to_string()},
+            {"layout", {torrent::to_string(p.source_layout.layout), p.source_layout.folder, torrent::to_string(p.target_layout.layout),
+                        p.target_layout.folder}}};
 }
 
 const char* partfile_name(PartfileNeed n) {
@@ -84,20 +86,31 @@ const char* partfile_name(PartfileNeed n) {
 
 }  // namespace
 
-Status check_names(const PlacementView& view, const torrent::FileModel& model, const std::string& name) {
+std::vector<std::string> metainfo_paths(const torrent::FileModel& model) {
+    std::vector<std::string> out(model.file_count());
+    for (const auto& f : model.files())
+        if (f.index < out.size()) out[f.index] = f.path;
+    return out;
+}
+
+Status check_names(const PlacementView& view, const torrent::PlacementLayout& layout, const torrent::FileModel& model,
+                   const torrent::Selection& files, const std::string& name) {
     if (view.names.empty()) return {};
-    for (const auto& f : model.files()) {
-        if (f.index >= view.names.size()) break;
-        if (view.names[f.index] != f.path) return renamed_in_qb(view, f.index, f.path, name);
-    }
+    for (const auto& f : model.files())
+        if (files.contains(f.index) && layout.renamed(f.index)) return renamed_in_qb(view, f.index, f.path, name, layout.expected_path(f.index));
     return {};
 }
 
-Error renamed_in_qb(const PlacementView& view, std::uint32_t index, const std::string& path, const std::string& name) {
+Error renamed_in_qb(const PlacementView& view, std::uint32_t index, const std::string& path, const std::string& name,
+                    const std::string& expected) {
+    std::string qb_name = index < view.names.size() ? view.names[index] : std::string();
+    std::string where = expected.empty() || expected == path ? std::string()
+                                                             : fmt::format(" (its content layout puts it at '{}')", expected);
     return Error(ErrorCode::RENAMED_IN_QB,
-                 fmt::format("file {} of '{}' on {} is '{}' in qBittorrent but '{}' in the metainfo", index, name, view.node,
-                             index < view.names.size() ? view.names[index] : std::string(), path),
-                 "archctl moves only files at their metainfo paths; undo the rename in qBittorrent");
+                 fmt::format("file {} of '{}' on {} is '{}' in qBittorrent but '{}' in the metainfo{}", index, name, view.node, qb_name,
+                             path, where),
+                 fmt::format("undo the rename in qBittorrent (Content tab: rename it back to '{}'), or leave file {} out of --files",
+                             expected.empty() ? path : expected, index));
 }
 
 std::string to_string(Operation op) { return op == Operation::archive ? "archive" : "unarchive"; }
@@ -123,7 +136,9 @@ nlohmann::json Plan::to_json() const {
     return {{"operation", to_string(op)}, {"target_save_path", target_save_path}, {"extends_existing", extends_existing},
             {"requested", row(requested, requested_bytes)}, {"on_target", row(baseline, baseline_bytes)},
             {"delta", row(delta, delta_bytes)}, {"union", row(union_set, union_bytes)}, {"copy_bytes", copy_bytes},
-            {"disk_ok", disk_ok}, {"partfile", {{"need", partfile_name(partfile)}, {"boundary_pieces", pieces}}},
+            {"disk_ok", disk_ok},
+            {"layout", {{"source", torrent::to_string(source_layout.layout)}, {"target", torrent::to_string(target_layout.layout)}}},
+            {"partfile", {{"need", partfile_name(partfile)}, {"boundary_pieces", pieces}}},
             {"digest", digest}};
 }
 
@@ -131,9 +146,10 @@ Result<Plan> compute(const PlanInput& in) {
     torrent::FileModel model(*in.meta);
     Plan p;
     p.op = in.request.op;
-    ARCHCTL_TRY_STATUS(check_names(in.source, model, in.meta->name()));
+    const std::vector<std::string> paths = metainfo_paths(model);
+    p.source_layout = torrent::infer_layout(paths, in.source.names);
     if (in.target) {
-        ARCHCTL_TRY_STATUS(check_names(*in.target, model, in.meta->name()));
+        p.target_layout = torrent::infer_layout(paths, in.target->names);
         p.target_save_path = strip_trailing_slashes(in.target->save_path);
         p.extends_existing = true;
         torrent::Selection stale = in.target->selected.difference(in.target->complete);
@@ -145,10 +161,15 @@ Result<Plan> compute(const PlanInput& in) {
         p.baseline = in.target->complete;
     } else {
         ARCHCTL_TRY_ASSIGN(p.target_save_path, rebase_save_path(in.source.save_path, in.source_qb_root, in.target_qb_root));
+        // A new target is added with the source's layout, so each file lands where it is now.
+        p.target_layout = torrent::apply_layout(paths, p.source_layout.layout, p.source_layout.folder);
     }
     ARCHCTL_TRY_ASSIGN(p.requested, expand_request(in, model));
     p.delta = p.requested.difference(p.baseline);
     p.union_set = p.baseline.union_with(p.delta);
+    // Only a rename among the files this command reads or keeps stops it.
+    ARCHCTL_TRY_STATUS(check_names(in.source, p.source_layout, model, p.union_set, in.meta->name()));
+    if (in.target) ARCHCTL_TRY_STATUS(check_names(*in.target, p.target_layout, model, p.union_set, in.meta->name()));
     p.requested_bytes = p.requested.bytes(model);
     p.baseline_bytes = p.baseline.bytes(model);
     p.delta_bytes = p.delta.bytes(model);

@@ -21,6 +21,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/torrent/file_model.hpp"
+#include "lib/torrent/layout.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/selection.hpp"
 
@@ -37,7 +38,7 @@ struct PlacementView {
     std::string run_state;          // "running", "stopped", ...
     torrent::Selection selected;    // priority > 0
     torrent::Selection complete;    // selected and progress == 1.0
-    std::vector<std::string> names; // qB's `name` by index (for the rename check)
+    std::vector<std::string> names; // qB's `name` by index: the file's path below the save path on disk
     std::string content_path;       // where qB has the content now ("" when unknown)
     std::string download_path;      // qB's incomplete-downloads path of the torrent ("" if none)
 };
@@ -85,18 +86,27 @@ struct Plan {
     bool disk_ok = true;
     PartfileNeed partfile = PartfileNeed::none;
     std::vector<std::int64_t> boundary_pieces;
+    // Where each file is on the source's and the target's disk (torrent/layout.hpp): the source's
+    // own layout, an existing target's own, a new target's the source's (it is added with it).
+    torrent::PlacementLayout source_layout, target_layout;
     std::string digest;                   // sha256 hex over the decision-relevant facts
 
     bool empty_delta() const { return delta.empty(); }
     nlohmann::json to_json() const;
 };
 
-// RENAMED_IN_QB when a file of `view` has a name in qBittorrent (its name on disk) other than its
-// metainfo path: archctl moves files only at their metainfo paths. `name` is the torrent's name.
-[[nodiscard]] Status check_names(const PlacementView& view, const torrent::FileModel& model, const std::string& name);
-// The RENAMED_IN_QB error of file `index` of `view` (metainfo path `path`): one wording for plan
-// and the job's preflight.
-[[nodiscard]] Error renamed_in_qb(const PlacementView& view, std::uint32_t index, const std::string& path, const std::string& name);
+// The metainfo paths of `model`'s files by index (what torrent::infer_layout takes).
+[[nodiscard]] std::vector<std::string> metainfo_paths(const torrent::FileModel& model);
+
+// RENAMED_IN_QB when one of `files` has a name in qBittorrent (its path on disk) that the
+// placement's content layout does not explain: renamed there. Files outside `files` may be
+// renamed: a command refuses only the renames it is affected by. `name` is the torrent's name.
+[[nodiscard]] Status check_names(const PlacementView& view, const torrent::PlacementLayout& layout, const torrent::FileModel& model,
+                                 const torrent::Selection& files, const std::string& name);
+// The RENAMED_IN_QB error of file `index` of `view` (metainfo path `path`, where its layout puts
+// it `expected`; "" when that is the metainfo path): one wording for plan and the job's preflight.
+[[nodiscard]] Error renamed_in_qb(const PlacementView& view, std::uint32_t index, const std::string& path, const std::string& name,
+                                  const std::string& expected = "");
 
 // Compute the plan, or the reason it cannot run (a clear, user-facing error).
 [[nodiscard]] Result<Plan> compute(const PlanInput& input);

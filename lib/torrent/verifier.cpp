@@ -90,14 +90,30 @@ nlohmann::json VerifyReport::to_json() const {
 
 namespace {
 
+// "dir/file" → {"dir", "file"} (empty elements dropped).
+std::vector<std::string> split_path(const std::string& path) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        std::size_t slash = path.find('/', start);
+        std::string element = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        if (!element.empty()) out.push_back(std::move(element));
+        if (slash == std::string::npos) break;
+        start = slash + 1;
+    }
+    return out;
+}
+
 // Reads through a per-thread file descriptor, reopened (safely) whenever the file changes.
 class SavePathReader final : public PayloadReader {
 public:
-    SavePathReader(int root_fd, const Metainfo& meta) : m_root(root_fd), m_meta(meta) {}
+    // `paths`: each native file's path elements below the save path on disk.
+    SavePathReader(int root_fd, const Metainfo& meta, const std::vector<std::vector<std::string>>& paths)
+        : m_root(root_fd), m_meta(meta), m_paths(paths) {}
 
     Result<std::size_t> read(std::size_t native, std::int64_t offset, std::uint8_t* buffer, std::size_t size) override {
         if (native != m_current) {
-            OpenedFile f = open_below(m_root, m_meta.files()[native].path);
+            OpenedFile f = open_below(m_root, m_paths[native]);
             if (f.failure != OpenFailure::none)
                 return Error{"IO", fmt::format("cannot read '{}': {}", printable(m_meta.files()[native].path_string()), f.detail)};
             m_fd = std::move(f.fd);
@@ -115,6 +131,7 @@ public:
 private:
     int m_root;
     const Metainfo& m_meta;
+    const std::vector<std::vector<std::string>>& m_paths;
     std::size_t m_current = static_cast<std::size_t>(-1);
     UniqueFd m_fd;
 };
@@ -149,12 +166,16 @@ private:
     void stat_files(int root) {
         m_state.resize(m_model.file_count());
         m_native_to_index.assign(m_meta.files().size(), -1);
+        m_disk.clear();
+        for (const auto& e : m_meta.files()) m_disk.push_back(e.path);
         for (const ModelFile& f : m_model.files()) {
             m_native_to_index[f.native_index] = static_cast<std::int64_t>(f.index);
+            if (f.index < m_options.disk_paths.size() && !m_options.disk_paths[f.index].empty())
+                m_disk[f.native_index] = split_path(m_options.disk_paths[f.index]);
             FileState& s = m_state[f.index];
             s.selected = m_selection.contains(f.index);
             if (!s.selected) continue;
-            OpenedFile opened = open_below(root, m_meta.files()[f.native_index].path);
+            OpenedFile opened = open_below(root, m_disk[f.native_index]);
             s.failure = opened.failure;
             s.actual = opened.size;
             s.detail = opened.detail;
@@ -208,7 +229,7 @@ private:
         job.threads = m_options.threads;
         job.chunk_bytes = m_options.chunk_bytes;
         job.skip = [this](std::int64_t p) { return m_pre[static_cast<std::size_t>(p)] != k_pending; };
-        job.make_reader = [this, root] { return std::make_unique<SavePathReader>(root, m_meta); };
+        job.make_reader = [this, root] { return std::make_unique<SavePathReader>(root, m_meta, m_disk); };
         HashStats stats;
         m_digests = hash_pieces(job, &stats);
         m_bytes_read = stats.bytes_read;
@@ -310,6 +331,7 @@ private:
     Selection m_selection;
     std::vector<FileState> m_state;            // by qB index
     std::vector<std::int64_t> m_native_to_index;
+    std::vector<std::vector<std::string>> m_disk;  // by native index: path elements on disk
     std::vector<std::uint8_t> m_pre;           // PieceVerdict, or k_pending when it must be hashed
     std::vector<std::uint32_t> m_owner;        // v2: native index of the file holding each piece
     std::vector<PieceDigest> m_digests;

@@ -313,11 +313,12 @@ class QbClient:
     def export(self, torrent_id):
         return self.call("GET", "torrents/export", query={"hash": torrent_id})
 
-    def add_torrent(self, data, save_path, paused=True, skip_checking=False):
+    def add_torrent(self, data, save_path, paused=True, skip_checking=False, layout="Original"):
+        """layout: qBittorrent's contentLayout (Original, Subfolder, NoSubfolder)."""
         self._uploads += 1
         flag = "true" if paused else "false"
         fields = {"savepath": save_path, "autoTMM": "false", "paused": flag, "stopped": flag,
-                  "skip_checking": "true" if skip_checking else "false", "contentLayout": "Original",
+                  "skip_checking": "true" if skip_checking else "false", "contentLayout": layout,
                   "useDownloadPath": "false"}
         body, ctype = _multipart(fields, [("torrents", f"lab-{os.getpid()}-{self._uploads}.torrent", data)])
         text = self.call("POST", "torrents/add", body=body, content_type=ctype).decode().strip()

@@ -40,6 +40,43 @@ TEST_CASE("a job definition survives its JSON form") {
     CHECK(JobDefinition::from_json(broken).error().code == "CORRUPT");
 }
 
+TEST_CASE("a job definition keeps each file's disk paths and the new target's layout; older ones load at metainfo paths") {
+    JobDefinition d;
+    d.id = "20261201-183412-7f3d";
+    d.identity = torrent::Identity::from_qb("78d5a6edfa4e0000000000000000000000000000", "").value();
+    d.qb_id = d.identity.qb_id();
+    d.aliases = {d.identity.v1_hex()};
+    d.source = "seedbox";
+    d.target = "nas";
+    d.route = {"r", "/a", "/b"};
+    d.target_layout = torrent::ContentLayout::no_subfolder;
+    d.files = {{0, "pay/a.bin", 10, "a.bin", "a.bin"}, {1, "pay/b.bin", 5, "", "other/b.bin"}};
+    d.union_files = d.files;
+    auto j = d.to_json();
+    CHECK(j["target"]["layout"] == "NoSubfolder");
+    CHECK(j["files"][0]["source_disk"] == "a.bin");
+    CHECK_FALSE(j["files"][1].contains("source_disk"));
+    auto back = JobDefinition::from_json(j);
+    REQUIRE(back.ok());
+    CHECK(back->to_json() == j);
+    CHECK(back->target_layout == torrent::ContentLayout::no_subfolder);
+    CHECK(back->files[1].at_source() == "pay/b.bin");
+    CHECK(back->files[1].at_target() == "other/b.bin");
+    // A definition written before layouts: Original, every file at its metainfo path.
+    j["target"].erase("layout");
+    for (auto& f : j["files"]) {
+        f.erase("source_disk");
+        f.erase("target_disk");
+    }
+    auto old = JobDefinition::from_json(j);
+    REQUIRE(old.ok());
+    CHECK(old->target_layout == torrent::ContentLayout::original);
+    CHECK(old->files[0].at_source() == "pay/a.bin");
+    CHECK(old->files[0].at_target() == "pay/a.bin");
+    j["target"]["layout"] = "Sideways";
+    CHECK(JobDefinition::from_json(j).error().code == "CORRUPT");
+}
+
 TEST_CASE("a ledger survives its JSON form; unknown fields default") {
     Ledger l;
     l.state = JobState::cleanup_required;

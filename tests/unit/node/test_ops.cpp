@@ -112,6 +112,8 @@ TEST_CASE("request structs write the keys the handlers read") {
                json{{"save_path", "/qb/save"}, {"torrent_b64", "ZDE6eGkxZWU="}, {"files", "0-3"}});
     round_trip(VerifyPiecesRequest{"/qb/save", std::nullopt, "/qb/x.torrent", std::nullopt},
                json{{"save_path", "/qb/save"}, {"torrent_path", "/qb/x.torrent"}});
+    round_trip(VerifyPiecesRequest{"/qb/save", std::nullopt, "/qb/x.torrent", std::nullopt, {{2, "a.bin"}}},
+               json{{"save_path", "/qb/save"}, {"torrent_path", "/qb/x.torrent"}, {"paths", {{2, "a.bin"}}}});
 }
 
 TEST_CASE("a request without a required key is refused when read") {

@@ -102,6 +102,20 @@ TEST_CASE("judge_file: the ways an archive copy stops being one") {
         {"below 100% in qBittorrent", [](ArchiveEvidence& a) { a.view.complete = *Selection::parse("0-2,4"); }, FileProof::unproven,
          "not at 100%"},
         {"renamed in qBittorrent", [](ArchiveEvidence& a) { a.view.names[3] = "pay/x.bin"; }, FileProof::unproven, "renamed"},
+        {"a content layout is no rename",
+         [](ArchiveEvidence& a) {
+             a.view.names[3] = "d.bin";
+             a.expected.assign(5, "");
+             a.expected[3] = "d.bin";
+         },
+         FileProof::proven, ""},
+        {"renamed from where the content layout puts it",
+         [](ArchiveEvidence& a) {
+             a.view.names[3] = "pay/d.bin";
+             a.expected.assign(5, "");
+             a.expected[3] = "d.bin";
+         },
+         FileProof::unproven, "renamed"},
         {"never committed by archctl", [](ArchiveEvidence& a) { a.committed.clear(); a.generation = 0; }, FileProof::unproven,
          "no recheck committed by archctl"},
         {"committed by an older archctl (no stamps)", [](ArchiveEvidence& a) { a.committed.clear(); }, FileProof::unproven,

@@ -184,3 +184,60 @@ TEST_CASE("a file renamed in qBittorrent is refused with one wording for plan an
     in.source.names[1] = "pay1/b.bin";
     CHECK(compute(in).ok());
 }
+
+TEST_CASE("a content layout is no rename: NoSubfolder on the source, the new target added with it") {
+    test::Scratch s;
+    auto meta = make(s, torrent::Kind::v1);
+    auto in = input(meta, Selection::all(3));
+    in.source.names = {"a.bin", "b.bin", "c.bin"};
+    auto p = compute(in);
+    REQUIRE(p.ok());
+    CHECK(p->source_layout.layout == torrent::ContentLayout::no_subfolder);
+    CHECK(p->target_layout.layout == torrent::ContentLayout::no_subfolder);
+    CHECK(p->source_layout.disk_path(1) == "b.bin");
+    CHECK(p->target_layout.disk_path(1) == "b.bin");
+    CHECK(p->to_json()["layout"]["target"] == "NoSubfolder");
+    // An existing target keeps its own layout.
+    PlacementView t = source_view(Selection::of({0}));
+    t.node = "nas";
+    t.save_path = "/tank/torrents/linux";
+    t.names = {"pay1/a.bin", "pay1/b.bin", "pay1/c.bin"};
+    in.target = t;
+    auto extend = compute(in);
+    REQUIRE(extend.ok());
+    CHECK(extend->target_layout.layout == torrent::ContentLayout::original);
+    CHECK(extend->target_layout.disk_path(2) == "pay1/c.bin");
+    CHECK(extend->source_layout.disk_path(2) == "c.bin");
+}
+
+TEST_CASE("a renamed file blocks only the commands that touch it") {
+    test::Scratch s;
+    auto meta = make(s, torrent::Kind::v1);
+    auto in = input(meta, Selection::all(3));
+    in.source.names = {"a-renamed.bin", "b.bin", "c.bin"};  // NoSubfolder, file 0 renamed
+    in.request.files = Selection::of({1, 2});
+    auto others = compute(in);
+    REQUIRE(others.ok());
+    CHECK(others->delta.to_string() == "1-2");
+    in.request.files.reset();
+    auto all = compute(in);
+    REQUIRE_FALSE(all.ok());
+    CHECK(all.error().is(ErrorCode::RENAMED_IN_QB));
+    CHECK(all.error().message ==
+          "file 0 of 'pay1' on seedbox is 'a-renamed.bin' in qBittorrent but 'pay1/a.bin' in the metainfo (its content layout puts it at 'a.bin')");
+    CHECK(all.error().hint.find("leave file 0 out of --files") != std::string::npos);
+    // A rename on an existing target's baseline file blocks too (the recheck there reads it).
+    in.source.names = {"a.bin", "b.bin", "c.bin"};
+    in.request.files = Selection::of({1});
+    PlacementView t = source_view(Selection::of({0}));
+    t.node = "nas";
+    t.save_path = "/tank/torrents/linux";
+    t.names = {"pay1/zz.bin", "pay1/b.bin", "pay1/c.bin"};
+    in.target = t;
+    auto target_renamed = compute(in);
+    REQUIRE_FALSE(target_renamed.ok());
+    CHECK(target_renamed.error().message.find("on nas is 'pay1/zz.bin'") != std::string::npos);
+    t.selected = t.complete = Selection();
+    in.target = t;
+    CHECK(compute(in).ok());  // file 0 not in the union: its name does not matter
+}

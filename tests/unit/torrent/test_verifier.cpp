@@ -252,3 +252,21 @@ TEST_CASE("verifier: pad files are never opened, whatever is on disk at their pa
     CHECK(r.all_verified());
     CHECK(r.bytes_read == 90006);
 }
+
+TEST_CASE("verifier: files a content layout puts elsewhere are read at their disk paths") {
+    Scratch s;
+    MemTorrent t = payload(MemKind::v1);
+    t.write_payload(s.path());
+    Metainfo m = meta_of(t);
+    // As qBittorrent's NoSubfolder places it: without the root folder.
+    fs::rename(s.path() / "root", s.path() / "flat");
+    for (const auto& e : fs::directory_iterator(s.path() / "flat")) fs::rename(e.path(), s.path() / e.path().filename());
+    fs::remove(s.path() / "flat");
+    CHECK_FALSE(run(m, s.path()).all_verified());
+    VerifyOptions o;
+    o.disk_paths = {"a", "b", "c", "dir/d", "e"};
+    VerifyReport r = run(m, s.path(), o);
+    CHECK(r.all_verified());
+    CHECK(r.pieces_ok == m.piece_count());
+    CHECK(file(r, 3).path == "root/dir/d");  // reported by its metainfo path
+}
