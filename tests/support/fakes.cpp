@@ -103,6 +103,11 @@ Result<qb::Capabilities> FakeQb::capabilities() {
     return qb::Capabilities(*qb::Version::parse(app_version), *qb::Version::parse(webapi_version));
 }
 
+Result<nlohmann::json> FakeQb::preferences() {
+    if (auto e = record("preferences")) return *e;
+    return prefs;
+}
+
 Result<std::vector<qb::TorrentInfo>> FakeQb::torrents(const std::vector<std::string>& ids) {
     if (auto e = record("torrents", {{"ids", ids}})) return *e;
     std::vector<qb::TorrentInfo> out;

@@ -119,6 +119,9 @@ public:
     Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
     Status delete_tags(const std::vector<std::string>& tags) override;
     Status sync(clients::qbittorrent::MainData& data) override;
+    // What preferences() answers (app/preferences).
+    nlohmann::json prefs = nlohmann::json::object();
+    Result<nlohmann::json> preferences() override;
     std::uint64_t request_count() const override { return calls.size(); }
 
 private:
