@@ -155,6 +155,7 @@ Status FakeQb::set_file_priority(const std::string& id, const std::vector<std::u
     for (std::uint32_t i : indices) {
         auto f = std::find_if(t->files.begin(), t->files.end(), [&](const qb::TorrentFile& x) { return x.index == i; });
         if (f == t->files.end()) return Error("QB_CONFLICT", fmt::format("torrent '{}' has no file {}", id, i));
+        if (priority != qb::FilePriority::skip && refuse_select.count(i)) continue;
         f->priority = static_cast<int>(priority);
     }
     return ok_status();
