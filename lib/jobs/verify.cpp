@@ -230,7 +230,11 @@ Result<std::vector<std::uint32_t>> adopt_incomplete_names(JobRun& run, NodeHandl
                                          .suffix = node::k_incomplete_suffix,
                                          .indices = candidates,
                                          .adopt = true};
-    auto deadline = run.clock().steady() + std::chrono::seconds(10);
+    // qBittorrent 4.5 allocates the incomplete name within a fraction of a second on an
+    // existing torrent, and not at all for a torrent not yet checked (a new target): the wait is
+    // short. A rename qBittorrent makes later moves the merged file itself, or leaves the
+    // recheck short, which fails the job before the commit.
+    auto deadline = run.clock().steady() + std::chrono::seconds(3);
     for (;;) {
         ARCHCTL_TRY_ASSIGN(auto r, node::Ops(*transport).adopt_incomplete(request));
         if (r.plain.empty() || run.clock().steady() > deadline) {
@@ -242,24 +246,27 @@ Result<std::vector<std::uint32_t>> adopt_incomplete_names(JobRun& run, NodeHandl
 }
 
 // After the recheck verified them, qBittorrent gives the files their final names back
-// (asynchronously); the commit stamps the final names, so it waits for that.
+// (asynchronously); the commit stamps the final names, so it waits until no file this job
+// merged is under its incomplete name. Asked whenever this run moved a file to that name or
+// qBittorrent has the setting on (a rerun after a crash between the two does not know what
+// the first run moved).
 Status wait_final_names(JobRun& run, NodeHandle& dst, const std::vector<std::uint32_t>& suffixed) {
-    if (suffixed.empty()) return {};
+    if (run.def.delta.empty() || (suffixed.empty() && !incomplete_ext_on(dst.qb()))) return {};
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
     node::AdoptIncompleteRequest request{.save_path = run.def.target_save_path,
                                          .job_dir = job_dir(run.def.route.target_path, run.def.id),
                                          .record_path = std::nullopt,
                                          .suffix = node::k_incomplete_suffix,
-                                         .indices = suffixed,
+                                         .indices = run.def.delta.indices(),
                                          .adopt = false};
     auto deadline = run.clock().steady() + std::chrono::seconds(60);
     for (;;) {
         ARCHCTL_TRY_ASSIGN(auto r, node::Ops(*transport).adopt_incomplete(request));
-        if (r.plain.size() == suffixed.size()) return {};
+        if (r.suffixed.empty()) return {};
         if (run.clock().steady() > deadline)
             return Error(ErrorCode::QB_TIMEOUT,
                          fmt::format("qBittorrent on '{}' did not give {} verified file(s) their names back from '{}' within 60 s",
-                                     run.def.target, suffixed.size() - r.plain.size(), node::k_incomplete_suffix),
+                                     run.def.target, r.suffixed.size(), node::k_incomplete_suffix),
                          "nothing was committed; the target was restored");
         run.clock().sleep_for(std::chrono::milliseconds(200));
     }

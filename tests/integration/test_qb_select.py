@@ -88,6 +88,10 @@ class Select(unittest.TestCase):
                 info = aq.info([tid])[0]
                 target_save = info["save_path"].rstrip("/")
                 self.assertEqual(leftovers(target_save), [], f"round {n}: after the new target")
+                for f in aq.files(tid):
+                    self.assertEqual((f["priority"] > 0, f["progress"]), (f["index"] in (0, 2), 1 if f["index"] in (0, 2) else 0), f)
+                    if f["index"] in (0, 2):
+                        self.assertEqual(md5(os.path.join(target_save, f["name"])), md5(os.path.join(save, f["name"])))
                 rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--json", timeout=300)
                 self.assertEqual(rc, 0, f"round {n}, extend: {err}{out}")
                 self.assert_archived(tid, save)
@@ -98,6 +102,48 @@ class Select(unittest.TestCase):
                 self.assertEqual(sorted(names[0]["suffixed"]), [1, 3], names)
                 print(f"  round {n}: ok {names[0]}", file=sys.stderr)
                 self.drop_target(tid, target_save)
+
+    def test_d_excluded_and_incomplete_ext_on_a_new_target(self):
+        """Both settings: the excluded file goes from 0 to selected on the new target (qBittorrent
+        4.5.2 does not give a torrent that was never checked incomplete names; archctl looks and
+        moves nothing)."""
+        aq = LAB.qb("archive1")
+        aq.set_preferences({"excluded_file_names_enabled": True, "excluded_file_names": "*.txt", "incomplete_files_ext": True})
+        self.addCleanup(aq.set_preferences, {"excluded_file_names_enabled": False, "excluded_file_names": "",
+                                             "incomplete_files_ext": False})
+        _, tid, save, _ = flows.seed_resource(LAB, "sel-both", LAYOUT, seed=1504)
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        self.assert_archived(tid, save)
+        names = job_events(tid, "incomplete_names")
+        self.assertEqual(len(names), 1, names)
+        self.assertEqual(sorted(names[0]["suffixed"] + names[0]["plain"]), [2], names)
+        print(f"  {names[0]}", file=sys.stderr)
+
+    def test_e_failed_new_target_leaves_nothing(self):
+        aq = LAB.qb("archive1")
+        aq.set_preferences({"excluded_file_names_enabled": True, "excluded_file_names": "*.txt", "incomplete_files_ext": True})
+        self.addCleanup(aq.set_preferences, {"excluded_file_names_enabled": False, "excluded_file_names": "",
+                                             "incomplete_files_ext": False})
+        _, tid, save, _ = flows.seed_resource(LAB, "sel-newfail", LAYOUT, seed=1505)
+        release = flows.archctl_paused_at(LAB, "job.step.sync", "archive", tid[:12], "--yes", "--json")
+        job = flows.job_of(LAB, tid)
+        received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", "2")
+        with open(received, "r+b") as f:  # d.txt (excluded, then '.!qB'): one byte flipped
+            f.seek(500)
+            b = f.read(1)
+            f.seek(500)
+            f.write(bytes([b[0] ^ 0xFF]))
+        rc, out, err = release()
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("VERIFY_FAILED", out)
+        self.assertIn("2 pay/d.txt (", out)
+        self.assertNotIn("compensation incomplete", err)
+        self.assertEqual(aq.info([tid]), [], "the torrent this job added is removed")
+        target_save = os.path.join(LAB.node("archive1")["qb_root"], "sel-newfail")
+        self.assertEqual([r for r in flows.tree(target_save) if not r.startswith(".archctl")] if os.path.isdir(target_save) else [],
+                         [], "nothing of the job is left in the target save path")
+        flows.staging_empty(LAB, LAB.route)
 
     def test_c_failed_extend_leaves_no_incomplete_names(self):
         aq = LAB.qb("archive1")
