@@ -277,7 +277,7 @@ Status check_verified(const JobRun& run, const std::vector<qb::TorrentFile>& fil
     std::vector<std::string> short_files;
     for (const auto& f : files)
         if (run.def.union_set.contains(f.index) && f.priority == 0)
-            short_files.push_back(fmt::format("{} {} (not selected: priority 0)", f.index, f.name));
+            short_files.push_back(fmt::format("{} {} not selected (priority 0)", f.index, f.name));
         else if (run.def.union_set.contains(f.index) && f.progress < 1.0)
             short_files.push_back(fmt::format("{} {} ({:.1f}%)", f.index, f.name, f.progress * 100));
     if (short_files.empty()) return {};

@@ -29,10 +29,18 @@
 // since merge stays. Answer: removed paths, kept [{path, reason, code}] (files and non-empty
 // directories), and the pre-existing paths, which are never removed.
 //
+// adopt_incomplete serves qBittorrent's "Append .!qB extension to incomplete files": a file
+// qBittorrent selects while incomplete is renamed to '<path>.!qB' asynchronously and an empty or
+// all-zero file is allocated under that name. Before the recheck, each listed file this job
+// merged is moved over that allocation (only over an allocation: a '.!qB' file that was there
+// before the merge, or holds any non-zero byte, is never touched); with adopt=false it only
+// reports where each file is. unmerge takes back the '.!qB' name of every file this job merged:
+// this job's inode there (under the keep rule) or an allocation that appeared after the merge.
+//
 // The record is a journal at `record_path`, by default `<root>/.archctl/merge-<job-id>.jsonl`
 // under the root that holds the save path (outside every Syncthing folder).
 //
-// Crash points: merge.recorded, merge.intent, merge.placed, merge.received_removed,
+// Crash points: merge.recorded, merge.intent, merge.placed, merge.received_removed, merge.adopted,
 // unmerge.unlinked, unmerge.rmdir, unmerge.done (plus lib/base's journal.synced).
 
 #include <cerrno>
