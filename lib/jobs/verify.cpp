@@ -2,7 +2,10 @@
 // the placement generation.
 
 
+#include <fnmatch.h>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
@@ -114,8 +117,6 @@ Status add_new_target(JobRun& run, NodeHandle& dst) {
         crash_point("verify.added");
     }
     ARCHCTL_TRY_STATUS(wait_listed(run.clock(), tqb, id, std::chrono::seconds(60)));
-    torrent::Selection skipped = run.def.union_set.complement(run.def.file_count);
-    if (!skipped.empty()) ARCHCTL_TRY_STATUS(tqb.set_file_priority(id, skipped.indices(), qb::FilePriority::skip));
     return {};
 }
 
@@ -129,15 +130,158 @@ Status touch_existing_target(JobRun& run, qb::Api& tqb) {
         ARCHCTL_TRY_STATUS(run.save());
         ARCHCTL_TRY_STATUS(run.event("target_touched", {{"node", run.def.target}}));
     }
-    ARCHCTL_TRY_STATUS(tqb.stop({run.def.qb_id}));
-    return tqb.set_file_priority(run.def.qb_id, run.def.delta.indices(), qb::FilePriority::normal);
+    return tqb.stop({run.def.qb_id});
+}
+
+// The selection, set explicitly: every file of the union normal; on a new target every other
+// file skipped (an existing target's other files keep the priorities its owner gave them).
+// qBittorrent may have left a union file at 0 on add (its "Excluded file names"), so nothing is
+// assumed from the add. Returns the union files this moved from 0 to selected while qBittorrent
+// holds them incomplete: the ones it gives its incomplete name when that setting is on.
+Result<std::vector<std::uint32_t>> select_union(JobRun& run, qb::Api& tqb) {
+    const std::string& id = run.def.qb_id;
+    ARCHCTL_TRY_ASSIGN(auto before, tqb.files(id));
+    std::vector<std::uint32_t> newly;
+    for (const auto& f : before)
+        if (run.def.union_set.contains(f.index) && f.priority == 0 && f.progress < 1.0) newly.push_back(f.index);
+    ARCHCTL_TRY_STATUS(tqb.set_file_priority(id, run.def.union_set.indices(), qb::FilePriority::normal));
+    torrent::Selection skipped = run.def.union_set.complement(run.def.file_count);
+    if (run.def.new_target && !skipped.empty()) ARCHCTL_TRY_STATUS(tqb.set_file_priority(id, skipped.indices(), qb::FilePriority::skip));
+    return newly;
+}
+
+// The 'Excluded file names' pattern of qBittorrent's preferences that matches a component of
+// `path` (qBittorrent compares patterns case-insensitively with file and folder names).
+std::optional<std::string> excluded_pattern(const nlohmann::json& prefs, const std::string& path) {
+    if (!prefs.is_object() || !prefs.value("excluded_file_names_enabled", false)) return std::nullopt;
+    std::string patterns = prefs.value("excluded_file_names", std::string());
+    std::vector<std::string> components;
+    for (std::size_t start = 0; start <= path.size();) {
+        std::size_t slash = path.find('/', start);
+        if (slash == std::string::npos) slash = path.size();
+        components.push_back(path.substr(start, slash - start));
+        start = slash + 1;
+    }
+    std::size_t start = 0;
+    while (start <= patterns.size()) {
+        std::size_t end = patterns.find('\n', start);
+        if (end == std::string::npos) end = patterns.size();
+        std::string pattern = patterns.substr(start, end - start);
+        while (!pattern.empty() && (pattern.back() == '\r' || pattern.back() == ' ')) pattern.pop_back();
+        while (!pattern.empty() && pattern.front() == ' ') pattern.erase(0, 1);
+        if (!pattern.empty())
+            for (const auto& c : components)
+                if (::fnmatch(pattern.c_str(), c.c_str(), FNM_CASEFOLD) == 0) return pattern;
+        start = end + 1;
+    }
+    return std::nullopt;
+}
+
+// Read back before the recheck: every union file selected and, on a new target, every other
+// file skipped. A file qBittorrent keeps unselected is reported with its reason when its
+// preferences give one.
+Status check_selection(JobRun& run, qb::Api& tqb) {
+    ARCHCTL_TRY_ASSIGN(auto files, tqb.files(run.def.qb_id));
+    std::vector<const qb::TorrentFile*> unselected, selected_extra;
+    for (const auto& f : files) {
+        bool want = run.def.union_set.contains(f.index);
+        if (want && f.priority == 0) unselected.push_back(&f);
+        if (!want && run.def.new_target && f.priority > 0) selected_extra.push_back(&f);
+    }
+    if (!unselected.empty()) {
+        nlohmann::json prefs = nlohmann::json::object();
+        if (auto p = tqb.preferences(); p.ok()) prefs = p.value();
+        const qb::TorrentFile& f = *unselected.front();
+        std::string more = unselected.size() > 1 ? fmt::format(" (and {} more file(s))", unselected.size() - 1) : std::string();
+        if (auto pattern = excluded_pattern(prefs, f.name))
+            return Error(ErrorCode::VERIFY_FAILED,
+                         fmt::format("qBittorrent on '{}' keeps file {} '{}' unselected: it matches its 'Excluded file names' pattern '{}'{}",
+                                     run.def.target, f.index, f.name, *pattern, more),
+                         "remove the pattern in qBittorrent (Options > Downloads > Excluded file names), or leave the file out with --files");
+        return Error(ErrorCode::VERIFY_FAILED,
+                     fmt::format("qBittorrent on '{}' keeps file {} '{}' unselected (priority 0) after archctl selected it{}", run.def.target,
+                                 f.index, f.name, more),
+                     "check the torrent's file priorities in qBittorrent, or leave the file out with --files");
+    }
+    if (!selected_extra.empty())
+        return Error(ErrorCode::VERIFY_FAILED,
+                     fmt::format("qBittorrent on '{}' keeps file {} '{}' selected after archctl skipped it", run.def.target,
+                                 selected_extra.front()->index, selected_extra.front()->name),
+                     "nothing was committed; the target was restored");
+    return {};
+}
+
+bool incomplete_ext_on(qb::Api& tqb) {
+    auto prefs = tqb.preferences();
+    return prefs.ok() && prefs.value().is_object() && prefs.value().value("incomplete_files_ext", false);
+}
+
+// qBittorrent's "Append .!qB extension to incomplete files": a file moved from 0 to selected
+// while incomplete gets its incomplete name, asynchronously, and qBittorrent allocates an
+// empty or all-zero file under it. Before the recheck, each such file this job merged is moved
+// to that name (replacing only what qBittorrent allocated), so the recheck reads the merged
+// bytes whichever way qBittorrent's rename went. Returns the files now at their incomplete name.
+Result<std::vector<std::uint32_t>> adopt_incomplete_names(JobRun& run, NodeHandle& dst, const std::vector<std::uint32_t>& newly) {
+    std::vector<std::uint32_t> candidates;
+    for (std::uint32_t i : newly)
+        if (run.def.delta.contains(i)) candidates.push_back(i);
+    if (candidates.empty() || !incomplete_ext_on(dst.qb())) return std::vector<std::uint32_t>{};
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
+    node::AdoptIncompleteRequest request{.save_path = run.def.target_save_path,
+                                         .job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                         .record_path = std::nullopt,
+                                         .suffix = node::k_incomplete_suffix,
+                                         .indices = candidates,
+                                         .adopt = true};
+    // qBittorrent 4.5 allocates the incomplete name within a fraction of a second on an
+    // existing torrent, and not at all for a torrent not yet checked (a new target): the wait is
+    // short. A rename qBittorrent makes later moves the merged file itself, or leaves the
+    // recheck short, which fails the job before the commit.
+    auto deadline = run.clock().steady() + std::chrono::seconds(3);
+    for (;;) {
+        ARCHCTL_TRY_ASSIGN(auto r, node::Ops(*transport).adopt_incomplete(request));
+        if (r.plain.empty() || run.clock().steady() > deadline) {
+            ARCHCTL_TRY_STATUS(run.event("incomplete_names", {{"suffixed", r.suffixed}, {"plain", r.plain}, {"foreign", r.foreign}}));
+            return r.suffixed;
+        }
+        run.clock().sleep_for(std::chrono::milliseconds(200));
+    }
+}
+
+// After the recheck verified them, qBittorrent gives the files their final names back
+// (asynchronously); the commit stamps the final names, so it waits until no file this job
+// merged is under its incomplete name. Asked whenever this run moved a file to that name or
+// qBittorrent has the setting on (a rerun after a crash between the two does not know what
+// the first run moved).
+Status wait_final_names(JobRun& run, NodeHandle& dst, const std::vector<std::uint32_t>& suffixed) {
+    if (run.def.delta.empty() || (suffixed.empty() && !incomplete_ext_on(dst.qb()))) return {};
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
+    node::AdoptIncompleteRequest request{.save_path = run.def.target_save_path,
+                                         .job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                         .record_path = std::nullopt,
+                                         .suffix = node::k_incomplete_suffix,
+                                         .indices = run.def.delta.indices(),
+                                         .adopt = false};
+    auto deadline = run.clock().steady() + std::chrono::seconds(60);
+    for (;;) {
+        ARCHCTL_TRY_ASSIGN(auto r, node::Ops(*transport).adopt_incomplete(request));
+        if (r.suffixed.empty()) return {};
+        if (run.clock().steady() > deadline)
+            return Error(ErrorCode::QB_TIMEOUT,
+                         fmt::format("qBittorrent on '{}' did not give {} verified file(s) their names back from '{}' within 60 s",
+                                     run.def.target, r.suffixed.size(), node::k_incomplete_suffix),
+                         "nothing was committed; the target was restored");
+        run.clock().sleep_for(std::chrono::milliseconds(200));
+    }
 }
 
 // Every file of the union selected and at 100% after the recheck.
 Status check_verified(const JobRun& run, const std::vector<qb::TorrentFile>& files) {
     std::vector<std::string> short_files;
     for (const auto& f : files)
-        if (run.def.union_set.contains(f.index) && (f.priority == 0 || f.progress < 1.0))
+        if (run.def.union_set.contains(f.index) && f.priority == 0)
+            short_files.push_back(fmt::format("{} {} not selected (priority 0)", f.index, f.name));
+        else if (run.def.union_set.contains(f.index) && f.progress < 1.0)
             short_files.push_back(fmt::format("{} {} ({:.1f}%)", f.index, f.name, f.progress * 100));
     if (short_files.empty()) return {};
     return Error(ErrorCode::VERIFY_FAILED,
@@ -198,8 +342,12 @@ StepResult step_verify(JobRun& run) {
             ARCHCTL_TRY_STATUS(std::move(added));
         }
         if (!run.def.new_target) ARCHCTL_TRY_STATUS(touch_existing_target(run, dst->qb()));
+        ARCHCTL_TRY_ASSIGN(auto newly, select_union(run, dst->qb()));
+        ARCHCTL_TRY_STATUS(check_selection(run, dst->qb()));
+        ARCHCTL_TRY_ASSIGN(auto suffixed, adopt_incomplete_names(run, *dst, newly));
         ARCHCTL_TRY_ASSIGN(auto files, recheck_and_wait(run.clock(), dst->qb(), run.def.qb_id));
         ARCHCTL_TRY_STATUS(check_verified(run, files));
+        ARCHCTL_TRY_STATUS(wait_final_names(run, *dst, suffixed));
         // The source is checked once more right before the commit; after it, a change there no
         // longer undoes anything.
         ARCHCTL_TRY_STATUS(check_source(run));

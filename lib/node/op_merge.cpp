@@ -29,10 +29,18 @@
 // since merge stays. Answer: removed paths, kept [{path, reason, code}] (files and non-empty
 // directories), and the pre-existing paths, which are never removed.
 //
+// adopt_incomplete serves qBittorrent's "Append .!qB extension to incomplete files": a file
+// qBittorrent selects while incomplete is renamed to '<path>.!qB' asynchronously and an empty or
+// all-zero file is allocated under that name. Before the recheck, each listed file this job
+// merged is moved over that allocation (only over an allocation: a '.!qB' file that was there
+// before the merge, or holds any non-zero byte, is never touched); with adopt=false it only
+// reports where each file is. unmerge takes back the '.!qB' name of every file this job merged:
+// this job's inode there (under the keep rule) or an allocation that appeared after the merge.
+//
 // The record is a journal at `record_path`, by default `<root>/.archctl/merge-<job-id>.jsonl`
 // under the root that holds the save path (outside every Syncthing folder).
 //
-// Crash points: merge.recorded, merge.intent, merge.placed, merge.received_removed,
+// Crash points: merge.recorded, merge.intent, merge.placed, merge.received_removed, merge.adopted,
 // unmerge.unlinked, unmerge.rmdir, unmerge.done (plus lib/base's journal.synced).
 
 #include <cerrno>
@@ -41,6 +49,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -101,6 +110,34 @@ Error conflict(const std::string& path, const std::string& cause) {
                  "move the conflicting entry away, or exclude the file from the job");
 }
 
+// Whether every byte of the regular file `name` in `dir` is zero (holes read as zeros): what
+// qBittorrent allocates for a file it has not written yet.
+Result<bool> all_zero(int dir, const std::string& name, const std::string& display) {
+    UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return errno_error("cannot open", display, errno);
+    std::vector<char> buf(1 << 20);
+    off_t pos = 0;
+    for (;;) {
+        off_t data = ::lseek(fd.get(), pos, SEEK_DATA);
+        if (data < 0) {
+            if (errno == ENXIO) return true;  // only holes from here on
+            data = pos;                       // SEEK_DATA unsupported: read everything
+        }
+        off_t hole = ::lseek(fd.get(), data, SEEK_HOLE);
+        if (hole < 0) hole = std::numeric_limits<off_t>::max();
+        for (pos = data; pos < hole;) {
+            ssize_t n = ::pread(fd.get(), buf.data(), static_cast<std::size_t>(std::min<off_t>(static_cast<off_t>(buf.size()), hole - pos)), pos);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return errno_error("cannot read", display, errno);
+            }
+            if (n == 0) return true;
+            if (std::any_of(buf.begin(), buf.begin() + n, [](char c) { return c != 0; })) return false;
+            pos += n;
+        }
+    }
+}
+
 // Pre-merge state of every delta path, and the directories that do not exist yet.
 struct PreState {
     json files = json::array();
@@ -151,6 +188,12 @@ Result<PreState> record_pre_state(const RootSet& roots, const std::string& save_
                 entry = {{"i", f.index}, {"path", f.path}, {"state", "preexisting"},
                          {"size", static_cast<std::uint64_t>(st->st_size)}, {"ino", static_cast<std::uint64_t>(st->st_ino)}};
             }
+            // qBittorrent's incomplete name of the file: whether something is there before the
+            // merge decides what unmerge may take back from that name (op_adopt_incomplete).
+            ARCHCTL_TRY_ASSIGN(auto suffixed, stat_in(dir.get(), f.components.back() + k_incomplete_suffix, dest + k_incomplete_suffix));
+            entry["suffixed"] = suffixed ? "present" : "absent";
+        } else {
+            entry["suffixed"] = "absent";
         }
         for (std::size_t k = have; k < dirs.size(); ++k)
             missing.insert(fmt::format("{}/{}", root == "/" ? "" : root, join_path(std::span<const std::string>(dirs.data(), k + 1))));
@@ -478,12 +521,88 @@ Result<json> op_merge_record(OpContext& ctx, const json& args) {
             return dir.take_error();
         }
         ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir.value().dir.get(), dir.value().name, dest));
-        if (!st || !S_ISREG(st->st_mode)) continue;
         auto intent = state->intents.find(index);
+        if (!st && intent != state->intents.end()) {  // moved to qBittorrent's incomplete name
+            ARCHCTL_TRY_ASSIGN(st, stat_in(dir.value().dir.get(), dir.value().name + k_incomplete_suffix, dest + k_incomplete_suffix));
+        }
+        if (!st || !S_ISREG(st->st_mode)) continue;
         bool placed = pre.at("state") == "preexisting"
                           ? pre.value("ino", std::uint64_t{0}) == st->st_ino
                           : intent != state->intents.end() && intent->second.at("ino").get<std::uint64_t>() == st->st_ino;
         if (placed) out.placed.push_back(index);
+    }
+    return json(out);
+}
+
+Result<json> op_adopt_incomplete(OpContext& ctx, const json& args) {
+    auto request = args.get<AdoptIncompleteRequest>();
+    if (request.suffix.empty() || request.suffix.find('/') != std::string::npos)
+        return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments: suffix '{}' is not a file name suffix", request.suffix));
+    ARCHCTL_TRY_ASSIGN(std::string record_path, record_path_for(ctx.roots(), request.record_path, request.job_dir, request.save_path));
+    auto parent = ctx.roots().open_parent(record_path);
+    if (!parent.ok()) return parent.take_error();
+    ARCHCTL_TRY_ASSIGN(std::optional<MergeState> state, load_record(fd_path(parent.value().dir.get(), parent.value().name)));
+    if (!state) return Error(ErrorCode::NOT_FOUND, fmt::format("no merge record at '{}'", record_path));
+    std::map<std::uint32_t, json> pre_by_index;
+    for (const auto& p : state->pre.at("pre")) pre_by_index[p.at("i").get<std::uint32_t>()] = p;
+    AdoptIncompleteResult out;
+    for (std::uint32_t index : request.indices) {
+        auto pre = pre_by_index.find(index);
+        auto intent = state->intents.find(index);
+        if (pre == pre_by_index.end() || pre->second.at("state") != "absent" || intent == state->intents.end()) {
+            out.foreign.push_back(index);  // not a file this job placed
+            continue;
+        }
+        std::string dest = fmt::format("{}/{}", request.save_path, pre->second.at("path").get<std::string>());
+        auto dir = ctx.roots().open_parent(dest);
+        if (!dir.ok()) {
+            if (dir.error().is(ErrorCode::NOT_FOUND)) {
+                out.foreign.push_back(index);
+                continue;
+            }
+            return dir.take_error();
+        }
+        int dfd = dir.value().dir.get();
+        const std::string& name = dir.value().name;
+        std::string suffixed_name = name + request.suffix;
+        auto ino = intent->second.at("ino").get<std::uint64_t>();
+        auto size = intent->second.value("size", std::uint64_t{0});
+        ARCHCTL_TRY_ASSIGN(auto plain, stat_in(dfd, name, dest));
+        ARCHCTL_TRY_ASSIGN(auto suffixed, stat_in(dfd, suffixed_name, dest + request.suffix));
+        bool plain_ours = plain && S_ISREG(plain->st_mode) && plain->st_ino == ino;
+        if (suffixed && S_ISREG(suffixed->st_mode) && suffixed->st_ino == ino) {
+            out.suffixed.push_back(index);
+            continue;
+        }
+        if (!plain_ours) {
+            out.foreign.push_back(index);
+            continue;
+        }
+        if (!suffixed) {
+            out.plain.push_back(index);
+            continue;
+        }
+        // Only what qBittorrent allocated after the merge is replaced: a suffixed file that was
+        // there before, is not a regular single-link file, is larger than the file, or holds
+        // any non-zero byte (a real partial download) stays as it is.
+        bool allocated = pre->second.value("suffixed", std::string("unknown")) == "absent" && S_ISREG(suffixed->st_mode) &&
+                         suffixed->st_nlink == 1 && static_cast<std::uint64_t>(suffixed->st_size) <= size;
+        if (allocated) {
+            ARCHCTL_TRY_ASSIGN(allocated, all_zero(dfd, suffixed_name, dest + request.suffix));
+        }
+        if (!allocated) {
+            out.foreign.push_back(index);
+            continue;
+        }
+        if (!request.adopt) {
+            out.pending.push_back(index);
+            continue;
+        }
+        if (::renameat(dfd, name.c_str(), dfd, suffixed_name.c_str()) != 0)
+            return errno_error("cannot move this job's file to", dest + request.suffix, errno);
+        ARCHCTL_TRY_STATUS(fsync_fd_dir(dfd, dest));
+        crash_point("merge.adopted");
+        out.suffixed.push_back(index);
     }
     return json(out);
 }
@@ -493,6 +612,44 @@ namespace {
 // removed, kept (files this job placed that the keep rule keeps, and non-empty directories),
 // preexisting (files that were there before the merge: never removed).
 using Removal = UnmergeResult;
+
+// Takes back qBittorrent's incomplete name of a file this job placed (<path>.!qB): this job's
+// own file moved there (op_adopt_incomplete, or qBittorrent's rename of it), unless the keep
+// rule keeps it; or the empty or all-zero file qBittorrent allocated there after the merge
+// because this job selected the file. Anything else there stays.
+Status unmerge_suffixed(int dir, const std::string& name, const std::string& dest, const json& pre, const json& intent,
+                        const std::set<std::string>& referenced, Removal& out) {
+    std::string suffixed_name = name + k_incomplete_suffix;
+    std::string shown = dest + k_incomplete_suffix;
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir, suffixed_name, shown));
+    if (!st) return {};
+    auto ino = intent.at("ino").get<std::uint64_t>();
+    auto size = intent.value("size", std::uint64_t{0});
+    if (st->st_ino == ino) {
+        OwnedPath owned{shown, std::nullopt, ino};
+        if (intent.contains("size")) owned.size = size;
+        KeepVerdict verdict = keep_verdict(owned, *st, referenced, OtherLinks::keep_file);
+        if (verdict.keep()) {
+            out.kept.push_back(kept_entry(shown, verdict));
+            return {};
+        }
+    } else {
+        bool allocated = pre.value("suffixed", std::string("unknown")) == "absent" && S_ISREG(st->st_mode) && st->st_nlink == 1 &&
+                         static_cast<std::uint64_t>(st->st_size) <= size && !referenced.count(dest) && !referenced.count(shown);
+        if (allocated) {
+            ARCHCTL_TRY_ASSIGN(allocated, all_zero(dir, suffixed_name, shown));
+        }
+        if (!allocated) {
+            out.kept.push_back(KeptEntry{shown, "it holds bytes this job did not place", "not_owned"});
+            return {};
+        }
+    }
+    if (::unlinkat(dir, suffixed_name.c_str(), 0) != 0) return errno_error("cannot remove", shown, errno);
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dir, dest));
+    crash_point("unmerge.unlinked");
+    out.removed.push_back(shown);
+    return {};
+}
 
 // Takes back one delta path: the file this job placed there is unlinked unless the keep rule
 // (lib/node/keep_rule.hpp) says it stays. A pre-existing file is only reported.
@@ -508,6 +665,7 @@ Status unmerge_file(const RootSet& roots, const std::string& save_path, const js
     int dir = parent.value().dir.get();
     bool preexisting = pre.at("state") == "preexisting";
     if (!preexisting) ::unlinkat(dir, merge_temp_name(job_id, pre.at("i").get<std::uint32_t>()).c_str(), 0);
+    if (!preexisting && !intent.is_null()) ARCHCTL_TRY_STATUS(unmerge_suffixed(dir, parent.value().name, dest, pre, intent, referenced, out));
     ARCHCTL_TRY_ASSIGN(auto st, stat_in(dir, parent.value().name, dest));
     if (!st) return {};
     if (preexisting) {

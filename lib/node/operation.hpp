@@ -69,6 +69,7 @@ Result<nlohmann::json> op_receive_check(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_merge(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_merge_record(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_unmerge(OpContext&, const nlohmann::json&);
+Result<nlohmann::json> op_adopt_incomplete(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_chmod_readable(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_cleanup(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_nonce_write(OpContext&, const nlohmann::json&);

@@ -382,6 +382,32 @@ void from_json(const json& j, UnmergeResult& v) {
     v.preexisting = get_list<std::string>(j, "preexisting");
 }
 
+void to_json(json& j, const AdoptIncompleteRequest& v) {
+    j = {{"save_path", v.save_path}, {"suffix", v.suffix}, {"indices", v.indices}, {"adopt", v.adopt}};
+    put_optional(j, "job_dir", v.job_dir);
+    put_optional(j, "record_path", v.record_path);
+}
+void from_json(const json& j, AdoptIncompleteRequest& v) {
+    v.save_path = j.at("save_path").get<std::string>();
+    v.job_dir.reset();
+    v.record_path.reset();
+    get_optional(j, "job_dir", v.job_dir);
+    get_optional(j, "record_path", v.record_path);
+    v.suffix = j.value("suffix", std::string(k_incomplete_suffix));
+    v.indices = get_list<std::uint32_t>(j, "indices");
+    v.adopt = j.value("adopt", true);
+}
+
+void to_json(json& j, const AdoptIncompleteResult& v) {
+    j = {{"suffixed", v.suffixed}, {"plain", v.plain}, {"pending", v.pending}, {"foreign", v.foreign}};
+}
+void from_json(const json& j, AdoptIncompleteResult& v) {
+    v.suffixed = get_list<std::uint32_t>(j, "suffixed");
+    v.plain = get_list<std::uint32_t>(j, "plain");
+    v.pending = get_list<std::uint32_t>(j, "pending");
+    v.foreign = get_list<std::uint32_t>(j, "foreign");
+}
+
 // ---- chmod_readable, cleanup, unlink_owned -------------------------------------------------
 
 void to_json(json& j, const ChmodReadableRequest& v) { j = {{"base", v.base}, {"paths", v.paths}}; }
@@ -629,6 +655,9 @@ Result<MergeRecordResult> Ops::merge_record(const MergeRecordRequest& r) {
     return call_typed<MergeRecordResult>(m_transport, "merge_record", r, {});
 }
 Result<UnmergeResult> Ops::unmerge(const UnmergeRequest& r) { return call_typed<UnmergeResult>(m_transport, "unmerge", r, {}); }
+Result<AdoptIncompleteResult> Ops::adopt_incomplete(const AdoptIncompleteRequest& r) {
+    return call_typed<AdoptIncompleteResult>(m_transport, "adopt_incomplete", r, {});
+}
 Result<ChmodReadableResult> Ops::chmod_readable(const ChmodReadableRequest& r) {
     return call_typed<ChmodReadableResult>(m_transport, "chmod_readable", r, {});
 }

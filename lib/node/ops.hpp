@@ -267,6 +267,35 @@ struct UnmergeResult {
     std::vector<std::string> preexisting;
 };
 
+// What qBittorrent calls a file it holds incomplete when "Append .!qB extension to incomplete
+// files" is on: the file's name plus this suffix.
+inline constexpr const char* k_incomplete_suffix = ".!qB";
+
+// Before the target's recheck: each listed file this job merged that qBittorrent now addresses
+// under its incomplete name (<path><suffix> appeared after the merge) is moved to that name,
+// replacing the empty or all-zero file qBittorrent allocated there; a suffixed file with any
+// other bytes is never touched. After the recheck the same request reports where each file is.
+// Keys: save_path, job_dir, record_path (absent: the default record), suffix, indices, adopt.
+struct AdoptIncompleteRequest {
+    std::string save_path;
+    std::optional<std::string> job_dir;
+    std::optional<std::string> record_path;
+    std::string suffix = k_incomplete_suffix;
+    std::vector<std::uint32_t> indices;
+    bool adopt = true;  // false: only report
+};
+
+// Keys: suffixed (this job's file is at <path><suffix>), plain (this job's file is at <path> and
+// nothing is at <path><suffix>), pending (this job's file is at <path> and a suffixed file
+// qBittorrent allocated is there too: adopt=false only), foreign (a suffixed file with other
+// bytes, or this job's file at neither name).
+struct AdoptIncompleteResult {
+    std::vector<std::uint32_t> suffixed;
+    std::vector<std::uint32_t> plain;
+    std::vector<std::uint32_t> pending;
+    std::vector<std::uint32_t> foreign;
+};
+
 // ---- chmod_readable, cleanup, unlink_owned -------------------------------------------------
 
 // Keys: base, paths.
@@ -470,6 +499,10 @@ void to_json(nlohmann::json& j, const MergeRecordResult& v);
 void from_json(const nlohmann::json& j, MergeRecordResult& v);
 void to_json(nlohmann::json& j, const UnmergeResult& v);
 void from_json(const nlohmann::json& j, UnmergeResult& v);
+void to_json(nlohmann::json& j, const AdoptIncompleteRequest& v);
+void from_json(const nlohmann::json& j, AdoptIncompleteRequest& v);
+void to_json(nlohmann::json& j, const AdoptIncompleteResult& v);
+void from_json(const nlohmann::json& j, AdoptIncompleteResult& v);
 void to_json(nlohmann::json& j, const ChmodReadableRequest& v);
 void from_json(const nlohmann::json& j, ChmodReadableRequest& v);
 void to_json(nlohmann::json& j, const ChmodReadableResult& v);
@@ -523,6 +556,7 @@ public:
     [[nodiscard]] Result<MergeResult> merge(const MergeRequest& request, ProgressFn progress = {});
     [[nodiscard]] Result<MergeRecordResult> merge_record(const MergeRecordRequest& request);
     [[nodiscard]] Result<UnmergeResult> unmerge(const UnmergeRequest& request);
+    [[nodiscard]] Result<AdoptIncompleteResult> adopt_incomplete(const AdoptIncompleteRequest& request);
     [[nodiscard]] Result<ChmodReadableResult> chmod_readable(const ChmodReadableRequest& request);
     [[nodiscard]] Result<CleanupResult> cleanup(const CleanupRequest& request);
     [[nodiscard]] Result<UnlinkOwnedResult> unlink_owned(const UnlinkOwnedRequest& request);

@@ -230,6 +230,7 @@ Operation find_operation(std::string_view name) {
         {"merge", op_merge},
         {"merge_record", op_merge_record},
         {"unmerge", op_unmerge},
+        {"adopt_incomplete", op_adopt_incomplete},
         {"chmod_readable", op_chmod_readable},
         {"cleanup", op_cleanup},
         {"nonce_write", op_nonce_write},

@@ -103,6 +103,11 @@ Result<qb::Capabilities> FakeQb::capabilities() {
     return qb::Capabilities(*qb::Version::parse(app_version), *qb::Version::parse(webapi_version));
 }
 
+Result<nlohmann::json> FakeQb::preferences() {
+    if (auto e = record("preferences")) return *e;
+    return prefs;
+}
+
 Result<std::vector<qb::TorrentInfo>> FakeQb::torrents(const std::vector<std::string>& ids) {
     if (auto e = record("torrents", {{"ids", ids}})) return *e;
     std::vector<qb::TorrentInfo> out;
@@ -150,6 +155,7 @@ Status FakeQb::set_file_priority(const std::string& id, const std::vector<std::u
     for (std::uint32_t i : indices) {
         auto f = std::find_if(t->files.begin(), t->files.end(), [&](const qb::TorrentFile& x) { return x.index == i; });
         if (f == t->files.end()) return Error("QB_CONFLICT", fmt::format("torrent '{}' has no file {}", id, i));
+        if (priority != qb::FilePriority::skip && refuse_select.count(i)) continue;
         f->priority = static_cast<int>(priority);
     }
     return ok_status();

@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,12 @@ public:
     Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
     Status delete_tags(const std::vector<std::string>& tags) override;
     Status sync(clients::qbittorrent::MainData& data) override;
+    // Indices set_file_priority leaves unselected whatever it is asked (as qBittorrent would for
+    // a file it refuses).
+    std::set<std::uint32_t> refuse_select;
+    // What preferences() answers (app/preferences).
+    nlohmann::json prefs = nlohmann::json::object();
+    Result<nlohmann::json> preferences() override;
     std::uint64_t request_count() const override { return calls.size(); }
 
 private:

@@ -36,6 +36,9 @@ public:
     [[nodiscard]] virtual Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) = 0;
     [[nodiscard]] virtual Status delete_tags(const std::vector<std::string>& tags) = 0;
     [[nodiscard]] virtual Status sync(MainData& data) = 0;
+    // app/preferences as qBittorrent sends it (the keys archctl reads: excluded_file_names_enabled,
+    // excluded_file_names, incomplete_files_ext).
+    [[nodiscard]] virtual Result<nlohmann::json> preferences() = 0;
     // Requests sent so far (HTTP requests for Client).
     [[nodiscard]] virtual std::uint64_t request_count() const = 0;
 };

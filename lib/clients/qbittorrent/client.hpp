@@ -90,7 +90,7 @@ public:
     // One sync/maindata round: sends data.rid(), merges the reply into `data`.
     [[nodiscard]] Status sync(MainData& data) override;
 
-    [[nodiscard]] Result<nlohmann::json> preferences();
+    [[nodiscard]] Result<nlohmann::json> preferences() override;
     // app/setPreferences with any subset of keys (unknown keys are ignored by qBittorrent).
     [[nodiscard]] Status set_preferences(const nlohmann::json& changes);
     [[nodiscard]] Result<BuildInfo> build_info();

@@ -185,6 +185,39 @@ TEST_CASE("steps: a recheck below 100% fails VERIFY_FAILED naming the file; noth
     CHECK(f.nas.qb.find(f.qb_id) == nullptr);
 }
 
+TEST_CASE("steps: verify selects the union explicitly and reads it back; a file qBittorrent keeps unselected is named with its reason") {
+    SUBCASE("a file qBittorrent left at 0 on add (its 'Excluded file names') is selected and verified") {
+        TransferFixture f;
+        f.rechecked_files[1].priority = 0;
+        RunResult r = f.run();
+        CHECK(r.outcome == RunOutcome::done);
+        auto calls = f.nas.qb.args_of("set_file_priority");
+        REQUIRE(!calls.empty());
+        CHECK(calls[0]["indices"] == json::array({0, 1}));
+        CHECK(calls[0]["priority"] == 1);
+    }
+    SUBCASE("refused, with the matching pattern of its preferences") {
+        TransferFixture f;
+        f.rechecked_files[1].priority = 0;
+        f.nas.qb.refuse_select = {1};
+        f.nas.qb.prefs = {{"excluded_file_names_enabled", true}, {"excluded_file_names", "*.iso\n*.BIN"}};
+        RunResult r = f.run();
+        check_compensated(f, r, "VERIFY_FAILED", "verify");
+        CHECK(r.error.message == "qBittorrent on 'nas' keeps file 1 'show/b.bin' unselected: it matches its 'Excluded file names' pattern '*.BIN'");
+        CHECK(contains(r.error.hint, "Excluded file names"));
+        CHECK(f.nas.qb.count("recheck") == 0);
+    }
+    SUBCASE("refused without a reason in its preferences") {
+        TransferFixture f;
+        f.rechecked_files[1].priority = 0;
+        f.nas.qb.refuse_select = {1};
+        f.nas.qb.prefs = {{"excluded_file_names_enabled", false}, {"excluded_file_names", "*.bin"}};
+        RunResult r = f.run();
+        check_compensated(f, r, "VERIFY_FAILED", "verify");
+        CHECK(r.error.message == "qBittorrent on 'nas' keeps file 1 'show/b.bin' unselected (priority 0) after archctl selected it");
+    }
+}
+
 TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun continues from there") {
     SUBCASE("the budget runs out inside stage") {
         TransferFixture f;

@@ -233,3 +233,47 @@ TEST_CASE("merge converges, or unmerges cleanly, after a crash at every point [e
         }
     }
 }
+
+// qBittorrent's incomplete names ('.!qB'): adopt_incomplete moves this job's file over the
+// all-zero file qBittorrent allocated under that name, never over real bytes; unmerge takes back
+// this job's file there and the all-zero allocation, and keeps anything else.
+NODE_TEST(adopt_incomplete_moves_only_over_an_allocation_and_unmerge_takes_back_the_incomplete_names) {
+    json req = received(f);
+    std::string partial = random_bytes(1000, 7);
+    json r = f.ok("merge", req);
+    REQUIRE(r["complete"] == true);
+    std::string save = f.qb() + "/save/";
+    std::string a_bytes = file_content(save + "Show/a.bin");
+    auto a_ino = lstat_path(save + "Show/a.bin").ino;
+    f.write("qb/save/Show/a.bin.!qB", std::string(k_size, '\0'));  // what qBittorrent allocates
+    f.write("qb/save/Show/b.bin.!qB", partial);                     // real bytes: never replaced
+    json base = {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}, {"indices", {1, 3, 5}}};
+    json report = base;
+    report["adopt"] = false;
+    json seen = f.ok("adopt_incomplete", report);
+    CHECK(seen["pending"] == json{1});
+    CHECK(seen["foreign"] == json{3});
+    CHECK(seen["plain"] == json{5});
+    CHECK(std::filesystem::exists(save + "Show/a.bin"));
+    json adopted = f.ok("adopt_incomplete", base);
+    CHECK(adopted["suffixed"] == json{1});
+    CHECK(adopted["foreign"] == json{3});
+    CHECK(adopted["plain"] == json{5});
+    CHECK_FALSE(std::filesystem::exists(save + "Show/a.bin"));
+    CHECK(lstat_path(save + "Show/a.bin.!qB").ino == a_ino);
+    CHECK(file_content(save + "Show/a.bin.!qB") == a_bytes);
+    CHECK(file_content(save + "Show/b.bin.!qB") == partial);
+    // c.bin's incomplete name gets an allocation after the fact (qBittorrent selected it late).
+    f.write("qb/save/Show/extras/c.bin.!qB", std::string());
+    // merge_record still counts a.bin as placed under its incomplete name.
+    json rec = f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    CHECK(rec["placed"].size() == 3);
+    json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    std::set<std::string> removed = u["removed"].get<std::set<std::string>>();
+    CHECK(removed.count(save + "Show/a.bin.!qB") == 1);
+    CHECK(removed.count(save + "Show/extras/c.bin.!qB") == 1);
+    CHECK(removed.count(save + "Show/b.bin.!qB") == 0);
+    CHECK_FALSE(std::filesystem::exists(save + "Show/a.bin.!qB"));
+    CHECK_FALSE(std::filesystem::exists(save + "Show/extras"));
+    CHECK(file_content(save + "Show/b.bin.!qB") == partial);
+}
