@@ -12,9 +12,18 @@
 // min_free it first checks that the copy keeps the destination's filesystem at or above that
 // floor (DISK_INSUFFICIENT otherwise, nothing written); every failure removes its temp file.
 //
-// Crash points: partfile.copied.
+// partfile_build writes a part file the target needs from bytes the source holds: for each
+// listed piece, the ranges of the files outside the target's selection, read from those files on
+// disk (complete there) or from the source's own part file. Every piece is first assembled whole
+// (the selected files' bytes too, pad bytes as zeros) and checked against its SHA-1, so a part
+// file that would not verify is refused here, before anything moves. Same durability, floor
+// and temp-file rules as partfile_copy. With dry_run only the check is made.
+//
+// Crash points: partfile.copied, partfile.built.
 
+#include <algorithm>
 #include <cerrno>
+#include <map>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +37,7 @@
 #include "lib/node/operation.hpp"
 #include "lib/node/ops.hpp"
 #include "lib/torrent/partfile.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::node {
 namespace {
@@ -156,6 +166,202 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dest.dir.get(), to));
     crash_point("partfile.copied");
     return json(PartfileCopyResult{header_of(p), to, digest, false, copied.bytes});
+}
+
+namespace {
+
+// Reads exactly `length` bytes at `offset`; fewer means the file is shorter than the range.
+Status read_exact(int fd, char* out, std::uint64_t length, std::uint64_t offset, const std::string& display) {
+    std::uint64_t done = 0;
+    while (done < length) {
+        ssize_t n = ::pread(fd, out + done, static_cast<std::size_t>(length - done), static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno_error("cannot read", display, errno);
+        }
+        if (n == 0)
+            return Error(ErrorCode::SOURCE_CHANGED,
+                         fmt::format("cannot build part file: '{}' ends before byte {}", display, offset + length),
+                         "the file is shorter than the torrent says: recheck the torrent in qBittorrent");
+        done += static_cast<std::uint64_t>(n);
+    }
+    return {};
+}
+
+// The source files a build reads, each opened once without following a symlink.
+class BuildInputs {
+public:
+    explicit BuildInputs(const RootSet& roots) : m_roots(roots) {}
+    Result<int> file(const std::string& path) {
+        auto it = m_files.find(path);
+        if (it != m_files.end()) return it->second.get();
+        ARCHCTL_TRY_ASSIGN(RootSet::Parent parent, m_roots.open_parent(path));
+        ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_regular(parent.dir.get(), parent.name, path));
+        int raw = fd.get();
+        m_files.emplace(path, std::move(fd));
+        return raw;
+    }
+
+private:
+    const RootSet& m_roots;
+    std::map<std::string, UniqueFd> m_files;
+};
+
+Error bad_build(const std::string& why) {
+    return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid partfile_build request: {}", why));
+}
+
+}  // namespace
+
+Result<json> op_partfile_build(OpContext& ctx, const json& args) {
+    auto request = args.get<PartfileBuildRequest>();
+    const std::uint32_t piece_size = request.piece_size;
+    if (piece_size == 0 || request.piece_count == 0) return bad_build("piece_count and piece_size must be positive");
+    if (!request.dry_run && request.to.empty()) return bad_build("'to' is required");
+    std::optional<OpenedPartfile> source_partfile;
+    if (request.source_partfile) {
+        PartfileCheck check{request.piece_count, piece_size, true};
+        ARCHCTL_TRY_ASSIGN(OpenedPartfile opened, open_partfile(ctx.roots(), check, *request.source_partfile));
+        source_partfile.emplace(std::move(opened));
+    }
+    BuildInputs inputs(ctx.roots());
+    // Slots in request order, for the pieces that keep any bytes.
+    std::vector<std::optional<std::uint32_t>> slot_of(request.piece_count);
+    std::vector<std::uint32_t> slotted;
+    std::vector<bool> listed(request.piece_count, false);
+    for (const auto& piece : request.pieces) {
+        if (piece.piece >= request.piece_count) return bad_build(fmt::format("piece {} is out of range", piece.piece));
+        if (listed[piece.piece]) return bad_build(fmt::format("piece {} is listed twice", piece.piece));
+        listed[piece.piece] = true;
+        if (piece.length == 0 || piece.length > piece_size) return bad_build(fmt::format("piece {} has length {}", piece.piece, piece.length));
+        for (const auto& r : piece.ranges) {
+            if (r.at + r.length > piece.length)
+                return bad_build(fmt::format("a range of piece {} ends at {}, past the piece", piece.piece, r.at + r.length));
+            if (r.from_partfile && !r.keep) return bad_build("a range read from the part file must be kept");
+        }
+        bool keeps = false;
+        for (const auto& r : piece.ranges) keeps = keeps || (r.keep && r.length > 0);
+        if (keeps) {
+            slot_of[piece.piece] = static_cast<std::uint32_t>(slotted.size());
+            slotted.push_back(piece.piece);
+        }
+    }
+    const std::uint64_t header_size = ((std::uint64_t{2} + request.piece_count) * 4 + 1023) / 1024 * 1024;
+    const std::uint64_t total = header_size + std::uint64_t{slotted.size()} * piece_size;
+
+    std::optional<RootSet::Parent> dest;
+    std::optional<TempFile> tmp;
+    UniqueFd out;
+    if (!request.dry_run) {
+        std::vector<std::string> ignored;
+        CreateDirs create = request.create_parents ? CreateDirs::yes : CreateDirs::no;
+        ARCHCTL_TRY_ASSIGN(RootSet::Parent parent, ctx.roots().open_parent(request.to, create, &ignored));
+        dest.emplace(std::move(parent));
+        if (request.min_free) {
+            auto free = free_bytes_of(dest->dir.get());
+            if (free && *free < request.min_free + total)
+                return Error(ErrorCode::DISK_INSUFFICIENT,
+                             fmt::format("cannot build part file '{}': {} free, it needs {}, floor {} (--min-free)", request.to,
+                                         format_size(*free), format_size(total), format_size(request.min_free)),
+                             "free space on that filesystem, or lower the floor (--min-free, transfer.min_free)");
+        }
+        tmp.emplace(dest->dir.get(), fmt::format(".{}.archctl-tmp", dest->name));
+        ::unlinkat(dest->dir.get(), tmp->name().c_str(), 0);
+        out = UniqueFd(::openat(dest->dir.get(), tmp->name().c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (!out.valid()) {
+            int err = errno;
+            if (err == EEXIST) tmp->placed();  // made by someone else in between: not ours to remove
+            return errno_error("cannot create", request.to, err);
+        }
+    }
+    auto write_at = [&](const std::string& bytes, std::uint64_t offset) -> Status {
+        std::uint64_t done = 0;
+        while (done < bytes.size()) {
+            ssize_t n = ::pwrite(out.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return errno_error("cannot write", request.to, errno);
+            }
+            done += static_cast<std::uint64_t>(n);
+        }
+        return {};
+    };
+
+    PartfileBuildResult result;
+    std::string header(static_cast<std::size_t>(header_size), '\0');
+    auto put_be32 = [&](std::size_t at, std::uint32_t v) {
+        for (int i = 0; i < 4; ++i) header[at + static_cast<std::size_t>(i)] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+    };
+    put_be32(0, request.piece_count);
+    put_be32(4, piece_size);
+    for (std::uint32_t p = 0; p < request.piece_count; ++p) put_be32(8 + std::size_t{p} * 4, slot_of[p] ? *slot_of[p] : 0xFFFFFFFFu);
+
+    std::string whole, slot;
+    for (const auto& piece : request.pieces) {
+        whole.assign(static_cast<std::size_t>(piece.length), '\0');
+        slot.assign(piece_size, '\0');
+        for (const auto& r : piece.ranges) {
+            if (r.length == 0) continue;
+            char* at = whole.data() + r.at;
+            if (r.from_partfile) {
+                if (!source_partfile) return bad_build("a range is read from the part file but no source_partfile is given");
+                const OpenedPartfile& pf = *source_partfile;
+                const std::string& shown = *request.source_partfile;
+                if (!pf.header.slots[piece.piece])
+                    return Error(ErrorCode::PARTFILE_INVALID,
+                                 fmt::format("cannot build part file: the part file '{}' does not hold piece {}", shown, piece.piece),
+                                 "the skipped file's bytes of that piece are nowhere on this node");
+                std::uint64_t from = pf.header.slot_offset(piece.piece) + r.at;
+                if (from + r.length > pf.size)
+                    return Error(ErrorCode::PARTFILE_INVALID,
+                                 fmt::format("cannot build part file: slot {} (piece {}) of '{}' ends before the bytes it needs",
+                                             *pf.header.slots[piece.piece], piece.piece, shown),
+                                 "the part file is refused rather than guessed at; keep the source copy");
+                ARCHCTL_TRY_STATUS(read_exact(pf.fd.get(), at, r.length, from, shown));
+            } else {
+                ARCHCTL_TRY_ASSIGN(int fd, inputs.file(r.path));
+                ARCHCTL_TRY_STATUS(read_exact(fd, at, r.length, r.offset, r.path));
+            }
+            if (r.keep) std::copy(at, at + r.length, slot.data() + r.at);
+        }
+        if (piece.sha1) {
+            auto want = torrent::sha1_from_hex(*piece.sha1);
+            if (!want) return bad_build(fmt::format("piece {} has an invalid sha1", piece.piece));
+            if (torrent::sha1(whole) != *want) {
+                if (request.dry_run) {
+                    result.failed.push_back(piece.piece);
+                    continue;
+                }
+                return Error(ErrorCode::PARTFILE_INVALID,
+                             fmt::format("cannot build part file: piece {} assembled from the source's bytes does not match its SHA-1",
+                                         piece.piece),
+                             "the source's copy of those bytes is not the torrent's: recheck the torrent in qBittorrent");
+            }
+        }
+        if (!request.dry_run && slot_of[piece.piece])
+            ARCHCTL_TRY_STATUS(write_at(slot, header_size + std::uint64_t{*slot_of[piece.piece]} * piece_size));
+    }
+    result.header.piece_count = request.piece_count;
+    result.header.piece_size = piece_size;
+    result.header.header_size = header_size;
+    result.header.used_slots = static_cast<std::uint32_t>(slotted.size());
+    for (std::uint32_t s = 0; s < slotted.size(); ++s) result.header.slots.push_back(PartfileSlot{slotted[s], s});
+    result.header.file_size = total;
+    if (request.dry_run) return json(result);
+    ARCHCTL_TRY_STATUS(write_at(header, 0));
+    if (::ftruncate(out.get(), static_cast<off_t>(total)) != 0) return errno_error("cannot size", request.to, errno);
+    Xxh3Hasher hash;
+    ARCHCTL_TRY_ASSIGN(CopyOutcome hashed, hash_range(out.get(), total, hash, {}, request.to));
+    if (::fsync(out.get()) != 0) return errno_error("cannot fsync", request.to, errno);
+    if (::renameat(dest->dir.get(), tmp->name().c_str(), dest->dir.get(), dest->name.c_str()) != 0)
+        return errno_error("cannot rename into", request.to, errno);
+    tmp->placed();
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dest->dir.get(), request.to));
+    crash_point("partfile.built");
+    result.to = request.to;
+    result.xxh3 = hash.hex_digest();
+    result.bytes = hashed.bytes;
+    return json(result);
 }
 
 }  // namespace archctl::node
