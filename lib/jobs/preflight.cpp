@@ -75,31 +75,141 @@ bool partfile_verdict(const Error& e) {
     return false;
 }
 
-// The source part file the job carries (DESIGN.md §9): present, its header matching the
-// torrent, every boundary piece in a slot. Read only (the job stops the torrent to copy it).
-Status check_source_partfile(node::Ops& ops, const plan::PlacementView& view, const SourceNeeds& needs, bool present) {
-    std::string path = strip_trailing_slashes(needs.save_path) + "/" + torrent::partfile_name(view.qb_id);
-    auto others = needs.model ? neighbours(*needs.model, needs.union_set, needs.boundary_pieces) : std::vector<std::uint32_t>{};
-    std::string pieces = fmt::format("{}", fmt::join(needs.boundary_pieces, ", "));
-    if (!present)
-        return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that are not moved, and '{}' has no part file "
-                                            "'{}' that holds them",
-                                            pieces, torrent::Selection::of(others).to_string(), view.node, path),
-                                others);
-    auto header = ops.partfile_read({path, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
-    if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
-    if (!header.ok()) return partfile_refused(fmt::format("the part file '{}' on '{}': {}", path, view.node, header.error().message), others);
-    std::set<std::int64_t> have;
-    for (const auto& s : header->slots) have.insert(s.piece);
-    std::vector<std::int64_t> missing;
-    for (auto piece : needs.boundary_pieces)
-        if (!have.count(piece)) missing.push_back(piece);
-    if (!missing.empty())
-        return partfile_refused(fmt::format("the source part file '{}' on '{}' does not hold boundary piece(s) {}", path, view.node,
-                                            fmt::join(missing, ", ")),
-                                others);
+const torrent::ModelFile& file_at(const torrent::FileModel& model, std::uint32_t index) {
+    const auto& files = model.files();
+    if (index < files.size() && files[index].index == index) return files[index];
+    for (const auto& f : files)
+        if (f.index == index) return f;
+    return files.at(index);
+}
+
+std::string join_pieces(const std::vector<std::int64_t>& pieces) { return fmt::format("{}", fmt::join(pieces, ", ")); }
+
+}  // namespace
+
+std::string source_disk_path(const torrent::FileModel& model, std::uint32_t index) {
+    const auto& files = model.files();
+    if (index < files.size() && files[index].index == index) return files[index].path;
+    for (const auto& f : files)
+        if (f.index == index) return f.path;
     return {};
 }
+
+Result<PartfileSourcing> source_partfile_plan(node::Ops& ops, const std::string& node, const std::string& qb_id, const SourceNeeds& needs) {
+    const torrent::FileModel& model = *needs.model;
+    const std::string base = strip_trailing_slashes(needs.save_path);
+    PartfileSourcing out;
+    out.source_partfile = base + "/" + torrent::partfile_name(qb_id);
+    auto others = neighbours(model, needs.union_set, needs.boundary_pieces);
+    // What the source holds: each neighbour on disk at its full size, and its part file's slots.
+    node::TreeRequest request{.base = needs.save_path, .paths = {torrent::partfile_name(qb_id)}};
+    for (auto f : others) request.paths.push_back(source_disk_path(model, f));
+    auto tree = ops.tree(request);
+    if (!tree.ok()) return unreachable_path(tree.take_error());
+    std::set<std::uint32_t> on_disk;
+    for (std::size_t i = 0; i < others.size() && i + 1 < tree->entries.size(); ++i) {
+        const auto& e = tree->entries[i + 1];
+        if (e.type == "file" && e.stat && e.stat->size == static_cast<std::uint64_t>(file_at(model, others[i]).size))
+            on_disk.insert(others[i]);
+    }
+    std::set<std::int64_t> in_partfile;
+    std::string partfile_trouble;  // why the source's part file cannot be used, when it cannot
+    if (!tree->entries.empty() && tree->entries[0].type == "file") {
+        auto header = ops.partfile_read({out.source_partfile, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
+        if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
+        if (header.ok())
+            for (const auto& s : header->slots) in_partfile.insert(s.piece);
+        else
+            partfile_trouble = header.error().message;
+    }
+    // The build request: every piece whole (union files' bytes for the check, neighbours' kept).
+    node::PartfileBuildRequest& build = out.request;
+    build.piece_count = static_cast<std::uint32_t>(needs.piece_count);
+    build.piece_size = static_cast<std::uint32_t>(needs.piece_length);
+    const std::int64_t length = needs.piece_length;
+    // A neighbour's range is read from its file when that is on the source's disk (libtorrent
+    // writes a skipped file that exists in place), else from the part file's slot.
+    auto piece_of = [&](std::int64_t piece, bool force_partfile) {
+        node::PartfileBuildPiece bp;
+        bp.piece = static_cast<std::uint32_t>(piece);
+        std::int64_t start = piece * length;
+        bp.length = static_cast<std::uint64_t>(std::min(length, model.total_size() - start));
+        if (needs.piece_hashes && static_cast<std::size_t>(piece) < needs.piece_hashes->size())
+            bp.sha1 = torrent::to_hex((*needs.piece_hashes)[static_cast<std::size_t>(piece)]);
+        for (std::uint32_t f : model.files_in_piece(piece)) {
+            const torrent::ModelFile& mf = file_at(model, f);
+            std::int64_t from = std::max(start, mf.offset), to = std::min(start + static_cast<std::int64_t>(bp.length), mf.offset + mf.size);
+            if (to <= from) continue;
+            node::PartfileBuildRange r;
+            r.at = static_cast<std::uint64_t>(from - start);
+            r.length = static_cast<std::uint64_t>(to - from);
+            r.keep = !needs.union_set.contains(f);
+            if (r.keep && (force_partfile || !on_disk.count(f))) {
+                r.from_partfile = true;
+            } else {
+                r.path = base + "/" + source_disk_path(model, f);
+                r.offset = static_cast<std::uint64_t>(from - mf.offset);
+            }
+            bp.ranges.push_back(std::move(r));
+        }
+        return bp;
+    };
+    // Pieces whose outside bytes are all on the source's disk are checked there now (read only);
+    // one that does not verify so takes them from the part file, when it has the piece.
+    std::vector<std::int64_t> all_disk;
+    for (auto piece : needs.boundary_pieces) {
+        bool disk = true;
+        for (std::uint32_t f : model.files_in_piece(piece))
+            if (!needs.union_set.contains(f) && !on_disk.count(f)) disk = false;
+        if (disk) all_disk.push_back(piece);
+    }
+    std::set<std::int64_t> disk_failed;
+    if (!all_disk.empty() && needs.piece_hashes) {
+        node::PartfileBuildRequest check;
+        check.piece_count = build.piece_count;
+        check.piece_size = build.piece_size;
+        check.dry_run = true;
+        for (auto piece : all_disk) check.pieces.push_back(piece_of(piece, false));
+        auto checked = ops.partfile_build(check);
+        if (!checked.ok()) return checked.take_error();
+        disk_failed.insert(checked->failed.begin(), checked->failed.end());
+    }
+    std::vector<std::int64_t> missing;
+    std::set<std::uint32_t> nowhere, from_disk, from_partfile;
+    for (auto piece : needs.boundary_pieces) {
+        bool failed = disk_failed.count(piece) > 0;
+        bool has_slot = in_partfile.count(piece) > 0;
+        node::PartfileBuildPiece bp = piece_of(piece, failed);
+        bool piece_ok = true;
+        for (std::uint32_t f : model.files_in_piece(piece)) {
+            if (needs.union_set.contains(f)) continue;
+            if (!failed && on_disk.count(f)) from_disk.insert(f);
+            else if (has_slot) from_partfile.insert(f);
+            else {
+                nowhere.insert(f);
+                piece_ok = false;
+            }
+        }
+        if (!piece_ok) missing.push_back(piece);
+        build.pieces.push_back(std::move(bp));
+    }
+    if (!missing.empty()) {
+        std::vector<std::uint32_t> files(nowhere.begin(), nowhere.end());
+        std::string partfile = partfile_trouble.empty()
+                                   ? fmt::format("in its part file '{}'", out.source_partfile)
+                                   : fmt::format("in a usable part file ({})", partfile_trouble);
+        return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that '{}' has neither complete on its disk "
+                                            "nor {}",
+                                            join_pieces(missing), torrent::Selection::of(files).to_string(), node, partfile),
+                                files);
+    }
+    out.from_disk.assign(from_disk.begin(), from_disk.end());
+    out.from_partfile.assign(from_partfile.begin(), from_partfile.end());
+    if (out.reads_partfile()) build.source_partfile = out.source_partfile;
+    return out;
+}
+
+namespace {
 
 Resource resource_of(const JobDefinition& def) {
     Resource res;
@@ -123,7 +233,6 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     const bool carry = needs.partfile == plan::PartfileNeed::carry_source;
     node::TreeRequest request{.base = needs.save_path, .paths = {}};
     for (const auto& f : needs.files) request.paths.push_back(f.path);
-    if (carry) request.paths.push_back(torrent::partfile_name(view.qb_id));
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, source.ops());
     node::Ops ops(*transport);
     auto tree = ops.tree(request);
@@ -150,8 +259,8 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
                          "recheck the torrent in qBittorrent");
     }
     if (carry) {
-        const bool present = tree->entries.size() > needs.files.size() && tree->entries.back().type == "file";
-        ARCHCTL_TRY_STATUS(check_source_partfile(ops, view, needs, present));
+        ARCHCTL_TRY_ASSIGN(PartfileSourcing sourcing, source_partfile_plan(ops, view.node, view.qb_id, needs));
+        if (needs.sourcing_out) *needs.sourcing_out = std::move(sourcing);
     }
     return {};
 }
@@ -275,11 +384,13 @@ Status check_source_files(JobRun& run) {
                       .union_set = run.def.union_set,
                       .piece_count = run.def.piece_count,
                       .piece_length = run.def.piece_length};
+    std::optional<torrent::Metainfo> meta;
     std::optional<torrent::FileModel> model;
     if (needs.partfile == plan::PartfileNeed::carry_source) {
-        ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name));
-        model.emplace(meta);
+        ARCHCTL_TRY_ASSIGN(meta, torrent::parse_metainfo(run.metainfo, run.def.name));
+        model.emplace(*meta);
         needs.model = &*model;
+        needs.piece_hashes = &meta->v1_pieces();
     }
     // The files the job moves or keeps must be where the metainfo says; another file renamed
     // since the plan does not change what this job reads or writes.
