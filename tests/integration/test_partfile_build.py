@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""v1 boundary pieces without a source part file (DESIGN.md §9, issue 15 item 4): a v1 torrent
+complete on the cache has no part file, because the files that share pieces with the request
+are complete on the cache's disk. archctl builds the part file the new target needs from those
+files' bytes (each piece checked by SHA-1 on the cache first), carries it, and the target's
+recheck verifies the selection with nothing downloaded. Where the bytes are nowhere, plan and
+archive refuse, naming the pieces and files.
+
+Payload: five files of odd sizes in 32 KiB pieces, made with python3-libtorrent as a v1 torrent
+without pad files, so most pieces span two files."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import flows  # noqa: E402
+from lab import torrents  # noqa: E402
+
+import libtorrent as lt  # noqa: E402
+
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
+setUpModule = LAB.set_up
+PIECE = 32768
+SIZES = {"a.bin": 40001, "b.bin": 30001, "c.bin": 50003, "d.bin": 20005, "e.bin": 45007}
+
+
+def v1_resource(name):
+    """The payload below <cache qb_root>/<name>/pay, its v1 torrent (lt's own file order), seeded
+    complete on cache1. Returns (qB id, cache save path, [(path, size, offset)] by file index)."""
+    save = os.path.join(LAB.node("cache1")["qb_root"], name)
+    os.makedirs(save, exist_ok=True)
+    root = torrents.make_payload(save, "pay", SIZES)
+    made = torrents.make_torrent(root, "v1", out_path=os.path.join(LAB.dir, f"{name}.torrent"), piece_size=PIECE)
+    ti = lt.torrent_info(made["bytes"])
+    fs = ti.files()
+    files = [(fs.file_path(i), fs.file_size(i), fs.file_offset(i)) for i in range(fs.num_files())]
+    assert not any(fs.file_flags(i) & fs.flag_pad_file for i in range(fs.num_files())), "no pad files"
+    assert ti.piece_length() == PIECE
+    tid = flows.seed_cache(LAB, "cache1", made["path"], save)
+    return tid, save, files
+
+
+def boundary_pieces(files, union):
+    """Pieces holding bytes of a file in `union` and of a file outside it."""
+    out = []
+    total = sum(size for _, size, _ in files)
+    for p in range((total + PIECE - 1) // PIECE):
+        lo, hi = p * PIECE, min((p + 1) * PIECE, total)
+        touching = {i for i, (_, size, off) in enumerate(files) if size and off < hi and off + size > lo}
+        if touching & union and touching - union:
+            out.append(p)
+    return out
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class PartfileBuild(unittest.TestCase):
+    def archive_and_check(self, name, tid, save, files, union, args=(), from_disk=None):
+        res = tid[:12]
+        rc, out, err = LAB.archctl("plan", "archive", res, *args, "--json")
+        self.assertEqual(rc, 0, err + out)
+        plan = json.loads(out)["plan"]
+        self.assertEqual(plan["partfile"]["need"], "carry_source")
+        self.assertEqual(plan["partfile"]["boundary_pieces"], boundary_pieces(files, union))
+        self.assertEqual(plan["partfile"]["from_partfile"], [])
+        if from_disk is not None:
+            self.assertEqual(plan["partfile"]["from_disk"], from_disk)
+        rc, text, err = LAB.archctl("plan", "archive", res, *args)
+        self.assertEqual(rc, 0, err + text)
+        self.assertIn("from the complete files on its disk", text)
+        self.assertNotIn("from its part file", text)
+
+        rc, out, err = LAB.archctl("archive", res, *args, "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(json.loads(out)["job"]["outcome"], "done")
+
+        aq = LAB.qb("archive1")
+        target_save = os.path.join(LAB.node("archive1")["qb_root"], name)
+        flows.wait(lambda: aq.info([tid]) and aq.info([tid])[0]["state"] in ("stalledUP", "uploading"),
+                   timeout=60, what="target seeding")
+        t = aq.info([tid])[0]
+        self.assertEqual(t["amount_left"], 0, t)
+        self.assertEqual(aq.properties(tid)["total_downloaded"], 0, "nothing was downloaded")
+        by_index = {f["index"]: f for f in aq.files(tid)}
+        for i, (path, size, _) in enumerate(files):
+            placed = os.path.join(target_save, path)
+            if i in union:
+                self.assertEqual(by_index[i]["progress"], 1, by_index[i])
+                self.assertGreater(by_index[i]["priority"], 0)
+                self.assertEqual(read(placed), read(os.path.join(save, path)), f"{path} byte-identical")
+            else:
+                self.assertEqual(by_index[i]["priority"], 0, by_index[i])
+                self.assertTrue(not os.path.exists(placed) or os.path.getsize(placed) == 0,
+                                f"{path} is not on the target")
+        self.assertTrue(os.path.isfile(os.path.join(target_save, f".{tid}.parts")), "the target keeps its part file")
+        # Nothing left behind: no staging, no temp file, the cache untouched and still seeding.
+        flows.staging_empty(LAB, LAB.route)
+        for root in (target_save, save):
+            for dirpath, _, names in os.walk(root):
+                self.assertFalse([n for n in names if "archctl-tmp" in n], dirpath)
+        self.assertFalse(os.path.exists(os.path.join(save, f".{tid}.parts")), "no part file appears on the cache")
+        cq = LAB.qb("cache1")
+        self.assertTrue(all(f["progress"] == 1 for f in cq.files(tid)))
+        return aq
+
+    def test_a_one_file_of_a_complete_v1_torrent(self):
+        tid, save, files = v1_resource("pb-one")
+        self.assertFalse(os.path.exists(os.path.join(save, f".{tid}.parts")))
+        self.archive_and_check("pb-one", tid, save, files, {0}, args=("--files", "0"), from_disk=[1])
+
+    def test_b_files_skipped_on_the_cache_after_completion(self):
+        tid, save, files = v1_resource("pb-skip")
+        cq = LAB.qb("cache1")
+        cq.file_prio(tid, [1, 3], 0)
+        flows.wait(lambda: [f["priority"] for f in cq.files(tid)] == [1, 0, 1, 0, 1], what="files 1 and 3 skipped")
+        self.assertTrue(os.path.isfile(os.path.join(save, files[1][0])), "a skipped file stays on disk")
+        union = {0, 2, 4}
+        self.archive_and_check("pb-skip", tid, save, files, union, from_disk=[1, 3])
+
+    def test_c_bytes_that_are_nowhere_refuse_with_the_pieces_and_files(self):
+        # The skipped file is deleted behind qBittorrent's back: it still reports every piece
+        # (a recheck would fail the shared pieces, and with them the requested files), and
+        # there is no part file. Neither plan nor archive may go ahead.
+        tid, save, files = v1_resource("pb-gone")
+        cq = LAB.qb("cache1")
+        cq.file_prio(tid, [1], 0)
+        flows.wait(lambda: cq.files(tid)[1]["priority"] == 0, what="file 1 skipped")
+        os.remove(os.path.join(save, files[1][0]))
+        union = {0, 2, 3, 4}
+        pieces = ", ".join(str(p) for p in boundary_pieces(files, union))
+        partfile = os.path.join(save, f".{tid}.parts")
+        want = (f"PARTFILE_UNSUPPORTED: boundary piece(s) {pieces} need bytes of file(s) 1 that 'cache1' has neither "
+                f"complete on its disk nor in its part file '{partfile}'")
+        for command in (("plan", "archive"), ("archive",)):
+            extra = ("--yes",) if command == ("archive",) else ()
+            rc, out, err = LAB.archctl(*command, tid[:12], *extra, "--json", timeout=120)
+            self.assertEqual(rc, 1, err + out)
+            self.assertEqual(json.loads(out)["error"]["message"], want)
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", timeout=120)
+        self.assertEqual(rc, 1)
+        self.assertIn(want, err + out)
+        self.assertIn("add file(s) 1 to the request", err + out)
+        self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing added to the archive")
+        self.assertFalse(os.path.exists(os.path.join(LAB.node("archive1")["qb_root"], "pb-gone")))
+
+    def test_d_a_file_range_of_a_complete_v1_torrent(self):
+        tid, save, files = v1_resource("pb-range")
+        self.archive_and_check("pb-range", tid, save, files, {1, 2}, args=("--files", "1-2"), from_disk=[0, 3])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
