@@ -198,9 +198,15 @@ Result<PartfileSourcing> source_partfile_plan(node::Ops& ops, const std::string&
         std::string partfile = partfile_trouble.empty()
                                    ? fmt::format("in its part file '{}'", out.source_partfile)
                                    : fmt::format("in a usable part file ({})", partfile_trouble);
+        std::vector<std::int64_t> unverified;
+        for (auto piece : missing)
+            if (disk_failed.count(piece)) unverified.push_back(piece);
+        std::string disk_note = unverified.empty() ? std::string()
+                                                   : fmt::format(" (with the bytes on its disk, piece(s) {} do not match the torrent)",
+                                                                 join_pieces(unverified));
         return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that '{}' has neither complete on its disk "
-                                            "nor {}",
-                                            join_pieces(missing), torrent::Selection::of(files).to_string(), node, partfile),
+                                            "nor {}{}",
+                                            join_pieces(missing), torrent::Selection::of(files).to_string(), node, partfile, disk_note),
                                 files);
     }
     out.from_disk.assign(from_disk.begin(), from_disk.end());

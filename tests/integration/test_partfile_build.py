@@ -150,6 +150,32 @@ class PartfileBuild(unittest.TestCase):
         self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing added to the archive")
         self.assertFalse(os.path.exists(os.path.join(LAB.node("archive1")["qb_root"], "pb-gone")))
 
+    def test_e_neighbour_bytes_that_do_not_verify_are_refused_on_the_cache(self):
+        # The skipped file is on disk at its size but with other bytes: each built piece is
+        # checked by SHA-1 on the cache, so nothing is moved and the archive gets nothing.
+        tid, save, files = v1_resource("pb-wrong")
+        cq = LAB.qb("cache1")
+        cq.file_prio(tid, [1], 0)
+        flows.wait(lambda: cq.files(tid)[1]["priority"] == 0, what="file 1 skipped")
+        path = os.path.join(save, files[1][0])
+        data = bytearray(read(path))
+        data[0] ^= 0xFF
+        data[-1] ^= 0xFF
+        with open(path, "r+b") as f:
+            f.write(bytes(data))
+        union = {0, 2, 3, 4}
+        pieces = ", ".join(str(p) for p in boundary_pieces(files, union))
+        partfile = os.path.join(save, f".{tid}.parts")
+        want = (f"PARTFILE_UNSUPPORTED: boundary piece(s) {pieces} need bytes of file(s) 1 that 'cache1' has neither "
+                f"complete on its disk nor in its part file '{partfile}' (with the bytes on its disk, piece(s) {pieces} "
+                f"do not match the torrent)")
+        for command in (("plan", "archive"), ("archive", "--yes")):
+            rc, out, err = LAB.archctl(*command, tid[:12], "--json", timeout=120)
+            self.assertEqual(rc, 1, err + out)
+            self.assertEqual(json.loads(out)["error"]["message"], want)
+        self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing added to the archive")
+        flows.staging_empty(LAB, LAB.route)
+
     def test_d_a_file_range_of_a_complete_v1_torrent(self):
         tid, save, files = v1_resource("pb-range")
         self.archive_and_check("pb-range", tid, save, files, {1, 2}, args=("--files", "1-2"), from_disk=[0, 3])
