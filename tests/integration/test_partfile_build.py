@@ -56,6 +56,12 @@ def boundary_pieces(files, union):
     return out
 
 
+def events_of(job):
+    with open(os.path.join(LAB.state_dir, "jobs", job, "events.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    return [r for r in records if "type" in r]  # the journal's version line has none
+
+
 def read(path):
     with open(path, "rb") as f:
         return f.read()
@@ -80,6 +86,13 @@ class PartfileBuild(unittest.TestCase):
         rc, out, err = LAB.archctl("archive", res, *args, "--yes", "--json", timeout=300)
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(json.loads(out)["job"]["outcome"], "done")
+        # The job built the part file from the cache's disk: the cache torrent was never stopped.
+        built = [e for e in events_of(flows.job_of(LAB, tid)) if e["type"] == "partfile_built"]
+        self.assertEqual(len(built), 1, built)
+        self.assertEqual(built[0]["pieces"], boundary_pieces(files, union))
+        self.assertEqual(built[0]["from_partfile"], [])
+        if from_disk is not None:
+            self.assertEqual(built[0]["from_disk"], from_disk)
 
         aq = LAB.qb("archive1")
         target_save = os.path.join(LAB.node("archive1")["qb_root"], name)
