@@ -183,9 +183,13 @@ Result<PartfileSourcing> source_partfile_plan(node::Ops& ops, const std::string&
         bool piece_ok = true;
         for (std::uint32_t f : model.files_in_piece(piece)) {
             if (needs.union_set.contains(f)) continue;
-            if (!failed && on_disk.count(f)) from_disk.insert(f);
-            else if (has_slot) from_partfile.insert(f);
-            else {
+            if (!failed && on_disk.count(f)) {
+                from_disk.insert(f);
+                out.bytes.push_back({piece, f, "disk"});
+            } else if (has_slot) {
+                from_partfile.insert(f);
+                out.bytes.push_back({piece, f, "partfile"});
+            } else {
                 nowhere.insert(f);
                 piece_ok = false;
             }

@@ -49,6 +49,13 @@ struct SourceNeeds {
 struct PartfileSourcing {
     std::vector<std::uint32_t> from_disk;       // neighbour files read from the source's disk
     std::vector<std::uint32_t> from_partfile;   // neighbour files read from the source's part file
+    // Piece by piece: which neighbour's bytes come from where ("disk" or "partfile").
+    struct Bytes {
+        std::int64_t piece = 0;
+        std::uint32_t file = 0;
+        const char* from = "disk";
+    };
+    std::vector<Bytes> bytes;
     std::string source_partfile;                // its path on the source node
     node::PartfileBuildRequest request;         // every boundary piece, with its SHA-1; `to` unset
     bool reads_partfile() const { return !from_partfile.empty(); }

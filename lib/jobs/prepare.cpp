@@ -188,6 +188,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
         ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), needs));
         p.partfile_from_disk = sourcing.from_disk;
         p.partfile_from_partfile = sourcing.from_partfile;
+        for (const auto& b : sourcing.bytes) p.partfile_bytes.push_back({{"piece", b.piece}, {"file", b.file}, {"from", b.from}});
     }
     p.source_fingerprint = fingerprint(*source_view);
     p.target_fingerprint = target_view ? fingerprint(*target_view) : "";
@@ -272,7 +273,8 @@ nlohmann::json Prepared::to_json() const {
     }
     j["plan"] = plan.to_json();
     if (plan.partfile == plan::PartfileNeed::carry_source)
-        j["plan"]["partfile"].update({{"from_disk", partfile_from_disk}, {"from_partfile", partfile_from_partfile}});
+        j["plan"]["partfile"].update(
+            {{"from_disk", partfile_from_disk}, {"from_partfile", partfile_from_partfile}, {"bytes", partfile_bytes}});
     j["disk"] = {{"free", target_free}, {"floor", min_free}, {"ok", plan.disk_ok}};
     return j;
 }

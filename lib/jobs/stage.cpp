@@ -1,6 +1,7 @@
 // Step 1, stage: the delta files and the job's auxiliary data in the route folder on the source node.
 
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -75,15 +76,17 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
             sourcing = source_partfile_plan(ops, run.def.source, run.def.qb_id, needs);
         }
     }
-    Result<node::PartfileBuildResult> built = sourcing.ok() ? Result<node::PartfileBuildResult>(Error(ErrorCode::INTERNAL, ""))
-                                                            : Result<node::PartfileBuildResult>(sourcing.error());
+    std::optional<Result<node::PartfileBuildResult>> building;
     if (sourcing.ok()) {
         node::PartfileBuildRequest request = sourcing->request;
         request.to = job_dir(run.def.route.source_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux);
         request.create_parents = true;
         request.min_free = run.env.budgets.min_free;
-        built = ops.partfile_build(request);
+        building.emplace(ops.partfile_build(request));
+    } else {
+        building.emplace(sourcing.error());
     }
+    Result<node::PartfileBuildResult>& built = *building;
     Status restarted = was_started ? src.qb().start({run.def.qb_id}) : Status();
     if (!built.ok()) {
         if (!restarted.ok()) run.log(fmt::format("archctl: warning: torrent {} on '{}' was not started again: {}", run.def.qb_id.substr(0, 12),

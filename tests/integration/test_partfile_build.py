@@ -78,6 +78,13 @@ class PartfileBuild(unittest.TestCase):
         self.assertEqual(plan["partfile"]["from_partfile"], [])
         if from_disk is not None:
             self.assertEqual(plan["partfile"]["from_disk"], from_disk)
+        # Piece by piece: every neighbour's bytes of every boundary piece, from the cache's disk.
+        expected = []
+        for p in boundary_pieces(files, union):
+            lo, hi = p * PIECE, (p + 1) * PIECE
+            expected += [{"piece": p, "file": i, "from": "disk"} for i, (_, size, off) in enumerate(files)
+                         if i not in union and size and off < hi and off + size > lo]
+        self.assertEqual(plan["partfile"]["bytes"], expected)
         rc, text, err = LAB.archctl("plan", "archive", res, *args)
         self.assertEqual(rc, 0, err + text)
         self.assertIn("from the complete files on its disk", text)
