@@ -274,7 +274,7 @@ Result<json> op_partfile_build(OpContext& ctx, const json& args) {
             return errno_error("cannot create", request.to, err);
         }
     }
-    auto write_at = [&](const std::string& bytes, std::uint64_t offset) -> Status {
+    auto write_at = [&](std::string_view bytes, std::uint64_t offset) -> Status {
         std::uint64_t done = 0;
         while (done < bytes.size()) {
             ssize_t n = ::pwrite(out.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
@@ -296,10 +296,9 @@ Result<json> op_partfile_build(OpContext& ctx, const json& args) {
     put_be32(4, piece_size);
     for (std::uint32_t p = 0; p < request.piece_count; ++p) put_be32(8 + std::size_t{p} * 4, slot_of[p] ? *slot_of[p] : 0xFFFFFFFFu);
 
-    std::string whole, slot;
+    std::string whole;
     for (const auto& piece : request.pieces) {
         whole.assign(static_cast<std::size_t>(piece.length), '\0');
-        slot.assign(piece_size, '\0');
         for (const auto& r : piece.ranges) {
             if (r.length == 0) continue;
             char* at = whole.data() + r.at;
@@ -322,7 +321,6 @@ Result<json> op_partfile_build(OpContext& ctx, const json& args) {
                 ARCHCTL_TRY_ASSIGN(int fd, inputs.file(r.path));
                 ARCHCTL_TRY_STATUS(read_exact(fd, at, r.length, r.offset, r.path));
             }
-            if (r.keep) std::copy(at, at + r.length, slot.data() + r.at);
         }
         if (piece.sha1) {
             auto want = torrent::sha1_from_hex(*piece.sha1);
@@ -338,8 +336,13 @@ Result<json> op_partfile_build(OpContext& ctx, const json& args) {
                              "the source's copy of those bytes is not the torrent's: recheck the torrent in qBittorrent");
             }
         }
+        // Only the kept ranges are written: the rest of the slot is meaningless to libtorrent
+        // and stays a hole (read as zeros).
         if (!request.dry_run && slot_of[piece.piece])
-            ARCHCTL_TRY_STATUS(write_at(slot, header_size + std::uint64_t{*slot_of[piece.piece]} * piece_size));
+            for (const auto& r : piece.ranges)
+                if (r.keep && r.length > 0)
+                    ARCHCTL_TRY_STATUS(write_at(std::string_view(whole).substr(r.at, r.length),
+                                                header_size + std::uint64_t{*slot_of[piece.piece]} * piece_size + r.at));
     }
     result.header.piece_count = request.piece_count;
     result.header.piece_size = piece_size;
