@@ -170,6 +170,29 @@ class PartfileBuild(unittest.TestCase):
         self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing added to the archive")
         self.assertFalse(os.path.exists(os.path.join(LAB.node("archive1")["qb_root"], "pb-gone")))
 
+    def test_f_a_crash_right_after_the_build_is_resumed(self):
+        # Killed once the part file is durable in the job, before stage records it: resume builds
+        # it again (same bytes) and finishes; no temp file, nothing downloaded.
+        tid, save, files = v1_resource("pb-crash")
+        rc, out, err = LAB.archctl("archive", tid[:12], "--files", "0", "--yes", "--json",
+                                   env={"ARCHCTL_TEST_CRASH_AT": "partfile.built"}, timeout=300)
+        self.assertEqual(rc, 137, err + out)
+        rc, out, err = LAB.archctl("resume", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        aq = LAB.qb("archive1")
+        target_save = os.path.join(LAB.node("archive1")["qb_root"], "pb-crash")
+        flows.wait(lambda: aq.info([tid]) and aq.info([tid])[0]["state"] in ("stalledUP", "uploading"),
+                   timeout=60, what="target seeding")
+        self.assertEqual(aq.properties(tid)["total_downloaded"], 0)
+        self.assertEqual(aq.files(tid)[0]["progress"], 1)
+        self.assertEqual(read(os.path.join(target_save, files[0][0])), read(os.path.join(save, files[0][0])))
+        built = [e for e in events_of(flows.job_of(LAB, tid)) if e["type"] == "partfile_built"]
+        self.assertEqual(len(built), 1, "the event of the build that was recorded")
+        flows.staging_empty(LAB, LAB.route)
+        for root in (target_save, save):
+            for dirpath, _, names in os.walk(root):
+                self.assertFalse([n for n in names if "archctl-tmp" in n], dirpath)
+
     def test_e_neighbour_bytes_that_do_not_verify_are_refused_on_the_cache(self):
         # The skipped file is on disk at its size but with other bytes: each built piece is
         # checked by SHA-1 on the cache, so nothing is moved and the archive gets nothing.
