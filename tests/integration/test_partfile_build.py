@@ -22,7 +22,7 @@ from lab import torrents  # noqa: E402
 
 import libtorrent as lt  # noqa: E402
 
-LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
+LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")], extra_qb=1)
 setUpModule = LAB.set_up
 PIECE = 32768
 SIZES = {"a.bin": 40001, "b.bin": 30001, "c.bin": 50003, "d.bin": 20005, "e.bin": 45007}
@@ -192,6 +192,74 @@ class PartfileBuild(unittest.TestCase):
         for root in (target_save, save):
             for dirpath, _, names in os.walk(root):
                 self.assertFalse([n for n in names if "archctl-tmp" in n], dirpath)
+
+    def test_g_bytes_from_the_disk_and_from_the_cache_part_file_in_one_job(self):
+        # The cache downloaded from a seeder with b.bin skipped, so libtorrent keeps b's share of
+        # pieces 6 and 9 in a real part file; d.bin was skipped only after it completed, so it is
+        # on the disk. The union {a, c} needs both: b's bytes from the part file (the cache
+        # torrent is stopped while it is read, then started again), d's from the disk.
+        name = "pb-mixed"
+        layout = {"pay1/a.bin": 100001, "pay1/b.bin": 50001, "pay1/c.bin": 70001, "pay1/d.bin": 30001}
+        seeder = LAB.info["extra_qb"][0]
+        src = os.path.join(seeder["save_path"], name)
+        flows.write_payload(src, layout, seed=71)
+        tfile = os.path.join(LAB.dir, f"{name}.torrent")
+        flows.create_torrent(os.path.join(src, "pay1"), tfile, kind="v1", piece_length=16384)
+        tid = flows.seed_cache(LAB, "extra1", tfile, src)
+        LAB.qb("extra1").resume(tid)
+        cq = LAB.qb("cache1")
+        save = os.path.join(LAB.node("cache1")["qb_root"], name)
+        os.makedirs(save, exist_ok=True)
+        with open(tfile, "rb") as f:
+            cq.add_torrent(f.read(), save, paused=True)
+        flows.wait(lambda: cq.info([tid]), what="cache lists the torrent")
+        cq.file_prio(tid, [1], 0)
+        cq.resume(tid)
+        cq.add_peers(tid, [f"127.0.0.1:{seeder['bt_port']}"])
+        flows.wait(lambda: (lambda fs: fs and all(fs[i]["progress"] == 1 for i in (0, 2, 3)))(cq.files(tid)),
+                   timeout=60, what="cache downloaded a, c and d")
+        LAB.qb("extra1").pause(tid)
+        cq.file_prio(tid, [3], 0)
+        flows.wait(lambda: cq.files(tid)[3]["priority"] == 0, what="d skipped after completion")
+        parts = os.path.join(save, f".{tid}.parts")
+        flows.wait(lambda: os.path.exists(parts), what="a real part file")
+        self.assertTrue(os.path.isfile(os.path.join(save, "pay1", "d.bin")))
+        self.assertFalse(os.path.exists(os.path.join(save, "pay1", "b.bin")))
+
+        rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--json")
+        self.assertEqual(rc, 0, err + out)
+        plan = json.loads(out)["plan"]
+        self.assertEqual(plan["union"]["files"], "0,2")
+        self.assertEqual(plan["partfile"]["boundary_pieces"], [6, 9, 13])
+        self.assertEqual(plan["partfile"]["from_partfile"], [1])
+        self.assertEqual(plan["partfile"]["from_disk"], [3])
+        self.assertEqual(plan["partfile"]["bytes"], [{"piece": 6, "file": 1, "from": "partfile"},
+                                                     {"piece": 9, "file": 1, "from": "partfile"},
+                                                     {"piece": 13, "file": 3, "from": "disk"}])
+        rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        aq = LAB.qb("archive1")
+        target_save = os.path.join(LAB.node("archive1")["qb_root"], name)
+        flows.wait(lambda: aq.info([tid]) and aq.info([tid])[0]["state"] in ("stalledUP", "uploading"),
+                   timeout=60, what="target seeding")
+        self.assertEqual(aq.info([tid])[0]["amount_left"], 0)
+        self.assertEqual(aq.properties(tid)["total_downloaded"], 0)
+        by_index = {f["index"]: f for f in aq.files(tid)}
+        for i, rel in enumerate(layout):
+            placed = os.path.join(target_save, rel)
+            if i in (0, 2):
+                self.assertEqual(by_index[i]["progress"], 1)
+                self.assertEqual(read(placed), read(os.path.join(save, rel)))
+            else:
+                self.assertEqual(by_index[i]["priority"], 0)
+                self.assertTrue(not os.path.exists(placed) or os.path.getsize(placed) == 0, placed)
+        built = [e for e in events_of(flows.job_of(LAB, tid)) if e["type"] == "partfile_built"]
+        self.assertEqual((built[0]["from_partfile"], built[0]["from_disk"]), ([1], [3]))
+        # The cache torrent runs again, its part file untouched.
+        flows.wait(lambda: cq.info([tid])[0]["state"] not in ("pausedUP", "stoppedUP", "pausedDL", "stoppedDL"),
+                   what="the cache torrent started again")
+        self.assertTrue(os.path.exists(parts))
+        flows.staging_empty(LAB, LAB.route)
 
     def test_e_neighbour_bytes_that_do_not_verify_are_refused_on_the_cache(self):
         # The skipped file is on disk at its size but with other bytes: each built piece is
