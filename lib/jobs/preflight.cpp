@@ -208,10 +208,16 @@ Result<PartfileSourcing> source_partfile_plan(node::Ops& ops, const std::string&
         std::string disk_note = unverified.empty() ? std::string()
                                                    : fmt::format(" (with the bytes on its disk, piece(s) {} do not match the torrent)",
                                                                  join_pieces(unverified));
-        return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that '{}' has neither complete on its disk "
-                                            "nor {}{}",
-                                            join_pieces(missing), torrent::Selection::of(files).to_string(), node, partfile, disk_note),
-                                files);
+        Error refused = partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that '{}' has neither complete on "
+                                                     "its disk nor {}{}",
+                                                     join_pieces(missing), torrent::Selection::of(files).to_string(), node, partfile,
+                                                     disk_note),
+                                         files);
+        // Those files cannot simply be added to the request: the source does not hold them.
+        refused.hint = fmt::format("'{}' no longer holds those bytes: recheck the torrent there in qBittorrent, then request only files "
+                                   "that share no piece with file(s) {}",
+                                   node, torrent::Selection::of(files).to_string());
+        return refused;
     }
     out.from_disk.assign(from_disk.begin(), from_disk.end());
     out.from_partfile.assign(from_partfile.begin(), from_partfile.end());

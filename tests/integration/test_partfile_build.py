@@ -166,7 +166,8 @@ class PartfileBuild(unittest.TestCase):
         rc, out, err = LAB.archctl("archive", tid[:12], "--yes", timeout=120)
         self.assertEqual(rc, 1)
         self.assertIn(want, err + out)
-        self.assertIn("add file(s) 1 to the request", err + out)
+        self.assertIn("hint: 'cache1' no longer holds those bytes: recheck the torrent there in qBittorrent, then request only "
+                      "files that share no piece with file(s) 1", err + out)
         self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing added to the archive")
         self.assertFalse(os.path.exists(os.path.join(LAB.node("archive1")["qb_root"], "pb-gone")))
 

@@ -112,7 +112,8 @@ TEST_CASE("partfile sources: bytes that are nowhere refuse, naming the pieces an
     CHECK(s.error().message ==
           "PARTFILE_UNSUPPORTED: boundary piece(s) 1 need bytes of file(s) 1 that 'cache1' has neither complete on its disk nor in its "
           "part file '/qb/save/.abc.parts'");
-    CHECK(s.error().hint.find("add file(s) 1 to the request") != std::string::npos);
+    CHECK(s.error().hint.find("recheck the torrent there in qBittorrent, then request only files that share no piece with file(s) 1") !=
+          std::string::npos);
 }
 
 TEST_CASE("partfile sources: a disk copy that does not verify is taken from the part file, or refused") {
