@@ -262,6 +262,37 @@ class PartfileBuild(unittest.TestCase):
         self.assertTrue(os.path.exists(parts))
         flows.staging_empty(LAB, LAB.route)
 
+    def test_h_v1_with_pad_files_needs_no_part_file(self):
+        # libtorrent's v1 with pad files: every file starts on a piece, so no piece is shared and
+        # no part file is built or carried; the pad files are not payload.
+        name = "pb-pad"
+        save = os.path.join(LAB.node("cache1")["qb_root"], name)
+        os.makedirs(save, exist_ok=True)
+        root = torrents.make_payload(save, "pay", SIZES)
+        fs = lt.file_storage()
+        lt.add_files(fs, root)
+        t = lt.create_torrent(fs, PIECE, flags=lt.create_torrent.v1_only | lt.create_torrent.canonical_files)
+        lt.set_piece_hashes(t, save)
+        tfile = os.path.join(LAB.dir, f"{name}.torrent")
+        with open(tfile, "wb") as f:
+            f.write(lt.bencode(t.generate()))
+        ti = lt.torrent_info(tfile)
+        self.assertTrue(any(ti.files().file_flags(i) & ti.files().flag_pad_file for i in range(ti.files().num_files())))
+        tid = flows.seed_cache(LAB, "cache1", tfile, save)
+        rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--files", "0", "--json")
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(json.loads(out)["plan"]["partfile"]["need"], "none")
+        rc, out, err = LAB.archctl("archive", tid[:12], "--files", "0", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        aq = LAB.qb("archive1")
+        flows.wait(lambda: aq.info([tid]) and aq.info([tid])[0]["state"] in ("stalledUP", "uploading"),
+                   timeout=60, what="target seeding")
+        self.assertEqual(aq.properties(tid)["total_downloaded"], 0)
+        files = aq.files(tid)
+        self.assertEqual(files[0]["progress"], 1)
+        self.assertFalse(os.path.exists(os.path.join(LAB.node("archive1")["qb_root"], name, f".{tid}.parts")))
+        flows.staging_empty(LAB, LAB.route)
+
     def test_e_neighbour_bytes_that_do_not_verify_are_refused_on_the_cache(self):
         # The skipped file is on disk at its size but with other bytes: each built piece is
         # checked by SHA-1 on the cache, so nothing is moved and the archive gets nothing.
