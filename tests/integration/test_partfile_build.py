@@ -293,6 +293,26 @@ class PartfileBuild(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(LAB.node("archive1")["qb_root"], name, f".{tid}.parts")))
         flows.staging_empty(LAB, LAB.route)
 
+    def test_i_two_thousand_small_files(self):
+        # 2,000 files of a few hundred bytes: a 32 KiB piece holds about a hundred of them, so a
+        # range request's edge pieces need the bytes of many neighbours, all on the cache's disk.
+        name = "pb-many"
+        save = os.path.join(LAB.node("cache1")["qb_root"], name)
+        sizes = {f"d{i // 100:02d}/f{i:04d}.bin": 200 + (i * 37) % 300 for i in range(2000)}
+        root = torrents.make_payload(save, "pay", sizes)
+        made = torrents.make_torrent(root, "v1", out_path=os.path.join(LAB.dir, f"{name}.torrent"), piece_size=PIECE)
+        ti = lt.torrent_info(made["bytes"])
+        fs = ti.files()
+        files = [(fs.file_path(i), fs.file_size(i), fs.file_offset(i)) for i in range(fs.num_files())]
+        tid = flows.seed_cache(LAB, "cache1", made["path"], save)
+        union = set(range(300, 1700))
+        pieces = boundary_pieces(files, union)
+        self.assertEqual(len(pieces), 2)
+        neighbours = sorted({i for p in pieces for i, (_, size, off) in enumerate(files)
+                             if i not in union and off < (p + 1) * PIECE and off + size > p * PIECE})
+        self.assertGreater(len(neighbours), 20)
+        self.archive_and_check(name, tid, save, files, union, args=("--files", "300-1699"), from_disk=neighbours)
+
     def test_e_neighbour_bytes_that_do_not_verify_are_refused_on_the_cache(self):
         # The skipped file is on disk at its size but with other bytes: each built piece is
         # checked by SHA-1 on the cache, so nothing is moved and the archive gets nothing.
