@@ -280,6 +280,10 @@ Result<json> op_partfile_build(OpContext& ctx, const json& args) {
             ssize_t n = ::pwrite(out.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
             if (n < 0) {
                 if (errno == EINTR) continue;
+                // A full filesystem is the floor's business (a 'disk' stop), not a verdict.
+                if (errno == ENOSPC || errno == EDQUOT)
+                    return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", request.to,
+                                                                           errno == ENOSPC ? "no space left" : "quota exceeded"));
                 return errno_error("cannot write", request.to, errno);
             }
             done += static_cast<std::uint64_t>(n);

@@ -1,6 +1,8 @@
 // partfile_build on both transports: the libtorrent part file a new v1 target needs, written
 // from the bytes of files outside its selection (on disk, or in the source's own part file).
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "lib/torrent/sha.hpp"
@@ -163,4 +165,34 @@ NODE_TEST(partfile_build_refuses_what_it_cannot_prove) {
     bad["pieces"][1]["piece"] = 0;  // listed twice
     CHECK(f.fails("partfile_build", bad).code == "BAD_REQUEST");
     CHECK(list_files(dir).empty());
+}
+
+NODE_TEST(partfile_build_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
+    std::string dir = f.sync() + "/route/job/a";
+    std::filesystem::create_directories(dir);
+    if (::geteuid() != 0 || archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir}).exit_code != 0) {
+        MESSAGE("tmpfs mount not permitted here; a full filesystem during partfile_build not exercised");
+        return;
+    }
+    struct Unmount {
+        std::string dir;
+        ~Unmount() { archctl::test::run({"umount", "-l", dir}); }
+    } unmount{dir};
+    f.reconnect();
+    // One 2 MiB piece: 1.5 MiB of a skipped file kept, more than the filesystem holds.
+    constexpr std::uint64_t piece = 2u << 20, kept = 3u << 19;
+    std::string skipped = random_bytes(kept, 21);
+    f.write("qb/save/T/skipped.bin", skipped);
+    json request = {{"to", dir + "/partfile"},
+                    {"piece_count", 1},
+                    {"piece_size", piece},
+                    {"pieces", {{{"piece", 0}, {"length", piece}, {"ranges", {range(0, kept, f.qb() + "/save/T/skipped.bin", 0, true)}}}}}};
+    Error e = f.fails("partfile_build", request);
+    CHECK(e.code == "DISK_INSUFFICIENT");
+    CHECK(e.message.find("full") != std::string::npos);
+    CHECK(list_files(dir).empty());
+    REQUIRE(archctl::test::run({"mount", "-o", "remount,size=8m", dir}).exit_code == 0);
+    json r = f.ok("partfile_build", request);
+    CHECK(file_content(dir + "/partfile").substr(1024, kept) == skipped);
+    f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
 }
