@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <memory>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -211,163 +212,213 @@ Error bad_build(const std::string& why) {
     return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid partfile_build request: {}", why));
 }
 
-}  // namespace
+// Where each listed piece goes: one slot per piece that keeps any bytes, in request order.
+struct BuildLayout {
+    std::vector<std::optional<std::uint32_t>> slot_of;  // by piece
+    std::vector<std::uint32_t> slotted;                 // by slot: its piece
+    std::uint64_t header_size = 0, total = 0;
 
-Result<json> op_partfile_build(OpContext& ctx, const json& args) {
-    auto request = args.get<PartfileBuildRequest>();
-    const std::uint32_t piece_size = request.piece_size;
-    if (piece_size == 0 || request.piece_count == 0) return bad_build("piece_count and piece_size must be positive");
-    if (!request.dry_run && request.to.empty()) return bad_build("'to' is required");
-    std::optional<OpenedPartfile> source_partfile;
-    if (request.source_partfile) {
-        PartfileCheck check{request.piece_count, piece_size, true};
-        ARCHCTL_TRY_ASSIGN(OpenedPartfile opened, open_partfile(ctx.roots(), check, *request.source_partfile));
-        source_partfile.emplace(std::move(opened));
+    std::uint64_t offset_of(std::uint32_t piece, std::uint64_t at, std::uint32_t piece_size) const {
+        return header_size + std::uint64_t{*slot_of[piece]} * piece_size + at;
     }
-    BuildInputs inputs(ctx.roots());
-    // Slots in request order, for the pieces that keep any bytes.
-    std::vector<std::optional<std::uint32_t>> slot_of(request.piece_count);
-    std::vector<std::uint32_t> slotted;
+};
+
+Result<BuildLayout> layout_build(const PartfileBuildRequest& request) {
+    if (request.piece_size == 0 || request.piece_count == 0) return bad_build("piece_count and piece_size must be positive");
+    if (!request.dry_run && request.to.empty()) return bad_build("'to' is required");
+    BuildLayout l;
+    l.slot_of.resize(request.piece_count);
     std::vector<bool> listed(request.piece_count, false);
     for (const auto& piece : request.pieces) {
         if (piece.piece >= request.piece_count) return bad_build(fmt::format("piece {} is out of range", piece.piece));
         if (listed[piece.piece]) return bad_build(fmt::format("piece {} is listed twice", piece.piece));
         listed[piece.piece] = true;
-        if (piece.length == 0 || piece.length > piece_size) return bad_build(fmt::format("piece {} has length {}", piece.piece, piece.length));
+        if (piece.length == 0 || piece.length > request.piece_size)
+            return bad_build(fmt::format("piece {} has length {}", piece.piece, piece.length));
+        bool keeps = false;
         for (const auto& r : piece.ranges) {
             if (r.at + r.length > piece.length)
                 return bad_build(fmt::format("a range of piece {} ends at {}, past the piece", piece.piece, r.at + r.length));
             if (r.from_partfile && !r.keep) return bad_build("a range read from the part file must be kept");
+            if (r.from_partfile && !request.source_partfile) return bad_build("a range is read from the part file but none is given");
+            keeps = keeps || (r.keep && r.length > 0);
         }
-        bool keeps = false;
-        for (const auto& r : piece.ranges) keeps = keeps || (r.keep && r.length > 0);
         if (keeps) {
-            slot_of[piece.piece] = static_cast<std::uint32_t>(slotted.size());
-            slotted.push_back(piece.piece);
+            l.slot_of[piece.piece] = static_cast<std::uint32_t>(l.slotted.size());
+            l.slotted.push_back(piece.piece);
         }
     }
-    const std::uint64_t header_size = ((std::uint64_t{2} + request.piece_count) * 4 + 1023) / 1024 * 1024;
-    const std::uint64_t total = header_size + std::uint64_t{slotted.size()} * piece_size;
+    l.header_size = ((std::uint64_t{2} + request.piece_count) * 4 + 1023) / 1024 * 1024;
+    l.total = l.header_size + std::uint64_t{l.slotted.size()} * request.piece_size;
+    return l;
+}
 
-    std::optional<RootSet::Parent> dest;
-    std::optional<TempFile> tmp;
-    UniqueFd out;
-    if (!request.dry_run) {
+std::string header_bytes(const PartfileBuildRequest& request, const BuildLayout& l) {
+    std::string header(static_cast<std::size_t>(l.header_size), '\0');
+    auto put_be32 = [&](std::size_t at, std::uint32_t v) {
+        for (int i = 0; i < 4; ++i) header[at + static_cast<std::size_t>(i)] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+    };
+    put_be32(0, request.piece_count);
+    put_be32(4, request.piece_size);
+    for (std::uint32_t p = 0; p < request.piece_count; ++p) put_be32(8 + std::size_t{p} * 4, l.slot_of[p] ? *l.slot_of[p] : 0xFFFFFFFFu);
+    return header;
+}
+
+// The source's part file, when ranges are read from it.
+struct SourcePartfile {
+    OpenedPartfile file;
+    std::string path;
+};
+
+// Reads the whole piece into `whole` (bytes no range covers stay zero: pad files).
+Status assemble_piece(const PartfileBuildPiece& piece, BuildInputs& inputs, const SourcePartfile* source, std::string& whole) {
+    whole.assign(static_cast<std::size_t>(piece.length), '\0');
+    for (const auto& r : piece.ranges) {
+        if (r.length == 0) continue;
+        char* at = whole.data() + r.at;
+        if (!r.from_partfile) {
+            ARCHCTL_TRY_ASSIGN(int fd, inputs.file(r.path));
+            ARCHCTL_TRY_STATUS(read_exact(fd, at, r.length, r.offset, r.path));
+            continue;
+        }
+        const OpenedPartfile& pf = source->file;
+        if (!pf.header.slots[piece.piece])
+            return Error(ErrorCode::PARTFILE_INVALID,
+                         fmt::format("cannot build part file: the part file '{}' does not hold piece {}", source->path, piece.piece),
+                         "the skipped file's bytes of that piece are nowhere on this node");
+        std::uint64_t from = pf.header.slot_offset(piece.piece) + r.at;
+        if (from + r.length > pf.size)
+            return Error(ErrorCode::PARTFILE_INVALID,
+                         fmt::format("cannot build part file: slot {} (piece {}) of '{}' ends before the bytes it needs",
+                                     *pf.header.slots[piece.piece], piece.piece, source->path),
+                         "the part file is refused rather than guessed at; keep the source copy");
+        ARCHCTL_TRY_STATUS(read_exact(pf.fd.get(), at, r.length, from, source->path));
+    }
+    return {};
+}
+
+// true when the piece matches its SHA-1 (or has none to match).
+Result<bool> piece_verifies(const PartfileBuildPiece& piece, const std::string& whole) {
+    if (!piece.sha1) return true;
+    auto want = torrent::sha1_from_hex(*piece.sha1);
+    if (!want) return bad_build(fmt::format("piece {} has an invalid sha1", piece.piece));
+    return torrent::sha1(whole) == *want;
+}
+
+// The part file being written: a temp file beside the destination, renamed into place by
+// commit(); removed on every other way out.
+class BuildOutput {
+public:
+    static Result<std::unique_ptr<BuildOutput>> open(const RootSet& roots, const PartfileBuildRequest& request, std::uint64_t total) {
         std::vector<std::string> ignored;
         CreateDirs create = request.create_parents ? CreateDirs::yes : CreateDirs::no;
-        ARCHCTL_TRY_ASSIGN(RootSet::Parent parent, ctx.roots().open_parent(request.to, create, &ignored));
-        dest.emplace(std::move(parent));
+        ARCHCTL_TRY_ASSIGN(RootSet::Parent dest, roots.open_parent(request.to, create, &ignored));
         if (request.min_free) {
-            auto free = free_bytes_of(dest->dir.get());
+            auto free = free_bytes_of(dest.dir.get());
             if (free && *free < request.min_free + total)
                 return Error(ErrorCode::DISK_INSUFFICIENT,
                              fmt::format("cannot build part file '{}': {} free, it needs {}, floor {} (--min-free)", request.to,
                                          format_size(*free), format_size(total), format_size(request.min_free)),
                              "free space on that filesystem, or lower the floor (--min-free, transfer.min_free)");
         }
-        tmp.emplace(dest->dir.get(), fmt::format(".{}.archctl-tmp", dest->name));
-        ::unlinkat(dest->dir.get(), tmp->name().c_str(), 0);
-        out = UniqueFd(::openat(dest->dir.get(), tmp->name().c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-        if (!out.valid()) {
+        auto out = std::unique_ptr<BuildOutput>(new BuildOutput(std::move(dest), request.to));
+        ::unlinkat(out->m_dest.dir.get(), out->m_tmp.name().c_str(), 0);
+        out->m_fd = UniqueFd(::openat(out->m_dest.dir.get(), out->m_tmp.name().c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (!out->m_fd.valid()) {
             int err = errno;
-            if (err == EEXIST) tmp->placed();  // made by someone else in between: not ours to remove
+            if (err == EEXIST) out->m_tmp.placed();  // made by someone else in between: not ours to remove
             return errno_error("cannot create", request.to, err);
         }
+        return out;
     }
-    auto write_at = [&](std::string_view bytes, std::uint64_t offset) -> Status {
+
+    Status write_at(std::string_view bytes, std::uint64_t offset) {
         std::uint64_t done = 0;
         while (done < bytes.size()) {
-            ssize_t n = ::pwrite(out.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+            ssize_t n = ::pwrite(m_fd.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
             if (n < 0) {
                 if (errno == EINTR) continue;
                 // A full filesystem is the floor's business (a 'disk' stop), not a verdict.
                 if (errno == ENOSPC || errno == EDQUOT)
-                    return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", request.to,
+                    return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", m_path,
                                                                            errno == ENOSPC ? "no space left" : "quota exceeded"));
-                return errno_error("cannot write", request.to, errno);
+                return errno_error("cannot write", m_path, errno);
             }
             done += static_cast<std::uint64_t>(n);
         }
         return {};
-    };
+    }
 
+    // Sizes the file (unwritten slot bytes stay holes), hashes, fsyncs and renames it into place.
+    Result<CopyOutcome> commit(std::uint64_t total, Xxh3Hasher& hash) {
+        if (::ftruncate(m_fd.get(), static_cast<off_t>(total)) != 0) return errno_error("cannot size", m_path, errno);
+        ARCHCTL_TRY_ASSIGN(CopyOutcome hashed, hash_range(m_fd.get(), total, hash, {}, m_path));
+        if (::fsync(m_fd.get()) != 0) return errno_error("cannot fsync", m_path, errno);
+        if (::renameat(m_dest.dir.get(), m_tmp.name().c_str(), m_dest.dir.get(), m_dest.name.c_str()) != 0)
+            return errno_error("cannot rename into", m_path, errno);
+        m_tmp.placed();
+        ARCHCTL_TRY_STATUS(fsync_fd_dir(m_dest.dir.get(), m_path));
+        return hashed;
+    }
+
+private:
+    BuildOutput(RootSet::Parent dest, std::string path)
+        : m_dest(std::move(dest)), m_path(std::move(path)), m_tmp(m_dest.dir.get(), fmt::format(".{}.archctl-tmp", m_dest.name)) {}
+
+    RootSet::Parent m_dest;
+    std::string m_path;
+    TempFile m_tmp;
+    UniqueFd m_fd;
+};
+
+}  // namespace
+
+Result<json> op_partfile_build(OpContext& ctx, const json& args) {
+    auto request = args.get<PartfileBuildRequest>();
+    ARCHCTL_TRY_ASSIGN(BuildLayout layout, layout_build(request));
+    std::optional<SourcePartfile> source;
+    if (request.source_partfile) {
+        PartfileCheck check{request.piece_count, request.piece_size, true};
+        ARCHCTL_TRY_ASSIGN(OpenedPartfile opened, open_partfile(ctx.roots(), check, *request.source_partfile));
+        source.emplace(SourcePartfile{std::move(opened), *request.source_partfile});
+    }
+    std::unique_ptr<BuildOutput> out;
+    if (!request.dry_run) {
+        ARCHCTL_TRY_ASSIGN(out, BuildOutput::open(ctx.roots(), request, layout.total));
+    }
+    BuildInputs inputs(ctx.roots());
     PartfileBuildResult result;
-    std::string header(static_cast<std::size_t>(header_size), '\0');
-    auto put_be32 = [&](std::size_t at, std::uint32_t v) {
-        for (int i = 0; i < 4; ++i) header[at + static_cast<std::size_t>(i)] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
-    };
-    put_be32(0, request.piece_count);
-    put_be32(4, piece_size);
-    for (std::uint32_t p = 0; p < request.piece_count; ++p) put_be32(8 + std::size_t{p} * 4, slot_of[p] ? *slot_of[p] : 0xFFFFFFFFu);
-
     std::string whole;
     for (const auto& piece : request.pieces) {
-        whole.assign(static_cast<std::size_t>(piece.length), '\0');
-        for (const auto& r : piece.ranges) {
-            if (r.length == 0) continue;
-            char* at = whole.data() + r.at;
-            if (r.from_partfile) {
-                if (!source_partfile) return bad_build("a range is read from the part file but no source_partfile is given");
-                const OpenedPartfile& pf = *source_partfile;
-                const std::string& shown = *request.source_partfile;
-                if (!pf.header.slots[piece.piece])
-                    return Error(ErrorCode::PARTFILE_INVALID,
-                                 fmt::format("cannot build part file: the part file '{}' does not hold piece {}", shown, piece.piece),
-                                 "the skipped file's bytes of that piece are nowhere on this node");
-                std::uint64_t from = pf.header.slot_offset(piece.piece) + r.at;
-                if (from + r.length > pf.size)
-                    return Error(ErrorCode::PARTFILE_INVALID,
-                                 fmt::format("cannot build part file: slot {} (piece {}) of '{}' ends before the bytes it needs",
-                                             *pf.header.slots[piece.piece], piece.piece, shown),
-                                 "the part file is refused rather than guessed at; keep the source copy");
-                ARCHCTL_TRY_STATUS(read_exact(pf.fd.get(), at, r.length, from, shown));
-            } else {
-                ARCHCTL_TRY_ASSIGN(int fd, inputs.file(r.path));
-                ARCHCTL_TRY_STATUS(read_exact(fd, at, r.length, r.offset, r.path));
-            }
-        }
-        if (piece.sha1) {
-            auto want = torrent::sha1_from_hex(*piece.sha1);
-            if (!want) return bad_build(fmt::format("piece {} has an invalid sha1", piece.piece));
-            if (torrent::sha1(whole) != *want) {
-                if (request.dry_run) {
-                    result.failed.push_back(piece.piece);
-                    continue;
-                }
-                return Error(ErrorCode::PARTFILE_INVALID,
-                             fmt::format("cannot build part file: piece {} assembled from the source's bytes does not match its SHA-1",
-                                         piece.piece),
-                             "the source's copy of those bytes is not the torrent's: recheck the torrent in qBittorrent");
-            }
-        }
-        // Only the kept ranges are written: the rest of the slot is meaningless to libtorrent
-        // and stays a hole (read as zeros).
-        if (!request.dry_run && slot_of[piece.piece])
-            for (const auto& r : piece.ranges)
-                if (r.keep && r.length > 0)
-                    ARCHCTL_TRY_STATUS(write_at(std::string_view(whole).substr(r.at, r.length),
-                                                header_size + std::uint64_t{*slot_of[piece.piece]} * piece_size + r.at));
+        ARCHCTL_TRY_STATUS(assemble_piece(piece, inputs, source ? &*source : nullptr, whole));
+        ARCHCTL_TRY_ASSIGN(bool verifies, piece_verifies(piece, whole));
+        if (!verifies && request.dry_run) result.failed.push_back(piece.piece);
+        if (!verifies && !request.dry_run)
+            return Error(ErrorCode::PARTFILE_INVALID,
+                         fmt::format("cannot build part file: piece {} assembled from the source's bytes does not match its SHA-1",
+                                     piece.piece),
+                         "the source's copy of those bytes is not the torrent's: recheck the torrent in qBittorrent");
+        if (!out || !layout.slot_of[piece.piece]) continue;
+        // Only the kept ranges are written: the rest of a slot means nothing to libtorrent.
+        for (const auto& r : piece.ranges)
+            if (r.keep && r.length > 0)
+                ARCHCTL_TRY_STATUS(out->write_at(std::string_view(whole).substr(r.at, r.length),
+                                                 layout.offset_of(piece.piece, r.at, request.piece_size)));
     }
     result.header.piece_count = request.piece_count;
-    result.header.piece_size = piece_size;
-    result.header.header_size = header_size;
-    result.header.used_slots = static_cast<std::uint32_t>(slotted.size());
-    for (std::uint32_t s = 0; s < slotted.size(); ++s) result.header.slots.push_back(PartfileSlot{slotted[s], s});
-    result.header.file_size = total;
-    if (request.dry_run) return json(result);
-    ARCHCTL_TRY_STATUS(write_at(header, 0));
-    if (::ftruncate(out.get(), static_cast<off_t>(total)) != 0) return errno_error("cannot size", request.to, errno);
+    result.header.piece_size = request.piece_size;
+    result.header.header_size = layout.header_size;
+    result.header.used_slots = static_cast<std::uint32_t>(layout.slotted.size());
+    for (std::uint32_t s = 0; s < layout.slotted.size(); ++s) result.header.slots.push_back(PartfileSlot{layout.slotted[s], s});
+    result.header.file_size = layout.total;
+    if (!out) return json(result);
+    ARCHCTL_TRY_STATUS(out->write_at(header_bytes(request, layout), 0));
     Xxh3Hasher hash;
-    ARCHCTL_TRY_ASSIGN(CopyOutcome hashed, hash_range(out.get(), total, hash, {}, request.to));
-    if (::fsync(out.get()) != 0) return errno_error("cannot fsync", request.to, errno);
-    if (::renameat(dest->dir.get(), tmp->name().c_str(), dest->dir.get(), dest->name.c_str()) != 0)
-        return errno_error("cannot rename into", request.to, errno);
-    tmp->placed();
-    ARCHCTL_TRY_STATUS(fsync_fd_dir(dest->dir.get(), request.to));
+    ARCHCTL_TRY_ASSIGN(CopyOutcome written, out->commit(layout.total, hash));
     crash_point("partfile.built");
     result.to = request.to;
     result.xxh3 = hash.hex_digest();
-    result.bytes = hashed.bytes;
+    result.bytes = written.bytes;
     return json(result);
 }
 
