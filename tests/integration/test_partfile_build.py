@@ -313,6 +313,38 @@ class PartfileBuild(unittest.TestCase):
         self.assertGreater(len(neighbours), 20)
         self.archive_and_check(name, tid, save, files, union, args=("--files", "300-1699"), from_disk=neighbours)
 
+    def test_j_back_to_an_empty_cache_from_the_archive_part_file(self):
+        # The archive holds file 0 and the part file archctl built for it; the cache copy is
+        # dropped. Unarchive takes file 1's share of piece 0 from the archive's part file (the
+        # archive torrent is stopped while it is read, then seeds again) and the new cache
+        # placement verifies with nothing downloaded.
+        tid, save, files = v1_resource("pb-back")
+        rc, out, err = LAB.archctl("archive", tid[:12], "--files", "0", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        aq = LAB.qb("archive1")
+        flows.wait(lambda: aq.info([tid]) and aq.info([tid])[0]["state"] in ("stalledUP", "uploading"),
+                   timeout=60, what="archive seeding")
+        original = read(os.path.join(save, files[0][0]))
+        LAB.qb("cache1").delete(tid, delete_files=True)
+        flows.wait(lambda: not os.path.exists(os.path.join(save, files[0][0])), what="cache emptied")
+        rc, out, err = LAB.archctl("plan", "unarchive", tid[:12], "--json")
+        self.assertEqual(rc, 0, err + out)
+        plan = json.loads(out)["plan"]
+        self.assertEqual(plan["partfile"]["need"], "carry_source")
+        self.assertEqual(plan["partfile"]["bytes"], [{"piece": 0, "file": 1, "from": "partfile"}])
+        rc, out, err = LAB.archctl("unarchive", tid[:12], "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        cq = LAB.qb("cache1")
+        flows.wait(lambda: cq.info([tid]) and cq.info([tid])[0]["state"] in ("stalledUP", "uploading"),
+                   timeout=60, what="cache seeding again")
+        self.assertEqual(cq.properties(tid)["total_downloaded"], 0)
+        by_index = {f["index"]: f for f in cq.files(tid)}
+        self.assertEqual(by_index[0]["progress"], 1)
+        self.assertTrue(all(by_index[i]["priority"] == 0 for i in range(1, len(files))))
+        self.assertEqual(read(os.path.join(save, files[0][0])), original)
+        flows.wait(lambda: aq.info([tid])[0]["state"] in ("stalledUP", "uploading"), what="the archive torrent seeds again")
+        flows.staging_empty(LAB, LAB.route)
+
     def test_e_neighbour_bytes_that_do_not_verify_are_refused_on_the_cache(self):
         # The skipped file is on disk at its size but with other bytes: each built piece is
         # checked by SHA-1 on the cache, so nothing is moved and the archive gets nothing.
