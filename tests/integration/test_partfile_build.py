@@ -7,7 +7,10 @@ recheck verifies the selection with nothing downloaded. Where the bytes are nowh
 archive refuse, naming the pieces and files.
 
 Payload: five files of odd sizes in 32 KiB pieces, made with python3-libtorrent as a v1 torrent
-without pad files, so most pieces span two files."""
+without pad files, so most pieces span two files. Cases: --files 0 (a), files skipped after
+completion (b), bytes nowhere (c), a file range (d), bytes on disk that do not verify (e), a crash
+after the build (f), disk and part file in one job (g, a real part file from a download), v1 with
+pad files (h), 2,000 small files (i), unarchive from the archive's built part file (j)."""
 
 import json
 import os
