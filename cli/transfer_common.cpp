@@ -89,13 +89,22 @@ std::string render_plan(const jobs::Prepared& p) {
                        format_size(static_cast<std::uint64_t>(pl.delta_bytes)),
                        format_size(p.target_free > p.min_free ? p.target_free - p.min_free : 0), format_size(p.min_free),
                        pl.disk_ok ? "ok" : "INSUFFICIENT");
-    // carry_source is printed only after the engine read the source's part file and found every
-    // boundary piece in it (jobs::check_source_ready); otherwise plan refused.
+    // A built part file is printed only after the engine found every boundary piece's outside
+    // bytes on the source and checked the pieces from disk (jobs::check_source_ready); otherwise
+    // plan refused.
     std::string pieces = fmt::format("{}", fmt::join(pl.boundary_pieces, ", "));
     std::string part = pl.partfile == plan::PartfileNeed::none
                            ? (p.resource.identity.has_v2() ? "not needed (files are piece-aligned)" : "not needed")
                        : pl.partfile == plan::PartfileNeed::carry_source
-                           ? fmt::format("needed: the source partfile is carried (it holds boundary pieces {})", pieces)
+                           ? fmt::format("needed: built on {} for boundary pieces {}{}{}", p.source, pieces,
+                                         p.partfile_from_disk.empty()
+                                             ? std::string()
+                                             : fmt::format("; bytes of file(s) {} from the complete files on its disk",
+                                                           torrent::Selection::of(p.partfile_from_disk).to_string()),
+                                         p.partfile_from_partfile.empty()
+                                             ? std::string()
+                                             : fmt::format("; bytes of file(s) {} from its part file (the torrent is stopped while it is read)",
+                                                           torrent::Selection::of(p.partfile_from_partfile).to_string()))
                            : fmt::format("needed: the target's own partfile must hold the boundary pieces {}", pieces);
     out += fmt::format("  part   {}", part);
     return out;

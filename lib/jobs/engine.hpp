@@ -62,6 +62,10 @@ struct Prepared {
     std::int64_t piece_count = 0, piece_length = 0;
     std::uint64_t target_free = 0;
     std::uint64_t min_free = 0;
+    // A part file built from the source: the files outside the union whose boundary bytes are
+    // read from the source's disk, and from its own part file.
+    std::vector<std::uint32_t> partfile_from_disk, partfile_from_partfile;
+    nlohmann::json partfile_bytes = nlohmann::json::array();  // [{piece, file, from: disk|partfile}]
 
     nlohmann::json to_json() const;
     // Why the job would be refused before it starts because of the target's free space above

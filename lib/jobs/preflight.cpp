@@ -75,31 +75,173 @@ bool partfile_verdict(const Error& e) {
     return false;
 }
 
-// The source part file the job carries (DESIGN.md §9): present, its header matching the
-// torrent, every boundary piece in a slot. Read only (the job stops the torrent to copy it).
-Status check_source_partfile(node::Ops& ops, const plan::PlacementView& view, const SourceNeeds& needs, bool present) {
-    std::string path = strip_trailing_slashes(needs.save_path) + "/" + torrent::partfile_name(view.qb_id);
-    auto others = needs.model ? neighbours(*needs.model, needs.union_set, needs.boundary_pieces) : std::vector<std::uint32_t>{};
-    std::string pieces = fmt::format("{}", fmt::join(needs.boundary_pieces, ", "));
-    if (!present)
-        return partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that are not moved, and '{}' has no part file "
-                                            "'{}' that holds them",
-                                            pieces, torrent::Selection::of(others).to_string(), view.node, path),
-                                others);
-    auto header = ops.partfile_read({path, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
+const torrent::ModelFile& file_at(const torrent::FileModel& model, std::uint32_t index) {
+    const auto& files = model.files();
+    if (index < files.size() && files[index].index == index) return files[index];
+    for (const auto& f : files)
+        if (f.index == index) return f;
+    return files.at(index);
+}
+
+std::string join_pieces(const std::vector<std::int64_t>& pieces) { return fmt::format("{}", fmt::join(pieces, ", ")); }
+
+// What the source holds of the files outside the union: which are on its disk at their full
+// size, and which pieces its part file has a slot for.
+struct SourceHoldings {
+    std::set<std::uint32_t> on_disk;
+    std::set<std::int64_t> in_partfile;
+    std::string partfile_trouble;  // why the source's part file cannot be used, when it cannot
+};
+
+Result<SourceHoldings> source_holdings(node::Ops& ops, const SourceNeeds& needs, const std::string& partfile_path,
+                                       const std::string& partfile_name, const std::vector<std::uint32_t>& others) {
+    const torrent::FileModel& model = *needs.model;
+    SourceHoldings h;
+    node::TreeRequest request{.base = needs.save_path, .paths = {partfile_name}};
+    for (auto f : others) request.paths.push_back(source_disk_path(needs, f));
+    auto tree = ops.tree(request);
+    if (!tree.ok()) return unreachable_path(tree.take_error());
+    for (std::size_t i = 0; i < others.size() && i + 1 < tree->entries.size(); ++i) {
+        const auto& e = tree->entries[i + 1];
+        if (e.type == "file" && e.stat && e.stat->size == static_cast<std::uint64_t>(file_at(model, others[i]).size))
+            h.on_disk.insert(others[i]);
+    }
+    if (tree->entries.empty() || tree->entries[0].type != "file") return h;
+    auto header = ops.partfile_read({partfile_path, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
     if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
-    if (!header.ok()) return partfile_refused(fmt::format("the part file '{}' on '{}': {}", path, view.node, header.error().message), others);
-    std::set<std::int64_t> have;
-    for (const auto& s : header->slots) have.insert(s.piece);
-    std::vector<std::int64_t> missing;
-    for (auto piece : needs.boundary_pieces)
-        if (!have.count(piece)) missing.push_back(piece);
-    if (!missing.empty())
-        return partfile_refused(fmt::format("the source part file '{}' on '{}' does not hold boundary piece(s) {}", path, view.node,
-                                            fmt::join(missing, ", ")),
-                                others);
+    if (!header.ok()) {
+        h.partfile_trouble = header.error().message;
+        return h;
+    }
+    for (const auto& slot : header->slots) h.in_partfile.insert(slot.piece);
+    return h;
+}
+
+// One piece of the build request: every file's bytes in it (the union's only to check the
+// piece), a neighbour's read from its file when that is on the source's disk (libtorrent writes
+// a skipped file that exists in place), else from the part file's slot.
+node::PartfileBuildPiece build_piece(const SourceNeeds& needs, const SourceHoldings& holdings, std::int64_t piece, bool force_partfile) {
+    const torrent::FileModel& model = *needs.model;
+    const std::string base = strip_trailing_slashes(needs.save_path);
+    const std::int64_t length = needs.piece_length, start = piece * length;
+    node::PartfileBuildPiece bp;
+    bp.piece = static_cast<std::uint32_t>(piece);
+    bp.length = static_cast<std::uint64_t>(std::min(length, model.total_size() - start));
+    if (needs.piece_hashes && static_cast<std::size_t>(piece) < needs.piece_hashes->size())
+        bp.sha1 = torrent::to_hex((*needs.piece_hashes)[static_cast<std::size_t>(piece)]);
+    for (std::uint32_t f : model.files_in_piece(piece)) {
+        const torrent::ModelFile& mf = file_at(model, f);
+        std::int64_t from = std::max(start, mf.offset), to = std::min(start + static_cast<std::int64_t>(bp.length), mf.offset + mf.size);
+        if (to <= from) continue;
+        node::PartfileBuildRange r;
+        r.at = static_cast<std::uint64_t>(from - start);
+        r.length = static_cast<std::uint64_t>(to - from);
+        r.keep = !needs.union_set.contains(f);
+        if (r.keep && (force_partfile || !holdings.on_disk.count(f))) {
+            r.from_partfile = true;
+        } else {
+            r.path = base + "/" + source_disk_path(needs, f);
+            r.offset = static_cast<std::uint64_t>(from - mf.offset);
+        }
+        bp.ranges.push_back(std::move(r));
+    }
+    return bp;
+}
+
+// The boundary pieces whose outside bytes are all on the source's disk and do not match their
+// SHA-1 there: checked on the node, read only.
+Result<std::set<std::int64_t>> disk_pieces_failing(node::Ops& ops, const SourceNeeds& needs, const SourceHoldings& holdings) {
+    node::PartfileBuildRequest check;
+    check.piece_count = static_cast<std::uint32_t>(needs.piece_count);
+    check.piece_size = static_cast<std::uint32_t>(needs.piece_length);
+    check.dry_run = true;
+    for (auto piece : needs.boundary_pieces) {
+        bool all_disk = true;
+        for (std::uint32_t f : needs.model->files_in_piece(piece))
+            if (!needs.union_set.contains(f) && !holdings.on_disk.count(f)) all_disk = false;
+        if (all_disk) check.pieces.push_back(build_piece(needs, holdings, piece, false));
+    }
+    if (check.pieces.empty() || !needs.piece_hashes) return std::set<std::int64_t>{};
+    ARCHCTL_TRY_ASSIGN(auto checked, ops.partfile_build(check));
+    return std::set<std::int64_t>(checked.failed.begin(), checked.failed.end());
+}
+
+// PARTFILE_UNSUPPORTED for boundary pieces whose outside bytes the source holds nowhere.
+Error bytes_nowhere(const std::string& node, const std::string& partfile_path, const std::string& partfile_trouble,
+                    const std::vector<std::int64_t>& missing, const std::set<std::int64_t>& disk_failed,
+                    const std::set<std::uint32_t>& nowhere) {
+    std::vector<std::uint32_t> files(nowhere.begin(), nowhere.end());
+    std::string partfile = partfile_trouble.empty() ? fmt::format("in its part file '{}'", partfile_path)
+                                                    : fmt::format("in a usable part file ({})", partfile_trouble);
+    std::vector<std::int64_t> unverified;
+    for (auto piece : missing)
+        if (disk_failed.count(piece)) unverified.push_back(piece);
+    std::string disk_note = unverified.empty()
+                                ? std::string()
+                                : fmt::format(" (with the bytes on its disk, piece(s) {} do not match the torrent)", join_pieces(unverified));
+    Error refused = partfile_refused(fmt::format("boundary piece(s) {} need bytes of file(s) {} that '{}' has neither complete on its "
+                                                 "disk nor {}{}",
+                                                 join_pieces(missing), torrent::Selection::of(files).to_string(), node, partfile, disk_note),
+                                     files);
+    // Those files cannot simply be added to the request: the source does not hold them.
+    refused.hint = fmt::format("'{}' no longer holds those bytes: recheck the torrent there in qBittorrent, then request only files "
+                               "that share no piece with file(s) {}",
+                               node, torrent::Selection::of(files).to_string());
+    return refused;
+}
+
+
+}  // namespace
+
+std::string source_disk_path(const SourceNeeds& needs, std::uint32_t index) {
+    if (needs.layout) {
+        std::string disk = needs.layout->disk_path(index);
+        if (!disk.empty()) return disk;
+    }
+    if (!needs.model) return {};
+    for (const auto& f : needs.model->files())
+        if (f.index == index) return f.path;
     return {};
 }
+
+Result<PartfileSourcing> source_partfile_plan(node::Ops& ops, const std::string& node, const std::string& qb_id, const SourceNeeds& needs) {
+    const torrent::FileModel& model = *needs.model;
+    PartfileSourcing out;
+    out.source_partfile = strip_trailing_slashes(needs.save_path) + "/" + torrent::partfile_name(qb_id);
+    auto others = neighbours(model, needs.union_set, needs.boundary_pieces);
+    ARCHCTL_TRY_ASSIGN(SourceHoldings holdings, source_holdings(ops, needs, out.source_partfile, torrent::partfile_name(qb_id), others));
+    // A piece that does not verify with the bytes on disk takes them from the part file, if it can.
+    ARCHCTL_TRY_ASSIGN(std::set<std::int64_t> disk_failed, disk_pieces_failing(ops, needs, holdings));
+    out.request.piece_count = static_cast<std::uint32_t>(needs.piece_count);
+    out.request.piece_size = static_cast<std::uint32_t>(needs.piece_length);
+    std::vector<std::int64_t> missing;
+    std::set<std::uint32_t> nowhere, from_disk, from_partfile;
+    for (auto piece : needs.boundary_pieces) {
+        bool failed = disk_failed.count(piece) > 0, has_slot = holdings.in_partfile.count(piece) > 0, piece_ok = true;
+        for (std::uint32_t f : model.files_in_piece(piece)) {
+            if (needs.union_set.contains(f)) continue;
+            if (!failed && holdings.on_disk.count(f)) {
+                from_disk.insert(f);
+                out.bytes.push_back({piece, f, "disk"});
+            } else if (has_slot) {
+                from_partfile.insert(f);
+                out.bytes.push_back({piece, f, "partfile"});
+            } else {
+                nowhere.insert(f);
+                piece_ok = false;
+            }
+        }
+        if (!piece_ok) missing.push_back(piece);
+        out.request.pieces.push_back(build_piece(needs, holdings, piece, failed));
+    }
+    if (!missing.empty()) return bytes_nowhere(node, out.source_partfile, holdings.partfile_trouble, missing, disk_failed, nowhere);
+    out.from_disk.assign(from_disk.begin(), from_disk.end());
+    out.from_partfile.assign(from_partfile.begin(), from_partfile.end());
+    if (out.reads_partfile()) out.request.source_partfile = out.source_partfile;
+    return out;
+}
+
+namespace {
 
 Resource resource_of(const JobDefinition& def) {
     Resource res;
@@ -124,7 +266,6 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     const bool carry = needs.partfile == plan::PartfileNeed::carry_source;
     node::TreeRequest request{.base = needs.save_path, .paths = {}};
     for (const auto& f : needs.files) request.paths.push_back(f.at_source());
-    if (carry) request.paths.push_back(torrent::partfile_name(view.qb_id));
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, source.ops());
     node::Ops ops(*transport);
     auto tree = ops.tree(request);
@@ -151,8 +292,8 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
                          "recheck the torrent in qBittorrent");
     }
     if (carry) {
-        const bool present = tree->entries.size() > needs.files.size() && tree->entries.back().type == "file";
-        ARCHCTL_TRY_STATUS(check_source_partfile(ops, view, needs, present));
+        ARCHCTL_TRY_ASSIGN(PartfileSourcing sourcing, source_partfile_plan(ops, view.node, view.qb_id, needs));
+        if (needs.sourcing_out) *needs.sourcing_out = std::move(sourcing);
     }
     return {};
 }
@@ -165,7 +306,7 @@ Status check_target_partfile(NodeHandle& target, const std::string& save_path, c
     const std::string partfile = strip_trailing_slashes(save_path) + "/" + torrent::partfile_name(qb_id);
     auto others = neighbours(model, needs.union_set, needs.boundary_pieces);
     node::TreeRequest request{.base = save_path, .paths = {torrent::partfile_name(qb_id)}};
-    for (auto f : others) request.paths.push_back(by_index.at(f)->path);
+    for (auto f : others) request.paths.push_back(source_disk_path(needs, f));
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
     node::Ops ops(*transport);
     ARCHCTL_TRY_ASSIGN(auto tree, ops.tree(request));
@@ -276,11 +417,18 @@ Status check_source_files(JobRun& run) {
                       .union_set = run.def.union_set,
                       .piece_count = run.def.piece_count,
                       .piece_length = run.def.piece_length};
+    std::optional<torrent::Metainfo> meta;
     std::optional<torrent::FileModel> model;
     if (needs.partfile == plan::PartfileNeed::carry_source) {
-        ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name));
-        model.emplace(meta);
+        ARCHCTL_TRY_ASSIGN(meta, torrent::parse_metainfo(run.metainfo, run.def.name));
+        model.emplace(*meta);
         needs.model = &*model;
+        needs.piece_hashes = &meta->v1_pieces();
+    }
+    std::optional<torrent::PlacementLayout> layout;
+    if (model) {
+        layout = torrent::infer_layout(plan::metainfo_paths(*model), view->names);
+        needs.layout = &*layout;
     }
     // The files the job moves or keeps must be where the metainfo says; another file renamed
     // since the plan does not change what this job reads or writes.
@@ -319,6 +467,13 @@ StepResult step_preflight(JobRun& run) {
                               .piece_count = run.def.piece_count,
                               .piece_length = run.def.piece_length,
                               .model = &model};
+            // The target's files outside the union, where its own layout puts them.
+            ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst.value(), resource_of(run.def)));
+            std::optional<torrent::PlacementLayout> layout;
+            if (target_view) {
+                layout = torrent::infer_layout(plan::metainfo_paths(model), target_view->names);
+                needs.layout = &*layout;
+            }
             ARCHCTL_TRY_STATUS(check_target_partfile(*dst.value(), run.def.target_save_path, run.def.qb_id, needs));
         }
     }

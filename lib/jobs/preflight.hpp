@@ -15,10 +15,15 @@
 #include "lib/base/result.hpp"
 #include "lib/jobs/job.hpp"
 #include "lib/jobs/nodes.hpp"
+#include "lib/node/ops.hpp"
 #include "lib/plan/transfer_plan.hpp"
 #include "lib/torrent/file_model.hpp"
+#include "lib/torrent/layout.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::jobs {
+
+struct PartfileSourcing;
 
 // What a job reads from its source placement.
 struct SourceNeeds {
@@ -31,15 +36,54 @@ struct SourceNeeds {
     // The torrent's files (needed only when the part file is carried: which files share the
     // boundary pieces, for the message); null otherwise.
     const torrent::FileModel* model = nullptr;
+    // The torrent's v1 piece hashes (needed only when the part file is built: each built piece
+    // is checked against its SHA-1 before anything moves); null otherwise.
+    const std::vector<torrent::Sha1Digest>* piece_hashes = nullptr;
+    // When set and the part file is built from the source: where its bytes come from.
+    PartfileSourcing* sourcing_out = nullptr;
+    // Where the files are below `save_path` (that placement's content layout); null: at their
+    // metainfo paths.
+    const torrent::PlacementLayout* layout = nullptr;
 };
+
+// Where the bytes of a built part file come from on the source (DESIGN.md §9): for every
+// boundary piece, the ranges of the files outside the union, each read from that file on the
+// source's disk (present there at its full size, and the piece verifies with it) or from the
+// slot of that piece in the source's own part file.
+struct PartfileSourcing {
+    std::vector<std::uint32_t> from_disk;       // neighbour files read from the source's disk
+    std::vector<std::uint32_t> from_partfile;   // neighbour files read from the source's part file
+    // Piece by piece: which neighbour's bytes come from where ("disk" or "partfile").
+    struct Bytes {
+        std::int64_t piece = 0;
+        std::uint32_t file = 0;
+        const char* from = "disk";
+    };
+    std::vector<Bytes> bytes;
+    std::string source_partfile;                // its path on the source node
+    node::PartfileBuildRequest request;         // every boundary piece, with its SHA-1; `to` unset
+    bool reads_partfile() const { return !from_partfile.empty(); }
+};
+
+// File `index`'s path below needs.save_path: where needs.layout puts it, else its metainfo path.
+[[nodiscard]] std::string source_disk_path(const SourceNeeds& needs, std::uint32_t index);
+
+// Decides, for a new v1 target whose union has boundary pieces, where each piece's bytes of the
+// files outside the union come from on the source (`node`'s torrent `qb_id`, read in
+// needs.save_path); PARTFILE_UNSUPPORTED naming the pieces and files whose bytes are nowhere.
+// Pieces whose outside bytes are all on disk are checked against their SHA-1 on the node
+// (nothing written; one that fails there is taken from the part file when it holds it); of the
+// source's part file only the header is read. Needs needs.model and needs.piece_hashes.
+[[nodiscard]] Result<PartfileSourcing> source_partfile_plan(node::Ops& ops, const std::string& node, const std::string& qb_id,
+                                                            const SourceNeeds& needs);
 
 // The source as the job will find it: `named` (the files whose qBittorrent names must be the
 // paths the placement's layout gives them, their `source_disk`: the union) named so (RENAMED_IN_QB), its
 // content in its save path and not in qBittorrent's incomplete-downloads folder
 // (SOURCE_INCOMPLETE), every delta file a regular file of its size reached without a symlink
-// (PATH_SYMLINK, NOT_REGULAR, NOT_FOUND, SOURCE_CHANGED), and, when the plan carries the
-// source's part file, a part file that exists, matches the torrent and holds every boundary
-// piece (PARTFILE_UNSUPPORTED). `view` is the live source placement.
+// (PATH_SYMLINK, NOT_REGULAR, NOT_FOUND, SOURCE_CHANGED), and, when the plan builds the part
+// file from the source, every boundary piece's outside bytes on the source's disk or in its
+// part file (source_partfile_plan; PARTFILE_UNSUPPORTED). `view` is the live source placement.
 [[nodiscard]] Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, const SourceNeeds& needs,
                                         const std::vector<JobFile>& named, const std::string& torrent_name);
 

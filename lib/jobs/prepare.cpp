@@ -184,10 +184,19 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
                           .union_set = p.plan.union_set,
                           .piece_count = meta.piece_count(),
                           .piece_length = meta.piece_length(),
-                          .model = &model};
+                          .model = &model,
+                          .piece_hashes = &meta.v1_pieces()};
+        PartfileSourcing sourcing;
+        needs.sourcing_out = &sourcing;
+        needs.layout = &p.plan.source_layout;
         ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, p.plan.union_set, p.plan), p.resource.name));
         ARCHCTL_TRY_STATUS(check_target_paths(*dst, p.plan.target_save_path, needs.files));
-        ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), needs));
+        SourceNeeds at_target = needs;
+        at_target.layout = &p.plan.target_layout;
+        ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), at_target));
+        p.partfile_from_disk = sourcing.from_disk;
+        p.partfile_from_partfile = sourcing.from_partfile;
+        for (const auto& b : sourcing.bytes) p.partfile_bytes.push_back({{"piece", b.piece}, {"file", b.file}, {"from", b.from}});
     }
     p.source_fingerprint = fingerprint(*source_view);
     p.target_fingerprint = target_view ? fingerprint(*target_view) : "";
@@ -272,6 +281,9 @@ nlohmann::json Prepared::to_json() const {
         return j;
     }
     j["plan"] = plan.to_json();
+    if (plan.partfile == plan::PartfileNeed::carry_source)
+        j["plan"]["partfile"].update(
+            {{"from_disk", partfile_from_disk}, {"from_partfile", partfile_from_partfile}, {"bytes", partfile_bytes}});
     j["disk"] = {{"free", target_free}, {"floor", min_free}, {"ok", plan.disk_ok}};
     return j;
 }

@@ -1,14 +1,19 @@
 // Step 1, stage: the delta files and the job's auxiliary data in the route folder on the source node.
 
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "lib/base/units.hpp"
 #include "lib/jobs/job_run.hpp"
+#include "lib/jobs/preflight.hpp"
+#include "lib/jobs/resolve.hpp"
 #include "lib/node/job_layout.hpp"
 #include "lib/node/ops.hpp"
+#include "lib/torrent/file_model.hpp"
+#include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/partfile.hpp"
 
 namespace archctl::jobs {
@@ -38,44 +43,79 @@ Error partfile_unsupported(const JobRun& run, const std::string& why) {
                  "the pieces shared by selected and skipped files cannot be verified without it; nothing was committed");
 }
 
-// Copy the source's libtorrent part file into the job (DESIGN.md §9): read only while the
-// source torrent is stopped, then restore its run state. The header must match the torrent
-// and hold every boundary piece the target union needs.
+// The part file the target needs, built on the source into the job (DESIGN.md §9): for every
+// boundary piece, the bytes of the files outside the union, from those files on the source's
+// disk or from the source's own part file, each piece checked against its SHA-1 first. The
+// source torrent is stopped (and its run state restored) only while its part file is read.
 StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     namespace qb = clients::qbittorrent;
-    auto infos = src.qb().torrents({run.def.qb_id});
-    if (!infos.ok()) return StepResult::failed(infos.take_error());
-    if (infos.value().empty()) return StepResult::failed(stale("the source torrent", run));
-    bool was_started = qb::is_started(infos.value()[0].run_state);
-    if (was_started) {
-        Status s = src.qb().stop({run.def.qb_id});
-        if (!s.ok()) return StepResult::failed(s.take_error());
-        run.clock().sleep_for(std::chrono::milliseconds(1500));  // qB flushes the part file on stop
+    auto meta = torrent::parse_metainfo(run.metainfo, run.def.name);
+    if (!meta.ok()) return StepResult::failed(meta.take_error());
+    torrent::FileModel model(meta.value());
+    SourceNeeds needs{.save_path = run.def.source_save_path,
+                      .files = run.def.files,
+                      .partfile = run.def.partfile,
+                      .boundary_pieces = run.def.boundary_pieces,
+                      .union_set = run.def.union_set,
+                      .piece_count = run.def.piece_count,
+                      .piece_length = run.def.piece_length,
+                      .model = &model,
+                      .piece_hashes = &meta.value().v1_pieces()};
+    // The neighbours' paths on the source's disk: where its live layout puts them.
+    Resource resource;
+    resource.identity = run.def.identity;
+    resource.name = run.def.name;
+    auto view = read_placement(src, resource);
+    if (!view.ok()) return StepResult::failed(view.take_error());
+    if (!view.value()) return StepResult::failed(stale("the source torrent", run));
+    torrent::PlacementLayout layout = torrent::infer_layout(plan::metainfo_paths(model), view.value()->names);
+    needs.layout = &layout;
+    auto sourcing = source_partfile_plan(ops, run.def.source, run.def.qb_id, needs);
+    if (!sourcing.ok()) return StepResult::failed(sourcing.take_error());
+    bool was_started = false;
+    if (sourcing->reads_partfile()) {
+        auto infos = src.qb().torrents({run.def.qb_id});
+        if (!infos.ok()) return StepResult::failed(infos.take_error());
+        if (infos.value().empty()) return StepResult::failed(stale("the source torrent", run));
+        was_started = qb::is_started(infos.value()[0].run_state);
+        if (was_started) {
+            Status s = src.qb().stop({run.def.qb_id});
+            if (!s.ok()) return StepResult::failed(s.take_error());
+            run.clock().sleep_for(std::chrono::milliseconds(1500));  // qB flushes the part file on stop
+            // Its slot table as it is now that libtorrent has let go of it.
+            sourcing = source_partfile_plan(ops, run.def.source, run.def.qb_id, needs);
+        }
     }
-    auto copied = ops.partfile_copy({.from = run.def.source_save_path + "/" + torrent::partfile_name(run.def.qb_id),
-                                     .to = job_dir(run.def.route.source_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux),
-                                     .create_parents = true,
-                                     .replace = true,
-                                     .check = node::qb_partfile_check(run.def.piece_count, run.def.piece_length),
-                                     .min_free = run.env.budgets.min_free});
+    std::optional<Result<node::PartfileBuildResult>> building;
+    if (sourcing.ok()) {
+        node::PartfileBuildRequest request = sourcing->request;
+        request.to = job_dir(run.def.route.source_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux);
+        request.create_parents = true;
+        request.min_free = run.env.budgets.min_free;
+        building.emplace(ops.partfile_build(request));
+    } else {
+        building.emplace(sourcing.error());
+    }
+    Result<node::PartfileBuildResult>& built = *building;
     Status restarted = was_started ? src.qb().start({run.def.qb_id}) : Status();
-    if (!copied.ok()) {
+    if (!built.ok()) {
         if (!restarted.ok()) run.log(fmt::format("archctl: warning: torrent {} on '{}' was not started again: {}", run.def.qb_id.substr(0, 12),
                                                  run.def.source, restarted.error().message));
-        // The floor is a clean stop, not a verdict on the part file.
-        if (copied.error().is(ErrorCode::DISK_INSUFFICIENT)) return StepResult::stopped("disk", copied.error().message);
-        return StepResult::failed(partfile_unsupported(run, copied.error().message));
+        const Error& e = built.error();
+        // The floor is a clean stop, not a verdict on the part file; an outage stays an outage.
+        if (e.is(ErrorCode::DISK_INSUFFICIENT)) return StepResult::stopped("disk", e.message);
+        if (e.is(ErrorCode::PARTFILE_UNSUPPORTED)) return StepResult::failed(built.take_error());
+        for (ErrorCode c : {ErrorCode::PARTFILE_INVALID, ErrorCode::SOURCE_CHANGED, ErrorCode::NOT_FOUND, ErrorCode::NOT_REGULAR,
+                            ErrorCode::PATH_SYMLINK})
+            if (e.is(c)) return StepResult::failed(partfile_unsupported(run, e.message));
+        return StepResult::failed(built.take_error());
     }
     ARCHCTL_TRY_STATUS(restarted);
-    std::set<std::int64_t> have;
-    for (const auto& s : copied.value().header.slots) have.insert(s.piece);
-    std::vector<std::int64_t> missing;
-    for (auto piece : run.def.boundary_pieces)
-        if (!have.count(piece)) missing.push_back(piece);
-    if (!missing.empty())
-        return StepResult::failed(partfile_unsupported(run, fmt::format("the source part file does not hold boundary piece(s) {}",
-                                                                        fmt::join(missing, ", "))));
-    ARCHCTL_TRY_STATUS(run.event("partfile_carried", {{"pieces", run.def.boundary_pieces}}));
+    ARCHCTL_TRY_STATUS(run.event("partfile_built", {{"pieces", run.def.boundary_pieces},
+                                                    {"from_disk", sourcing->from_disk},
+                                                    {"from_partfile", sourcing->from_partfile},
+                                                    {"bytes", built->bytes},
+                                                    {"xxh3", built->xxh3}}));
     return StepResult::ok();
 }
 

@@ -3,7 +3,7 @@
 //
 //   <route folder>/<job-id>/
 //     p/<index>                payload, named by qB file index (never by torrent path)
-//     a/<name>                 auxiliary data: the exported .torrent, a carried part file
+//     a/<name>                 auxiliary data: the exported .torrent, a built part file
 //     manifest.json            every payload and auxiliary file: name, size, xxh3-128 where known
 //     READY                    written last; its presence means the manifest is final
 //     .archctl-stage.jsonl     the stage journal (append-only, one record per staged file)
@@ -30,8 +30,8 @@ inline constexpr const char* k_ready_name = "READY";
 inline constexpr const char* k_stage_journal_name = ".archctl-stage.jsonl";
 inline constexpr const char* k_stage_journal_kind = "archctl-stage";
 inline constexpr int k_manifest_version = 1;
-// The auxiliary files of an archctl job: the exported .torrent, and the source's part file when
-// it is carried (DESIGN.md §9).
+// The auxiliary files of an archctl job: the exported .torrent, and the part file a new v1 target
+// needs, built on the source (DESIGN.md §9).
 inline constexpr const char* k_torrent_aux = "resource.torrent";
 inline constexpr const char* k_partfile_aux = "partfile";
 

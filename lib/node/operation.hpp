@@ -76,6 +76,7 @@ Result<nlohmann::json> op_nonce_write(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_nonce_observe(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_partfile_read(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_partfile_copy(OpContext&, const nlohmann::json&);
+Result<nlohmann::json> op_partfile_build(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_unlink_owned(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_verify_pieces(OpContext&, const nlohmann::json&);
 

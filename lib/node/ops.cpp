@@ -602,6 +602,64 @@ void from_json(const json& j, PartfileCopyResult& v) {
     get_optional(j, "bytes", v.bytes);
 }
 
+void to_json(json& j, const PartfileBuildRange& v) {
+    j = {{"at", v.at}, {"length", v.length}};
+    if (v.from_partfile) j["from_partfile"] = true;
+    else j.update({{"path", v.path}, {"offset", v.offset}});
+    if (v.keep) j["keep"] = true;
+}
+void from_json(const json& j, PartfileBuildRange& v) {
+    v.at = j.at("at").get<std::uint64_t>();
+    v.length = j.at("length").get<std::uint64_t>();
+    v.from_partfile = j.value("from_partfile", false);
+    v.path = j.value("path", "");
+    v.offset = j.value("offset", std::uint64_t{0});
+    v.keep = j.value("keep", false);
+}
+
+void to_json(json& j, const PartfileBuildPiece& v) {
+    j = {{"piece", v.piece}, {"length", v.length}, {"ranges", v.ranges}};
+    put_optional(j, "sha1", v.sha1);
+}
+void from_json(const json& j, PartfileBuildPiece& v) {
+    v.piece = j.at("piece").get<std::uint32_t>();
+    v.length = j.at("length").get<std::uint64_t>();
+    v.sha1.reset();
+    get_optional(j, "sha1", v.sha1);
+    v.ranges = get_list<PartfileBuildRange>(j, "ranges");
+}
+
+void to_json(json& j, const PartfileBuildRequest& v) {
+    j = {{"to", v.to}, {"create_parents", v.create_parents}, {"piece_count", v.piece_count}, {"piece_size", v.piece_size},
+         {"pieces", v.pieces}};
+    put_optional(j, "source_partfile", v.source_partfile);
+    if (v.min_free) j["min_free"] = v.min_free;
+    if (v.dry_run) j["dry_run"] = true;
+}
+void from_json(const json& j, PartfileBuildRequest& v) {
+    v.to = j.value("to", "");
+    v.create_parents = j.value("create_parents", false);
+    v.piece_count = j.at("piece_count").get<std::uint32_t>();
+    v.piece_size = j.at("piece_size").get<std::uint32_t>();
+    v.source_partfile.reset();
+    get_optional(j, "source_partfile", v.source_partfile);
+    v.pieces = get_list<PartfileBuildPiece>(j, "pieces");
+    v.min_free = j.value("min_free", std::uint64_t{0});
+    v.dry_run = j.value("dry_run", false);
+}
+
+void to_json(json& j, const PartfileBuildResult& v) {
+    j = v.header;
+    j.update({{"to", v.to}, {"xxh3", v.xxh3}, {"bytes", v.bytes}, {"failed", v.failed}});
+}
+void from_json(const json& j, PartfileBuildResult& v) {
+    v.header = j.get<PartfileReadResult>();
+    v.to = j.value("to", "");
+    v.xxh3 = j.value("xxh3", "");
+    v.bytes = j.value("bytes", std::uint64_t{0});
+    v.failed = get_list<std::uint32_t>(j, "failed");
+}
+
 // ---- verify_pieces -------------------------------------------------------------------------
 
 void to_json(json& j, const VerifyPiecesRequest& v) {
@@ -676,6 +734,9 @@ Result<PartfileReadResult> Ops::partfile_read(const PartfileReadRequest& r) {
 }
 Result<PartfileCopyResult> Ops::partfile_copy(const PartfileCopyRequest& r) {
     return call_typed<PartfileCopyResult>(m_transport, "partfile_copy", r, {});
+}
+Result<PartfileBuildResult> Ops::partfile_build(const PartfileBuildRequest& r) {
+    return call_typed<PartfileBuildResult>(m_transport, "partfile_build", r, {});
 }
 Result<VerifyPiecesResult> Ops::verify_pieces(const VerifyPiecesRequest& r, ProgressFn progress) {
     return call_typed<VerifyPiecesResult>(m_transport, "verify_pieces", r, std::move(progress));

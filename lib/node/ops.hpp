@@ -431,6 +431,55 @@ struct PartfileCopyResult {
     std::optional<std::uint64_t> bytes;
 };
 
+// partfile_build: a libtorrent part file written from bytes the node holds (torrent-format.md
+// §6): one slot per listed piece that has a kept range, in request order. Each range is `length`
+// bytes at piece-relative offset `at`, read from the regular file `path` at `offset`, or (with
+// `from_partfile`) from the piece's slot of `source_partfile` at `at`. Kept ranges (the files
+// outside the target's selection) are written into the slot; the others (the selected files)
+// are only read so that the whole piece can be checked against `sha1`; bytes no range covers
+// (pad files) count as zeros. Keys of a range: at, length, path | from_partfile, offset, keep.
+struct PartfileBuildRange {
+    std::uint64_t at = 0;
+    std::uint64_t length = 0;
+    std::string path;
+    std::uint64_t offset = 0;
+    bool from_partfile = false;
+    bool keep = false;
+};
+
+// Keys: piece, length (the piece's length: the last piece may be short), sha1 (hex, absent: not
+// checked), ranges.
+struct PartfileBuildPiece {
+    std::uint32_t piece = 0;
+    std::uint64_t length = 0;
+    std::optional<std::string> sha1;
+    std::vector<PartfileBuildRange> ranges;
+};
+
+// Keys: to, create_parents, piece_count, piece_size, source_partfile (absent: none; read with
+// the qBittorrent check for piece_count and piece_size), pieces, min_free, dry_run. With
+// dry_run nothing is written: every piece is read and checked, and the result says which verify.
+struct PartfileBuildRequest {
+    std::string to;
+    bool create_parents = false;
+    std::uint32_t piece_count = 0, piece_size = 0;
+    std::optional<std::string> source_partfile;
+    std::vector<PartfileBuildPiece> pieces;
+    std::uint64_t min_free = 0;
+    bool dry_run = false;
+};
+
+// Keys: the PartfileReadResult keys (of the file written), to, xxh3, bytes, failed (pieces whose
+// SHA-1 did not match: only with dry_run; otherwise such a piece fails the operation with
+// PARTFILE_INVALID and nothing is written).
+struct PartfileBuildResult {
+    PartfileReadResult header;
+    std::string to;
+    std::string xxh3;
+    std::uint64_t bytes = 0;
+    std::vector<std::uint32_t> failed;
+};
+
 // ---- verify_pieces -------------------------------------------------------------------------
 
 // Keys: save_path, torrent_b64 (the .torrent bytes) | torrent_path, files (a selection).
@@ -535,6 +584,14 @@ void to_json(nlohmann::json& j, const PartfileCopyRequest& v);
 void from_json(const nlohmann::json& j, PartfileCopyRequest& v);
 void to_json(nlohmann::json& j, const PartfileCopyResult& v);
 void from_json(const nlohmann::json& j, PartfileCopyResult& v);
+void to_json(nlohmann::json& j, const PartfileBuildRange& v);
+void from_json(const nlohmann::json& j, PartfileBuildRange& v);
+void to_json(nlohmann::json& j, const PartfileBuildPiece& v);
+void from_json(const nlohmann::json& j, PartfileBuildPiece& v);
+void to_json(nlohmann::json& j, const PartfileBuildRequest& v);
+void from_json(const nlohmann::json& j, PartfileBuildRequest& v);
+void to_json(nlohmann::json& j, const PartfileBuildResult& v);
+void from_json(const nlohmann::json& j, PartfileBuildResult& v);
 void to_json(nlohmann::json& j, const VerifyPiecesRequest& v);
 void from_json(const nlohmann::json& j, VerifyPiecesRequest& v);
 void to_json(nlohmann::json& j, const VerifyPiecesResult& v);
@@ -564,6 +621,7 @@ public:
     [[nodiscard]] Result<NonceObserveResult> nonce_observe(const NonceObserveRequest& request);
     [[nodiscard]] Result<PartfileReadResult> partfile_read(const PartfileReadRequest& request);
     [[nodiscard]] Result<PartfileCopyResult> partfile_copy(const PartfileCopyRequest& request);
+    [[nodiscard]] Result<PartfileBuildResult> partfile_build(const PartfileBuildRequest& request);
     [[nodiscard]] Result<VerifyPiecesResult> verify_pieces(const VerifyPiecesRequest& request, ProgressFn progress = {});
 
     void cancel() { m_transport.cancel(); }

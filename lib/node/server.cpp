@@ -237,6 +237,7 @@ Operation find_operation(std::string_view name) {
         {"nonce_observe", op_nonce_observe},
         {"partfile_read", op_partfile_read},
         {"partfile_copy", op_partfile_copy},
+        {"partfile_build", op_partfile_build},
         {"unlink_owned", op_unlink_owned},
         {"verify_pieces", op_verify_pieces},
     };

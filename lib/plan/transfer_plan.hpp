@@ -72,7 +72,7 @@ struct PlanInput {
 
 enum class PartfileNeed {
     none,            // no piece overlaps a selected and a skipped file (always for v2/hybrid)
-    carry_source,    // new v1 target: the union's boundary pieces need the source's partfile
+    carry_source,    // new v1 target: its part file is built on the source from the boundary bytes
     target_own,      // existing target: its own partfile must hold the boundary bytes
 };
 

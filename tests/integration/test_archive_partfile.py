@@ -59,6 +59,11 @@ class Partfile(unittest.TestCase):
         plan = json.loads(out)["plan"]
         self.assertEqual(plan["partfile"]["need"], "carry_source")
         self.assertEqual(plan["partfile"]["boundary_pieces"], [6, 9])
+        # b.bin was never downloaded: its boundary bytes come from the cache's part file.
+        self.assertEqual(plan["partfile"]["from_partfile"], [1])
+        self.assertEqual(plan["partfile"]["from_disk"], [])
+        self.assertEqual(plan["partfile"]["bytes"], [{"piece": 6, "file": 1, "from": "partfile"},
+                                                     {"piece": 9, "file": 1, "from": "partfile"}])
         rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--json", timeout=300)
         self.assertEqual(rc, 0, err + out)
         aq = LAB.qb("archive1")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Plan is a promise (DESIGN.md §3, §5, §9): whatever the job's preflight would refuse, `plan`
 refuses with the same message, exit 1 and no token, and `archive` refuses it before creating a
-job — insufficient disk, a part file the source does not have, data in qBittorrent's
+job — insufficient disk, boundary bytes the source holds nowhere, data in qBittorrent's
 incomplete-downloads folder, a symlinked save path or content directory, files renamed in
 qBittorrent (also when the rename comes after the job was created). Also: a second archctl on a
 running job is not told the job failed, and --no-wait on a paused route folder returns at once
@@ -70,16 +70,25 @@ class Refusals(unittest.TestCase):
         self.assert_refused(tid, "DISK_INSUFFICIENT", env={"ARCHCTL_MIN_FREE": "1000T"}, contains="not enough free space")
 
     def test_b_boundary_pieces_without_a_source_part_file(self):
-        # v1, every file complete on the cache (so no part file exists); moving files 0 and 2
-        # needs b.bin's bytes of the pieces it shares with them.
+        # v1, every file complete on the cache (so no part file exists): moving files 0 and 2
+        # needs b.bin's bytes of the pieces it shares with them, which archctl builds from b.bin
+        # on the cache's disk. Once b.bin is skipped and gone, those bytes are nowhere.
         _, tid, save, _ = flows.seed_resource(LAB, new_name("pp-part"), LAYOUT, 402, kind="v1")
         self.assertFalse(os.path.exists(os.path.join(save, f".{tid}.parts")))
-        message = self.assert_refused(tid, "PARTFILE_UNSUPPORTED", args=("--files", "0,2"), contains="no part file")
-        self.assertIn("file(s) 1", message)
+        rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--files", "0,2", "--json")
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(json.loads(out)["plan"]["partfile"]["from_disk"], [1])
         # The whole torrent has no boundary piece: plan promises it and the job keeps the promise.
         rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--json")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(json.loads(out)["plan"]["partfile"]["need"], "none")
+        qb = LAB.qb("cache1")
+        qb.file_prio(tid, [1], 0)
+        flows.wait(lambda: qb.files(tid)[1]["priority"] == 0, what="b.bin skipped")
+        os.remove(os.path.join(save, "pay", "b.bin"))
+        message = self.assert_refused(tid, "PARTFILE_UNSUPPORTED", args=("--files", "0,2"),
+                                      contains="has neither complete on its disk nor in its part file")
+        self.assertIn("file(s) 1", message)
 
     def test_c_data_in_the_incomplete_downloads_folder(self):
         name = new_name("pp-temp")

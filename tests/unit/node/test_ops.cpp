@@ -108,6 +108,49 @@ TEST_CASE("request structs write the keys the handlers read") {
                json{{"from", "/a"}, {"to", "/b"}, {"create_parents", false}, {"replace", true}});
     round_trip(PartfileCopyRequest{"/a", "/b", false, true, PartfileCheck{}, 4096},
                json{{"from", "/a"}, {"to", "/b"}, {"create_parents", false}, {"replace", true}, {"min_free", 4096}});
+    {
+        PartfileBuildRequest b;
+        b.to = "/sync/r/job/a/partfile";
+        b.create_parents = true;
+        b.piece_count = 3;
+        b.piece_size = 16384;
+        b.source_partfile = "/qb/save/.abc.parts";
+        b.min_free = 4096;
+        PartfileBuildPiece piece;
+        piece.piece = 1;
+        piece.length = 16384;
+        piece.sha1 = std::string(40, 'a');
+        PartfileBuildRange disk;
+        disk.length = 100;
+        disk.path = "/qb/save/T/a.bin";
+        disk.offset = 7;
+        PartfileBuildRange kept;
+        kept.at = 100;
+        kept.length = 16284;
+        kept.from_partfile = true;
+        kept.keep = true;
+        piece.ranges = {disk, kept};
+        b.pieces = {piece};
+        round_trip(b, json{{"to", "/sync/r/job/a/partfile"},
+                           {"create_parents", true},
+                           {"piece_count", 3},
+                           {"piece_size", 16384},
+                           {"source_partfile", "/qb/save/.abc.parts"},
+                           {"min_free", 4096},
+                           {"pieces",
+                            {{{"piece", 1},
+                              {"length", 16384},
+                              {"sha1", std::string(40, 'a')},
+                              {"ranges",
+                               {{{"at", 0}, {"length", 100}, {"path", "/qb/save/T/a.bin"}, {"offset", 7}},
+                                {{"at", 100}, {"length", 16284}, {"from_partfile", true}, {"keep", true}}}}}}}});
+        b.dry_run = true;
+        b.source_partfile.reset();
+        b.min_free = 0;
+        b.pieces.clear();
+        round_trip(b, json{{"to", "/sync/r/job/a/partfile"}, {"create_parents", true}, {"piece_count", 3}, {"piece_size", 16384},
+                           {"pieces", json::array()}, {"dry_run", true}});
+    }
     round_trip(VerifyPiecesRequest{"/qb/save", "ZDE6eGkxZWU=", std::nullopt, "0-3"},
                json{{"save_path", "/qb/save"}, {"torrent_b64", "ZDE6eGkxZWU="}, {"files", "0-3"}});
     round_trip(VerifyPiecesRequest{"/qb/save", std::nullopt, "/qb/x.torrent", std::nullopt},
