@@ -44,6 +44,9 @@ struct JobDefinition {
     std::vector<std::string> aliases;
     std::string source, target;              // node names
     std::string source_save_path, target_save_path;
+    // Where the source's files are read: qBittorrent's incomplete-downloads folder
+    // (download_path) while the torrent's content is there, else source_save_path.
+    std::string source_data_path;
     bool new_target = true;
     std::string source_fingerprint;
     std::string target_fingerprint;          // empty for a new target

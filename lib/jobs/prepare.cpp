@@ -152,6 +152,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     ARCHCTL_TRY_ASSIGN(auto source_view, read_placement(*src, p.resource));
     if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst, p.resource));
+    p.source_data_path = data_path(*source_view);
     ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
     ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
     if (!meta.identity().same_resource(p.resource.identity))
@@ -172,7 +173,8 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     torrent::FileModel model(meta);
     if (!p.plan.empty_delta()) {
         // Plan is a promise: what the job's preflight would refuse is refused here, by the same checks.
-        SourceNeeds needs{.save_path = source_view->save_path,
+        ARCHCTL_TRY_STATUS(check_data_path_served(*source_view, src->config(), p.resource.name));
+        SourceNeeds needs{.save_path = p.source_data_path,
                           .files = files_of(model, p.plan.delta),
                           .partfile = p.plan.partfile,
                           .boundary_pieces = p.plan.boundary_pieces,
@@ -210,6 +212,7 @@ Result<std::string> Engine::create(const Prepared& p) {
     d.source = p.source;
     d.target = p.target;
     d.source_save_path = p.resource.placements.at(p.source).save_path;
+    d.source_data_path = p.source_data_path;
     d.target_save_path = p.plan.target_save_path;
     d.new_target = !p.plan.extends_existing;
     d.source_fingerprint = p.source_fingerprint;
