@@ -47,6 +47,8 @@ struct JobDefinition {
     // Where the source's files are read: qBittorrent's incomplete-downloads folder
     // (download_path) while the torrent's content is there, else source_save_path.
     std::string source_data_path;
+    // source_data_path, or the save path when the definition has none.
+    const std::string& source_files_path() const { return source_data_path.empty() ? source_save_path : source_data_path; }
     bool new_target = true;
     std::string source_fingerprint;
     std::string target_fingerprint;          // empty for a new target

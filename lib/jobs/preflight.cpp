@@ -228,8 +228,8 @@ Status check_source(JobRun& run) {
     if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
     if (view->save_path != run.def.source_save_path)
         return stale(fmt::format("the source placement on '{}' (moved to '{}')", run.def.source, view->save_path), run);
-    if (data_path(*view) != strip_trailing_slashes(run.def.source_data_path))
-        return stale(fmt::format("the source files on '{}' (moved from '{}' to '{}')", run.def.source, run.def.source_data_path,
+    if (data_path(*view) != strip_trailing_slashes(run.def.source_files_path()))
+        return stale(fmt::format("the source files on '{}' (moved from '{}' to '{}')", run.def.source, run.def.source_files_path(),
                                  data_path(*view)),
                      run);
     if (fingerprint(*view) != run.def.source_fingerprint)
@@ -272,7 +272,7 @@ Status check_source_files(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
     ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));
     if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
-    SourceNeeds needs{.save_path = run.def.source_data_path,
+    SourceNeeds needs{.save_path = run.def.source_files_path(),
                       .files = run.def.files,
                       .partfile = run.def.partfile,
                       .boundary_pieces = run.def.boundary_pieces,

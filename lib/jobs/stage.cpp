@@ -52,7 +52,7 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
         if (!s.ok()) return StepResult::failed(s.take_error());
         run.clock().sleep_for(std::chrono::milliseconds(1500));  // qB flushes the part file on stop
     }
-    auto copied = ops.partfile_copy({.from = run.def.source_data_path + "/" + torrent::partfile_name(run.def.qb_id),
+    auto copied = ops.partfile_copy({.from = run.def.source_files_path() + "/" + torrent::partfile_name(run.def.qb_id),
                                      .to = job_dir(run.def.route.source_path, run.def.id) + "/" + node::aux_path(node::k_partfile_aux),
                                      .create_parents = true,
                                      .replace = true,
@@ -89,7 +89,7 @@ StepResult step_stage(JobRun& run) {
     if (!transport.ok()) return StepResult::failed(transport.take_error());
     node::Ops ops(*transport.value());
     node::StageRequest request{.job_dir = job_dir(run.def.route.source_path, run.def.id),
-                               .source_base = run.def.source_data_path,
+                               .source_base = run.def.source_files_path(),
                                .files = node::file_entries(run.def.files),
                                .method = run.env.io.test.stage_method,
                                .verify_transit = run.def.verify_transit,
