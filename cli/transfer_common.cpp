@@ -94,6 +94,15 @@ std::string render_plan(const jobs::Prepared& p) {
                            ? fmt::format("needed: the source partfile is carried (it holds boundary pieces {})", pieces)
                            : fmt::format("needed: the target's own partfile must hold the boundary pieces {}", pieces);
     out += fmt::format("  part   {}", part);
+    // A same-size file already at a delta path is kept as it is (merge does not overwrite it);
+    // the recheck decides whether its bytes are the torrent's.
+    constexpr std::size_t k_shown = 10;
+    for (std::size_t i = 0; i < p.preexisting.size() && i < k_shown; ++i)
+        out += fmt::format("\n  exists pre-existing file '{}' on '{}' ({} bytes) will be kept and checked by the recheck; "
+                           "if its bytes are not the torrent's the job fails and changes nothing",
+                           p.preexisting[i].path, p.target, p.preexisting[i].size);
+    if (p.preexisting.size() > k_shown)
+        out += fmt::format("\n  exists … and {} more pre-existing file(s) (see --json)", p.preexisting.size() - k_shown);
     return out;
 }
 

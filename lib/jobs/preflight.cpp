@@ -222,6 +222,21 @@ Status check_target_paths(NodeHandle& target, const std::string& save_path, cons
     return {};
 }
 
+Result<std::vector<JobFile>> preexisting_target_files(NodeHandle& target, const std::string& save_path,
+                                                     const std::vector<JobFile>& files) {
+    node::TreeRequest request{.base = save_path, .paths = {}};
+    for (const auto& f : files) request.paths.push_back(f.path);
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
+    auto tree = node::Ops(*transport).tree(request);
+    if (!tree.ok()) return unreachable_path(tree.take_error());
+    std::vector<JobFile> out;
+    for (std::size_t i = 0; i < files.size() && i < tree->entries.size(); ++i) {
+        const node::TreeEntry& e = tree->entries[i];
+        if (e.type == "file" && e.stat && e.stat->size == files[i].size) out.push_back(files[i]);
+    }
+    return out;
+}
+
 Status check_source(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
     ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));

@@ -51,6 +51,12 @@ struct SourceNeeds {
 // symlink, a directory or anything but a regular file (PATH_SYMLINK, MERGE_CONFLICT).
 [[nodiscard]] Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files);
 
+// The delta files already on the target at their full size (regular files): merge keeps them as
+// they are and the recheck judges their bytes, so plan names them and a failed recheck says
+// which were there before.
+[[nodiscard]] Result<std::vector<JobFile>> preexisting_target_files(NodeHandle& target, const std::string& save_path,
+                                                                    const std::vector<JobFile>& files);
+
 // An existing v1 target that must verify the union's boundary pieces with its own bytes
 // (PartfileNeed::target_own): each boundary piece is in the target's part file, or every file
 // outside the union that shares it is on the target's disk at its full size (libtorrent then

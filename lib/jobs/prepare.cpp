@@ -184,6 +184,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
                           .model = &model};
         ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, model.all()), p.resource.name));
         ARCHCTL_TRY_STATUS(check_target_paths(*dst, p.plan.target_save_path, needs.files));
+        ARCHCTL_TRY_ASSIGN(p.preexisting, preexisting_target_files(*dst, p.plan.target_save_path, needs.files));
         ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), needs));
     }
     p.source_fingerprint = fingerprint(*source_view);
@@ -270,6 +271,9 @@ nlohmann::json Prepared::to_json() const {
     }
     j["plan"] = plan.to_json();
     j["disk"] = {{"free", target_free}, {"floor", min_free}, {"ok", plan.disk_ok}};
+    nlohmann::json pre = nlohmann::json::array();
+    for (const auto& f : preexisting) pre.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});
+    j["preexisting"] = std::move(pre);
     return j;
 }
 
