@@ -6,6 +6,7 @@ the cache's bytes, complete and seeding, and the cache torrent is untouched (sti
 still in its download path). A download path outside the node's qb_root is refused by plan and
 archive, naming the folder and the config key."""
 
+import filecmp
 import json
 import os
 import sys
@@ -113,6 +114,36 @@ class TempPath(unittest.TestCase):
             self.assertIn("nodes.cache1.qb_root", err)
         self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing reached the archive")
         flows.staging_empty(LAB, LAB.route)
+
+    def test_c_torrent_completing_during_the_job_stops_it_cleanly(self):
+        # qBittorrent moves the files to the save path when the torrent completes: the job finds
+        # its source moved before it reads anything, fails stale and is compensated; a rerun
+        # plans again and reads the files from the save path.
+        name = "temp-completes"
+        download = os.path.join(LAB.node("cache1")["qb_root"], "incomplete2")
+        tid, full, download = add_incomplete(name, download, 703)
+        cq = LAB.qb("cache1")
+        sel = indexes(tid, PRESENT)
+        release = flows.archctl_paused_at(LAB, "job.step.stage", "archive", tid[:12], "--files", sel, "--yes", "--json")
+        with open(os.path.join(full, "pay/c.bin"), "rb") as src, open(os.path.join(download, "pay/c.bin"), "wb") as out:
+            out.write(src.read())
+        cq.recheck(tid)
+        save = os.path.join(LAB.node("cache1")["qb_root"], name)
+        flows.wait(lambda: (lambda t: t and t[0]["progress"] == 1 and t[0]["content_path"].startswith(save + "/")
+                            and not t[0]["state"].startswith(("checking", "moving")))(cq.info([tid])),
+                   timeout=60, what="qBittorrent moved the completed torrent to its save path")
+        rc, out, err = release()
+        self.assertEqual(rc, 1, err + out)
+        doc = json.loads(out)
+        self.assertEqual(doc["error"]["code"], "STALE_STATE", out)
+        self.assertIn(f"moved from '{download}' to '{save}'", doc["error"]["message"])
+        self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing was added to the archive")
+        flows.staging_empty(LAB, LAB.route)
+        for rel in LAYOUT:
+            self.assertTrue(filecmp.cmp(os.path.join(full, rel), os.path.join(save, rel), shallow=False), rel)
+        rc, out, err = LAB.archctl("archive", tid[:12], "--files", sel, "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        placed.assert_archived(self, LAB, tid, full, name, PRESENT)
 
 
 if __name__ == "__main__":
