@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/clock.hpp"
+#include "lib/base/fs.hpp"
 #include "lib/base/units.hpp"
 #include "lib/config/config.hpp"
 #include "lib/routes/routes.hpp"
@@ -68,6 +69,8 @@ std::string render_plan(const jobs::Prepared& p) {
     std::string out = fmt::format("{}  {}  \"{}\"   {}\n", plan::to_string(pl.op), p.resource.short_id(), p.resource.name, kind);
     const auto& src = p.resource.placements.at(p.source);
     out += fmt::format("  from   {}  {}   {}\n", p.source, src.save_path, clients::qbittorrent::to_string(src.run_state));
+    if (!p.source_data_path.empty() && p.source_data_path != strip_trailing_slashes(src.save_path))
+        out += fmt::format("         files read from qBittorrent's incomplete-downloads folder {}\n", p.source_data_path);
     out += fmt::format("  to     {}  {}   {}\n", p.target, pl.target_save_path,
                        pl.extends_existing ? fmt::format("existing placement: {} files (extends it)", pl.baseline.count()) : "new placement");
     out += fmt::format("  route  {}  {}\n\n", p.route.id, p.route_state);

@@ -271,6 +271,7 @@ nlohmann::json Prepared::to_json() const {
     }
     j["plan"] = plan.to_json();
     j["disk"] = {{"free", target_free}, {"floor", min_free}, {"ok", plan.disk_ok}};
+    j["source_data_path"] = source_data_path;
     nlohmann::json pre = nlohmann::json::array();
     for (const auto& f : preexisting) pre.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});
     j["preexisting"] = std::move(pre);
