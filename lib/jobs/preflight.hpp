@@ -22,7 +22,7 @@ namespace archctl::jobs {
 
 // What a job reads from its source placement.
 struct SourceNeeds {
-    std::string save_path;                      // where the job reads the files (node path)
+    std::string save_path;                      // where the job reads the files (node path): the data path
     std::vector<JobFile> files;                 // the delta, at metainfo paths
     plan::PartfileNeed partfile = plan::PartfileNeed::none;
     std::vector<std::int64_t> boundary_pieces;  // pieces of the union that need skipped files' bytes
@@ -35,8 +35,9 @@ struct SourceNeeds {
 
 // The source as the job will find it: `named` (the files whose qBittorrent names must be their
 // metainfo paths: every file for plan, the union for the job) named so (RENAMED_IN_QB), its
-// content in its save path and not in qBittorrent's incomplete-downloads folder
-// (SOURCE_INCOMPLETE), every delta file a regular file of its size reached without a symlink
+// content where the job reads it (`needs.save_path`: the save path, or qBittorrent's
+// incomplete-downloads folder while the content is there; elsewhere SOURCE_INCOMPLETE or
+// BAD_PATH), every delta file a regular file of its size reached without a symlink
 // (PATH_SYMLINK, NOT_REGULAR, NOT_FOUND, SOURCE_CHANGED), and, when the plan carries the
 // source's part file, a part file that exists, matches the torrent and holds every boundary
 // piece (PARTFILE_UNSUPPORTED). `view` is the live source placement.
