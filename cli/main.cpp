@@ -2,10 +2,12 @@
 // This is the one place that turns outcomes into exit codes (0 done, 10 clean partial stop,
 // 1 error, 2 usage) and prints the single --json document.
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -116,14 +118,68 @@ std::string command_path(CLI::App& app) {
     return path;
 }
 
-// CLI11's message, in the project's style, naming the command whose help to read.
+// The deepest subcommand the parser chose (the app itself when none).
+CLI::App* chosen_command(CLI::App& app) {
+    CLI::App* cur = &app;
+    while (!cur->get_subcommands().empty()) cur = cur->get_subcommands().front();
+    return cur;
+}
+
+// The first argument the parser could not place, on the chosen command or any command above it.
+std::optional<std::string> first_unexpected(CLI::App& app) {
+    for (CLI::App* cur = &app;; cur = cur->get_subcommands().front()) {
+        auto left = cur->remaining();
+        for (const auto& arg : left)
+            if (arg != "--") return arg;
+        if (cur->get_subcommands().empty()) return std::nullopt;
+    }
+}
+
+// CLI11 begins its messages with a capital ("The following arguments…") or with an option's
+// name ("RES is required", "OPERATION: …"): lower-case only the first, never a name.
+std::string lower_first_word(std::string message) {
+    std::size_t end = message.find_first_of(" :");
+    std::string_view word = std::string_view(message).substr(0, end);
+    bool capitalised = !word.empty() && std::isupper(static_cast<unsigned char>(word[0])) &&
+                       std::none_of(word.begin() + 1, word.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
+    if (capitalised) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+    return message;
+}
+
+// CLI11's message, in the project's style, naming the command whose help to read. An argument
+// the command does not know is reported before a missing one: `archive --bogus` is about
+// --bogus, not about RES.
 Error usage_error(CLI::App& app, const CLI::ParseError& e) {
     std::string command = command_path(app);
-    if (command.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) && !app.remaining().empty())
-        return Error(ErrorCode::USAGE, fmt::format("unknown command '{}'", app.remaining().front()), "see 'archctl --help'");
-    std::string message = e.what();
-    if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
-    return Error(ErrorCode::USAGE, message, fmt::format("see 'archctl {}--help'", command.empty() ? "" : command + " "));
+    std::string hint = fmt::format("see 'archctl {}--help'", command.empty() ? "" : command + " ");
+    std::string full = command.empty() ? std::string("archctl") : command;
+    if (command.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) && !app.remaining().empty()) {
+        std::string first = app.remaining().front();
+        bool option = first.size() > 1 && first[0] == '-';
+        return Error(ErrorCode::USAGE, fmt::format("unknown {} '{}'", option ? "option" : "command", first),
+                     "see 'archctl --help'");
+    }
+    if (auto extra = first_unexpected(app)) {
+        bool option = extra->size() > 1 && (*extra)[0] == '-';
+        return Error(ErrorCode::USAGE,
+                     fmt::format("{}: {} '{}'", full, option ? "unknown option" : "unexpected argument", *extra), hint);
+    }
+    if (dynamic_cast<const CLI::RequiredError*>(&e)) {
+        std::string what = e.what();
+        constexpr std::string_view k_suffix = " is required";
+        if (what.size() > k_suffix.size() && what.ends_with(k_suffix)) {
+            std::string name = what.substr(0, what.size() - k_suffix.size());
+            const CLI::Option* opt = chosen_command(app)->get_option_no_throw(name);
+            if (opt != nullptr) {
+                std::string about = opt->get_description();
+                return Error(ErrorCode::USAGE,
+                             about.empty() ? fmt::format("{}: missing {}", full, name)
+                                           : fmt::format("{}: missing {} ({})", full, name, about),
+                             hint);
+            }
+        }
+    }
+    return Error(ErrorCode::USAGE, fmt::format("{}: {}", full, lower_first_word(e.what())), hint);
 }
 
 int run(int argc, char** argv) {

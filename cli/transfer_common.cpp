@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/clock.hpp"
+#include "lib/base/fs.hpp"
 #include "lib/base/units.hpp"
 #include "lib/config/config.hpp"
 #include "lib/routes/routes.hpp"
@@ -68,6 +69,8 @@ std::string render_plan(const jobs::Prepared& p) {
     std::string out = fmt::format("{}  {}  \"{}\"   {}\n", plan::to_string(pl.op), p.resource.short_id(), p.resource.name, kind);
     const auto& src = p.resource.placements.at(p.source);
     out += fmt::format("  from   {}  {}   {}\n", p.source, src.save_path, clients::qbittorrent::to_string(src.run_state));
+    if (!p.source_data_path.empty() && p.source_data_path != strip_trailing_slashes(src.save_path))
+        out += fmt::format("         files read from qBittorrent's incomplete-downloads folder {}\n", p.source_data_path);
     out += fmt::format("  to     {}  {}   {}\n", p.target, pl.target_save_path,
                        pl.extends_existing ? fmt::format("existing placement: {} files (extends it)", pl.baseline.count()) : "new placement");
     if (pl.source_layout.layout != torrent::ContentLayout::original || pl.target_layout.layout != torrent::ContentLayout::original)
@@ -107,6 +110,15 @@ std::string render_plan(const jobs::Prepared& p) {
                                                            torrent::Selection::of(p.partfile_from_partfile).to_string()))
                            : fmt::format("needed: the target's own partfile must hold the boundary pieces {}", pieces);
     out += fmt::format("  part   {}", part);
+    // A same-size file already at a delta path is kept as it is (merge does not overwrite it);
+    // the recheck decides whether its bytes are the torrent's.
+    constexpr std::size_t k_shown = 10;
+    for (std::size_t i = 0; i < p.preexisting.size() && i < k_shown; ++i)
+        out += fmt::format("\n  exists pre-existing file '{}' on '{}' ({} bytes) will be kept and checked by the recheck; "
+                           "if its bytes are not the torrent's the job fails and changes nothing",
+                           p.preexisting[i].path, p.target, p.preexisting[i].size);
+    if (p.preexisting.size() > k_shown)
+        out += fmt::format("\n  exists … and {} more pre-existing file(s) (see --json)", p.preexisting.size() - k_shown);
     return out;
 }
 

@@ -12,7 +12,9 @@
 # the tmpfs tests, dpkg), the tests run only what they build, python3 with its standard library,
 # python3-libtorrent, qbittorrent-nox and syncthing, and openssh-server with openssh-client
 # (tests/integration/test_ssh.py reaches a node through an sshd it starts on 127.0.0.1), and
-# e2fsprogs (tests/integration/test_merge_floor.py makes a small loop-mounted ext4).
+# e2fsprogs (tests/integration/test_merge_floor.py makes a small loop-mounted ext4), and
+# mktorrent with transmission-cli (transmission-create): tests/integration/test_creators.py
+# archives torrents made by the tools people use.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -20,6 +22,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev libxxhash-dev
   doctest-dev libtomlplusplus-dev
   qbittorrent-nox syncthing python3 python3-libtorrent openssl e2fsprogs openssh-server openssh-client
+  mktorrent transmission-cli
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -55,6 +55,8 @@ struct Prepared {
     RouteRef route;
     std::string route_state;
     std::string source_fingerprint, target_fingerprint;
+    std::string source_data_path;             // where the job reads the source's files (data_path)
+    std::vector<JobFile> preexisting;         // delta files already on the target at full size (kept, rechecked)
     std::string request_digest;
     std::optional<std::string> existing_job;  // identical unfinished job to continue
     std::vector<JobFile> delta_files, union_files;

@@ -14,6 +14,23 @@ namespace archctl::evict {
 
 namespace {
 
+// What a file's piece check found, from the verifier's report entry: "corrupt: piece(s) 3-4
+// failed their hash", "missing: …" (the verifier's detail), "short: …".
+std::string failure_of(const nlohmann::json& f) {
+    std::string verdict = f.value("verdict", "");
+    std::string detail = f.value("detail", "");
+    std::string corrupt = f.value("corrupt_pieces", ""), skipped = f.value("needs_skipped_pieces", "");
+    std::string blocked = f.value("blocked_pieces", "");
+    std::string why;
+    if (!corrupt.empty()) why = fmt::format("piece(s) {} failed their hash", corrupt);
+    else if (verdict == "needs_skipped" && !skipped.empty()) why = fmt::format("piece(s) {} need bytes of a file not on the archive", skipped);
+    else if (verdict == "incomplete" && !blocked.empty()) why = fmt::format("piece(s) {} need bytes of a missing file", blocked);
+    else if (!detail.empty()) why = detail;
+    else if (verdict == "short" || verdict == "oversized")
+        why = fmt::format("{} bytes, the torrent says {}", f.value("actual_size", nlohmann::json(0)).dump(), f.value("size", 0));
+    return why.empty() ? verdict : fmt::format("{}: {}", verdict, why);
+}
+
 // The piece verifier on the archive node's disk, for the files the proof names.
 Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const plan::ArchiveProof& proof) {
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
@@ -28,7 +45,8 @@ Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const
     if (report.value("verified", false)) return nlohmann::json{{"verified", true}, {"summary", report.value("summary", nlohmann::json())}};
     std::vector<std::string> bad;
     for (const auto& f : report.value("files", nlohmann::json::array()))
-        if (f.value("verdict", "") != "ok") bad.push_back(fmt::format("{} '{}' ({})", f.value("index", 0), f.value("path", ""), f.value("verdict", "")));
+        if (f.value("verdict", "") != "complete")
+            bad.push_back(fmt::format("{} '{}' ({})", f.value("index", 0), f.value("path", ""), failure_of(f)));
     return Error(ErrorCode::PROOF_FAILED, fmt::format("the piece check on '{}' did not verify {} file(s): {}", proof.node, bad.size(),
                                              fmt::join(bad, "; ")),
                  "nothing was deleted; repair the archive copy (a recheck in its qBittorrent) and rerun");

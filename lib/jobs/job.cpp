@@ -57,7 +57,7 @@ nlohmann::json JobDefinition::to_json() const {
             {"name", name},
             {"qb_id", qb_id},
             {"aliases", aliases},
-            {"source", {{"node", source}, {"save_path", source_save_path}, {"fingerprint", source_fingerprint}}},
+            {"source", {{"node", source}, {"save_path", source_save_path}, {"data_path", source_data_path}, {"fingerprint", source_fingerprint}}},
             {"target", {{"node", target}, {"save_path", target_save_path}, {"new", new_target}, {"fingerprint", target_fingerprint},
                         {"layout", torrent::to_string(target_layout)}}},
             {"route", {{"id", route.id}, {"source_path", route.source_path}, {"target_path", route.target_path}}},
@@ -93,6 +93,7 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
         d.aliases = j.at("aliases").get<std::vector<std::string>>();
         d.source = j.at("source").at("node");
         d.source_save_path = j.at("source").at("save_path");
+        d.source_data_path = j.at("source").value("data_path", d.source_save_path);  // older definitions: the save path
         d.source_fingerprint = j.at("source").value("fingerprint", "");
         d.target = j.at("target").at("node");
         d.target_save_path = j.at("target").at("save_path");

@@ -50,6 +50,11 @@ struct JobDefinition {
     std::vector<std::string> aliases;
     std::string source, target;              // node names
     std::string source_save_path, target_save_path;
+    // Where the source's files are read: qBittorrent's incomplete-downloads folder
+    // (download_path) while the torrent's content is there, else source_save_path.
+    std::string source_data_path;
+    // source_data_path, or the save path when the definition has none.
+    const std::string& source_files_path() const { return source_data_path.empty() ? source_save_path : source_data_path; }
     bool new_target = true;
     // The content layout a new target is added with (the source's; files' target_disk follow it).
     torrent::ContentLayout target_layout = torrent::ContentLayout::original;

@@ -364,12 +364,31 @@ Status check_target_paths(NodeHandle& target, const std::string& save_path, cons
     return {};
 }
 
+Result<std::vector<JobFile>> preexisting_target_files(NodeHandle& target, const std::string& save_path,
+                                                     const std::vector<JobFile>& files) {
+    node::TreeRequest request{.base = save_path, .paths = {}};
+    for (const auto& f : files) request.paths.push_back(f.at_target());
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
+    auto tree = node::Ops(*transport).tree(request);
+    if (!tree.ok()) return unreachable_path(tree.take_error());
+    std::vector<JobFile> out;
+    for (std::size_t i = 0; i < files.size() && i < tree->entries.size(); ++i) {
+        const node::TreeEntry& e = tree->entries[i];
+        if (e.type == "file" && e.stat && e.stat->size == files[i].size) out.push_back(files[i]);
+    }
+    return out;
+}
+
 Status check_source(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
     ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));
     if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
     if (view->save_path != run.def.source_save_path)
         return stale(fmt::format("the source placement on '{}' (moved to '{}')", run.def.source, view->save_path), run);
+    if (data_path(*view) != strip_trailing_slashes(run.def.source_files_path()))
+        return stale(fmt::format("the source files on '{}' (moved from '{}' to '{}')", run.def.source, run.def.source_files_path(),
+                                 data_path(*view)),
+                     run);
     if (fingerprint(*view) != run.def.source_fingerprint)
         return stale(fmt::format("the source placement on '{}' (selection or completion)", run.def.source), run);
     return {};
@@ -410,7 +429,7 @@ Status check_source_files(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
     ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));
     if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
-    SourceNeeds needs{.save_path = run.def.source_save_path,
+    SourceNeeds needs{.save_path = run.def.source_files_path(),
                       .files = run.def.files,
                       .partfile = run.def.partfile,
                       .boundary_pieces = run.def.boundary_pieces,

@@ -27,7 +27,7 @@ struct PartfileSourcing;
 
 // What a job reads from its source placement.
 struct SourceNeeds {
-    std::string save_path;                      // where the job reads the files (node path)
+    std::string save_path;                      // where the job reads the files (node path): the data path
     std::vector<JobFile> files;                 // the delta (read at JobFile::at_source)
     plan::PartfileNeed partfile = plan::PartfileNeed::none;
     std::vector<std::int64_t> boundary_pieces;  // pieces of the union that need skipped files' bytes
@@ -79,8 +79,9 @@ struct PartfileSourcing {
 
 // The source as the job will find it: `named` (the files whose qBittorrent names must be the
 // paths the placement's layout gives them, their `source_disk`: the union) named so (RENAMED_IN_QB), its
-// content in its save path and not in qBittorrent's incomplete-downloads folder
-// (SOURCE_INCOMPLETE), every delta file a regular file of its size reached without a symlink
+// content where the job reads it (`needs.save_path`: the save path, or qBittorrent's
+// incomplete-downloads folder while the content is there; elsewhere SOURCE_INCOMPLETE or
+// BAD_PATH), every delta file a regular file of its size reached without a symlink
 // (PATH_SYMLINK, NOT_REGULAR, NOT_FOUND, SOURCE_CHANGED), and, when the plan builds the part
 // file from the source, every boundary piece's outside bytes on the source's disk or in its
 // part file (source_partfile_plan; PARTFILE_UNSUPPORTED). `view` is the live source placement.
@@ -94,6 +95,12 @@ struct PartfileSourcing {
 // The target save path reached without a symlink, and no delta file's path there taken by a
 // symlink, a directory or anything but a regular file (PATH_SYMLINK, MERGE_CONFLICT).
 [[nodiscard]] Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files);
+
+// The delta files already on the target at their full size (regular files): merge keeps them as
+// they are and the recheck judges their bytes, so plan names them and a failed recheck says
+// which were there before.
+[[nodiscard]] Result<std::vector<JobFile>> preexisting_target_files(NodeHandle& target, const std::string& save_path,
+                                                                    const std::vector<JobFile>& files);
 
 // An existing v1 target that must verify the union's boundary pieces with its own bytes
 // (PartfileNeed::target_own): each boundary piece is in the target's part file, or every file

@@ -157,6 +157,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     ARCHCTL_TRY_ASSIGN(auto source_view, read_placement(*src, p.resource));
     if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst, p.resource));
+    p.source_data_path = data_path(*source_view);
     ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
     ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
     if (!meta.identity().same_resource(p.resource.identity))
@@ -177,7 +178,8 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     torrent::FileModel model(meta);
     if (!p.plan.empty_delta()) {
         // Plan is a promise: what the job's preflight would refuse is refused here, by the same checks.
-        SourceNeeds needs{.save_path = source_view->save_path,
+        ARCHCTL_TRY_STATUS(check_data_path_served(*source_view, src->config(), p.resource.name));
+        SourceNeeds needs{.save_path = p.source_data_path,
                           .files = files_of(model, p.plan.delta, p.plan),
                           .partfile = p.plan.partfile,
                           .boundary_pieces = p.plan.boundary_pieces,
@@ -191,6 +193,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
         needs.layout = &p.plan.source_layout;
         ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, p.plan.union_set, p.plan), p.resource.name));
         ARCHCTL_TRY_STATUS(check_target_paths(*dst, p.plan.target_save_path, needs.files));
+        ARCHCTL_TRY_ASSIGN(p.preexisting, preexisting_target_files(*dst, p.plan.target_save_path, needs.files));
         SourceNeeds at_target = needs;
         at_target.layout = &p.plan.target_layout;
         ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), at_target));
@@ -224,6 +227,7 @@ Result<std::string> Engine::create(const Prepared& p) {
     d.source = p.source;
     d.target = p.target;
     d.source_save_path = p.resource.placements.at(p.source).save_path;
+    d.source_data_path = p.source_data_path;
     d.target_save_path = p.plan.target_save_path;
     d.new_target = !p.plan.extends_existing;
     d.target_layout = p.plan.target_layout.layout;
@@ -285,6 +289,10 @@ nlohmann::json Prepared::to_json() const {
         j["plan"]["partfile"].update(
             {{"from_disk", partfile_from_disk}, {"from_partfile", partfile_from_partfile}, {"bytes", partfile_bytes}});
     j["disk"] = {{"free", target_free}, {"floor", min_free}, {"ok", plan.disk_ok}};
+    j["source_data_path"] = source_data_path;
+    nlohmann::json pre = nlohmann::json::array();
+    for (const auto& f : preexisting) pre.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});
+    j["preexisting"] = std::move(pre);
     return j;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
 
 namespace archctl::jobs {
@@ -102,9 +103,39 @@ Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, cons
     return std::optional<plan::PlacementView>(v);
 }
 
+namespace {
+
+// `path` is `dir` or below it, component-wise.
+bool at_or_below(const std::string& path_in, const std::string& dir_in) {
+    std::string path = strip_trailing_slashes(path_in), dir = strip_trailing_slashes(dir_in);
+    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+}  // namespace
+
+std::string data_path(const plan::PlacementView& v) {
+    const bool in_download_path = !v.download_path.empty() && !v.content_path.empty() && v.content_path.front() == '/' &&
+                                  at_or_below(v.content_path, v.download_path) && !at_or_below(v.content_path, v.save_path);
+    return strip_trailing_slashes(in_download_path ? v.download_path : v.save_path);
+}
+
+Status check_data_path_served(const plan::PlacementView& view, const config::NodeConfig& node, const std::string& name) {
+    std::string data = data_path(view);
+    if (data == strip_trailing_slashes(view.save_path) || at_or_below(data, node.qb_root)) return {};
+    return Error(ErrorCode::BAD_PATH,
+                 fmt::format("the files of '{}' on '{}' are in qBittorrent's incomplete-downloads folder '{}', outside the node's "
+                             "qb_root '{}'",
+                             name, view.node, data, node.qb_root),
+                 fmt::format("set nodes.{}.qb_root in the config to a directory that holds both '{}' and the save path '{}'",
+                             view.node, data, strip_trailing_slashes(view.save_path)));
+}
+
 std::string fingerprint(const plan::PlacementView& v) {
     std::string facts = fmt::format("{}\n{}\n{}\n{}\n{}", v.qb_id, v.save_path, v.selected.to_string(), v.complete.to_string(),
                                     v.names.size());
+    // Files in the incomplete-downloads folder: where they are is part of what a job relies on
+    // (added only then, so the fingerprint of every other placement is what it always was).
+    if (std::string data = data_path(v); data != strip_trailing_slashes(v.save_path)) facts += "\ndata " + data;
     unsigned char out[32];
     unsigned len = 0;
     EVP_Digest(facts.data(), facts.size(), out, &len, EVP_sha256(), nullptr);

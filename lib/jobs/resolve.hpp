@@ -33,6 +33,16 @@ struct Resource {
 // the node's qBittorrent does not have it.
 [[nodiscard]] Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, const Resource& resource);
 
+// Where the placement's files are now: qBittorrent's incomplete-downloads folder
+// (download_path) while its content path is there ("Keep incomplete torrents in"), else its
+// save path. qBittorrent moves the files to the save path when the torrent completes.
+[[nodiscard]] std::string data_path(const plan::PlacementView& view);
+
+// BAD_PATH naming the folder and the config key when the placement's files are in an
+// incomplete-downloads folder outside the node's qb_root (the node serves nothing there).
+[[nodiscard]] Status check_data_path_served(const plan::PlacementView& view, const config::NodeConfig& node,
+                                            const std::string& torrent_name);
+
 // Digest of what a job relies on about a placement (DESIGN.md §1 "fingerprint").
 [[nodiscard]] std::string fingerprint(const plan::PlacementView& view);
 

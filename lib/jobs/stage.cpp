@@ -52,7 +52,7 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     auto meta = torrent::parse_metainfo(run.metainfo, run.def.name);
     if (!meta.ok()) return StepResult::failed(meta.take_error());
     torrent::FileModel model(meta.value());
-    SourceNeeds needs{.save_path = run.def.source_save_path,
+    SourceNeeds needs{.save_path = run.def.source_files_path(),
                       .files = run.def.files,
                       .partfile = run.def.partfile,
                       .boundary_pieces = run.def.boundary_pieces,
@@ -136,7 +136,7 @@ StepResult step_stage(JobRun& run) {
     if (!transport.ok()) return StepResult::failed(transport.take_error());
     node::Ops ops(*transport.value());
     node::StageRequest request{.job_dir = job_dir(run.def.route.source_path, run.def.id),
-                               .source_base = run.def.source_save_path,
+                               .source_base = run.def.source_files_path(),
                                .files = source_entries(run.def.files),
                                .method = run.env.io.test.stage_method,
                                .verify_transit = run.def.verify_transit,

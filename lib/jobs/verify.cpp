@@ -275,6 +275,15 @@ Status wait_final_names(JobRun& run, NodeHandle& dst, const std::vector<std::uin
     }
 }
 
+// ", a pre-existing file merge kept: its bytes are not the torrent's" for a delta file that was
+// on the target before the job (merge provenance "preexisting"), else "".
+std::string preexisting_note(const JobRun& run, std::uint32_t index) {
+    for (const auto& p : run.ledger.merge_provenance)
+        if (p.value("index", std::uint32_t{0}) == index && p.value("provenance", "") == "preexisting")
+            return ", a pre-existing file on the target that merge kept: its bytes are not the torrent's";
+    return "";
+}
+
 // Every file of the union selected and at 100% after the recheck.
 Status check_verified(const JobRun& run, const std::vector<qb::TorrentFile>& files) {
     std::vector<std::string> short_files;
@@ -282,7 +291,7 @@ Status check_verified(const JobRun& run, const std::vector<qb::TorrentFile>& fil
         if (run.def.union_set.contains(f.index) && f.priority == 0)
             short_files.push_back(fmt::format("{} {} not selected (priority 0)", f.index, f.name));
         else if (run.def.union_set.contains(f.index) && f.progress < 1.0)
-            short_files.push_back(fmt::format("{} {} ({:.1f}%)", f.index, f.name, f.progress * 100));
+            short_files.push_back(fmt::format("{} {} ({:.1f}%{})", f.index, f.name, f.progress * 100, preexisting_note(run, f.index)));
     if (short_files.empty()) return {};
     return Error(ErrorCode::VERIFY_FAILED,
                  fmt::format("the recheck on '{}' did not verify {} file(s): {}", run.def.target, short_files.size(), fmt::join(short_files, "; ")),

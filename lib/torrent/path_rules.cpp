@@ -1,5 +1,7 @@
 #include "lib/torrent/path_rules.hpp"
 
+#include "lib/torrent/unicode.hpp"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -10,82 +12,8 @@
 namespace archctl::torrent {
 namespace {
 
-// Decodes one UTF-8 sequence at s[i]; returns its length, or 0 when malformed.
-std::size_t decode_one(std::string_view s, std::size_t i, char32_t& cp) {
-    auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-    unsigned char b0 = byte(i);
-    std::size_t len = 0;
-    char32_t min = 0;
-    if (b0 < 0x80) {
-        cp = b0;
-        return 1;
-    } else if ((b0 & 0xE0) == 0xC0) {
-        len = 2, cp = b0 & 0x1F, min = 0x80;
-    } else if ((b0 & 0xF0) == 0xE0) {
-        len = 3, cp = b0 & 0x0F, min = 0x800;
-    } else if ((b0 & 0xF8) == 0xF0) {
-        len = 4, cp = b0 & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (i + len > s.size()) return 0;
-    for (std::size_t k = 1; k < len; ++k) {
-        if ((byte(i + k) & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (byte(i + k) & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-}
-
 bool is_bidi_control(char32_t cp) {
     return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F;
-}
-
-// ASCII base letters that have a precomposed form with each combining mark (Unicode data for
-// the Latin-1 Supplement, Latin Extended-A/B and Latin Extended Additional blocks).
-struct Composition {
-    char32_t mark;
-    std::string_view bases;
-};
-constexpr std::array<Composition, 13> k_compositions{{
-    {0x0300, "AEINOUWYaeinouwy"},                           // grave
-    {0x0301, "ACEGIKLMNOPRSUWYZacegiklmnoprsuwyz"},         // acute
-    {0x0302, "ACEGHIJOSUWYZaceghijosuwyz"},                 // circumflex
-    {0x0303, "AEINOUVYaeinouvy"},                           // tilde
-    {0x0304, "AEGIOUYaegiouy"},                             // macron
-    {0x0306, "AEGIOUaegiou"},                               // breve
-    {0x0307, "BCDEFGHIMNPRSTWXYZbcdefghmnprstwxyz"},        // dot above
-    {0x0308, "AEHIOUWXYaehiotuwxy"},                        // diaeresis
-    {0x030A, "AUauwy"},                                     // ring above
-    {0x030B, "OUou"},                                       // double acute
-    {0x030C, "ACDEGHIKLNORSTUZacdeghijklnorstuz"},          // caron
-    {0x0327, "CDEGHKLNRSTcdeghklnrst"},                     // cedilla
-    {0x0328, "AEIOUaeiou"},                                 // ogonek
-}};
-
-bool composes(char32_t base, char32_t mark) {
-    if (base >= 0x80) return false;
-    for (const auto& c : k_compositions)
-        if (c.mark == mark) return c.bases.find(static_cast<char>(base)) != std::string_view::npos;
-    return false;
 }
 
 char32_t fold_one(char32_t cp) {
@@ -131,7 +59,7 @@ std::optional<std::string> character_violation(std::string_view element) {
         if (b < 0x20 || b == 0x7F)
             return fmt::format("element '{}' contains control character 0x{:02x}", printable(element), b);
         char32_t cp = 0;
-        std::size_t len = decode_one(element, i, cp);
+        std::size_t len = decode_utf8(element, i, cp);
         if (len == 0) return fmt::format("element '{}' is not valid UTF-8", printable(element));
         if (is_bidi_control(cp))
             return fmt::format("element '{}' contains bidi control U+{:04X}", printable(element),
@@ -139,6 +67,10 @@ std::optional<std::string> character_violation(std::string_view element) {
         i += len;
     }
     return std::nullopt;
+}
+
+std::string collision_key(std::string_view element) {
+    return fold_case(to_nfc(element));
 }
 
 bool is_pad_like(std::string_view element) {
@@ -150,21 +82,8 @@ bool is_pad_like(std::string_view element) {
 bool is_valid_utf8(std::string_view s) {
     for (std::size_t i = 0; i < s.size();) {
         char32_t cp = 0;
-        std::size_t len = decode_one(s, i, cp);
+        std::size_t len = decode_utf8(s, i, cp);
         if (len == 0) return false;
-        i += len;
-    }
-    return true;
-}
-
-bool is_nfc_stable(std::string_view s) {
-    char32_t prev = 0;
-    for (std::size_t i = 0; i < s.size();) {
-        char32_t cp = 0;
-        std::size_t len = decode_one(s, i, cp);
-        if (len == 0) return true;  // not UTF-8 at all: reported by the UTF-8 rule instead
-        if (i > 0 && composes(prev, cp)) return false;
-        prev = cp;
         i += len;
     }
     return true;
@@ -175,7 +94,7 @@ std::string fold_case(std::string_view s) {
     out.reserve(s.size());
     for (std::size_t i = 0; i < s.size();) {
         char32_t cp = 0;
-        std::size_t len = decode_one(s, i, cp);
+        std::size_t len = decode_utf8(s, i, cp);
         if (len == 0) {
             out.push_back(s[i]);
             ++i;
@@ -192,7 +111,7 @@ std::string printable(std::string_view s) {
     for (std::size_t i = 0; i < s.size();) {
         auto b = static_cast<unsigned char>(s[i]);
         char32_t cp = 0;
-        std::size_t len = decode_one(s, i, cp);
+        std::size_t len = decode_utf8(s, i, cp);
         if (len == 0 || b < 0x20 || b == 0x7F) {
             out += fmt::format("\\x{:02x}", b);
             ++i;
@@ -225,8 +144,6 @@ std::optional<std::string> element_violation(std::string_view element, PathPlatf
     if (element.size() > k_max_element_bytes)
         return fmt::format("element '{}…' is {} bytes long (limit {})", printable(element.substr(0, 32)),
                            element.size(), k_max_element_bytes);
-    if (!is_nfc_stable(element))
-        return fmt::format("element '{}' is not in Unicode NFC form (decomposed accents)", printable(element));
     if (platform == PathPlatform::windows_compatible)
         if (auto v = windows_violation(element)) return v;
     return std::nullopt;
@@ -261,22 +178,26 @@ Status check_payload_paths(std::string_view torrent_name, const std::vector<std:
     for (const auto& path : paths)
         if (auto v = path_violation(path, platform)) return unsafe_path_error(torrent_name, join_path(path), *v);
 
+    // Names are kept byte for byte (an NFD name is legal on every Linux file system); two paths
+    // collide when they are equal after NFC normalisation and case folding, as they would be
+    // on a normalising or case-insensitive file system and in Syncthing.
     // Folded full path → original, for files; folded directory prefixes → a file below them.
     std::map<std::string, std::string> files;
     std::map<std::string, std::string> dirs;
     for (const auto& path : paths) {
         std::string folded;
         for (std::size_t i = 0; i + 1 < path.size(); ++i) {
-            folded += fold_case(path[i]);
+            folded += collision_key(path[i]);
             dirs.emplace(folded, join_path(path));
             folded.push_back('/');
         }
-        folded += fold_case(path.back());
+        folded += collision_key(path.back());
         std::string joined = join_path(path);
         auto [it, inserted] = files.emplace(folded, joined);
         if (!inserted)
             return unsafe_path_error(torrent_name, joined,
-                                     fmt::format("same path as '{}' after case folding", printable(it->second)));
+                                     fmt::format("same path as '{}' after case folding and Unicode NFC normalisation",
+                                                 printable(it->second)));
     }
     for (const auto& [folded, original] : files) {
         auto d = dirs.find(folded);

@@ -13,11 +13,11 @@
 //  - bytes < 0x20 or 0x7F; invalid or overlong UTF-8, surrogates, code points > U+10FFFF;
 //  - bidi controls U+202A–U+202E, U+2066–U+2069, U+200E, U+200F;
 //  - an element longer than 255 bytes, a full path longer than 4095 bytes;
-//  - names that are not NFC-stable (see is_nfc_stable for the covered cases);
 //  - pad-like names (".pad" directory, "_____padding_file_") on non-pad files;
 //  (BEP 47 pad files obey every rule above except the pad-like name; they are never on disk, so
 //  the set rules below do not apply to them: pads of equal length often share one path.)
-//  - two paths equal after case folding, or a file path that is a directory prefix of another;
+//  - two paths equal after Unicode NFC normalisation and case folding (an NFD name alone is
+//    kept: Linux stores it byte for byte), or a file path that is a directory prefix of another;
 //  - with PathPlatform::windows_compatible also Windows device names, trailing '.' or space and
 //    the characters < > : " | ? *.
 
@@ -62,13 +62,6 @@ inline constexpr std::size_t k_max_path_bytes = 4095;
 
 // True when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
 [[nodiscard]] bool is_valid_utf8(std::string_view s);
-
-// Limited NFC-stability check. Returns false when an ASCII Latin letter is directly followed by
-// one of the common combining marks (U+0300–U+0304, U+0306–U+0308, U+030A–U+030C, U+0327,
-// U+0328) with which it has a precomposed form — the decomposed spellings macOS and some tools
-// produce ("cafe\u0301"). Not covered (accepted as stable): compositions on non-ASCII bases,
-// Hangul jamo, other combining marks and canonical reordering. Input must be valid UTF-8.
-[[nodiscard]] bool is_nfc_stable(std::string_view s);
 
 // Case folding used for duplicate detection: ASCII, Latin-1 Supplement, Latin Extended-A,
 // basic Greek and Cyrillic capitals map to lower case; everything else is kept. Input must be

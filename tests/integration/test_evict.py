@@ -265,6 +265,10 @@ class Evict(unittest.TestCase):
         self.assertEqual(rc, 1, err + out)
         self.assertIn("PROOF_FAILED", out)
         self.assertIn("pay/a.bin", out)
+        # Only the file that failed is listed, with what failed; verified files are not.
+        self.assertIn("did not verify 1 file(s): ", out)
+        self.assertRegex(out, r"'pay/a\.bin' \(corrupt: piece\(s\) [0-9]+ failed their hash\)")
+        self.assertNotIn("(complete)", out + err)
         self.assertEqual(len(LAB.qb("cache1").info([tid])), 1)
         self.assertEqual(listing(LAB.node("cache1")["qb_root"]), before_cache)
 

@@ -114,7 +114,11 @@ class Refusals(unittest.TestCase):
                    what="a.bin and c.bin complete in the temp path")
         t = qb.info([tid])[0]
         self.assertTrue(t["content_path"].startswith(download), t)
-        self.assert_refused(tid, "SOURCE_INCOMPLETE", contains="incomplete-downloads folder")
+        # Not a refusal any more: plan promises to read the complete files where qBittorrent keeps
+        # them (test_temp_path archives such a torrent end to end).
+        rc, out, err = LAB.archctl("plan", "archive", tid[:12], "--json")
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(json.loads(out)["source_data_path"], download)
 
     def test_d_symlinked_save_path(self):
         name = new_name("pp-link")

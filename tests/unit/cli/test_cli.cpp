@@ -67,6 +67,44 @@ TEST_CASE("usage errors exit 2, with a one-document --json error") {
     CHECK(run_archctl(s, {}).exit_code == 2);
 }
 
+TEST_CASE("usage errors name the missing argument or the unknown option as written") {
+    test::Scratch s;
+    auto missing = run_archctl(s, {"archive"});
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.err.find("archctl: error: archive: missing RES (resource: a v1/v2 info hash") != std::string::npos);
+    CHECK(missing.err.find("hint: see 'archctl archive --help'") != std::string::npos);
+    CHECK(missing.err.find("rES") == std::string::npos);
+    auto j = run_archctl(s, {"archive", "--json"});
+    CHECK(j.exit_code == 2);
+    json doc = json::parse(j.out);
+    CHECK(doc["error"]["code"] == "USAGE");
+    CHECK(doc["error"]["message"].get<std::string>().rfind("archive: missing RES (", 0) == 0);
+    CHECK(doc["error"]["hint"] == "see 'archctl archive --help'");
+    auto op = run_archctl(s, {"plan"});
+    CHECK(op.exit_code == 2);
+    CHECK(op.err.find("archctl: error: plan: missing OPERATION (archive, unarchive or evict)") != std::string::npos);
+    auto bad_op = run_archctl(s, {"plan", "bogus", "x"});
+    CHECK(bad_op.exit_code == 2);
+    CHECK(bad_op.err.find("plan: OPERATION: bogus") != std::string::npos);
+    CHECK(bad_op.err.find("oPERATION") == std::string::npos);
+    for (std::vector<std::string> argv : {std::vector<std::string>{"archive", "--bogus"},
+                                          std::vector<std::string>{"archive", "abcd1234", "--bogus"}}) {
+        auto unknown = run_archctl(s, argv);
+        CHECK(unknown.exit_code == 2);
+        CHECK(unknown.err.find("archctl: error: archive: unknown option '--bogus'") != std::string::npos);
+        CHECK(unknown.err.find("required") == std::string::npos);
+    }
+    auto extra = run_archctl(s, {"archive", "abcd1234", "surplus"});
+    CHECK(extra.exit_code == 2);
+    CHECK(extra.err.find("archctl: error: archive: unexpected argument 'surplus'") != std::string::npos);
+    auto top = run_archctl(s, {"--bogus", "--json"});
+    CHECK(top.exit_code == 2);
+    CHECK(json::parse(top.out)["error"]["message"] == "unknown option '--bogus'");
+    auto sub = run_archctl(s, {"job"});
+    CHECK(sub.exit_code == 2);
+    CHECK(sub.err.find("archctl: error: job: a subcommand is required") != std::string::npos);
+}
+
 TEST_CASE("evict refuses without configured nodes and prints nothing on stdout") {
     test::Scratch s;
     auto r = run_archctl(s, {"evict", "1838bf9a70c1", "--from", "seedbox"});

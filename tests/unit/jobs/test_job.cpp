@@ -6,6 +6,7 @@
 #include "lib/jobs/driver.hpp"
 #include "lib/jobs/engine.hpp"
 #include "lib/jobs/job.hpp"
+#include "lib/jobs/resolve.hpp"
 #include "lib/state/job_store.hpp"
 #include "tests/support/scratch.hpp"
 
@@ -35,6 +36,11 @@ TEST_CASE("a job definition survives its JSON form") {
     REQUIRE(back.ok());
     CHECK(back->to_json() == d.to_json());
     CHECK(back->summary() == "unarchive 1838bf9a70c1 nas → seedbox");
+    auto legacy = d.to_json();  // written before the data path existed
+    legacy["source"].erase("data_path");
+    auto old = JobDefinition::from_json(legacy);
+    REQUIRE(old.ok());
+    CHECK(old->source_data_path == "/tank/t/linux");
     auto broken = d.to_json();
     broken.erase("route");
     CHECK(JobDefinition::from_json(broken).error().code == "CORRUPT");
@@ -75,6 +81,41 @@ TEST_CASE("a job definition keeps each file's disk paths and the new target's la
     CHECK(old->files[0].at_target() == "pay/a.bin");
     j["target"]["layout"] = "Sideways";
     CHECK(JobDefinition::from_json(j).error().code == "CORRUPT");
+}
+
+TEST_CASE("the source data path: the download path while the content is there; older definitions read the save path") {
+    plan::PlacementView v;
+    v.node = "seedbox";
+    v.save_path = "/srv/t/linux/";
+    v.download_path = "/srv/t/.incomplete";
+    v.content_path = "/srv/t/.incomplete/pay";
+    CHECK(data_path(v) == "/srv/t/.incomplete");
+    config::NodeConfig node;
+    node.qb_root = "/srv/t";
+    CHECK(check_data_path_served(v, node, "pay").ok());
+    node.qb_root = "/srv/t/linux";
+    auto refused = check_data_path_served(v, node, "pay");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message ==
+          "the files of 'pay' on 'seedbox' are in qBittorrent's incomplete-downloads folder '/srv/t/.incomplete', outside the "
+          "node's qb_root '/srv/t/linux'");
+    CHECK(refused.error().hint.find("nodes.seedbox.qb_root") != std::string::npos);
+    v.content_path = "/srv/t/linux/pay";  // complete: qBittorrent moved it to the save path
+    CHECK(data_path(v) == "/srv/t/linux");
+    CHECK(check_data_path_served(v, node, "pay").ok());
+    v.download_path = "/srv/t/.incompletely";  // a sibling with a common prefix is not "below"
+    v.content_path = "/srv/t/.incompletely/pay";
+    CHECK(data_path(v) == "/srv/t/.incompletely");
+    v.content_path = "/srv/t/.incomplete/pay";
+    CHECK(data_path(v) == "/srv/t/linux");
+
+    JobDefinition d;
+    d.source_save_path = "/srv/t/linux";
+    CHECK(d.source_files_path() == "/srv/t/linux");
+    d.source_data_path = "/srv/t/.incomplete";
+    CHECK(d.source_files_path() == "/srv/t/.incomplete");
+    auto j = d.to_json();
+    CHECK(j["source"]["data_path"] == "/srv/t/.incomplete");
 }
 
 TEST_CASE("a ledger survives its JSON form; unknown fields default") {

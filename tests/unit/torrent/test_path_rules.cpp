@@ -2,6 +2,7 @@
 
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/path_rules.hpp"
+#include "lib/torrent/unicode.hpp"
 #include "tests/unit/torrent/torrent_builder.hpp"
 
 using namespace archctl::torrent;
@@ -61,9 +62,10 @@ TEST_CASE("path rules: element rules") {
     CHECK(has(element_rule("a\xe2\x80\x8f"), "U+200F"));
     CHECK_FALSE(element_violation(std::string(255, 'a')).has_value());
     CHECK(has(element_rule(std::string(256, 'a')), "256 bytes long"));
-    CHECK(has(element_rule("cafe\xcc\x81"), "not in Unicode NFC form"));  // e + U+0301
-    CHECK(has(element_rule("A\xcc\x88"), "NFC"));                         // A + U+0308
-    CHECK_FALSE(element_violation("q\xcc\x81").has_value());              // no precomposed q-acute
+    // Decomposed (NFD) names are legal on their own; only a collision refuses them.
+    CHECK_FALSE(element_violation("cafe\xcc\x81").has_value());  // e + U+0301
+    CHECK_FALSE(element_violation("A\xcc\x88").has_value());     // A + U+0308
+    CHECK_FALSE(element_violation("q\xcc\x81").has_value());     // no precomposed q-acute
 }
 
 TEST_CASE("path rules: Windows rules only when asked") {
@@ -116,8 +118,16 @@ TEST_CASE("path rules: set rules (case folding, NFC, file vs directory)") {
     auto prefix = check_payload_paths("t", {{"r", "a"}, {"r", "a", "b"}});
     REQUIRE_FALSE(prefix.ok());
     CHECK(has(prefix.error().message, "file 'r/a': is also a directory of 'r/a/b'"));
-    // NFD spelling is refused outright, so an NFC/NFD pair can never coexist.
-    CHECK_FALSE(check_payload_paths("t", {{"r", "caf\xc3\xa9"}, {"r", "cafe\xcc\x81"}}).ok());
+    // An NFD name alone is kept; an NFC/NFD pair of the same name is refused naming both.
+    CHECK(check_payload_paths("t", {{"r", "cafe\xcc\x81.txt"}, {"r", "cafe.txt"}}).ok());
+    auto nfd = check_payload_paths("t", {{"r", "caf\xc3\xa9.txt"}, {"r", "cafe\xcc\x81.txt"}});
+    REQUIRE_FALSE(nfd.ok());
+    CHECK(nfd.error().message ==
+          "unsafe path in torrent 't': file 'r/cafe\xcc\x81.txt': same path as 'r/caf\xc3\xa9.txt' after case folding "
+          "and Unicode NFC normalisation");
+    // Directories normalise too: two spellings of one folder are one folder.
+    CHECK_FALSE(check_payload_paths("t", {{"r", "CAFE\xcc\x81", "x"}, {"r", "caf\xc3\xa9", "x"}}).ok());
+    CHECK_FALSE(check_payload_paths("t", {{"r", "CAFE\xcc\x81"}, {"r", "caf\xc3\xa9", "y"}}).ok());
 }
 
 TEST_CASE("path rules: fold_case and printable") {
@@ -148,7 +158,42 @@ TEST_CASE("path rules: every must-reject case is refused by parse_metainfo with 
     CHECK(has(torrent_error({"ok.txt", "inner"}), "is also a directory"));
     CHECK(has(torrent_error({".pad", "4"}), "named like a pad"));
     CHECK(has(torrent_error({"a", "..", "b"}, MemKind::hybrid), "element '..' is not allowed"));
-    CHECK(has(torrent_error({"n\xcc\x83o"}, MemKind::v2), "NFC"));
+}
+
+TEST_CASE("path rules: parse_metainfo keeps an NFD name and refuses an NFC/NFD pair") {
+    for (auto kind : {MemKind::v1, MemKind::v2, MemKind::hybrid}) {
+        MemTorrent one;
+        one.kind = kind;
+        one.files = {MemFile{{"cafe\xcc\x81.txt"}, "nfd", ""}};
+        auto parsed = parse_metainfo(one.encode(), "t.torrent");
+        REQUIRE(parsed.ok());
+        CHECK(parsed.value().files().at(0).path.back() == "cafe\xcc\x81.txt");
+
+        MemTorrent two;
+        two.kind = kind;
+        two.files = {MemFile{{"caf\xc3\xa9.txt"}, "nfc", ""}, MemFile{{"cafe\xcc\x81.txt"}, "nfd", ""}};
+        if (kind != MemKind::v1) std::swap(two.files[0], two.files[1]);  // v2 trees are sorted
+        auto refused = parse_metainfo(two.encode(), "t.torrent");
+        REQUIRE_FALSE(refused.ok());
+        CHECK(has(refused.error().message, "caf\xc3\xa9.txt"));
+        CHECK(has(refused.error().message, "cafe\xcc\x81.txt"));
+        CHECK(has(refused.error().message, "NFC"));
+    }
+}
+
+TEST_CASE("unicode: to_nfc composes, reorders and keeps what it does not know") {
+    CHECK(to_nfc("cafe\xcc\x81") == "caf\xc3\xa9");                  // e + U+0301 → é
+    CHECK(to_nfc("caf\xc3\xa9") == "caf\xc3\xa9");                    // already NFC
+    CHECK(to_nfc("A\xcc\x88") == "\xc3\x84");                         // Ä
+    CHECK(to_nfc("a\xcc\x82\xcc\xa3") == "\xe1\xba\xad");            // â + dot below → ậ (reordered)
+    CHECK(to_nfc("a\xcc\xa3\xcc\x82") == "\xe1\xba\xad");            // ạ + circumflex → ậ
+    CHECK(to_nfc("q\xcc\x81") == "q\xcc\x81");                        // no precomposed q-acute
+    CHECK(to_nfc("\xe2\x84\xab") == "\xc3\x85");                      // Angstrom sign → Å
+    CHECK(to_nfc("\xe1\xbd\xb1") == "\xce\xac");                      // Greek ά (oxia) → ά (tonos)
+    CHECK(to_nfc("\xd0\x98\xcc\x86") == "\xd0\x99");                  // И + breve → Й
+    CHECK(to_nfc("\xe3\x81\x8b\xe3\x82\x99") == "\xe3\x81\x8c");     // か + dakuten → が
+    CHECK(to_nfc("\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab") == "\xed\x95\x9c");  // Hangul jamo → 한
+    CHECK(to_nfc("a\xff" "b") == "a\xff" "b");                                 // bytes that are not UTF-8 stay
 }
 
 TEST_CASE("path rules: torrent name, symlinks and utf-8 variants") {
