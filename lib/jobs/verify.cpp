@@ -58,7 +58,11 @@ Result<std::vector<qb::TorrentFile>> recheck_and_wait(Clock& clock, qb::Api& cli
             return Error(ErrorCode::DOWNLOAD_ATTEMPT, fmt::format("qBittorrent tried to download torrent '{}' (state {})", id.substr(0, 12), infos[0].state),
                          "archctl never downloads; the job failed before commit");
         if (s == qb::RunState::checking) { saw_checking = true; continue; }
-        bool settled = saw_checking || infos[0].progress >= 1.0 || clock.steady() - begun > std::chrono::seconds(4);
+        // Until qBittorrent reports the check (or long enough has passed for a check too short to
+        // be seen), a stopped torrent at 100% is the state before it: qBittorrent refreshes its
+        // torrent states only every RefreshInterval, and a torrent started before the check it
+        // has queued ends is stopped again by that check.
+        bool settled = saw_checking || clock.steady() - begun > std::chrono::seconds(4);
         if (s == qb::RunState::error) return Error(ErrorCode::QB_ERROR, fmt::format("qBittorrent reports an error for '{}'", id.substr(0, 12)));
         if (settled && s == qb::RunState::stopped) return client.files(id);
         if (clock.steady() - begun > std::chrono::minutes(30))
@@ -324,6 +328,31 @@ Status commit(JobRun& run, NodeHandle& dst) {
 
 // After the commit: the files readable, the add's tag dropped (its proof of ownership has served
 // its purpose), and the torrent started when it is new or was running before.
+// Started, and seen started: a check qBittorrent still had queued when it was started stops the
+// torrent again when it ends, so a torrent seen stopped (not checking) a while after the start is
+// started once more.
+Status start_and_confirm(JobRun& run, qb::Api& tqb) {
+    const std::string& id = run.def.qb_id;
+    ARCHCTL_TRY_STATUS(tqb.start({id}));
+    auto last_start = run.clock().steady();
+    const auto deadline = last_start + std::chrono::seconds(15);
+    for (;;) {
+        ARCHCTL_TRY_ASSIGN(auto infos, tqb.torrents({id}));
+        if (infos.empty() || qb::is_started(infos[0].run_state)) return {};
+        auto now = run.clock().steady();
+        if (now > deadline) {
+            run.log(fmt::format("archctl: warning: qBittorrent on '{}' shows torrent {} {} after it was started; start it there",
+                                run.def.target, id.substr(0, 12), infos[0].state));
+            return {};
+        }
+        if (infos[0].run_state == qb::RunState::stopped && now - last_start > std::chrono::seconds(2)) {
+            ARCHCTL_TRY_STATUS(tqb.start({id}));
+            last_start = now;
+        }
+        run.clock().sleep_for(std::chrono::milliseconds(200));
+    }
+}
+
 Status start_target(JobRun& run, NodeHandle& dst) {
     qb::Api& tqb = dst.qb();
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
@@ -332,7 +361,7 @@ Status start_target(JobRun& run, NodeHandle& dst) {
     ARCHCTL_TRY_STATUS(node::Ops(*transport).chmod_readable(readable));
     if (!run.ledger.target_tag.empty()) ARCHCTL_TRY_STATUS(tqb.delete_tags({run.ledger.target_tag}));
     bool start = run.def.new_target || run.ledger.target_baseline.value("started", false);
-    if (start) ARCHCTL_TRY_STATUS(tqb.start({run.def.qb_id}));
+    if (start) ARCHCTL_TRY_STATUS(start_and_confirm(run, tqb));
     run.ledger.started_target = true;
     ARCHCTL_TRY_STATUS(run.save());
     return run.event(start ? "target_started" : "target_restored");
