@@ -193,6 +193,16 @@ Error bytes_nowhere(const std::string& node, const std::string& partfile_path, c
 
 }  // namespace
 
+SourceNeeds needs_of(const JobDefinition& def, const std::string& save_path) {
+    return SourceNeeds{.save_path = save_path,
+                       .files = def.files,
+                       .partfile = def.partfile,
+                       .boundary_pieces = def.boundary_pieces,
+                       .union_set = def.union_set,
+                       .piece_count = def.piece_count,
+                       .piece_length = def.piece_length};
+}
+
 std::string source_disk_path(const SourceNeeds& needs, std::uint32_t index) {
     if (needs.layout) {
         std::string disk = needs.layout->disk_path(index);
@@ -429,13 +439,7 @@ Status check_source_files(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
     ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));
     if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
-    SourceNeeds needs{.save_path = run.def.source_files_path(),
-                      .files = run.def.files,
-                      .partfile = run.def.partfile,
-                      .boundary_pieces = run.def.boundary_pieces,
-                      .union_set = run.def.union_set,
-                      .piece_count = run.def.piece_count,
-                      .piece_length = run.def.piece_length};
+    SourceNeeds needs = needs_of(run.def, run.def.source_files_path());
     std::optional<torrent::Metainfo> meta;
     std::optional<torrent::FileModel> model;
     if (needs.partfile == plan::PartfileNeed::carry_source) {
@@ -478,14 +482,8 @@ StepResult step_preflight(JobRun& run) {
         if (run.def.partfile == plan::PartfileNeed::target_own && !run.ledger.target_touched) {
             ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name));
             torrent::FileModel model(meta);
-            SourceNeeds needs{.save_path = run.def.target_save_path,
-                              .files = run.def.files,
-                              .partfile = run.def.partfile,
-                              .boundary_pieces = run.def.boundary_pieces,
-                              .union_set = run.def.union_set,
-                              .piece_count = run.def.piece_count,
-                              .piece_length = run.def.piece_length,
-                              .model = &model};
+            SourceNeeds needs = needs_of(run.def, run.def.target_save_path);
+            needs.model = &model;
             // The target's files outside the union, where its own layout puts them.
             ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst.value(), resource_of(run.def)));
             std::optional<torrent::PlacementLayout> layout;

@@ -65,6 +65,10 @@ struct PartfileSourcing {
     bool reads_partfile() const { return !from_partfile.empty(); }
 };
 
+// What job `def` reads below `save_path` (its source data path, or the target's save path for
+// the target's own part file); model, hashes and layout unset.
+[[nodiscard]] SourceNeeds needs_of(const JobDefinition& def, const std::string& save_path);
+
 // File `index`'s path below needs.save_path: where needs.layout puts it, else its metainfo path.
 [[nodiscard]] std::string source_disk_path(const SourceNeeds& needs, std::uint32_t index);
 

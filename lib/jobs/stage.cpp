@@ -52,15 +52,9 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     auto meta = torrent::parse_metainfo(run.metainfo, run.def.name);
     if (!meta.ok()) return StepResult::failed(meta.take_error());
     torrent::FileModel model(meta.value());
-    SourceNeeds needs{.save_path = run.def.source_files_path(),
-                      .files = run.def.files,
-                      .partfile = run.def.partfile,
-                      .boundary_pieces = run.def.boundary_pieces,
-                      .union_set = run.def.union_set,
-                      .piece_count = run.def.piece_count,
-                      .piece_length = run.def.piece_length,
-                      .model = &model,
-                      .piece_hashes = &meta.value().v1_pieces()};
+    SourceNeeds needs = needs_of(run.def, run.def.source_files_path());
+    needs.model = &model;
+    needs.piece_hashes = &meta.value().v1_pieces();
     // The neighbours' paths on the source's disk: where its live layout puts them.
     Resource resource;
     resource.identity = run.def.identity;
