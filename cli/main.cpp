@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -199,8 +201,18 @@ int run(int argc, char** argv) {
     }
     allow_global_options_everywhere(app);
 
+    // `archctl help [COMMAND...]` is `archctl [COMMAND...] --help`, as in git.
+    std::vector<char*> args(argv, argv + argc);
+    static char help_flag[] = "--help";
+    if (args.size() >= 2 && std::strcmp(args[1], "help") == 0) {
+        args.erase(args.begin() + 1);
+        // An unknown command stays one: the parse below names it.
+        bool known = args.size() == 1;
+        for (const CommandSpec& spec : command_table()) known = known || std::string_view(spec.name) == args[1];
+        if (known) args.push_back(help_flag);
+    }
     try {
-        app.parse(argc, argv);
+        app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
         return finish(Outcome::usage(usage_error(app, e)), argv_has_json(argc, argv), "");

@@ -52,6 +52,23 @@ TEST_CASE("--version and --help exit 0; help groups porcelain and plumbing") {
     for (const char* cmd : {"node", "torrent"}) CHECK(h.out.find(std::string("  ") + cmd + " ") > plumbing);
 }
 
+TEST_CASE("help COMMAND is COMMAND --help") {
+    test::Scratch s;
+    auto r = run_archctl(s, {"help", "archive"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == run_archctl(s, {"archive", "--help"}).out);
+    CHECK(r.out.find("RES") != std::string::npos);
+    auto nested = run_archctl(s, {"help", "job", "show"});
+    CHECK(nested.exit_code == 0);
+    CHECK(nested.out == run_archctl(s, {"job", "show", "--help"}).out);
+    auto top = run_archctl(s, {"help"});
+    CHECK(top.exit_code == 0);
+    CHECK(top.out == run_archctl(s, {"--help"}).out);
+    auto unknown = run_archctl(s, {"help", "bogus"});
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.err.find("unknown command 'bogus'") != std::string::npos);
+}
+
 TEST_CASE("usage errors exit 2, with a one-document --json error") {
     test::Scratch s;
     auto r = run_archctl(s, {"bogus"});
