@@ -10,6 +10,7 @@ const std::vector<CommandSpec>& command_table() {
         {"archive", Group::porcelain, "move a resource from a cache node to an archive node", register_archive, Needs::nodes},
         {"unarchive", Group::porcelain, "move a resource from an archive node back to a cache node", register_unarchive, Needs::nodes},
         {"evict", Group::porcelain, "remove a cache copy once archive copies are proven", register_evict, Needs::nodes},
+        {"tier", Group::porcelain, "keep a cache node below a free-space goal: archive, prove, evict (config [tier.NAME])", register_tier, Needs::nodes},
         {"resume", Group::porcelain, "drive every unfinished job under this run's budgets", register_resume, Needs::nodes},
         {"status", Group::porcelain, "nodes, routes, placements and jobs", register_status, Needs::config},
         {"route", Group::porcelain, "list, check and provision Syncthing routes", register_route, Needs::state},

@@ -10,6 +10,7 @@ Runner register_archive(CLI::App& app);
 Runner register_unarchive(CLI::App& app);
 Runner register_evict(CLI::App& app);
 Runner register_resume(CLI::App& app);
+Runner register_tier(CLI::App& app);
 Runner register_status(CLI::App& app);
 Runner register_route(CLI::App& app);
 Runner register_job(CLI::App& app);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/confirm.hpp"
 #include "cli/services.hpp"
@@ -50,7 +51,22 @@ Outcome evict_outcome(Context& ctx, const jobs::RunResult& r, nlohmann::json res
     return Outcome::failed(e, result);
 }
 
-Outcome run_evict(Context& ctx, const EvictOptions& o) {
+BatchRequest batch_of(const EvictOptions& o) {
+    BatchRequest r;
+    r.op = BatchOp::evict;
+    r.select = o.select;
+    r.from = o.from;
+    r.verify_archive = o.verify_archive;
+    r.yes = o.yes;
+    r.confirm = o.confirm;
+    return r;
+}
+
+Outcome run_evict(Context& ctx, const EvictOptions& options) {
+    if (is_batch(options.select)) return run_batch(ctx, batch_of(options));
+    if (options.select.res.empty()) return Outcome::usage(missing_res("evict"));
+    EvictOptions o = options;
+    o.res = o.select.res.front();
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
     Services& s = *services.value();
@@ -91,7 +107,11 @@ std::string confirm_line(const EvictOptions& o, const evict::EvictPrepared& p, c
 
 }  // namespace
 
-Outcome run_plan_evict(Context& ctx, const EvictOptions& o) {
+Outcome run_plan_evict(Context& ctx, const EvictOptions& options) {
+    if (is_batch(options.select)) return run_batch_plan(ctx, batch_of(options));
+    if (options.select.res.empty()) return Outcome::usage(missing_res("plan evict"));
+    EvictOptions o = options;
+    o.res = o.select.res.front();
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
     Services& s = *services.value();
@@ -121,7 +141,7 @@ Outcome run_plan_evict(Context& ctx, const EvictOptions& o) {
 
 Runner register_evict(CLI::App& app) {
     auto o = std::make_shared<EvictOptions>();
-    app.add_option("RES", o->res, "resource: a v1/v2 info hash or a prefix of at least 8 hex")->required();
+    add_select_options(app, o->select);
     app.add_option("--from", o->from, "cache node (default: the one cache node that has it)")->type_name("CACHE");
     app.add_flag("--verify-archive", o->verify_archive, "check the pieces of the covered files on each archive node's disk first");
     app.add_flag("--yes", o->yes, "do not ask for confirmation");

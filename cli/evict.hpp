@@ -4,11 +4,13 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/transfer_common.hpp"
 
 namespace archctl::cli {
 
 struct EvictOptions {
-    std::string res;
+    SelectOptions select;
+    std::string res;  // the one RES when not a batch
     std::string from;
     bool verify_archive = false;
     bool yes = false;

@@ -1,7 +1,10 @@
-// archctl plan archive|unarchive RES: read-only; prints the arithmetic and a confirmation token.
+// archctl plan archive|unarchive|evict RES... and plan tier [NAME]: read-only; prints the arithmetic
+// and a confirmation token.
 #include <fmt/format.h>
 
+#include "cli/batch.hpp"
 #include "cli/commands.hpp"
+#include "cli/tier.hpp"
 #include "cli/evict.hpp"
 #include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
@@ -33,15 +36,31 @@ Outcome run_plan_evict_from(Context& ctx, const PlanOptions& o) {
         return Outcome::usage(Error(ErrorCode::USAGE, "'plan evict' takes RES, --from and --verify-archive only",
                                     "evict removes one whole cache placement"));
     EvictOptions e;
-    e.res = t.res;
+    e.select = t.select;
     e.from = t.from;
     e.verify_archive = o.verify_archive;
     return run_plan_evict(ctx, e);
 }
 
-Outcome run_plan_transfer(Context& ctx, const PlanOptions& o, plan::Operation op) {
-    if (o.verify_archive)
+Outcome run_plan_transfer(Context& ctx, const PlanOptions& options, plan::Operation op) {
+    if (options.verify_archive)
         return Outcome::usage(Error(ErrorCode::USAGE, "--verify-archive belongs to 'plan evict'"));
+    const TransferOptions& t = options.transfer;
+    if (is_batch(t.select)) {
+        if (!t.files.empty() || !t.file_paths.empty() || !t.dir_paths.empty())
+            return Outcome::usage(Error(ErrorCode::USAGE, "--files, --file and --dir take a single RES, not a batch",
+                                        "select files of one resource at a time"));
+        BatchRequest r;
+        r.op = op == plan::Operation::archive ? BatchOp::archive : BatchOp::unarchive;
+        r.select = t.select;
+        r.from = t.from;
+        r.to = t.to;
+        r.verify_transit = t.verify_transit;
+        return run_batch_plan(ctx, r);
+    }
+    if (t.select.res.empty()) return Outcome::usage(missing_res("plan " + options.op_name));
+    PlanOptions o = options;
+    o.transfer.res = t.select.res.front();
     auto request = to_request(op, o.transfer);
     if (!request.ok()) return Outcome::usage(request.take_error());
     request.value().route_mode = jobs::TransferRequest::RouteMode::look_up;  // plan moves and writes nothing
@@ -86,12 +105,20 @@ const Planner k_planners[] = {
     {"archive", [](Context& ctx, const PlanOptions& o) { return run_plan_transfer(ctx, o, plan::Operation::archive); }},
     {"unarchive", [](Context& ctx, const PlanOptions& o) { return run_plan_transfer(ctx, o, plan::Operation::unarchive); }},
     {"evict", run_plan_evict_from},
+    {"tier", [](Context& ctx, const PlanOptions& o) {
+         const TransferOptions& t = o.transfer;
+         if (has_filter(t.select) || t.select.res.size() > 1 || !t.from.empty() || !t.to.empty() || !t.files.empty() ||
+             !t.file_paths.empty() || !t.dir_paths.empty() || t.verify_transit || o.verify_archive)
+             return Outcome::usage(Error(ErrorCode::USAGE, "'plan tier' takes at most a policy NAME",
+                                         "the policy's [tier.NAME] table in config says what it selects"));
+         return run_plan_tier(ctx, t.select.res.empty() ? std::string() : t.select.res.front());
+     }},
 };
 
 Outcome run_plan(Context& ctx, const PlanOptions& o) {
     for (const Planner& p : k_planners)
         if (o.op_name == p.operation) return p.run(ctx, o);
-    return Outcome::usage(Error(ErrorCode::USAGE, fmt::format("no operation '{}'", o.op_name), "archive, unarchive or evict"));
+    return Outcome::usage(Error(ErrorCode::USAGE, fmt::format("no operation '{}'", o.op_name), "archive, unarchive, evict or tier"));
 }
 
 }  // namespace
@@ -100,8 +127,12 @@ Runner register_plan(CLI::App& app) {
     auto o = std::make_shared<PlanOptions>();
     std::vector<std::string> operations;
     for (const Planner& p : k_planners) operations.emplace_back(p.operation);
-    app.add_option("OPERATION", o->op_name, "archive, unarchive or evict")->required()->check(CLI::IsMember(operations));
-    add_transfer_options(app, o->transfer);
+    app.add_option("OPERATION", o->op_name, "archive, unarchive, evict or tier")->required()->check(CLI::IsMember(operations));
+    add_transfer_options(app, o->transfer, false);
+    // RES is required unless a filter chooses, or the operation is tier (its policy chooses).
+    app.parse_complete_callback([o] {
+        if (o->op_name != "tier" && o->transfer.select.res.empty() && !has_filter(o->transfer.select)) throw CLI::RequiredError("RES");
+    });
     app.add_flag("--verify-archive", o->verify_archive, "evict: the archive copies will be proven by a piece check on their disks");
     return [o](Context& ctx) { return run_plan(ctx, *o); };
 }

@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
+#include "lib/base/clock.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::cli {
@@ -35,8 +36,15 @@ Outcome run_resume(Context& ctx, const ResumeOptions& o) {
     bool any_stopped = false, any_failed = false;
     std::string stop_text;
     Error first_error;
+    jobs::SharedBudgets shared(budgets.value(), s.io.clock->steady());
     for (const auto& id : ids) {
-        auto r = s.driver->run(id, budgets.value());
+        if (auto stop = shared.exhausted(s.io.clock->steady())) {
+            any_stopped = true;
+            stop_text = stop->text;
+            break;
+        }
+        auto r = s.driver->run(id, shared.next());
+        shared.count(r);
         s.progress->finish();
         runs.push_back(r.to_json());
         if (r.outcome == jobs::RunOutcome::stopped) {

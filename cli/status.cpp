@@ -15,6 +15,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
+#include "cli/tier.hpp"
 #include "lib/session/node_probe.hpp"
 #include "lib/config/config.hpp"
 #include "lib/base/units.hpp"
@@ -240,6 +241,8 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
         text += "\n" + render_placements(o.resources);
     }
     text += "\n" + (o.jobs_error.empty() ? render_jobs(o.jobs, JobFilter{}, result["jobs"]) : "jobs\n  (" + o.jobs_error + ")");
+    std::string policies = render_policies(*config.value(), state.ok() ? state.value() : nullptr, sessions, result["policies"]);
+    if (!policies.empty()) text += "\n" + policies;
     out.result(text);
     out.debug(fmt::format("{} HTTP requests to {} nodes", requests, o.probes.size()));
     if (unreachable.empty()) return Outcome::done(result);

@@ -1,5 +1,6 @@
 #include "cli/transfer_common.hpp"
 
+#include "cli/batch.hpp"
 #include "cli/confirm.hpp"
 #include "cli/services.hpp"
 
@@ -14,8 +15,8 @@
 
 namespace archctl::cli {
 
-void add_transfer_options(CLI::App& app, TransferOptions& o) {
-    app.add_option("RES", o.res, "resource: a v1/v2 info hash or a prefix of at least 8 hex")->required();
+void add_transfer_options(CLI::App& app, TransferOptions& o, bool res_required) {
+    add_select_options(app, o.select, res_required);
     app.add_option("--from", o.from, "source node (default: the one node that has it)")->type_name("NODE");
     app.add_option("--to", o.to, "target node (default: the one suitable node)")->type_name("NODE");
     app.add_option("--file", o.file_paths, "only this file (metainfo path, root folder first); repeatable")->type_name("PATH");
@@ -142,7 +143,32 @@ Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& r
     return Outcome::failed(e, result);
 }
 
-Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o, const BudgetOptions& b) {
+namespace {
+
+// archive/unarchive of several resources or a filter.
+Outcome run_transfer_batch(Context& ctx, plan::Operation op, const TransferOptions& o, const BudgetOptions& b) {
+    if (!o.files.empty() || !o.file_paths.empty() || !o.dir_paths.empty())
+        return Outcome::usage(Error(ErrorCode::USAGE, "--files, --file and --dir take a single RES, not a batch",
+                                    "select files of one resource at a time"));
+    BatchRequest r;
+    r.op = op == plan::Operation::archive ? BatchOp::archive : BatchOp::unarchive;
+    r.select = o.select;
+    r.from = o.from;
+    r.to = o.to;
+    r.verify_transit = o.verify_transit;
+    r.yes = o.yes;
+    r.confirm = o.confirm;
+    r.budgets = b;
+    return run_batch(ctx, r);
+}
+
+}  // namespace
+
+Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& options, const BudgetOptions& b) {
+    if (is_batch(options.select)) return run_transfer_batch(ctx, op, options, b);
+    if (options.select.res.empty()) return Outcome::usage(missing_res(plan::to_string(op)));
+    TransferOptions o = options;
+    o.res = o.select.res.front();
     auto request = to_request(op, o);
     if (!request.ok()) return Outcome::usage(request.take_error());
     auto services = ctx.services();

@@ -12,8 +12,17 @@
 
 namespace archctl::cli {
 
+// RES... and the filters as typed (cli/batch.hpp parses them, so errors name the option).
+struct SelectOptions {
+    std::vector<std::string> res;
+    bool all = false;
+    std::vector<std::string> categories, tags, names, exclude_categories, exclude_tags;
+    std::string completed_before, inactive_for, min_seeding_time, larger_than, min_ratio;
+};
+
 struct TransferOptions {
-    std::string res;
+    SelectOptions select;
+    std::string res;                          // the one RES when not a batch
     std::string from, to;
     std::vector<std::string> file_paths, dir_paths;
     std::string files;
@@ -30,7 +39,7 @@ struct BudgetOptions {
     bool no_wait = false;
 };
 
-void add_transfer_options(CLI::App& app, TransferOptions& o);
+void add_transfer_options(CLI::App& app, TransferOptions& o, bool res_required = true);
 void add_budget_options(CLI::App& app, BudgetOptions& o);
 
 Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o);

@@ -103,6 +103,7 @@ namespace archctl {
     X(ST_SERVER_ERROR) \
     X(ST_UNEXPECTED) \
     X(TARGET_INCOMPLETE) \
+    X(TIER_GOAL_UNREACHABLE) \
     X(TOKEN_EXPIRED) \
     X(TOKEN_MISMATCH) \
     X(TOKEN_SPENT) \

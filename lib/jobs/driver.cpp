@@ -56,6 +56,7 @@ RunResult stopped(KindRun& job, const std::string& job_id, const StepResult& r) 
     result.stop_text = r.text;
     result.step = job.step();
     result.detail = job.detail();
+    result.bytes_moved = job.bytes_moved();
     return result;
 }
 
@@ -130,6 +131,7 @@ RunResult drive(KindRun& job, const RunEnv& env, const std::string& job_id, Outa
     result.outcome = RunOutcome::done;
     result.step = "done";
     result.detail = job.detail();
+    result.bytes_moved = job.bytes_moved();
     return result;
 }
 
@@ -140,7 +142,7 @@ bool is_outage(const Error& e) {
            e.is(ErrorCode::QB_SERVER_ERROR) || e.is(ErrorCode::ST_SERVER_ERROR);
 }
 
-OutageWait::OutageWait(const RunEnv& env) : m_env(env), m_run_started(env.io.clock->steady()) {}
+OutageWait::OutageWait(const RunEnv& env) : m_env(env), m_run_started(env.budgets.run_started.value_or(env.io.clock->steady())) {}
 
 void OutageWait::clear() {
     m_since.reset();
@@ -169,6 +171,24 @@ StepResult OutageWait::wait(const Error& e) {
         clock.sleep_for(std::chrono::milliseconds(200));
     }
     return {};
+}
+
+SharedBudgets::SharedBudgets(Budgets base, SteadyTime started) : m_base(std::move(base)), m_started(started) {}
+
+Budgets SharedBudgets::next() const {
+    Budgets b = m_base;
+    b.moved_before = m_moved;
+    b.run_started = m_started;
+    return b;
+}
+
+std::optional<SharedBudgets::Stop> SharedBudgets::exhausted(SteadyTime now) const {
+    if (stop_requested()) return Stop{"interrupt", "interrupted (Ctrl-C)"};
+    if (m_base.max_bytes && m_moved >= *m_base.max_bytes)
+        return Stop{"budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(m_moved), format_size(*m_base.max_bytes))};
+    if (m_base.max_duration && now - m_started >= *m_base.max_duration)
+        return Stop{"deadline", fmt::format("deadline reached ({} this run)", format_duration(m_base.max_duration->count()))};
+    return std::nullopt;
 }
 
 Driver::Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io)

@@ -11,6 +11,7 @@
 // What a crash leaves: every step records its result durably before the next starts; a rerun
 // re-derives the rest from evidence (node journals, qBittorrent, Syncthing).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,31 @@ private:
     state::StateDir m_state;
     Nodes& m_nodes;
     EngineIo m_io;
+};
+
+// The budgets of one run that drives several jobs (resume, a batch, tier): each job's budgets
+// count what the run's earlier jobs moved, and the deadline counts from the run's start.
+//
+//   SharedBudgets shared(budgets, clock.steady());
+//   for (...) { if (auto stop = shared.exhausted(clock.steady())) break; shared.count(driver.run(id, shared.next())); }
+class SharedBudgets {
+public:
+    SharedBudgets(Budgets base, SteadyTime started);
+    // The budgets of the next job.
+    [[nodiscard]] Budgets next() const;
+    void count(const RunResult& r) { m_moved += r.bytes_moved; }
+    [[nodiscard]] std::uint64_t moved() const { return m_moved; }
+    // Before a job starts: the stop when the byte budget is spent or the deadline passed
+    // ({reason, text} as a job's stop would say it), else nullopt.
+    struct Stop {
+        std::string reason, text;
+    };
+    [[nodiscard]] std::optional<Stop> exhausted(SteadyTime now) const;
+
+private:
+    Budgets m_base;
+    SteadyTime m_started;
+    std::uint64_t m_moved = 0;
 };
 
 // Display retention (DESIGN.md §4): hide a finished job, keeping a tombstone so a rerun of the

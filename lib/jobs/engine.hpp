@@ -85,6 +85,10 @@ struct Budgets {
     // How long an unreachable qBittorrent, Syncthing or node is waited for, with backoff, before
     // the run stops with reason 'waiting' (the job stays unfinished; resume goes on).
     std::chrono::seconds outage_wait{300};
+    // Budgets shared by the jobs of one run (resume, a batch, tier): what the run's earlier jobs
+    // moved counts toward max_bytes, and max_duration counts from the run's start.
+    std::uint64_t moved_before = 0;
+    std::optional<SteadyTime> run_started;
 };
 
 enum class RunOutcome { done, stopped, failed };
@@ -99,6 +103,7 @@ struct RunResult {
     nlohmann::json detail = nlohmann::json::object();  // what the kind reports (evict: files removed, bytes freed)
     std::string ended;            // cancel of a job that had already ended: its state (done|failed|cancelled)
     bool compensated = false;     // this run finished a compensation an earlier run left; `ended` says how the job ended
+    std::uint64_t bytes_moved = 0;  // payload bytes this run copied and synced for the job (shared budgets count them)
     nlohmann::json to_json() const;
 };
 

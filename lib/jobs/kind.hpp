@@ -110,6 +110,8 @@ public:
     virtual std::string cancel_finishes_text() const { return {}; }
     // What this kind reports with a run's result (evict: files removed, bytes freed).
     virtual nlohmann::json detail() const { return nlohmann::json::object(); }
+    // Payload bytes this run moved for the job (copied and synced).
+    virtual std::uint64_t bytes_moved() const { return 0; }
 };
 
 // Waits out an outage: sleeps with backoff (1 s doubling to 15 s) while the window lasts, in

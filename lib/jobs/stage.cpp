@@ -143,7 +143,7 @@ StepResult step_stage(JobRun& run) {
         request.aux.push_back(node::StageAux::already_present(node::k_partfile_aux));
     }
     if (run.env.budgets.max_bytes) {
-        std::uint64_t used = run.session_bytes();
+        std::uint64_t used = run.env.budgets.moved_before + run.session_bytes();
         request.budget_bytes = *run.env.budgets.max_bytes > used ? *run.env.budgets.max_bytes - used : 1;
     }
     StageSink sink(run, ops);

@@ -44,10 +44,11 @@ void JobRun::note_kept(const std::string& node, nlohmann::json entry, const std:
 
 std::optional<StepResult> JobRun::should_stop() const {
     if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
-    if (env.budgets.max_bytes && session_bytes() >= *env.budgets.max_bytes)
-        return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(session_bytes()),
+    const std::uint64_t moved = env.budgets.moved_before + session_bytes();
+    if (env.budgets.max_bytes && moved >= *env.budgets.max_bytes)
+        return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(moved),
                                                          format_size(*env.budgets.max_bytes)));
-    if (env.budgets.max_duration && clock().steady() - started >= *env.budgets.max_duration)
+    if (env.budgets.max_duration && clock().steady() - env.budgets.run_started.value_or(started) >= *env.budgets.max_duration)
         return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(env.budgets.max_duration->count())));
     return std::nullopt;
 }
@@ -88,6 +89,7 @@ public:
         : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, {}} {}
 
     std::string summary() const override { return m_run.def.summary(); }
+    std::uint64_t bytes_moved() const override { return m_run.session_bytes(); }
 
     Status open(Result<nlohmann::json> ledger) override {
         m_run.ledger = Ledger{};
@@ -166,6 +168,7 @@ public:
         r.error = e;
         r.job_id = m_run.def.id;
         r.step = m_run.ledger.step;
+        r.bytes_moved = m_run.session_bytes();
         if (!m_run.ledger.committed) {
             m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
             Status comp = compensate_waiting(e);
@@ -305,7 +308,7 @@ const Kind& transfer_kind() {
 }
 
 nlohmann::json RunResult::to_json() const {
-    nlohmann::json j = {{"job", job_id}, {"step", step}};
+    nlohmann::json j = {{"job", job_id}, {"step", step}, {"bytes_moved", bytes_moved}};
     j["outcome"] = outcome == RunOutcome::done ? "done" : outcome == RunOutcome::stopped ? "stopped" : "failed";
     if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
     if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};

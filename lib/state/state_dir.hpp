@@ -34,6 +34,8 @@ public:
     std::string routes() const { return m_root + "/routes"; }
     std::string tokens() const { return m_root + "/tokens"; }
     std::string tombstones() const { return m_root + "/tombstones"; }
+    // One record per tier policy: its last run's outcome (<tiers>/<name>.json).
+    std::string tiers() const { return m_root + "/tiers"; }
 
 private:
     explicit StateDir(std::string root) : m_root(std::move(root)) {}

@@ -99,7 +99,7 @@ TEST_CASE("usage errors name the missing argument or the unknown option as writt
     CHECK(doc["error"]["hint"] == "see 'archctl archive --help'");
     auto op = run_archctl(s, {"plan"});
     CHECK(op.exit_code == 2);
-    CHECK(op.err.find("archctl: error: plan: missing OPERATION (archive, unarchive or evict)") != std::string::npos);
+    CHECK(op.err.find("archctl: error: plan: missing OPERATION (archive, unarchive, evict or tier)") != std::string::npos);
     auto bad_op = run_archctl(s, {"plan", "bogus", "x"});
     CHECK(bad_op.exit_code == 2);
     CHECK(bad_op.err.find("plan: OPERATION: bogus") != std::string::npos);

@@ -1,0 +1,76 @@
+#pragma once
+// A tier policy's plan (DESIGN.md §8a): from one read of the cache's and each archive node's
+// torrent lists and the cache's free space, which torrents the policy chooses, in its order,
+// what each needs (evict only, archive then evict, archive only), which are skipped or blocked
+// and why, and the free space projected once the chosen evictions are done. Pure: no node is
+// contacted here, so `plan tier` over thousands of torrents costs one list per node.
+//
+// What a row promises is only a candidate: the run proves each archive copy live before it
+// evicts (the evict rules), and re-reads the free space after each eviction.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/clients/qbittorrent/types.hpp"
+#include "lib/config/config.hpp"
+
+namespace archctl::tier {
+
+enum class Action {
+    evict,          // an archive node already holds it complete: evict once proven live
+    archive_evict,  // archive it, then evict it
+    archive,        // archive it (evict = "never", or not needed for the goal yet)
+    none,           // chosen, but the goal holds without it (evict = "to_goal")
+    skipped,        // excluded by the policy
+    blocked,        // matches, but cannot move now (still downloading)
+};
+[[nodiscard]] std::string to_string(Action a);
+
+struct Row {
+    clients::qbittorrent::TorrentInfo torrent;
+    std::string rule;         // why chosen ("completed 212 d ago"); empty for skipped rows
+    Action action = Action::none;
+    std::string why;          // skipped/blocked: the reason
+    std::string archived_on;  // the archive node that already holds it complete
+    std::string archive_to;   // the first archive node of the policy (the run tries each in order)
+};
+
+struct Goal {
+    std::uint64_t free_now = 0, total = 0;
+    std::uint64_t want_free = 0;  // keep_free, or what max_used leaves free
+    [[nodiscard]] bool met(std::uint64_t free) const { return free >= want_free; }
+    [[nodiscard]] std::string describe() const;  // "keep 200.0 GiB free" / "at most 80% used (…)"
+    std::string text;
+};
+
+struct Plan {
+    std::string policy;
+    Goal goal;
+    std::vector<Row> rows;          // chosen rows in the policy's order, then skipped and blocked
+    std::uint64_t projected_free = 0;
+    std::size_t cache_torrents = 0;
+    [[nodiscard]] nlohmann::json to_json() const;
+};
+
+struct Input {
+    const config::TierPolicy* policy = nullptr;
+    std::vector<clients::qbittorrent::TorrentInfo> cache;
+    std::map<std::string, std::vector<clients::qbittorrent::TorrentInfo>> archives;  // node → its list (reachable ones)
+    std::uint64_t free = 0, total = 0;
+    std::int64_t now = 0;  // epoch seconds
+};
+
+[[nodiscard]] Goal goal_of(const config::TierPolicy& policy, std::uint64_t free, std::uint64_t total);
+[[nodiscard]] Plan make_plan(const Input& in);
+
+// The archive node of `archives` that holds `t` complete (same info hash, every wanted byte),
+// or "" when none does.
+[[nodiscard]] std::string archived_on(const clients::qbittorrent::TorrentInfo& t,
+                                      const std::map<std::string, std::vector<clients::qbittorrent::TorrentInfo>>& archives,
+                                      const std::vector<std::string>& order);
+
+}  // namespace archctl::tier

@@ -1,0 +1,129 @@
+// tier::make_plan: which torrents a policy chooses, in its order, and what each needs, from one
+// read of the torrent lists and the cache's free space.
+#include <doctest/doctest.h>
+
+#include "lib/jobs/tier_plan.hpp"
+
+using namespace archctl;
+using clients::qbittorrent::TorrentInfo;
+
+namespace {
+
+constexpr std::int64_t k_now = 1'800'000'000;
+constexpr std::int64_t k_day = 86400;
+
+TorrentInfo torrent(const std::string& id, const std::string& category, std::int64_t size, std::int64_t completed_days_ago) {
+    TorrentInfo t;
+    t.id = id;
+    t.infohash_v1 = id;
+    t.name = "T-" + id;
+    t.category = category;
+    t.size = size;
+    t.total_size = size;
+    t.progress = 1;
+    t.amount_left = 0;
+    t.completion_on = k_now - completed_days_ago * k_day;
+    t.added_on = t.completion_on - k_day;
+    t.last_activity = t.completion_on;
+    return t;
+}
+
+config::TierPolicy policy() {
+    config::TierPolicy p;
+    p.name = "box";
+    p.cache = "cache";
+    p.archive = {"nas"};
+    p.keep_free = 1000;
+    config::TimeBound b;
+    b.age_s = 14 * k_day;
+    b.text = "14d";
+    p.archive_when.completed_before = b;
+    p.archive_when.exclude_categories = {"keep"};
+    return p;
+}
+
+tier::Input input(const config::TierPolicy& p, std::uint64_t free) {
+    tier::Input in;
+    in.policy = &p;
+    in.free = free;
+    in.total = 10000;
+    in.now = k_now;
+    in.cache = {torrent("aa", "tv", 300, 20), torrent("bb", "tv", 500, 40), torrent("cc", "film", 400, 30),
+                torrent("dd", "tv", 900, 2), torrent("ee", "keep", 700, 100)};
+    return in;
+}
+
+}  // namespace
+
+TEST_CASE("tier plan: candidates oldest first until the goal holds; excluded and young ones are not evicted") {
+    auto p = policy();
+    tier::Input in = input(p, 200);  // needs 800 more free
+    in.archives["nas"] = {torrent("cc", "film", 400, 30)};
+    tier::Plan plan = tier::make_plan(in);
+    REQUIRE(plan.rows.size() >= 3);
+    // oldest completed first: bb (40 d), cc (30 d), aa (20 d)
+    CHECK(plan.rows[0].torrent.id == "bb");
+    CHECK(plan.rows[0].action == tier::Action::archive_evict);
+    CHECK(plan.rows[1].torrent.id == "cc");
+    CHECK(plan.rows[1].action == tier::Action::evict);  // already complete on nas
+    CHECK(plan.rows[1].archived_on == "nas");
+    // 200 + 500 + 400 = 1100 >= 1000: aa is not needed
+    CHECK(plan.rows[2].torrent.id == "aa");
+    CHECK(plan.rows[2].action == tier::Action::none);
+    CHECK(plan.projected_free == 1100);
+    bool saw_keep = false;
+    for (const auto& r : plan.rows) {
+        CHECK(r.torrent.id != "dd");  // completed 2 days ago: not a candidate
+        if (r.torrent.id == "ee") {
+            saw_keep = true;
+            CHECK(r.action == tier::Action::skipped);
+            CHECK(r.why.find("keep") != std::string::npos);
+        }
+    }
+    CHECK(saw_keep);
+    auto j = plan.to_json();
+    CHECK(j["goal_met_after"] == true);
+    CHECK(j["totals"]["evict"]["count"] == 2);
+    CHECK(j["totals"]["archive"]["count"] == 1);
+}
+
+TEST_CASE("tier plan: the goal already holds, nothing acts; a downloading torrent is blocked") {
+    auto p = policy();
+    tier::Input in = input(p, 5000);
+    in.cache[0].progress = 0.5;
+    in.cache[0].amount_left = 150;
+    tier::Plan plan = tier::make_plan(in);
+    for (const auto& r : plan.rows) {
+        CHECK(r.action != tier::Action::evict);
+        CHECK(r.action != tier::Action::archive_evict);
+        if (r.torrent.id == "aa") {
+            CHECK(r.action == tier::Action::blocked);
+            CHECK(r.why == "still downloading");
+        }
+    }
+    CHECK(plan.projected_free == 5000);
+}
+
+TEST_CASE("tier plan: evict always / never, largest first, and max_used") {
+    auto p = policy();
+    p.evict = config::TierEvict::always;
+    p.order = config::TierOrder::largest;
+    tier::Plan plan = tier::make_plan(input(p, 5000));
+    REQUIRE(plan.rows.size() >= 3);
+    CHECK(plan.rows[0].torrent.id == "bb");  // 500
+    CHECK(plan.rows[1].torrent.id == "cc");  // 400
+    CHECK(plan.rows[2].torrent.id == "aa");  // 300
+    for (std::size_t i = 0; i < 3; ++i) CHECK(plan.rows[i].action == tier::Action::archive_evict);
+
+    p.evict = config::TierEvict::never;
+    plan = tier::make_plan(input(p, 0));
+    for (std::size_t i = 0; i < 3; ++i) CHECK(plan.rows[i].action == tier::Action::archive);
+    CHECK(plan.projected_free == 0);
+
+    p.keep_free.reset();
+    p.max_used = 0.8;
+    tier::Goal g = tier::goal_of(p, 1500, 10000);
+    CHECK(g.want_free == 2000);
+    CHECK_FALSE(g.met(1500));
+    CHECK(g.met(2000));
+}
