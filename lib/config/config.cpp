@@ -1,5 +1,6 @@
 #include "lib/config/config.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <sys/stat.h>
 
@@ -499,8 +500,8 @@ Result<Criteria> build_archive_when(const Values& values, const std::string& nam
     if (auto it = values.find(p + "inactive_for"); it != values.end()) c.inactive_for_s = it->second.integer;
     if (auto it = values.find(p + "min_seeding_time"); it != values.end()) c.min_seeding_time_s = it->second.integer;
     if (auto it = values.find(p + "min_ratio"); it != values.end()) {
-        if (it->second.number < 0)
-            return tier_value_error(values, p + "min_ratio", "is negative", fmt::format("set {} to a ratio such as 2.0", p + "min_ratio"));
+        if (!std::isfinite(it->second.number) || it->second.number < 0)
+            return tier_value_error(values, p + "min_ratio", "is not a ratio of 0 or more", fmt::format("set {} to a ratio such as 2.0", p + "min_ratio"));
         c.min_ratio = it->second.number;
     }
     if (auto it = values.find(p + "larger_than"); it != values.end()) c.larger_than = static_cast<std::uint64_t>(it->second.integer);

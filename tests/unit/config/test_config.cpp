@@ -486,7 +486,11 @@ TEST_CASE("tier: each invalid policy is refused with a message naming the key an
     CHECK(e.message == "cannot read config '" + user + "': line 23: tier.t.archive_when.min_ratio: expected a number such as 2 or 1.5");
     e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
                               "archive_when = { min_ratio = -1.0 }"));
-    CHECK(e.message == "invalid config: tier.t.archive_when.min_ratio '-1.0' is negative (user:" + user + ")");
+    CHECK(e.message == "invalid config: tier.t.archive_when.min_ratio '-1.0' is not a ratio of 0 or more (user:" + user + ")");
+    CHECK(e.hint == "set tier.t.archive_when.min_ratio to a ratio such as 2.0");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { min_ratio = nan }"));
+    CHECK(e.message.find("min_ratio 'nan' is not a ratio of 0 or more") != std::string::npos);
 
     e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
                               "archive_when = { completed_before = \"14d\" }", "order = \"newest\""));
