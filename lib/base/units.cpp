@@ -62,7 +62,7 @@ Result<std::int64_t> parse_duration_seconds(const std::string& input) {
     double number = 0;
     std::string unit;
     auto bad = [&] {
-        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid duration '{}': expected a number with s, m, h or d (e.g. 30s, 30m, 2h)", input));
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid duration '{}': expected a number with s, m, h, d or w (e.g. 30s, 30m, 2h, 14d)", input));
     };
     if (!split_number(text, number, unit)) return bad();
     double mult = 0;
@@ -70,6 +70,7 @@ Result<std::int64_t> parse_duration_seconds(const std::string& input) {
     else if (unit == "m" || unit == "min") mult = 60;
     else if (unit == "h") mult = 3600;
     else if (unit == "d") mult = 86400;
+    else if (unit == "w") mult = 7 * 86400;
     else return bad();
     return static_cast<std::int64_t>(std::llround(number * mult));
 }

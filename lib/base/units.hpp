@@ -3,7 +3,7 @@
 //
 // Sizes: "0", "1234", "500M", "20G", "1.5T", also "20GiB"/"20GB"/"20g" — K/M/G/T are binary
 // (1024-based). Printed binary with one decimal: "55.6 GiB", "512 B".
-// Durations: "30s", "30m", "2h", "1d", a bare number is seconds; printed "1h02m", "49s".
+// Durations: "30s", "30m", "2h", "1d", "2w", a bare number is seconds; printed "1h02m", "49s".
 
 #include <cstdint>
 #include <string>

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/base/result.hpp"
+#include "lib/config/criteria.hpp"
 
 namespace archctl::config {
 
@@ -66,6 +67,24 @@ struct NodeConfig {
 
 enum class RoutePolicy { on_demand, eager_mesh };
 
+// [tier.NAME]: keep a cache node's qB root filesystem at a goal by archiving the torrents
+// `archive_when` selects to the archive nodes and evicting proven copies (DESIGN.md §8a).
+enum class TierOrder { oldest, largest, least_active };
+enum class TierEvict { to_goal, always, never };
+std::string to_string(TierOrder order);
+std::string to_string(TierEvict evict);
+
+struct TierPolicy {
+    std::string name;
+    std::string cache;                        // a cache node
+    std::vector<std::string> archive;         // archive nodes, first with room wins
+    std::optional<std::uint64_t> keep_free;   // bytes free wanted on the cache's qb_root filesystem
+    std::optional<double> max_used;           // fraction 0..1 ("80%" -> 0.8)
+    Criteria archive_when;                    // its exclude_* come from `exclude`
+    TierOrder order = TierOrder::oldest;
+    TierEvict evict = TierEvict::to_goal;
+};
+
 struct Config {
     std::string state_dir;                 // resolved: flag/env/config/default
     std::uint64_t min_free = 2ull << 30;   // transfer.min_free, bytes; 0 disables the floor
@@ -77,6 +96,7 @@ struct Config {
     std::int64_t tombstone_days = 30;      // retention.tombstone_days
     std::string progress = "auto";         // ARCHCTL_PROGRESS: auto|0|line|panel
     std::map<std::string, NodeConfig> nodes;
+    std::map<std::string, TierPolicy> tiers;  // [tier.NAME], by name
 
     // key (dotted, e.g. "transfer.min_free", "nodes.nas.qbittorrent.url") → layer that set it:
     // "default", "user:<path>", "state:<path>", "env:ARCHCTL_X", "flag".

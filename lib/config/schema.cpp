@@ -69,6 +69,24 @@ const std::vector<KeySpec>& schema() {
         {"nodes.*.syncthing.ca_file", ValueType::string},
         {"nodes.*.syncthing.insecure_tls", ValueType::boolean},
         {"nodes.*.syncthing.addresses", ValueType::string_array},
+        {"tier.*.cache", ValueType::string},
+        {"tier.*.archive", ValueType::string_array},
+        {"tier.*.keep_free", ValueType::size},
+        {"tier.*.max_used", ValueType::string},
+        {"tier.*.order", ValueType::string},
+        {"tier.*.evict", ValueType::string},
+        {"tier.*.archive_when.completed_before", ValueType::string},
+        {"tier.*.archive_when.inactive_for", ValueType::duration},
+        {"tier.*.archive_when.min_seeding_time", ValueType::duration},
+        {"tier.*.archive_when.min_ratio", ValueType::number},
+        {"tier.*.archive_when.larger_than", ValueType::size},
+        {"tier.*.archive_when.categories", ValueType::string_array},
+        {"tier.*.archive_when.tags", ValueType::string_array},
+        {"tier.*.archive_when.names", ValueType::string_array},
+        {"tier.*.archive_when.any", ValueType::boolean},
+        {"tier.*.exclude.categories", ValueType::string_array},
+        {"tier.*.exclude.tags", ValueType::string_array},
+        {"tier.*.exclude.names", ValueType::string_array},
     };
     return keys;
 }
@@ -85,7 +103,7 @@ bool known_table(const std::string& table) {
         std::string t = table_of(spec.pattern);
         if (match(t, table)) return true;
     }
-    return match("nodes", table);
+    return match("nodes", table) || match("tier", table);
 }
 
 std::string closest_key(const std::string& table, const std::string& key) {

@@ -7,10 +7,10 @@
 
 namespace archctl::config {
 
-enum class ValueType { string, boolean, integer, size, duration, string_array };
+enum class ValueType { string, boolean, integer, number, size, duration, string_array };  // number: integer or float
 
 struct KeySpec {
-    const char* pattern;  // dotted; "*" matches one node name: "nodes.*.qbittorrent.url"
+    const char* pattern;  // dotted; "*" matches one name: "nodes.*.qbittorrent.url", "tier.*.cache"
     ValueType type;
     bool secret = false;  // value never printed
 };

@@ -62,7 +62,9 @@ json info_json(const qb::TorrentInfo& t) {
             {"download_path", t.download_path}, {"state", t.state}, {"progress", t.progress},
             {"amount_left", t.amount_left}, {"size", t.size},   {"total_size", t.total_size},
             {"auto_tmm", t.auto_tmm},  {"tags", tags},             {"infohash_v1", t.infohash_v1},
-            {"infohash_v2", t.infohash_v2}};
+            {"infohash_v2", t.infohash_v2}, {"category", t.category}, {"added_on", t.added_on},
+            {"completion_on", t.completion_on}, {"last_activity", t.last_activity},
+            {"seeding_time", t.seeding_time}, {"ratio", t.ratio}};
 }
 
 }  // namespace

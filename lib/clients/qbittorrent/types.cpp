@@ -43,6 +43,11 @@ std::int64_t int64(const nlohmann::json& o, const char* key) {
     return it->get<std::int64_t>();
 }
 
+// A time or duration where qBittorrent writes -1 or 0 for "never": 0 for both.
+std::int64_t positive(const nlohmann::json& o, const char* key) {
+    return std::max<std::int64_t>(int64(o, key), 0);
+}
+
 double real(const nlohmann::json& o, const char* key) {
     auto it = o.find(key);
     return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
@@ -118,6 +123,12 @@ TorrentInfo parse_torrent_info(const nlohmann::json& o, const std::string& id) {
     t.size = int64(o, "size");
     t.total_size = int64(o, "total_size");
     t.auto_tmm = boolean(o, "auto_tmm");
+    t.category = str(o, "category");
+    t.added_on = positive(o, "added_on");
+    t.completion_on = positive(o, "completion_on");
+    t.last_activity = positive(o, "last_activity");
+    t.seeding_time = positive(o, "seeding_time");
+    t.ratio = real(o, "ratio");
     std::string tags = str(o, "tags");
     for (std::size_t start = 0; start < tags.size();) {
         std::size_t comma = tags.find(',', start);

@@ -52,6 +52,13 @@ struct TorrentInfo {
     std::int64_t total_size = 0;  // all bytes (v2/hybrid: including pad files)
     bool auto_tmm = false;
     std::vector<std::string> tags;  // qBittorrent's tags, in its order
+    std::string category;           // "" when none
+    // Epoch seconds; 0 for "never" (qB sends -1 or 0, and 0 is stored for both).
+    std::int64_t added_on = 0;
+    std::int64_t completion_on = 0;
+    std::int64_t last_activity = 0;
+    std::int64_t seeding_time = 0;  // seconds spent seeding
+    double ratio = 0;
 };
 
 struct TorrentProperties {

@@ -25,6 +25,7 @@ TEST_CASE("durations parse") {
     CHECK(parse_duration_seconds("30m").value() == 1800);
     CHECK(parse_duration_seconds("2h").value() == 7200);
     CHECK(parse_duration_seconds("1d").value() == 86400);
+    CHECK(parse_duration_seconds("2w").value() == 14 * 86400);
     CHECK(parse_duration_seconds("45").value() == 45);
     CHECK_FALSE(parse_duration_seconds("soon").ok());
     CHECK_FALSE(parse_duration_seconds("5y").ok());

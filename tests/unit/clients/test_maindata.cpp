@@ -54,3 +54,32 @@ TEST_CASE("maindata ignores non-object replies") {
     CHECK(data.rid() == 0);
     CHECK(data.torrent_objects().empty());
 }
+
+TEST_CASE("maindata: selection fields parse and merge from partial updates; never is 0") {
+    MainData data;
+    const std::string id = "1a44193f2bc3900372505c3704e196cd3429d504";
+    data.apply(nlohmann::json::parse(R"({"rid":1,"full_update":true,"torrents":{")" + id + R"(":
+        {"name":"a","state":"uploading","progress":1,"category":"tv","tags":"x, y","added_on":1700000000,
+         "completion_on":1700000500,"last_activity":1700001000,"seeding_time":3600,"ratio":1.25}}})"));
+    auto t = data.torrents().at(0);
+    CHECK(t.category == "tv");
+    CHECK(t.tags == std::vector<std::string>{"x", "y"});
+    CHECK(t.added_on == 1700000000);
+    CHECK(t.completion_on == 1700000500);
+    CHECK(t.last_activity == 1700001000);
+    CHECK(t.seeding_time == 3600);
+    CHECK(t.ratio == doctest::Approx(1.25));
+
+    data.apply(nlohmann::json::parse(R"({"rid":2,"torrents":{")" + id + R"(":{"ratio":2.5,"category":"keep","seeding_time":7200}}})"));
+    t = data.torrents().at(0);
+    CHECK(t.ratio == doctest::Approx(2.5));
+    CHECK(t.category == "keep");
+    CHECK(t.seeding_time == 7200);
+    CHECK(t.completion_on == 1700000500);  // kept from the snapshot
+
+    data.apply(nlohmann::json::parse(R"({"rid":3,"torrents":{")" + id + R"(":{"completion_on":-1,"last_activity":0}}})"));
+    t = data.torrents().at(0);
+    CHECK(t.completion_on == 0);
+    CHECK(t.last_activity == 0);
+    CHECK(parse_torrent_info(nlohmann::json::object()).category.empty());
+}

@@ -283,3 +283,281 @@ TEST_CASE("a node's exec timeout: 20s by default, a duration when set, and a bad
         CHECK(c3.error().message.find('\n') == std::string::npos);
     }
 }
+
+namespace {
+
+const char* k_two_nodes = R"(
+[nodes.seedbox]
+role = "cache"
+qb_root = "/srv/qb"
+sync_root = "/srv/sync"
+[nodes.seedbox.qbittorrent]
+url = "http://127.0.0.1:8080"
+[nodes.seedbox.syncthing]
+url = "http://127.0.0.1:8384"
+[nodes.nas]
+role = "archive"
+qb_root = "/tank/qb"
+sync_root = "/tank/sync"
+[nodes.nas.qbittorrent]
+url = "http://10.0.0.8:8080"
+[nodes.nas.syncthing]
+url = "http://10.0.0.8:8384"
+)";
+
+const char* k_tier = R"(
+[tier.seedbox]
+cache = "seedbox"
+archive = ["nas"]
+keep_free = "200G"
+archive_when = { completed_before = "14d", min_ratio = 2, inactive_for = "3d", min_seeding_time = "2w", larger_than = "1G", categories = ["tv", "movies"], tags = ["done"], names = ["Show*"], any = true }
+exclude = { categories = ["keep"], tags = ["pinned"], names = ["*sample*"] }
+order = "largest"
+evict = "always"
+)";
+
+// The two nodes plus `tier` (a whole [tier.x] text) as the user file; the result of loading it.
+Result<Config> load_tier(const test::Scratch& s, const std::string& tier, std::vector<std::string>& warnings) {
+    s.write(".config/archctl/config.toml", std::string(k_two_nodes) + tier);
+    return load(options_for(s), warnings);
+}
+
+// A minimal valid [tier.t] with `line` appended (a later key of the same name is a TOML error, so
+// the callers replace lines instead).
+std::string minimal_tier(const std::string& cache = "cache = \"seedbox\"", const std::string& archive = "archive = [\"nas\"]",
+                         const std::string& goal = "keep_free = \"10G\"",
+                         const std::string& when = "archive_when = { completed_before = \"14d\" }",
+                         const std::string& extra = "") {
+    return "\n[tier.t]\n" + cache + "\n" + archive + "\n" + goal + "\n" + when + "\n" + extra + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("tier: a full policy with inline tables parses, and config shows every key with its origin") {
+    test::Scratch s;
+    Env env(s);
+    std::vector<std::string> w;
+    auto c = load_tier(s, k_tier, w);
+    REQUIRE(c.ok());
+    CHECK(w.empty());
+    REQUIRE(c->tiers.count("seedbox") == 1);
+    const TierPolicy& t = c->tiers.at("seedbox");
+    CHECK(t.name == "seedbox");
+    CHECK(t.cache == "seedbox");
+    CHECK(t.archive == std::vector<std::string>{"nas"});
+    CHECK(t.keep_free == std::optional<std::uint64_t>(200ull << 30));
+    CHECK_FALSE(t.max_used.has_value());
+    CHECK(t.order == TierOrder::largest);
+    CHECK(t.evict == TierEvict::always);
+    const Criteria& a = t.archive_when;
+    REQUIRE(a.completed_before.has_value());
+    CHECK(a.completed_before->age_s == 14 * 86400);
+    CHECK(a.completed_before->text == "14d");
+    CHECK(a.min_ratio == std::optional<double>(2.0));
+    CHECK(a.inactive_for_s == std::optional<std::int64_t>(3 * 86400));
+    CHECK(a.min_seeding_time_s == std::optional<std::int64_t>(14 * 86400));
+    CHECK(a.larger_than == std::optional<std::uint64_t>(1ull << 30));
+    CHECK(a.categories == std::vector<std::string>{"tv", "movies"});
+    CHECK(a.tags == std::vector<std::string>{"done"});
+    CHECK(a.names == std::vector<std::string>{"Show*"});
+    CHECK(a.any);
+    CHECK_FALSE(a.all);
+    CHECK(a.exclude_categories == std::vector<std::string>{"keep"});
+    CHECK(a.exclude_tags == std::vector<std::string>{"pinned"});
+    CHECK(a.exclude_names == std::vector<std::string>{"*sample*"});
+
+    std::string user = "user:" + (s / ".config/archctl/config.toml").string();
+    for (const char* key : {"cache", "archive", "keep_free", "order", "evict", "archive_when.completed_before",
+                            "archive_when.min_ratio", "archive_when.inactive_for", "archive_when.min_seeding_time",
+                            "archive_when.larger_than", "archive_when.categories", "archive_when.tags",
+                            "archive_when.names", "archive_when.any", "exclude.categories", "exclude.tags", "exclude.names"}) {
+        std::string full = std::string("tier.seedbox.") + key;
+        CAPTURE(full);
+        REQUIRE(c->display.count(full) == 1);
+        CHECK(c->origin.at(full) == user);
+    }
+    CHECK(c->display.at("tier.seedbox.keep_free") == "200.0 GiB");
+    CHECK(c->display.at("tier.seedbox.archive") == "[\"nas\"]");
+    CHECK(c->display.at("tier.seedbox.archive_when.min_ratio") == "2.0");
+    CHECK(c->display.at("tier.seedbox.archive_when.completed_before") == "14d");
+    CHECK(c->display.at("tier.seedbox.order") == "largest");
+}
+
+TEST_CASE("tier: max_used goal, dotted tables, float ratio, dates, and defaults shown") {
+    test::Scratch s;
+    Env env(s);
+    std::vector<std::string> w;
+    auto c = load_tier(s, R"(
+[tier.box]
+cache = "seedbox"
+archive = ["nas"]
+max_used = "80%"
+[tier.box.archive_when]
+completed_before = "2026-01-31T12:00:00Z"
+min_ratio = 1.5
+[tier.box.exclude]
+tags = ["pinned"]
+)", w);
+    REQUIRE(c.ok());
+    CHECK(w.empty());
+    const TierPolicy& t = c->tiers.at("box");
+    REQUIRE(t.max_used.has_value());
+    CHECK(*t.max_used == doctest::Approx(0.8));
+    CHECK_FALSE(t.keep_free.has_value());
+    CHECK(t.archive_when.completed_before->epoch == 1769860800);
+    CHECK(t.archive_when.min_ratio == std::optional<double>(1.5));
+    CHECK_FALSE(t.archive_when.any);
+    CHECK(t.order == TierOrder::oldest);
+    CHECK(t.evict == TierEvict::to_goal);
+    CHECK(c->display.at("tier.box.max_used") == "80%");
+    CHECK(c->display.at("tier.box.archive_when.min_ratio") == "1.5");
+    CHECK(c->display.at("tier.box.order") == "oldest");
+    CHECK(c->origin.at("tier.box.order") == "default");
+    CHECK(c->display.at("tier.box.evict") == "to_goal");
+    CHECK(c->origin.at("tier.box.evict") == "default");
+    CHECK(to_string(TierOrder::least_active) == "least_active");
+    CHECK(to_string(TierEvict::never) == "never");
+}
+
+TEST_CASE("tier: no [tier.*] tables means no tiers") {
+    test::Scratch s;
+    Env env(s);
+    std::vector<std::string> w;
+    auto c = load_tier(s, "", w);
+    REQUIRE(c.ok());
+    CHECK(c->tiers.empty());
+}
+
+TEST_CASE("tier: each invalid policy is refused with a message naming the key and the fix") {
+    test::Scratch s;
+    Env env(s);
+    std::vector<std::string> w;
+    std::string user = (s / ".config/archctl/config.toml").string();
+    auto error_of = [&](const std::string& tier) {
+        auto c = load_tier(s, tier, w);
+        REQUIRE_FALSE(c.ok());
+        CHECK(c.error().code == "CONFIG_INVALID");
+        return c.error();
+    };
+    REQUIRE(load_tier(s, minimal_tier(), w).ok());
+
+    Error e = error_of(minimal_tier("# no cache"));
+    CHECK(e.message == "invalid config: tier 't' has no 'cache'");
+    CHECK(e.hint == "set tier.t.cache to a cache node's name (cache nodes: seedbox)");
+    e = error_of(minimal_tier("cache = \"ghost\""));
+    CHECK(e.message == "invalid config: tier.t.cache 'ghost' names 'ghost', which is not a configured node (user:" + user + ")");
+    CHECK(e.hint == "set tier.t.cache to a cache node's name (cache nodes: seedbox)");
+    e = error_of(minimal_tier("cache = \"nas\""));
+    CHECK(e.message == "invalid config: tier.t.cache 'nas' names 'nas', which is an archive node, not a cache node (user:" + user + ")");
+
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = []"));
+    CHECK(e.message == "invalid config: tier 't' has no 'archive'");
+    CHECK(e.hint == "set tier.t.archive = [\"NODE\"] to archive nodes (archive nodes: nas)");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\", \"seedbox\"]"));
+    CHECK(e.message == "invalid config: tier.t.archive [\"nas\", \"seedbox\"] names 'seedbox', which is a cache node, not an archive node (user:" + user + ")");
+    CHECK(e.hint == "set tier.t.archive to an archive node's name (archive nodes: nas)");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = \"nas\""));
+    CHECK(e.message == "cannot read config '" + user + "': line 21: tier.t.archive: expected an array of strings");
+
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "# no goal"));
+    CHECK(e.message == "invalid config: tier 't' has no goal");
+    CHECK(e.hint == "set exactly one of tier.t.keep_free = \"200G\" or tier.t.max_used = \"80%\"");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"\nmax_used = \"50%\""));
+    CHECK(e.message == "invalid config: tier 't' sets both keep_free and max_used");
+    for (const char* bad : {"100%", "0%", "80", "-5%", "eighty%"}) {
+        CAPTURE(bad);
+        e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", std::string("max_used = \"") + bad + "\""));
+        CHECK(e.message == std::string("invalid config: tier.t.max_used '") + bad + "' is not a percentage between 0% and 100% (user:" + user + ")");
+        CHECK(e.hint == "set tier.t.max_used to a percentage such as \"80%\"");
+    }
+
+    std::string when_empty = "invalid config: tier.t.archive_when selects nothing; set e.g. completed_before = \"14d\"";
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"", "# no archive_when"));
+    CHECK(e.message == when_empty);
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { any = true }\nexclude = { categories = [\"keep\"] }"));
+    CHECK(e.message == when_empty);
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { completed_before = \"last week\" }"));
+    CHECK(e.message == "invalid config: tier.t.archive_when.completed_before 'last week' is not an age or a date (user:" + user + ")");
+    CHECK(e.hint == "set tier.t.archive_when.completed_before to an age such as \"14d\" or a UTC date such as \"2026-01-31\"");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { min_ratio = \"2\" }"));
+    CHECK(e.message == "cannot read config '" + user + "': line 23: tier.t.archive_when.min_ratio: expected a number such as 2 or 1.5");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { min_ratio = -1.0 }"));
+    CHECK(e.message == "invalid config: tier.t.archive_when.min_ratio '-1.0' is not a ratio of 0 or more (user:" + user + ")");
+    CHECK(e.hint == "set tier.t.archive_when.min_ratio to a ratio such as 2.0");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { min_ratio = nan }"));
+    CHECK(e.message.find("min_ratio 'nan' is not a ratio of 0 or more") != std::string::npos);
+
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { completed_before = \"14d\" }", "order = \"newest\""));
+    CHECK(e.message == "invalid config: tier.t.order 'newest' is not one of oldest, largest, least_active (user:" + user + ")");
+    CHECK(e.hint == "set tier.t.order to one of oldest, largest, least_active");
+    e = error_of(minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                              "archive_when = { completed_before = \"14d\" }", "evict = \"sometimes\""));
+    CHECK(e.message == "invalid config: tier.t.evict 'sometimes' is not one of to_goal, always, never (user:" + user + ")");
+}
+
+TEST_CASE("tier: an unknown key warns with the closest known key") {
+    test::Scratch s;
+    Env env(s);
+    std::vector<std::string> w;
+    std::string user = (s / ".config/archctl/config.toml").string();
+    auto c = load_tier(s, minimal_tier("cache = \"seedbox\"", "archive = [\"nas\"]", "keep_free = \"1G\"",
+                                       "archive_when = { completed_befor = \"14d\", min_ratio = 2 }", "ordr = \"oldest\""), w);
+    REQUIRE(c.ok());
+    REQUIRE(w.size() == 2);
+    CHECK(w[0] == "unknown key 'completed_befor' in [tier.t.archive_when] of '" + user + "' (did you mean 'completed_before'?)");
+    CHECK(w[1] == "unknown key 'ordr' in [tier.t] of '" + user + "' (did you mean 'order'?)");
+}
+
+TEST_CASE("parse_time_bound: ages and UTC dates") {
+    auto age = parse_time_bound("14d");
+    REQUIRE(age.ok());
+    CHECK(age->age_s == 14 * 86400);
+    CHECK(age->epoch == -1);
+    CHECK(age->set());
+    CHECK(age->text == "14d");
+    CHECK(age->resolve(1'000'000'000) == 1'000'000'000 - 14 * 86400);
+    CHECK(parse_time_bound("12h")->age_s == 12 * 3600);
+    CHECK(parse_time_bound("30m")->age_s == 1800);
+    CHECK(parse_time_bound("2w")->age_s == 14 * 86400);
+    CHECK(parse_time_bound("90")->age_s == 90);
+
+    auto date = parse_time_bound("2026-01-31");
+    REQUIRE(date.ok());
+    CHECK(date->epoch == 1769817600);
+    CHECK(date->age_s == -1);
+    CHECK(date->resolve(5) == 1769817600);
+    CHECK(parse_time_bound("2026-01-31T12:00:00Z")->epoch == 1769860800);
+    CHECK(parse_time_bound("1970-01-01")->epoch == 0);
+    CHECK(parse_time_bound("2024-02-29")->epoch == 1709164800);
+
+    for (const char* bad : {"", "soon", "14y", "2026-02-30", "2026-13-01", "2026-1-31", "2026-01-31T12:00:00",
+                            "2026-01-31 12:00:00Z", "2026-01-31T25:00:00Z", "-3d"}) {
+        CAPTURE(bad);
+        auto r = parse_time_bound(bad);
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().message == std::string("invalid time '") + bad +
+                                       "': expected an age such as 14d, 12h or 30m, or a UTC date such as 2026-01-31 or "
+                                       "2026-01-31T12:00:00Z");
+    }
+    TimeBound none;
+    CHECK_FALSE(none.set());
+}
+
+TEST_CASE("Criteria::empty: exclusions alone select nothing") {
+    Criteria c;
+    CHECK(c.empty());
+    c.exclude_categories = {"keep"};
+    c.any = true;
+    CHECK(c.empty());
+    c.all = true;
+    CHECK_FALSE(c.empty());
+    Criteria r;
+    r.min_ratio = 1.0;
+    CHECK_FALSE(r.empty());
+}
