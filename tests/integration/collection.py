@@ -8,8 +8,10 @@ Facts of qBittorrent 4.5.2 these helpers rely on (checked against the lab):
   when it exists) so the category's save path is never guessed by qB.
 - One torrents/add request may carry many `torrents` parts; every part is added.
 - After add (paused) + recheck of a payload that is on disk: progress 1, state pausedUP,
-  completion_on = the time the recheck finished, ratio 0, seeding_time 0, last_activity 0
-  (nothing transferred). None of them can be set through the WebUI API, so the suites select by
+  completion_on = the second the recheck finished (qB checks one torrent at a time, about a
+  second apart here), last_activity = added_on, ratio 0, seeding_time = completion_on - added_on
+  (the time spent checking). None of them can be set through the WebUI API; only completion_on
+  can be split on purpose (seed in two calls some seconds apart), so the suites select by
   category, tag, name and size, which are deterministic.
 """
 
