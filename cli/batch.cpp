@@ -20,12 +20,8 @@ namespace archctl::cli {
 
 void add_select_options(CLI::App& app, SelectOptions& o, bool res_required) {
     app.add_option("RES", o.res, "resource: a v1/v2 info hash or a prefix of at least 8 hex; several, or filters, make a batch");
-    // RES is required unless a filter chooses: checked when the command line is parsed, so the
-    // usage error comes before any node is contacted.
-    if (res_required)
-        app.parse_complete_callback([&o] {
-            if (o.res.empty() && !has_filter(o)) throw CLI::RequiredError("RES");
-        });
+    // Checked when the command line is parsed, so a usage error comes before any node is contacted.
+    app.parse_complete_callback([&o, res_required] { validate_selection(o, res_required); });
     app.add_flag("--all", o.all, "every torrent of the source node")->group("Selecting many");
     app.add_option("--category", o.categories, "torrents in this qBittorrent category; repeatable (any of)")->type_name("C")->group("Selecting many");
     app.add_option("--tag", o.tags, "torrents with this tag; repeatable (any of)")->type_name("T")->group("Selecting many");
@@ -47,6 +43,17 @@ bool has_filter(const SelectOptions& o) {
 }
 
 bool is_batch(const SelectOptions& o) { return o.res.size() > 1 || has_filter(o); }
+
+void validate_selection(const SelectOptions& o, bool res_required) {
+    if (res_required && o.res.empty() && !has_filter(o)) throw CLI::RequiredError("RES");
+    if (auto c = criteria_of(o); !c.ok()) throw CLI::ValidationError(c.error().message);
+}
+
+void validate_transfer(const TransferOptions& o, bool res_required) {
+    validate_selection(o.select, res_required);
+    if (is_batch(o.select) && (!o.files.empty() || !o.file_paths.empty() || !o.dir_paths.empty()))
+        throw CLI::ValidationError("--files, --file and --dir take a single RES, not a batch (select files of one resource at a time)");
+}
 
 Error missing_res(const std::string& command) {
     return Error(ErrorCode::USAGE,
@@ -150,12 +157,23 @@ struct Item {
     std::optional<jobs::RunResult> result;
 };
 
+Item item_of(std::string res, std::string id, std::string name, std::string rule) {
+    Item it;
+    it.res = std::move(res);
+    it.id = std::move(id);
+    it.short_id = it.id.empty() ? it.res : it.id.substr(0, 12);
+    it.name = std::move(name);
+    it.rule = std::move(rule);
+    return it;
+}
+
 bool new_job(const Item& it, BatchOp op) { return it.action == op_name(op); }
 
 // The node whose torrent list the filters read.
 Result<std::string> source_node(Services& s, const BatchRequest& r) {
     if (!r.from.empty()) {
-        ARCHCTL_TRY(s.nodes->get(r.from));
+        auto node = s.nodes->get(r.from);
+        if (!node.ok()) return node.take_error();
         return r.from;
     }
     config::Role role = r.op == BatchOp::unarchive ? config::Role::archive : config::Role::cache;
@@ -182,7 +200,7 @@ bool matches_prefix(const clients::qbittorrent::TorrentInfo& t, const std::strin
 Result<std::vector<Item>> choose(Services& s, const BatchRequest& r, std::string& source, std::map<std::string, std::size_t>& skipped) {
     std::vector<Item> items;
     if (!has_filter(r.select)) {
-        for (const auto& res : r.select.res) items.push_back(Item{.res = res});
+        for (const auto& res : r.select.res) items.push_back(item_of(res, {}, {}, {}));
         source = r.from;
         return items;
     }
@@ -195,7 +213,12 @@ Result<std::vector<Item>> choose(Services& s, const BatchRequest& r, std::string
     if (!r.select.res.empty()) {
         for (const auto& res : r.select.res)
             if (std::none_of(torrents.begin(), torrents.end(), [&](const auto& t) { return matches_prefix(t, res); }))
-                items.push_back(Item{.res = res, .short_id = res, .action = "skipped", .reason = fmt::format("not on '{}'", source)});
+            {
+                Item it = item_of(res, {}, {}, {});
+                it.action = "skipped";
+                it.reason = fmt::format("not on '{}'", source);
+                items.push_back(std::move(it));
+            }
     }
     const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(s.io.clock->now().time_since_epoch()).count();
     for (const auto& t : torrents) {
@@ -206,7 +229,7 @@ Result<std::vector<Item>> choose(Services& s, const BatchRequest& r, std::string
             if (!v.skipped.empty()) ++skipped[v.skipped];
             continue;
         }
-        items.push_back(Item{.res = t.id, .id = t.id, .short_id = t.id.substr(0, 12), .name = t.name, .rule = v.rule});
+        items.push_back(item_of(t.id, t.id, t.name, v.rule));
     }
     return items;
 }
@@ -280,7 +303,7 @@ std::string batch_digest(const std::vector<Item>& items, BatchOp op) {
     std::string facts = op_name(op);
     for (const auto& it : items)
         if (new_job(it, op)) facts += fmt::format("\n{} {}", it.id, it.digest);
-    return sha256_hex(facts);
+    return torrent::sha256_hex(facts);
 }
 
 std::string target_of(const Item& it) {
@@ -335,7 +358,8 @@ Totals totals_of(const std::vector<Item>& items, BatchOp op) {
 
 std::string render_batch(const std::vector<Item>& items, BatchOp op, const std::string& source,
                          const std::map<std::string, std::size_t>& skipped) {
-    std::string out = fmt::format("{} {} resource(s){}\n", op_name(op), items.size(), source.empty() ? "" : fmt::format(" from {}", source));
+    auto plural = [](std::size_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); };
+    std::string out = fmt::format("{} {}{}\n", op_name(op), plural(items.size(), "resource"), source.empty() ? "" : fmt::format(" from {}", source));
     ui::Table t({ui::Align::right, ui::Align::left, ui::Align::left, ui::Align::right, ui::Align::right, ui::Align::left}, "  ");
     t.add_row({"#", "resource", "name", "files", "bytes", "action"});
     std::size_t n = 0;
@@ -344,7 +368,7 @@ std::string render_batch(const std::vector<Item>& items, BatchOp op, const std::
                    format_size(it.bytes), action_text(it, op) + (it.rule.empty() ? "" : fmt::format("  [{}]", it.rule))});
     out += t.render() + "\n\n";
     Totals tt = totals_of(items, op);
-    out += fmt::format("  {}  {} resource(s), {} files, {}", op_name(op), tt.new_jobs, tt.files, format_size(tt.bytes));
+    out += fmt::format("  total  {} {}, {} files, {}", op_name(op), plural(tt.new_jobs, "resource"), tt.files, format_size(tt.bytes));
     if (tt.continued) out += fmt::format("\n  continue  {} unfinished job(s), first", tt.continued);
     if (tt.nothing) out += fmt::format("\n  nothing to do  {}", tt.nothing);
     if (tt.refused) out += fmt::format("\n  refused  {} (see each line; the others go ahead)", tt.refused);
@@ -427,7 +451,7 @@ Outcome run_batch_plan(Context& ctx, const BatchRequest& r) {
             const Item* first = nullptr;
             for (const auto& it : items)
                 if (it.error && !first) first = &it;
-            Error e(first && first->error ? first->error->code : ErrorCode::USAGE,
+            Error e(first && first->error ? first->error->code : std::string(to_string(ErrorCode::USAGE)),
                     fmt::format("every resource of the batch is refused ({} of {})", t.refused, t.resources),
                     "see each line for why");
             return Outcome::failed(e, result);

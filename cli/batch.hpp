@@ -20,6 +20,10 @@ void add_select_options(CLI::App& app, SelectOptions& o, bool res_required = tru
 [[nodiscard]] bool has_filter(const SelectOptions& o);
 // Several RES or any filter: a batch.
 [[nodiscard]] bool is_batch(const SelectOptions& o);
+// At parse time (CLI11 callbacks): CLI::RequiredError for a missing RES (when required and no
+// filter chooses), CLI::ValidationError naming a malformed filter, or file options on a batch.
+void validate_selection(const SelectOptions& o, bool res_required);
+void validate_transfer(const TransferOptions& o, bool res_required);
 // USAGE naming the option and the form it takes.
 [[nodiscard]] Result<config::Criteria> criteria_of(const SelectOptions& o);
 // The selection as the user would type it again: "--category tv --exclude-tag pinned".

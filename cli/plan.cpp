@@ -131,7 +131,14 @@ Runner register_plan(CLI::App& app) {
     add_transfer_options(app, o->transfer, false);
     // RES is required unless a filter chooses, or the operation is tier (its policy chooses).
     app.parse_complete_callback([o] {
-        if (o->op_name != "tier" && o->transfer.select.res.empty() && !has_filter(o->transfer.select)) throw CLI::RequiredError("RES");
+        const TransferOptions& t = o->transfer;
+        if (o->op_name == "tier") {
+            if (has_filter(t.select) || t.select.res.size() > 1 || !t.from.empty() || !t.to.empty() || !t.files.empty() ||
+                !t.file_paths.empty() || !t.dir_paths.empty() || t.verify_transit || o->verify_archive)
+                throw CLI::ValidationError("'plan tier' takes at most a policy NAME (its [tier.NAME] table says what it selects)");
+            return;
+        }
+        validate_transfer(t, true);
     });
     app.add_flag("--verify-archive", o->verify_archive, "evict: the archive copies will be proven by a piece check on their disks");
     return [o](Context& ctx) { return run_plan(ctx, *o); };

@@ -400,7 +400,7 @@ void run_policy(Context& ctx, Services& s, const TierOptions& o, jobs::SharedBud
     if (!todo.empty()) {
         ConfirmRequest c;
         c.yes = o.yes;
-        c.plan_digest = sha256_hex(plan.to_json().dump());
+        c.plan_digest = torrent::sha256_hex(plan.to_json().dump());
         c.plan = [&] { return render_plan(policy, plan, live.value(), *s.config); };
         std::size_t evicts = 0;
         for (const auto* r : todo) evicts += r->action != tier::Action::archive;

@@ -17,6 +17,7 @@ namespace archctl::cli {
 
 void add_transfer_options(CLI::App& app, TransferOptions& o, bool res_required) {
     add_select_options(app, o.select, res_required);
+    app.parse_complete_callback([&o, res_required] { validate_transfer(o, res_required); });
     app.add_option("--from", o.from, "source node (default: the one node that has it)")->type_name("NODE");
     app.add_option("--to", o.to, "target node (default: the one suitable node)")->type_name("NODE");
     app.add_option("--file", o.file_paths, "only this file (metainfo path, root folder first); repeatable")->type_name("PATH");

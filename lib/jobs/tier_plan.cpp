@@ -24,6 +24,15 @@ bool complete(const TorrentInfo& t) {
     return t.progress >= 1.0 && t.amount_left == 0 && t.run_state != RunState::error && t.run_state != RunState::missing_files;
 }
 
+Row row_of(const TorrentInfo& t, Action action, std::string rule, std::string why) {
+    Row r;
+    r.torrent = t;
+    r.action = action;
+    r.rule = std::move(rule);
+    r.why = std::move(why);
+    return r;
+}
+
 std::uint64_t bytes_of(const TorrentInfo& t) { return t.size > 0 ? static_cast<std::uint64_t>(t.size) : 0; }
 
 // Sort key of the policy's order; ties by name, then id, so the plan is the same every time.
@@ -108,7 +117,7 @@ Plan make_plan(const Input& in) {
     for (const auto& t : in.cache) {
         select::Verdict v = select::evaluate(policy.archive_when, t, in.now);
         if (v.chosen) {
-            chosen.push_back(Row{.torrent = t, .rule = v.rule});
+            chosen.push_back(row_of(t, Action::none, v.rule, {}));
             continue;
         }
         if (v.skipped.empty()) continue;
@@ -117,9 +126,9 @@ Plan make_plan(const Input& in) {
         done.progress = 1;
         done.amount_left = 0;
         if (!complete(t) && select::evaluate(policy.archive_when, done, in.now).chosen) {
-            others.push_back(Row{.torrent = t, .action = Action::blocked, .why = "still downloading"});
+            others.push_back(row_of(t, Action::blocked, {}, "still downloading"));
         } else if (select::evaluate(unexcluded, done, in.now).chosen) {
-            others.push_back(Row{.torrent = t, .action = Action::skipped, .why = v.skipped});
+            others.push_back(row_of(t, Action::skipped, {}, v.skipped));
         }
     }
     sort_rows(chosen, policy.order);

@@ -114,16 +114,13 @@ def excluded_id():
 
 
 def policy_of(doc, name="box"):
-    """The policy's part of a plan tier --json document: {"tier": {...}} for one policy, or
-    {"tiers": [{...}, ...]} (each with "name")."""
-    if "tiers" in doc:
-        return [p for p in doc["tiers"] if p["name"] == name][0]
-    return doc["tier"]
+    """The policy's part of a plan tier --json document: {"tier": [{"policy": NAME, ...}, ...]}."""
+    return [p for p in doc["tier"] if p["policy"] == name][0]
 
 
 def requests_of(doc, name="box"):
-    """qB requests per node of a plan tier --json document (top level, or in the policy)."""
-    return doc["requests"] if "requests" in doc else policy_of(doc, name)["requests"]
+    """qB requests per node of a plan tier --json document."""
+    return policy_of(doc, name)["requests"]
 
 
 def jobs():
@@ -158,14 +155,14 @@ class Tier(unittest.TestCase):
         doc = json.loads(out)
         policy = policy_of(doc)
         order = candidates_by_size()
-        listed = [c for c in policy["candidates"] if c["resource"] in order]
+        listed = [c for c in policy["rows"] if c["resource"] in order]
         self.assertEqual([c["resource"] for c in listed], order, "candidates largest first")
         for c in listed:
             self.assertTrue(c["rule"], c)
         self.assertTrue(all("archive" in c["action"] for c in listed[:3]), listed)
         to_evict = [c["resource"] for c in listed if "evict" in c["action"]]
         self.assertEqual(to_evict, order[:3], "exactly the three largest reach the goal")
-        for c in policy["candidates"]:
+        for c in policy["rows"]:
             if c["resource"] == excluded_id():  # listed at most as skipped
                 self.assertNotIn("evict", c["action"], c)
                 self.assertFalse(c["action"].startswith("archive"), c)

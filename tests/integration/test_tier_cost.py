@@ -42,11 +42,8 @@ def setUpModule():
 
 
 def requests_of(doc, name="box"):
-    """qB requests per node of a plan tier --json document (top level, or in the policy)."""
-    if "requests" in doc:
-        return doc["requests"]
-    policy = [p for p in doc["tiers"] if p["name"] == name][0] if "tiers" in doc else doc["tier"]
-    return policy["requests"]
+    """qB requests per node of a plan tier --json document ({"tier": [{"policy": NAME, "requests": …}]})."""
+    return [p for p in doc["tier"] if p["policy"] == name][0]["requests"]
 
 
 class TierCost(unittest.TestCase):

@@ -111,9 +111,23 @@ TEST_CASE("usage errors name the missing argument or the unknown option as writt
         CHECK(unknown.err.find("archctl: error: archive: unknown option '--bogus'") != std::string::npos);
         CHECK(unknown.err.find("required") == std::string::npos);
     }
-    auto extra = run_archctl(s, {"archive", "abcd1234", "surplus"});
+    auto extra = run_archctl(s, {"status", "abcd1234", "surplus"});
     CHECK(extra.exit_code == 2);
-    CHECK(extra.err.find("archctl: error: archive: unexpected argument 'surplus'") != std::string::npos);
+    CHECK(extra.err.find("archctl: error: status: unexpected argument 'surplus'") != std::string::npos);
+    // Several RES are a batch; a batch takes no file selection, and the filters are checked
+    // before any node is contacted.
+    auto files = run_archctl(s, {"archive", "abcd1234", "abcd5678", "--files", "0"});
+    CHECK(files.exit_code == 2);
+    CHECK(files.err.find("--files, --file and --dir take a single RES") != std::string::npos);
+    auto age = run_archctl(s, {"archive", "--completed-before", "soon"});
+    CHECK(age.exit_code == 2);
+    CHECK(age.err.find("--completed-before") != std::string::npos);
+    auto ratio = run_archctl(s, {"plan", "evict", "--min-ratio", "x"});
+    CHECK(ratio.exit_code == 2);
+    CHECK(ratio.err.find("invalid --min-ratio 'x'") != std::string::npos);
+    auto tier_args = run_archctl(s, {"plan", "tier", "--category", "tv"});
+    CHECK(tier_args.exit_code == 2);
+    CHECK(tier_args.err.find("'plan tier' takes at most a policy NAME") != std::string::npos);
     auto top = run_archctl(s, {"--bogus", "--json"});
     CHECK(top.exit_code == 2);
     CHECK(json::parse(top.out)["error"]["message"] == "unknown option '--bogus'");
