@@ -394,17 +394,23 @@ void run_policy(Context& ctx, Services& s, const TierOptions& o, jobs::SharedBud
     tier::Plan plan = plan_of(policy, live.value());
     run.goal = plan.goal;
     run.free_before = run.free_after = live->free;
+    // The rows that act now, and behind them the policy's other candidates: an eviction that
+    // turns out unproven (blocked) is made up by the next candidate in order.
     std::vector<const tier::Row*> todo;
-    for (const auto& r : plan.rows)
-        if (acts(r)) todo.push_back(&r);
+    std::size_t acting = 0, evicts = 0;
+    for (const auto& r : plan.rows) {
+        if (r.rule.empty()) continue;  // skipped or blocked: never touched
+        todo.push_back(&r);
+        acting += acts(r);
+        evicts += r.action == tier::Action::evict || r.action == tier::Action::archive_evict;
+    }
+    if (acting == 0) todo.clear();
     if (!todo.empty()) {
         ConfirmRequest c;
         c.yes = o.yes;
         c.plan_digest = torrent::sha256_hex(plan.to_json().dump());
         c.plan = [&] { return render_plan(policy, plan, live.value(), *s.config); };
-        std::size_t evicts = 0;
-        for (const auto* r : todo) evicts += r->action != tier::Action::archive;
-        c.question = fmt::format("tier {}: work through {} candidate(s) ({} to evict once proven)?", policy.name, todo.size(), evicts);
+        c.question = fmt::format("tier {}: work through {} candidate(s) ({} to evict once proven)?", policy.name, acting, evicts);
         c.needs = fmt::format("tier '{}' needs confirmation", policy.name);
         c.needs_hint = fmt::format("pass --yes (cron: archctl tier {} --yes); 'archctl plan tier {}' shows what it would do", policy.name,
                                    policy.name);
@@ -421,15 +427,18 @@ void run_policy(Context& ctx, Services& s, const TierOptions& o, jobs::SharedBud
             run.stop_text = stop->text;
             break;
         }
-        if (row->action != tier::Action::evict) {
+        const bool archived = !row->archived_on.empty();
+        if (!archived) {
             Step st = runner.archive(*row);
             if (st == Step::stopped) break;
-            if (st != Step::done) continue;
+            if (st != Step::done) continue;  // not evicted without its archive copy
         }
-        if (policy.evict == config::TierEvict::never || row->action == tier::Action::archive) continue;
+        if (policy.evict == config::TierEvict::never) continue;
         Step st = runner.evict(*row);
         if (st == Step::stopped) break;
         if (st == Step::done) {
+            // The goal is judged on the filesystem, not on sizes: hard links shared with other
+            // torrents free nothing.
             auto cache = s.nodes->get(policy.cache);
             if (cache.ok())
                 if (auto sp = space_of(*cache.value()); sp.ok()) free = sp->first;

@@ -8,6 +8,7 @@ reruns converge; evict by category; usage errors."""
 import json
 import os
 import re
+import shutil
 import sys
 import unittest
 
@@ -220,6 +221,46 @@ class Batch(unittest.TestCase):
         self.assertEqual(rc, 2, err)
         rc, out, err = archctl("plan", "archive")
         self.assertEqual(rc, 2, err)
+        rc, out, err = archctl("archive", "--larger-than", "lots", "--yes")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--larger-than", err)
+        # No [tier.*] policy in this lab's config: tier says how to write one.
+        rc, out, err = archctl("tier", "--yes")
+        self.assertEqual(rc, 1, err)
+        self.assertIn("no tier policy is configured", err)
+        self.assertIn("[tier.seedbox]", err)
+
+    def test_g_evict_never_removes_an_unproven_copy(self):
+        """The pinned keep torrent is complete on the archive, but placed there outside archctl:
+        its copy is unproven, so a batch evict refuses it (exit 1) and evicts the proven ones."""
+        keep = ids_of("keep")
+        pinned = [tid for tid in keep if "pinned" in BY_ID[tid]["tags"]][0]
+        for tid in keep:
+            if tid != pinned and not on_archive(tid):
+                rc, out, err = archctl("archive", tid[:12], "--yes", timeout=300)
+                self.assertEqual(rc, 0, err)
+        name = BY_ID[pinned]["name"]
+        target = os.path.join(LAB.node("archive1")["qb_root"], name)
+        shutil.copytree(cache_save(pinned), target)
+        aq = LAB.qb("archive1")
+        aq.add_torrent(LAB.qb("cache1").export(pinned), target, paused=True)
+        flows.wait(lambda: aq.info([pinned]), what="listed on the archive")
+        aq.recheck(pinned)
+        flows.wait(lambda: (lambda t: t and t[0]["progress"] == 1 and t[0]["state"] == "pausedUP")(aq.info([pinned])),
+                   what="archive recheck complete")
+        rc, outcomes, doc, err = batch_run("evict", "--category", "keep", "--yes")
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(set(outcomes), set(keep))
+        self.assertEqual(outcomes[pinned]["outcome"], "failed", outcomes[pinned])
+        self.assertEqual(outcomes[pinned]["action"], "refused", outcomes[pinned])
+        self.assertIsNone(outcomes[pinned]["job"])
+        for tid in keep:
+            if tid != pinned:
+                self.assertEqual(outcomes[tid]["outcome"], "done", outcomes[tid])
+                self.assertEqual(LAB.qb("cache1").info([tid]), [])
+        self.assertEqual(len(LAB.qb("cache1").info([pinned])), 1, "the unproven one stays on the cache")
+        for rel in rels(pinned):
+            self.assertTrue(os.path.isfile(os.path.join(cache_save(pinned), rel)), rel)
 
 
 if __name__ == "__main__":

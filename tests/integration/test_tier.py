@@ -197,6 +197,24 @@ class Tier(unittest.TestCase):
         self.assertEqual(free_bytes(STATE["qb_root"]), free)
         self.assert_no_loss()
 
+    def test_e_status_and_config_show_the_policy(self):
+        rc, out, err = tier("status", "--json")
+        self.assertEqual(rc, 0, err + out)
+        policy = [p for p in json.loads(out)["policies"] if p["policy"] == "box"][0]
+        self.assertEqual(policy["cache"], "cache1")
+        self.assertTrue(policy["goal_met"], policy)
+        self.assertEqual(policy["want_free"], STATE["goal"])
+        self.assertGreaterEqual(policy["free"], STATE["goal"])
+        self.assertEqual(policy["candidates_left"], {"archive": 0, "evict": 0}, policy)
+        self.assertEqual(policy["last_run"]["outcome"], "done", policy)
+        rc, text, err = tier("status")
+        self.assertIn("policies", text)
+        self.assertIn("box", text)
+        rc, text, err = tier("config")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(text, r"tier\.box\.keep_free\s+\d+(\.\d)? MiB\s+user:")
+        self.assertRegex(text, r"tier\.box\.order\s+largest")
+
 
 if __name__ == "__main__":
     unittest.main()
