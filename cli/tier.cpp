@@ -164,7 +164,7 @@ std::string render_plan(const config::TierPolicy& policy, const tier::Plan& p, c
                    format_size(r.torrent.size > 0 ? static_cast<std::uint64_t>(r.torrent.size) : 0), r.rule.empty() ? "—" : r.rule,
                    action_text(r)});
     }
-    out += t.render();
+    out += p.rows.empty() ? "  (no torrent on the cache matches the policy's archive_when)" : t.render();
     if (hidden) out += fmt::format("\n  … and {} more (see --json)", hidden);
     std::uint64_t an = 0, ab = 0, en = 0, eb = 0, bn = 0, sn = 0;
     for (const auto& r : p.rows) {
@@ -450,9 +450,12 @@ void run_policy(Context& ctx, Services& s, const TierOptions& o, jobs::SharedBud
     if (run.failed) return done("failed");
     if (!run.goal_met) {
         Error e(ErrorCode::TIER_GOAL_UNREACHABLE,
-                fmt::format("tier {}: goal not reached: {} free, the goal is {} ({} candidate(s) blocked: archive copies not proven)",
-                            policy.name, format_size(free), plan.goal.text, run.blocked),
-                "widen archive_when, or see 'archctl plan tier " + policy.name + "' for what is left");
+                fmt::format("tier {}: goal not reached: {} free, the goal wants {} free; {}", policy.name, format_size(free),
+                            format_size(plan.goal.want_free),
+                            run.blocked ? fmt::format("{} candidate(s) blocked because their archive copies are not proven", run.blocked)
+                                        : std::string("no candidate is left")),
+                run.blocked ? "see 'archctl plan evict RES' for each blocked one, or 'archctl evict RES --verify-archive' to prove the copy"
+                            : "widen the policy's archive_when, or lower its goal; 'archctl plan tier " + policy.name + "' shows what is left");
         runner.fail(e);
         return done("failed");
     }

@@ -101,7 +101,9 @@ bool glob_match(const std::string& pattern, const std::string& text) {
 std::string format_age(std::int64_t seconds) {
     seconds = std::max<std::int64_t>(seconds, 0);
     if (seconds >= 86400) return fmt::format("{} d", seconds / 86400);
-    return fmt::format("{} h", seconds / 3600);
+    if (seconds >= 3600) return fmt::format("{} h", seconds / 3600);
+    if (seconds >= 60) return fmt::format("{} min", seconds / 60);
+    return fmt::format("{} s", seconds);
 }
 
 Verdict evaluate(const config::Criteria& c, const qb::TorrentInfo& t, std::int64_t now) {

@@ -32,7 +32,7 @@ Verdict evaluate(const config::Criteria& c, const clients::qbittorrent::TorrentI
 // Glob match (fnmatch without FNM_PATHNAME: '*' crosses '/'), case-sensitive.
 bool glob_match(const std::string& pattern, const std::string& text);
 
-// "212 d" for ages of a day or more, else "5 h" (whole units, rounded down).
+// "212 d" for ages of a day or more, then "5 h", "12 min", "40 s" (whole units, rounded down).
 std::string format_age(std::int64_t seconds);
 
 }  // namespace archctl::select

@@ -50,12 +50,13 @@ TEST_CASE("glob_match: fnmatch without FNM_PATHNAME, case-sensitive") {
     CHECK_FALSE(glob_match("Show", "Show.S01"));
 }
 
-TEST_CASE("format_age: whole days from one day, else hours") {
+TEST_CASE("format_age: whole days from one day, then hours, minutes, seconds") {
     CHECK(format_age(212 * k_day + 7) == "212 d");
     CHECK(format_age(k_day) == "1 d");
     CHECK(format_age(k_day - 1) == "23 h");
-    CHECK(format_age(59) == "0 h");
-    CHECK(format_age(-5) == "0 h");
+    CHECK(format_age(59) == "59 s");
+    CHECK(format_age(3599) == "59 min");
+    CHECK(format_age(-5) == "0 s");
 }
 
 TEST_CASE("empty criteria choose nothing; all chooses everything complete") {
