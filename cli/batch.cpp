@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -155,6 +156,7 @@ struct Item {
     // The run: done|stopped|failed|nothing_to_do|not_run.
     std::string outcome;
     std::optional<jobs::RunResult> result;
+    SteadyTime prepared_at{};
 };
 
 Item item_of(std::string res, std::string id, std::string name, std::string rule) {
@@ -166,6 +168,9 @@ Item item_of(std::string res, std::string id, std::string name, std::string rule
     it.rule = std::move(rule);
     return it;
 }
+
+// How old a plan may be when its job is created; older ones are made again from live state.
+constexpr std::chrono::seconds k_replan_after{60};
 
 bool new_job(const Item& it, BatchOp op) { return it.action == op_name(op); }
 
@@ -237,6 +242,13 @@ Result<std::vector<Item>> choose(Services& s, const BatchRequest& r, std::string
 // Plan one resource as its own command would.
 void prepare_item(Services& s, const BatchRequest& r, const std::string& source, bool read_only, Item& it) {
     if (it.action == "skipped") return;
+    it.action.clear();
+    it.reason.clear();
+    it.error.reset();
+    it.existing_job.reset();
+    it.transfer.reset();
+    it.evict.reset();
+    it.prepared_at = s.io.clock->steady();
     auto refuse = [&](Error e, const char* action = "refused") {
         it.action = action;
         it.reason = e.message;
@@ -425,7 +437,18 @@ struct Planned {
 Result<Planned> plan_batch(Services& s, const BatchRequest& r, bool read_only) {
     Planned p;
     ARCHCTL_TRY_ASSIGN(p.items, choose(s, r, p.source, p.skipped));
-    for (auto& it : p.items) prepare_item(s, r, p.source, read_only, it);
+    std::set<std::string> seen;
+    for (auto& it : p.items) {
+        prepare_item(s, r, p.source, read_only, it);
+        // The same resource named twice (a prefix and its full hash): one job.
+        if (!it.id.empty() && !seen.insert(it.id).second) {
+            it.action = "skipped";
+            it.reason = "named twice";
+            it.transfer.reset();
+            it.evict.reset();
+            it.existing_job.reset();
+        }
+    }
     return p;
 }
 
@@ -515,6 +538,7 @@ Outcome run_batch(Context& ctx, const BatchRequest& r) {
     for (auto& it : items)
         if (new_job(it, r.op)) order.push_back(&it);
     jobs::SharedBudgets shared(budgets.value(), started);
+    const bool yes = r.yes || ctx.global().yes;
     std::string stop_text;
     for (std::size_t i = 0; i < order.size(); ++i) {
         Item& it = *order[i];
@@ -526,6 +550,30 @@ Outcome run_batch(Context& ctx, const BatchRequest& r) {
         if (it.existing_job) {
             job_id = *it.existing_job;
             ctx.out().info(fmt::format("archctl: [{}/{}] {} {}: continuing job {}", i + 1, order.size(), it.short_id, it.name, job_id));
+        } else {
+            // A plan made minutes ago (earlier jobs of the batch ran since) is made again from
+            // live state; one that changed runs only with --yes, never on a token for the old one.
+            if (clock.steady() - it.prepared_at > k_replan_after) {
+                const std::string planned_digest = it.digest;
+                prepare_item(s, r, planned->source, false, it);
+                if (!new_job(it, r.op) && it.action != "continue") {
+                    it.outcome = it.action == "nothing_to_do" ? "nothing_to_do" : it.action == "stopped" ? "stopped" : "failed";
+                    ctx.out().info(fmt::format("archctl: [{}/{}] {} {}: {}", i + 1, order.size(), it.short_id, it.name, action_text(it, r.op)));
+                    continue;
+                }
+                if (it.digest != planned_digest && !yes) {
+                    it.outcome = "failed";
+                    it.action = "refused";
+                    it.error = Error(ErrorCode::TOKEN_MISMATCH, fmt::format("the plan of '{}' changed since it was confirmed", it.short_id),
+                                     "plan the batch again");
+                    it.reason = it.error->message;
+                    ctx.out().info(fmt::format("archctl: [{}/{}] {} {}: {}", i + 1, order.size(), it.short_id, it.name, it.reason));
+                    continue;
+                }
+            }
+        }
+        if (it.existing_job) {
+            job_id = *it.existing_job;
         } else {
             auto created = it.evict ? s.evictor->create(*it.evict) : s.engine->create(*it.transfer);
             if (!created.ok()) {
