@@ -26,11 +26,34 @@ void add_transfer_options(CLI::App& app, TransferOptions& o, bool res_required) 
     app.add_flag("--verify-transit", o.verify_transit, "compare xxh3-128 of every file at both ends before merge");
 }
 
+namespace {
+
+// A SIZE option checked when the command line is parsed.
+CLI::Validator size_check() {
+    return CLI::Validator([](std::string& text) -> std::string {
+        auto v = parse_size(text);
+        return v.ok() ? std::string() : v.error().message;
+    }, "SIZE");
+}
+
+// A budget number: above 0 (leaving the option out means no limit).
+CLI::Validator positive_check() {
+    return CLI::Validator([](std::string& text) -> std::string {
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !(v > 0) || v > 1e12)
+            return fmt::format("invalid value '{}': expected a number above 0 (leave the option out for no limit)", text);
+        return {};
+    }, "N");
+}
+
+}  // namespace
+
 void add_budget_options(CLI::App& app, BudgetOptions& o) {
-    app.add_option("--max-gb", o.max_gb, "stop cleanly once this many GiB moved this run")->type_name("N");
-    app.add_option("--max-bytes", o.max_bytes, "stop cleanly once this many bytes moved this run (500M, 20G)")->type_name("SIZE");
-    app.add_option("--max-minutes", o.max_minutes, "stop cleanly after N minutes")->type_name("N");
-    app.add_option("--min-free", o.min_free, "pause when destination free space falls below SIZE (0 disables)")->type_name("SIZE");
+    app.add_option("--max-gb", o.max_gb, "stop cleanly once this many GiB moved this run")->type_name("N")->check(positive_check());
+    app.add_option("--max-bytes", o.max_bytes, "stop cleanly once this many bytes moved this run (500M, 20G)")->type_name("SIZE")->check(size_check());
+    app.add_option("--max-minutes", o.max_minutes, "stop cleanly after N minutes")->type_name("N")->check(positive_check());
+    app.add_option("--min-free", o.min_free, "pause when destination free space falls below SIZE (0 disables)")->type_name("SIZE")->check(size_check());
     app.add_flag("--no-wait", o.no_wait, "do what can be done now, exit 10 instead of waiting for Syncthing");
 }
 

@@ -69,6 +69,13 @@ Result<Value> convert(const toml::node& node, const KeySpec& spec, const std::st
         case ValueType::size:
         case ValueType::duration: {
             bool size = spec.type == ValueType::size;
+            // A size is written with its unit: `min_free = 5` would silently mean 5 bytes.
+            auto bare_number = [](const std::string& t) {
+                return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos && t.find_first_not_of('0') != std::string::npos;
+            };
+            if (size && ((node.is_integer() && node.as_integer()->get() != 0) ||
+                         (node.is_string() && bare_number(node.as_string()->get()))))
+                return fail("a size needs a unit: write \"5G\" for 5 GiB, \"500M\", or \"5B\" for 5 bytes (a bare number is refused)");
             if (node.is_integer() && node.as_integer()->get() >= 0) {
                 v.integer = node.as_integer()->get();
                 v.text = std::to_string(v.integer);

@@ -272,9 +272,13 @@ Result<std::string> Engine::create(const Prepared& p) {
 
 std::optional<Error> Prepared::refusal() const {
     if (plan.disk_ok) return std::nullopt;
+    const std::uint64_t need = static_cast<std::uint64_t>(plan.delta_bytes);
+    const std::uint64_t room = target_free > min_free ? target_free - min_free : 0;
     return Error(ErrorCode::DISK_INSUFFICIENT,
-                 fmt::format("not enough free space on '{}' for {} above the floor", target, format_size(static_cast<std::uint64_t>(plan.delta_bytes))),
-                 fmt::format("free space on '{}', or lower the floor (--min-free, transfer.min_free)", target));
+                 fmt::format("not enough free space on '{}': the job needs {}, {} is free above the {} floor ({} free in all)", target,
+                             format_size(need), format_size(room), format_size(min_free), format_size(target_free)),
+                 fmt::format("free {} on '{}', or lower the floor (--min-free SIZE, transfer.min_free; now {})",
+                             format_size(need > room ? need - room : 0), target, format_size(min_free)));
 }
 
 nlohmann::json Prepared::to_json() const {

@@ -87,7 +87,7 @@ def setUpModule():
             "[tier.box]",
             'cache = "cache1"',
             'archive = ["archive1"]',
-            f'keep_free = "{STATE["goal"]}"',
+            f'keep_free = "{STATE["goal"]}B"',
             'archive_when = { larger_than = "1M" }',
             'exclude = { categories = ["keep"] }',
             'order = "largest"',

@@ -34,7 +34,7 @@ def setUpModule():
             'cache = "cache1"',
             'archive = ["archive1"]',
             'max_used = "1%"',  # never met: plan tier looks at every torrent
-            'archive_when = { larger_than = "1" }',
+            'archive_when = { larger_than = "1B" }',
             'exclude = { categories = ["keep"] }',
             'order = "oldest"',
             'evict = "to_goal"', ""]))

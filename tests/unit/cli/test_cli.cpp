@@ -125,6 +125,17 @@ TEST_CASE("usage errors name the missing argument or the unknown option as writt
     auto ratio = run_archctl(s, {"plan", "evict", "--min-ratio", "x"});
     CHECK(ratio.exit_code == 2);
     CHECK(ratio.err.find("invalid --min-ratio 'x'") != std::string::npos);
+    // Budgets: a negative or zero number is a usage error, never "no limit".
+    for (std::vector<std::string> argv : {std::vector<std::string>{"resume", "--max-minutes", "-5"},
+                                          std::vector<std::string>{"archive", "abcd1234", "--max-gb", "-1"},
+                                          std::vector<std::string>{"archive", "abcd1234", "--max-gb", "0"},
+                                          std::vector<std::string>{"resume", "--max-bytes", "-5"},
+                                          std::vector<std::string>{"tier", "--min-free", "lots"}}) {
+        auto bad = run_archctl(s, argv);
+        CHECK(bad.exit_code == 2);
+        CHECK(bad.err.find("invalid") != std::string::npos);
+        CHECK(bad.err.find(argv[argv.size() - 2]) != std::string::npos);
+    }
     auto tier_args = run_archctl(s, {"plan", "tier", "--category", "tv"});
     CHECK(tier_args.exit_code == 2);
     CHECK(tier_args.err.find("'plan tier' takes at most a policy NAME") != std::string::npos);

@@ -561,3 +561,22 @@ TEST_CASE("Criteria::empty: exclusions alone select nothing") {
     r.min_ratio = 1.0;
     CHECK_FALSE(r.empty());
 }
+
+TEST_CASE("a size in a config file needs its unit; 0 and unit-bearing strings are accepted") {
+    test::Scratch s;
+    Env env(s);
+    std::vector<std::string> w;
+    for (const char* bare : {"[transfer]\nmin_free = 5\n", "[transfer]\nmin_free = \"5\"\n"}) {
+        s.write(".config/archctl/config.toml", bare);
+        auto c = load(options_for(s), w);
+        REQUIRE_FALSE(c.ok());
+        CHECK(c.error().message.find("line 2: transfer.min_free: a size needs a unit") != std::string::npos);
+        CHECK(c.error().message.find("\"5B\" for 5 bytes") != std::string::npos);
+    }
+    s.write(".config/archctl/config.toml", "[transfer]\nmin_free = 0\n");
+    CHECK(load(options_for(s), w)->min_free == 0);
+    s.write(".config/archctl/config.toml", "[transfer]\nmin_free = \"5B\"\n");
+    CHECK(load(options_for(s), w)->min_free == 5);
+    s.write(".config/archctl/config.toml", "[transfer]\nmin_free = \"1G\"\n");
+    CHECK(load(options_for(s), w)->min_free == 1ull << 30);
+}

@@ -213,10 +213,14 @@ TEST_CASE("a plan whose target lacks the space above the floor is refused the sa
     CHECK_FALSE(p.refusal());
     p.plan.disk_ok = false;
     p.plan.delta_bytes = 3 * 1024 * 1024;
+    p.target_free = 5 * 1024 * 1024;
+    p.min_free = 4 * 1024 * 1024;
     auto refused = p.refusal();
     REQUIRE(refused);
     CHECK(refused->code == "DISK_INSUFFICIENT");
-    CHECK(refused->message == "not enough free space on 'nas' for 3.0 MiB above the floor");
+    CHECK(refused->message ==
+          "not enough free space on 'nas': the job needs 3.0 MiB, 1.0 MiB is free above the 4.0 MiB floor (5.0 MiB free in all)");
+    CHECK(refused->hint == "free 2.0 MiB on 'nas', or lower the floor (--min-free SIZE, transfer.min_free; now 4.0 MiB)");
 }
 
 TEST_CASE("a job whose definition is lost or unreadable is listed as damaged, and job rm removes it") {
