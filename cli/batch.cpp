@@ -442,8 +442,8 @@ Result<Planned> plan_batch(Services& s, const BatchRequest& r, bool read_only) {
         prepare_item(s, r, p.source, read_only, it);
         // The same resource named twice (a prefix and its full hash): one job.
         if (!it.id.empty() && !seen.insert(it.id).second) {
-            it.action = "skipped";
-            it.reason = "named twice";
+            it.action = "nothing_to_do";
+            it.reason = "named twice: one job does it";
             it.transfer.reset();
             it.evict.reset();
             it.existing_job.reset();

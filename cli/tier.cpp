@@ -13,6 +13,7 @@
 #include "lib/base/clock.hpp"
 #include "lib/base/fs.hpp"
 #include "lib/base/units.hpp"
+#include "lib/jobs/kind.hpp"
 #include "lib/jobs/tier_plan.hpp"
 #include "lib/node/ops.hpp"
 #include "lib/routes/routes.hpp"
@@ -388,6 +389,12 @@ void run_policy(Context& ctx, Services& s, const TierOptions& o, jobs::SharedBud
     if (runner.resume_unfinished() == Step::stopped) return done("stopped");
     auto live = read_live(*s.nodes, policy, true);
     if (!live.ok()) {
+        // An unreachable node is a wait, not a verdict: cron tries again next time.
+        if (jobs::is_outage(live.error())) {
+            run.stopped = true;
+            run.stop_text = fmt::format("waiting: {}", live.error().message);
+            return done("stopped");
+        }
         runner.fail(live.error());
         return done("failed");
     }

@@ -215,6 +215,22 @@ class Tier(unittest.TestCase):
         self.assertRegex(text, r"tier\.box\.keep_free\s+\d+(\.\d)? MiB\s+user:")
         self.assertRegex(text, r"tier\.box\.order\s+largest")
 
+    def test_f_unreachable_cache_is_a_wait(self):
+        """The cache's qBittorrent down: tier cannot read its torrents, which is a clean stop
+        (exit 10, cron tries again), never a failure, and nothing moves."""
+        before = jobs()
+        LAB.stop_qb("cache1")
+        try:
+            rc, out, err = tier("tier", "box", "--yes", "--json")
+            self.assertEqual(rc, 10, err + out)
+            self.assertIn("waiting", json.loads(out)["tier"][0]["stop"])
+        finally:
+            LAB.start_qb("cache1")
+        self.assertEqual(len(jobs()), len(before))
+        rc, out, err = tier("tier", "box", "--yes")
+        self.assertEqual(rc, 0, err + out)
+        self.assert_no_loss()
+
 
 if __name__ == "__main__":
     unittest.main()
