@@ -127,6 +127,18 @@ std::string selection_args(const SelectOptions& o) {
     return out.empty() ? out : out.substr(1);
 }
 
+BatchRequest transfer_batch(plan::Operation op, const TransferOptions& o) {
+    BatchRequest r;
+    r.op = op == plan::Operation::archive ? BatchOp::archive : BatchOp::unarchive;
+    r.select = o.select;
+    r.from = o.from;
+    r.to = o.to;
+    r.verify_transit = o.verify_transit;
+    r.yes = o.yes;
+    r.confirm = o.confirm;
+    return r;
+}
+
 namespace {
 
 const char* op_name(BatchOp op) {

@@ -44,6 +44,9 @@ struct BatchRequest {
     BudgetOptions budgets;
 };
 
+// archive/unarchive's batch from its options (budgets are set by the caller).
+[[nodiscard]] BatchRequest transfer_batch(plan::Operation op, const TransferOptions& o);
+
 // `plan archive|unarchive|evict` over a batch: one line per resource, the totals, one token
 // bound to the whole batch. Read-only.
 [[nodiscard]] Outcome run_batch_plan(Context& ctx, const BatchRequest& request);

@@ -46,18 +46,7 @@ Outcome run_plan_transfer(Context& ctx, const PlanOptions& options, plan::Operat
     if (options.verify_archive)
         return Outcome::usage(Error(ErrorCode::USAGE, "--verify-archive belongs to 'plan evict'"));
     const TransferOptions& t = options.transfer;
-    if (is_batch(t.select)) {
-        if (!t.files.empty() || !t.file_paths.empty() || !t.dir_paths.empty())
-            return Outcome::usage(Error(ErrorCode::USAGE, "--files, --file and --dir take a single RES, not a batch",
-                                        "select files of one resource at a time"));
-        BatchRequest r;
-        r.op = op == plan::Operation::archive ? BatchOp::archive : BatchOp::unarchive;
-        r.select = t.select;
-        r.from = t.from;
-        r.to = t.to;
-        r.verify_transit = t.verify_transit;
-        return run_batch_plan(ctx, r);
-    }
+    if (is_batch(t.select)) return run_batch_plan(ctx, transfer_batch(op, t));
     if (t.select.res.empty()) return Outcome::usage(missing_res("plan " + options.op_name));
     PlanOptions o = options;
     o.transfer.res = t.select.res.front();

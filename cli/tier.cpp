@@ -361,21 +361,14 @@ struct PolicySteps {
     }
 };
 
+nlohmann::json run_json(const PolicyRun& r);
+
+// The policy's last run, for `status` (<state>/tiers/<name>.json): its summary without the steps.
 Status record_run(const state::StateDir& dir, const PolicyRun& run, const std::string& started) {
-    nlohmann::json j = {{"policy", run.policy->name},
-                        {"started", started},
-                        {"ended", format_rfc3339(system_now())},
-                        {"outcome", run.outcome},
-                        {"archived", run.archived},
-                        {"evicted", run.evicted},
-                        {"failed", run.failed},
-                        {"blocked", run.blocked},
-                        {"free_before", run.free_before},
-                        {"free_after", run.free_after},
-                        {"want_free", run.goal.want_free},
-                        {"goal_met", run.goal_met}};
-    if (run.stopped) j["stop"] = run.stop_text;
-    if (run.first_error) j["error"] = {{"code", run.first_error->code}, {"message", run.first_error->message}};
+    nlohmann::json j = run_json(run);
+    j.erase("steps");
+    j["started"] = started;
+    j["ended"] = format_rfc3339(system_now());
     ARCHCTL_TRY_ASSIGN(AtomicFile f, AtomicFile::create(dir.tiers() + "/" + run.policy->name + ".json", 0600));
     ARCHCTL_TRY_STATUS(f.write(j.dump(2) + "\n"));
     return f.commit();

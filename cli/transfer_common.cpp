@@ -167,29 +167,12 @@ Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& r
     return Outcome::failed(e, result);
 }
 
-namespace {
-
-// archive/unarchive of several resources or a filter.
-Outcome run_transfer_batch(Context& ctx, plan::Operation op, const TransferOptions& o, const BudgetOptions& b) {
-    if (!o.files.empty() || !o.file_paths.empty() || !o.dir_paths.empty())
-        return Outcome::usage(Error(ErrorCode::USAGE, "--files, --file and --dir take a single RES, not a batch",
-                                    "select files of one resource at a time"));
-    BatchRequest r;
-    r.op = op == plan::Operation::archive ? BatchOp::archive : BatchOp::unarchive;
-    r.select = o.select;
-    r.from = o.from;
-    r.to = o.to;
-    r.verify_transit = o.verify_transit;
-    r.yes = o.yes;
-    r.confirm = o.confirm;
-    r.budgets = b;
-    return run_batch(ctx, r);
-}
-
-}  // namespace
-
 Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& options, const BudgetOptions& b) {
-    if (is_batch(options.select)) return run_transfer_batch(ctx, op, options, b);
+    if (is_batch(options.select)) {
+        BatchRequest r = transfer_batch(op, options);
+        r.budgets = b;
+        return run_batch(ctx, r);
+    }
     if (options.select.res.empty()) return Outcome::usage(missing_res(plan::to_string(op)));
     TransferOptions o = options;
     o.res = o.select.res.front();
