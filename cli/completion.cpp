@@ -67,7 +67,7 @@ Opt option_of(const std::string& path, const CLI::Option& o) {
     Opt out;
     for (const auto& s : o.get_snames()) out.names.push_back("-" + s);
     for (const auto& l : o.get_lnames()) out.names.push_back("--" + l);
-    out.takes_value = o.get_type_size_max() > 0;
+    out.takes_value = o.get_expected_max() > 0;  // a flag expects 0 values
     out.kind = out.takes_value ? kind_of(path, o) : "";
     out.help = o.get_description();
     return out;
@@ -87,7 +87,7 @@ void walk(CLI::App& app, const std::string& path, const std::vector<Opt>& global
         }
     }
     if (!path.empty()) {
-        c.opts.push_back(option_of(path, *app.get_help_ptr()));
+        if (const CLI::Option* help = app.get_help_ptr()) c.opts.push_back(option_of(path, *help));
         c.opts.insert(c.opts.end(), globals.begin(), globals.end());
     }
     out.push_back(c);
@@ -301,8 +301,14 @@ std::string fish_script(const std::vector<Command>& cmds) {
         if (!v.empty()) valued += fmt::format("        case {}\n            printf '%s\\n'{}\n", key, v);
     }
     out += subs + "    end\nend\n\n" + valued + "    end\nend\n\n";
-    out += R"SH(# The command path, how many positionals were given and the first one, one a line.
+    out += R"SH(# The command path, how many positionals were given and the first one, one a line (kept for
+# the command line it was computed for: every condition below asks).
 function __archctl_state
+    set -l line (commandline -pc)
+    if set -q __archctl_state_cache; and test "$__archctl_state_line" = "$line"
+        printf '%s\n' $__archctl_state_cache
+        return
+    end
     set -l tokens (commandline -opc)
     set -e tokens[1]
     set -l cmdpath ''
@@ -329,16 +335,23 @@ function __archctl_state
                 end
         end
     end
-    printf '@%s\n' $cmdpath
-    printf '%s\n' $npos "@$first"
+    set -g __archctl_state_line $line
+    set -g __archctl_state_cache "@$cmdpath" $npos "@$first"
+    printf '%s\n' $__archctl_state_cache
 end
 
-# True when the command path is $argv[1] (and, with $argv[2], the next positional is that one).
+# True when the command path is $argv[1] and, with $argv[2] = N, the next positional is the N-th
+# (with +N: the N-th or a later one).
 function __archctl_at
     set -l st (__archctl_state)
     test "$st[1]" = "@$argv[1]"; or return 1
-    test (count $argv) -lt 2; and return 0
-    test (math $st[2] + 1) = $argv[2]; or begin; test "$argv[2]" = '+'; and test $st[2] -gt 0; end
+    set -q argv[2]; or return 0
+    set -l next (math $st[2] + 1)
+    if string match -q -- '+*' $argv[2]
+        test $next -ge (string sub -s 2 -- $argv[2])
+    else
+        test $next = $argv[2]
+    end
 end
 
 function __archctl_first_is
@@ -383,7 +396,7 @@ complete -c archctl -f
         for (size_t i = 0; i < c.positionals.size(); ++i) {
             const std::string& kind = c.positionals[i];
             bool repeats = c.last_repeats && i + 1 == c.positionals.size();
-            std::string n = repeats && i > 0 ? "+" : std::to_string(i + 1);
+            std::string n = (repeats ? "+" : "") + std::to_string(i + 1);
             if (kind == "plan-res") {
                 out += fmt::format("complete -c archctl -n {} -f -a '(__archctl_names policies)'\n",
                                    single_quoted(cond + " 2; and __archctl_first_is tier"));

@@ -97,13 +97,14 @@ def zsh(line):
     """The words zsh's completion offers (compadd captured) for `line`."""
     words = shlex.split(line) + ([""] if line.endswith(" ") else [])
     code = ("autoload -Uz compinit; compinit -u -D; "
-            "compadd() { local seen=0 a; for a in \"$@\"; do (( seen )) && print -r -- \"$a\"; [[ $a == -- ]] && seen=1; done }; "
+            "compadd() { local seen=0 a; for a in \"$@\"; do (( seen )) && print -r -- \"$a\"; [[ $a == -- ]] && seen=1; done; return 0 }; "
             "_files() { print -r -- '<files>' }; "
             f"words=({' '.join(shlex.quote(w) for w in words)}); CURRENT={len(words)}; "
             f"source {shlex.quote(script('zsh'))}")
     r = run(["zsh", "-f", "-c", code])
     assert r.returncode == 0, r.stderr
-    return sorted(w for w in r.stdout.split("\n") if w)
+    # compadd itself keeps the candidates that match the word typed.
+    return sorted(w for w in r.stdout.split("\n") if w and (w.startswith(words[-1]) or w == "<files>"))
 
 
 def fish(line):
@@ -148,6 +149,10 @@ class Generated(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertEqual(run([BIN, "completion"]).returncode, 2)
 
+    def test_bash_registers_the_function(self):
+        r = run(["bash", "--norc", "--noprofile", "-c", f"source {shlex.quote(script('bash'))}; complete -p archctl"])
+        self.assertEqual(r.stdout.strip(), "complete -F _archctl archctl")
+
     def test_zsh_script_goes_where_debian_zsh_looks(self):
         fpath = run(["zsh", "-f", "-c", "print -l $fpath"]).stdout.split()
         self.assertIn("/usr/share/zsh/vendor-completions", fpath)
@@ -169,7 +174,7 @@ class Completes(unittest.TestCase):
 
     def test_node_names_for_from_and_to(self):
         self.each("archctl archive --from ", lambda got: self.assertEqual(got, ["nas", "seedbox"]))
-        self.each("archctl evict abcdef12 --to n", lambda got: self.assertEqual(got, ["nas"]))
+        self.each("archctl archive abcdef12 --to n", lambda got: self.assertEqual(got, ["nas"]))
 
     def test_node_names_from_the_config_on_the_line(self):
         env = dict(ENV, ARCHCTL_CONFIG=os.path.join(TMP, "missing.toml"))
