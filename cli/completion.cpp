@@ -2,15 +2,21 @@
 // table by walking the CLI11 tree (every command, subcommand, option and positional), so a
 // command or option exists in one place. --nodes, --jobs and --policies print the names the
 // scripts complete (node names and tier policies from the config, job ids from the state
-// directory) without contacting any node; a broken config or state prints nothing.
+// directory) without contacting any node; a config that does not load (an unreadable secret
+// file) still names them from its tables, and a missing one prints nothing.
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include "cli/command_table.hpp"
 #include "cli/commands.hpp"
@@ -409,20 +415,67 @@ complete -c archctl -f
     return out;
 }
 
+const char* env_of(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// The config file's own tables, read without the layers' checks: a config that does not load
+// (usually a secret file only the service's user can read) still names its nodes and policies.
+std::optional<toml::table> raw_config(const GlobalOptions& g) {
+    std::string path = g.config_file;
+    if (path.empty() && env_of("ARCHCTL_CONFIG")) path = env_of("ARCHCTL_CONFIG");
+    if (path.empty() && env_of("XDG_CONFIG_HOME")) path = std::string(env_of("XDG_CONFIG_HOME")) + "/archctl/config.toml";
+    if (path.empty() && env_of("HOME")) path = std::string(env_of("HOME")) + "/.config/archctl/config.toml";
+    if (path.empty()) return std::nullopt;
+    try {
+        return toml::parse_file(path);
+    } catch (const std::exception&) {
+        return std::nullopt;  // unreadable or malformed: nothing to complete
+    }
+}
+
+std::vector<std::string> table_names(const std::optional<toml::table>& raw, const char* table) {
+    std::vector<std::string> names;
+    if (!raw) return names;
+    if (const toml::table* t = (*raw)[table].as_table())
+        for (const auto& [key, value] : *t)
+            if (value.is_table()) names.emplace_back(key.str());
+    return names;
+}
+
+std::string raw_state_dir(const GlobalOptions& g, const std::optional<toml::table>& raw) {
+    if (!g.state_dir.empty()) return g.state_dir;
+    if (env_of("ARCHCTL_STATE")) return env_of("ARCHCTL_STATE");
+    if (raw)
+        if (auto dir = (*raw)["state_dir"].value<std::string>()) return *dir;
+    if (env_of("XDG_STATE_HOME")) return std::string(env_of("XDG_STATE_HOME")) + "/archctl";
+    return env_of("HOME") ? std::string(env_of("HOME")) + "/.local/state/archctl" : "";
+}
+
+std::vector<std::string> job_ids_in(const std::string& state_dir) {
+    std::vector<std::string> ids;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(state_dir + "/jobs", ec))
+        if (std::filesystem::exists(entry.path() / "definition.json", ec)) ids.push_back(entry.path().filename().string());
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
 void print_names(Context& ctx, const std::string& what) {
     std::vector<std::string> names;
+    auto config = ctx.config();
     if (what == "jobs") {
-        auto state = ctx.state();
-        if (!state.ok()) return;
-        auto ids = state::JobStore(*state.value()).list();
-        if (ids.ok()) names = ids.value();
-    } else {
-        auto config = ctx.config();
-        if (!config.ok()) return;
+        auto state = config.ok() ? ctx.state() : Result<const state::StateDir*>(Error(ErrorCode::USAGE, ""));
+        auto ids = state.ok() ? state::JobStore(*state.value()).list() : Result<std::vector<std::string>>(Error(ErrorCode::USAGE, ""));
+        names = ids.ok() ? ids.value() : job_ids_in(raw_state_dir(ctx.global(), raw_config(ctx.global())));
+    } else if (config.ok()) {
         if (what == "nodes")
             for (const auto& [name, node] : config.value()->nodes) names.push_back(name);
         else
             for (const auto& [name, policy] : config.value()->tiers) names.push_back(name);
+    } else {
+        names = table_names(raw_config(ctx.global()), what == "nodes" ? "nodes" : "tier");
     }
     for (const auto& n : names) std::fprintf(stdout, "%s\n", n.c_str());
 }

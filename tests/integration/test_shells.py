@@ -144,6 +144,20 @@ class Generated(unittest.TestCase):
         r = run([BIN, "completion", "--nodes"], broken)
         self.assertEqual((r.returncode, r.stdout), (0, ""))
 
+    def test_names_from_a_config_whose_secrets_this_user_cannot_read(self):
+        # The service's secret files are often readable by its user only: the config does not
+        # load for someone else, yet its tables still name the nodes and policies.
+        locked = os.path.join(TMP, "locked.toml")
+        with open(locked, "w", encoding="utf-8") as f:
+            f.write(f'state_dir = "{TMP}/state"\n' +
+                    CONFIG.replace('password = "x"', f'password_file = "{TMP}/no-such-secret"'))
+        env = dict(ENV, ARCHCTL_CONFIG=locked)
+        self.assertNotEqual(run([BIN, "status"], env).returncode, 0)
+        self.assertEqual(run([BIN, "completion", "--nodes"], env).stdout.split(), ["nas", "seedbox"])
+        self.assertEqual(run([BIN, "completion", "--policies"], env).stdout.split(), ["nightly"])
+        self.assertEqual(run([BIN, "completion", "--jobs"], env).stdout.split(), JOBS)
+        self.assertEqual(bash("archctl archive --from ", env), ["nas", "seedbox"])
+
     def test_unknown_shell_is_a_usage_error(self):
         r = run([BIN, "completion", "tcsh"])
         self.assertEqual(r.returncode, 2, r.stderr)
