@@ -18,6 +18,7 @@ const std::vector<CommandSpec>& command_table() {
         {"config", Group::porcelain, "print every effective setting and the layer that set it", register_config, Needs::nothing},
         {"node", Group::plumbing, "node operations (the exec transport's far end)", register_node, Needs::nothing},
         {"torrent", Group::plumbing, "show, verify and create .torrent files", register_torrent, Needs::nothing},
+        {"completion", Group::plumbing, "print the bash, zsh or fish completion script", register_completion, Needs::nothing},
     };
     return table;
 }

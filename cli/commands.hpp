@@ -17,5 +17,6 @@ Runner register_job(CLI::App& app);
 Runner register_config(CLI::App& app);
 Runner register_node(CLI::App& app);
 Runner register_torrent(CLI::App& app);
+Runner register_completion(CLI::App& app);
 
 }  // namespace archctl::cli

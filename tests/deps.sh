@@ -14,7 +14,10 @@
 # (tests/integration/test_ssh.py reaches a node through an sshd it starts on 127.0.0.1), and
 # e2fsprogs (tests/integration/test_merge_floor.py makes a small loop-mounted ext4), and
 # mktorrent with transmission-cli (transmission-create): tests/integration/test_creators.py
-# archives torrents made by the tools people use.
+# archives torrents made by the tools people use; zsh and fish
+# (tests/integration/test_shells.py drives the completion scripts in each real shell), tmux
+# (tests/integration/test_panel.py reads the progress panel at 80 and 120 columns) and dpkg-dev
+# (dpkg-shlibdeps: tests/integration/test_package.py builds the .deb with cpack).
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -23,6 +26,7 @@ packages=(
   doctest-dev libtomlplusplus-dev
   qbittorrent-nox syncthing python3 python3-libtorrent openssl e2fsprogs openssh-server openssh-client
   mktorrent transmission-cli
+  zsh fish tmux dpkg-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,13 @@
 #include "lib/ui/progress.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
+
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -101,20 +107,90 @@ std::string format_bar(double fraction, int width) {
     return out;
 }
 
+namespace {
+
+// The fields of the first panel line, kept by priority as the width shrinks: the sparkline goes
+// first, then the bar narrows and goes, then the rate, the byte counts and the step; the
+// percentage and the ETA always stay.
+struct PanelFields {
+    std::string step, percent, bytes, rate, sparkline, eta;
+    double fraction = 0;
+};
+
+std::string panel_line1(const PanelFields& f, size_t width) {
+    struct Variant {
+        bool step, bytes, rate, sparkline, padded;
+        int bar;  // cells; 0 = no bar, -1 = whatever is left (at least 8)
+    };
+    static const Variant k_variants[] = {
+        {true, true, true, true, true, 24},   {true, true, true, false, true, 24}, {true, true, true, false, false, -1},
+        {true, true, true, false, false, 0}, {true, true, false, false, false, 0}, {true, false, false, false, false, 0},
+        {false, false, false, false, false, 0},
+    };
+    for (const Variant& v : k_variants) {
+        std::string head = v.step ? " " + (v.padded ? pad_right(f.step, 12) : f.step) : "";
+        std::string tail = " " + f.percent;
+        if (v.bytes) tail += "  " + (v.padded ? pad_left(f.bytes, 21) : f.bytes);
+        if (v.rate) tail += "  " + (v.padded ? pad_left(f.rate, 12) : f.rate);
+        if (v.sparkline) tail += "  " + f.sparkline;
+        tail += "  ETA " + f.eta;
+        size_t used = display_width(head) + display_width(tail);
+        if (v.bar == 0) {
+            if (used <= width) return head + tail;
+            continue;
+        }
+        size_t cells = v.bar > 0 ? static_cast<size_t>(v.bar) : (used + 1 < width ? width - used - 1 : 0);
+        if (v.bar < 0) cells = std::min<size_t>(cells, 24);
+        if (cells < 8 || used + 1 + cells > width) continue;
+        return head + " " + format_bar(f.fraction, static_cast<int>(cells)) + tail;
+    }
+    return clip(" " + f.percent + " ETA " + f.eta, width);
+}
+
+}  // namespace
+
 std::string format_panel(const ProgressSnapshot& s, double rate, const std::string& sparkline, int width) {
-    double f = fraction_of(s);
-    std::string step = fmt::format("[{} {}/{}]", s.step, s.step_number, s.steps);
-    std::string bytes = fmt::format("{}/{}", format_size(s.done_bytes), format_size(s.total_bytes));
-    std::string line1 = fmt::format(" {} {} {:>5.1f}%  {}  {}  {}  ETA {}", pad_right(step, 12), format_bar(f, 24),
-                                    f * 100.0, pad_left(bytes, 21), pad_left(rate_text(rate), 12), sparkline,
-                                    eta_text(s, rate));
+    PanelFields f;
+    f.fraction = fraction_of(s);
+    f.step = fmt::format("[{} {}/{}]", s.step, s.step_number, s.steps);
+    f.percent = fmt::format("{:>5.1f}%", f.fraction * 100.0);
+    f.bytes = fmt::format("{}/{}", format_size(s.done_bytes), format_size(s.total_bytes));
+    f.rate = rate_text(rate);
+    f.sparkline = sparkline;
+    f.eta = eta_text(s, rate);
+    // The last column is never written: a terminal that wraps there would scroll the panel.
+    auto w = static_cast<size_t>(std::max(20, width) - 1);
+    std::string line1 = panel_line1(f, w);
     std::string files = fmt::format("files {}/{}", s.files_done, s.files_total);
-    std::string line2 = std::string(14, ' ') + pad_right(files, 14);
+    std::string line2 = w >= 60 ? std::string(14, ' ') + pad_right(files, 14) : " " + files + "  ";
     if (s.stopping) line2 += "stopping after the current chunk…";
     else if (!s.why.empty()) line2 += s.why;
     else if (!s.current.empty()) line2 += "now: " + s.current;
-    auto w = static_cast<size_t>(std::max(20, width));
     return clip(line1, w) + "\n" + clip(line2, w);
+}
+
+ProgressSnapshot merge_snapshot(const ProgressSnapshot& last, const ProgressSnapshot& next) {
+    if (last.job_id != next.job_id || last.step != next.step) return next;
+    // A cancelled operation may report zeros as it stops: the counts reached stay on screen.
+    bool empty = next.total_bytes == 0 && next.done_bytes == 0 && last.total_bytes > 0;
+    bool went_back = next.stopping && next.done_bytes < last.done_bytes;
+    if (!empty && !went_back) return next;
+    ProgressSnapshot kept = next;
+    kept.done_bytes = last.done_bytes;
+    kept.total_bytes = last.total_bytes;
+    kept.files_done = std::max(last.files_done, next.files_done);
+    kept.files_total = std::max(last.files_total, next.files_total);
+    return kept;
+}
+
+int terminal_width(std::FILE* out) {
+    struct winsize ws {};
+    if (out != nullptr && ::ioctl(::fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    if (const char* columns = std::getenv("COLUMNS")) {
+        int n = std::atoi(columns);
+        if (n > 0) return n;
+    }
+    return 80;
 }
 
 std::string format_status_line(const ProgressSnapshot& s, double rate, SystemTime now) {
@@ -171,15 +247,29 @@ private:
     SteadyTime m_last{};
 };
 
+// Set by SIGWINCH: the next update redraws at the new width at once.
+volatile std::sig_atomic_t g_resized = 0;
+
+void on_resize(int) { g_resized = 1; }
+
+void watch_resize() {
+    struct sigaction sa {};
+    sa.sa_handler = on_resize;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGWINCH, &sa, nullptr);
+}
+
 class PanelRenderer final : public ProgressRenderer {
 public:
-    PanelRenderer(std::FILE* out, Clock& clock) : m_out(out), m_clock(clock) {}
+    PanelRenderer(std::FILE* out, Clock& clock) : m_out(out), m_clock(clock), m_width(terminal_width(out)) { watch_resize(); }
     void update(const ProgressSnapshot& s) override {
-        m_meter.add(m_clock.steady(), s.done_bytes);
-        m_last = s;
+        m_last = m_has ? merge_snapshot(m_last, s) : s;
+        m_meter.add(m_clock.steady(), m_last.done_bytes);
         m_has = true;
         auto now = m_clock.steady();
-        if (m_drawn && now - m_drawn_at < std::chrono::milliseconds(200)) return;
+        bool resized = g_resized != 0;
+        if (!resized && m_drawn && now - m_drawn_at < std::chrono::milliseconds(200)) return;
         draw();
     }
     void log(const std::string& line) override {
@@ -198,12 +288,16 @@ public:
 private:
     void erase() {
         if (!m_drawn) return;
-        std::fputs("\r\033[2K\033[1A\r\033[2K", m_out);  // clear line 2, up, clear line 1
+        std::fputs("\r\033[1A\033[J", m_out);  // to the panel's first line, clear to the end of the screen
         m_drawn = false;
     }
     void draw() {
         erase();
-        std::fputs(format_panel(m_last, m_meter.rate(), m_meter.sparkline()).c_str(), m_out);
+        if (g_resized != 0) {
+            g_resized = 0;
+            m_width = terminal_width(m_out);
+        }
+        std::fputs(format_panel(m_last, m_meter.rate(), m_meter.sparkline(), m_width).c_str(), m_out);
         std::fflush(m_out);
         m_drawn = true;
         m_drawn_at = m_clock.steady();
@@ -211,6 +305,7 @@ private:
     std::FILE* m_out;
     Clock& m_clock;
     RateMeter m_meter;
+    int m_width;
     ProgressSnapshot m_last;
     bool m_has = false;
     bool m_drawn = false;

@@ -4,7 +4,8 @@
 // A long operation feeds ProgressSnapshot values (job-scoped: bytes and files of the whole job,
 // not of one file). RateMeter smooths the rate and keeps a slow sparkline (one cell per ~5 s).
 // Renderers:
-//   panel — a TTY: two fixed-width lines repainted in place; log lines print above the panel;
+//   panel — a TTY: two lines fitted to the terminal's width (re-read on SIGWINCH) repainted in
+//           place; log lines print above the panel; the last frame stays after a stop;
 //   line  — not a TTY: one status line every 10 s;
 //   none  — ARCHCTL_PROGRESS=0.
 // Mode: ARCHCTL_PROGRESS=0|line|panel, else panel on a TTY and line otherwise. NO_COLOR is
@@ -57,8 +58,15 @@ private:
     std::deque<double> m_history;
 };
 
-// The two panel lines for a snapshot, each at most `width` columns.
+// The two panel lines for a snapshot, each shorter than `width` columns (the last column is never
+// written, so no terminal wraps them). Narrow widths drop fields by priority: the sparkline, the
+// bar, the rate, the byte counts, the step; the percentage and the ETA always stay.
 std::string format_panel(const ProgressSnapshot& s, double rate, const std::string& sparkline, int width = 100);
+// The snapshot to show after `last` when `next` arrives: a stopping operation that reports fewer
+// (or no) bytes for the same job and step keeps the counts already reached on screen.
+ProgressSnapshot merge_snapshot(const ProgressSnapshot& last, const ProgressSnapshot& next);
+// Columns of the terminal `out` writes to (TIOCGWINSZ), else $COLUMNS, else 80.
+int terminal_width(std::FILE* out);
 // One status line: "2026-12-01T18:35:02Z job <id> sync 61.3% 13.2/21.5GiB 171.4MiB/s eta 49s files 3/6".
 std::string format_status_line(const ProgressSnapshot& s, double rate, SystemTime now);
 // "▌" style bar of `width` cells for a fraction 0..1.

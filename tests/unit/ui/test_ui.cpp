@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "lib/ui/progress.hpp"
 #include "lib/ui/table.hpp"
@@ -114,4 +115,49 @@ TEST_CASE("line renderer prints at most one status line per 10 s; panel prints l
     auto log_at = panel.find("archctl: staged 6 files\n");
     REQUIRE(log_at != std::string::npos);
     CHECK(panel.find("[sync 2/5]", log_at) != std::string::npos);  // redrawn below the log line
+}
+
+TEST_CASE("the panel fits any width: fields go by priority, percent and ETA stay") {
+    auto s = sample();
+    for (int width = 20; width <= 200; ++width) {
+        std::string panel = format_panel(s, 171.4 * 1048576, "▂▃▅▇▇▆▅▇", width);
+        std::string line1 = panel.substr(0, panel.find('\n'));
+        std::string line2 = panel.substr(panel.find('\n') + 1);
+        CAPTURE(width);
+        CHECK(display_width(line1) < static_cast<size_t>(width));
+        CHECK(display_width(line2) < static_cast<size_t>(width));
+        CHECK(line1.find("61.9%") != std::string::npos);
+        CHECK(line1.find("ETA ") != std::string::npos);
+    }
+    std::string wide = format_panel(s, 171.4 * 1048576, "▂▃▅▇▇▆▅▇", 120);
+    CHECK(wide.find("▂▃▅▇▇▆▅▇") != std::string::npos);
+    CHECK(wide.find("[sync 2/5]") != std::string::npos);
+    std::string narrow = format_panel(s, 171.4 * 1048576, "▂▃▅▇▇▆▅▇", 80);
+    CHECK(narrow.find("▂▃▅▇▇▆▅▇") == std::string::npos);
+    CHECK(narrow.find("13.0 GiB/21.0 GiB") != std::string::npos);
+}
+
+TEST_CASE("a stopping operation keeps the counts reached on the panel") {
+    auto last = sample();
+    ProgressSnapshot zero;
+    zero.job_id = last.job_id;
+    zero.step = last.step;
+    zero.stopping = true;
+    auto kept = merge_snapshot(last, zero);
+    CHECK(kept.done_bytes == last.done_bytes);
+    CHECK(kept.total_bytes == last.total_bytes);
+    CHECK(kept.stopping);
+    auto next = sample();
+    next.done_bytes += 1;
+    CHECK(merge_snapshot(last, next).done_bytes == next.done_bytes);
+    next.step = "merge";
+    next.done_bytes = 0;
+    CHECK(merge_snapshot(last, next).done_bytes == 0);  // a new step starts from its own zero
+}
+
+TEST_CASE("terminal width: the terminal, else COLUMNS, else 80") {
+    ::setenv("COLUMNS", "132", 1);
+    CHECK(terminal_width(nullptr) == 132);
+    ::unsetenv("COLUMNS");
+    CHECK(terminal_width(nullptr) == 80);
 }
