@@ -37,21 +37,27 @@ void add_job_resources(std::vector<ResourceStatus>& out, const std::vector<JobSu
 }
 
 // Resources archctl holds a placement record of (state/placements/<alias>/<node>.json, written
-// at each commit and kept after `job clear`), each once: a v1 alias is 40 hex, a v2 alias 64.
+// at each commit and kept after `job clear`), each once. A commit writes the same record under
+// every alias of the resource (a v1 alias is 40 hex, a v2 alias 64), so a hybrid's two aliases
+// are paired by the qB id their records name.
 void add_recorded_resources(std::vector<ResourceStatus>& out, const state::StateDir& state) {
     auto aliases = list_dir(state.placements());
     if (!aliases.ok()) return;
+    std::map<std::string, std::pair<std::string, std::string>> by_qb_id;  // qB id → (v1, v2)
+    std::vector<std::string> order;
     for (const auto& alias : aliases.value()) {
         auto nodes = list_dir(state.placements() + "/" + alias);
-        if (!nodes.ok() || nodes->empty()) continue;
-        // A hybrid's records sit under both aliases; its v2 records name the v1 id qB uses.
-        std::string v1 = alias.size() == 40 ? alias : "", v2 = alias.size() == 64 ? alias : "";
+        if (!nodes.ok() || nodes->empty() || (alias.size() != 40 && alias.size() != 64)) continue;
         std::string node = nodes->front().substr(0, nodes->front().rfind(".json"));
         auto rec = state::PlacementStore(state).get(alias, node);
-        if (rec.ok() && rec.value() && v1.empty()) {
-            std::string qb_id = rec.value()->detail.value("qb_id", "");
-            if (qb_id.size() == 40) v1 = qb_id;
-        }
+        std::string qb_id = rec.ok() && rec.value() ? rec.value()->detail.value("qb_id", "") : "";
+        if (qb_id.empty()) qb_id = alias;
+        auto [it, added] = by_qb_id.try_emplace(qb_id);
+        if (added) order.push_back(qb_id);
+        (alias.size() == 40 ? it->second.first : it->second.second) = alias;
+    }
+    for (const auto& qb_id : order) {
+        const auto& [v1, v2] = by_qb_id[qb_id];
         auto id = torrent::Identity::from_qb(v1, v2);
         if (id.ok()) add_resource(out, id.value(), "");
     }
