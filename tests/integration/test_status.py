@@ -2,7 +2,7 @@
 """`archctl status` against a 3-node lab: all up, one qBittorrent down, a wrong password,
 `status RES|JOB` after a partial archive (placements, per-node and per-cache coverage, jobs);
 the inventory: a running job with the pid driving it, step and percent; a second run of that job
-(archive, resume, job cancel) says who drives it and exits 10; a failed job listed with the
+(archive, evict, resume, job cancel) says who drives it and exits 10; a failed job listed with the
 commands that resolve it; ambiguous job id prefixes refused like git; placements still listed
 after `job clear`."""
 
@@ -315,6 +315,22 @@ class Status(unittest.TestCase):
         self.assertIn("hint: see 'archctl job list'", err)
         self.assertNotIn("definition.json", err + out)
         self.assertNotIn(LAB.state_dir, err + out)
+
+    def test_j_evict_driven_elsewhere_exits_10(self):
+        tid = new_resource("res-evict", 13)
+        rc, out, err = archctl("archive", tid[:12], "--to", "archive1", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        release = flows.archctl_paused_at(LAB, "evict.held", "evict", tid[:12], "--from", "cache1", "--yes", "--json")
+        try:
+            job = flows.job_of(LAB, tid)
+            pid = lock_pid(job)
+            rc, out, err = archctl("evict", tid[:12], "--from", "cache1", "--yes", timeout=120)
+            self.assertEqual(rc, 10, err + out)
+            self.assertIn(f"archctl: stopped: job {job} is being driven by another archctl (pid {pid})", err)
+            self.assertNotIn("failed", err)
+        finally:
+            rc, out, err = release()
+        self.assertEqual(rc, 0, err + out)
 
     def test_y_placements_stay_listed_after_job_clear(self):
         rc, doc, err = status_json()
