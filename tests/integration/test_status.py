@@ -9,6 +9,7 @@ after `job clear`."""
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 import unittest
@@ -331,6 +332,33 @@ class Status(unittest.TestCase):
         finally:
             rc, out, err = release()
         self.assertEqual(rc, 0, err + out)
+
+    def test_k_a_sync_step_reads_its_live_percent(self):
+        # Syncthing on archive1 receives at 400 KiB/s: the sync of 3 MiB takes seconds, and
+        # status reads the bytes already on the target while it runs, never 0%.
+        st = LAB.st("archive1")
+        st.request("PATCH", "config/options", {"maxRecvKbps": 400, "limitBandwidthInLan": True})
+        try:
+            _, tid, _, _ = flows.seed_resource(LAB, "res-slow", {"pay/big.bin": 3 * 1024 * 1024}, 14, kind="v1")
+            argv, env = LAB.archctl_command("archive", tid[:12], "--to", "archive1", "--yes", "--json")
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+            seen = []
+            try:
+                deadline = time.monotonic() + 120
+                while proc.poll() is None and time.monotonic() < deadline:
+                    rc, doc, err = status_json()
+                    for a in doc["running"]:
+                        if a["step"] == "sync" and a["percent"] is not None:
+                            seen.append(a["percent"])
+                    if any(0 < p < 100 for p in seen):
+                        break
+                    time.sleep(0.5)
+            finally:
+                out, err = proc.communicate(timeout=300)
+            self.assertEqual(proc.returncode, 0, err + out)
+            self.assertTrue(any(0 < p < 100 for p in seen), f"percents seen during sync: {seen}")
+        finally:
+            st.request("PATCH", "config/options", {"maxRecvKbps": 0, "limitBandwidthInLan": False})
 
     def test_y_placements_stay_listed_after_job_clear(self):
         rc, doc, err = status_json()
