@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/confirm.hpp"
 #include "cli/services.hpp"
+#include "cli/transfer_common.hpp"
 #include "lib/base/units.hpp"
 #include "lib/state/tokens.hpp"
 
@@ -45,7 +46,7 @@ Outcome evict_outcome(Context& ctx, const jobs::RunResult& r, nlohmann::json res
     }
     // Another archctl holds the job's lock (an overlapping run): the job goes on there, it has
     // not failed.
-    if (r.error.is(ErrorCode::LOCKED)) return Outcome::partial(r.error.message, r.error.hint.empty() ? "wait for the other archctl to finish" : r.error.hint, result);
+    if (r.error.is(ErrorCode::LOCKED)) return driven_elsewhere(ctx, r.job_id, std::move(result));
     Error e = r.error;
     if (e.message.find(r.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.job_id, e.message);
     return Outcome::failed(e, result);

@@ -6,6 +6,7 @@
 #include "lib/base/lock_file.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/driver.hpp"
+#include "lib/jobs/status.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/ui/table.hpp"
 
@@ -57,6 +58,13 @@ Outcome run_cancel(Context& ctx, const jobs::JobSummary& row) {
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
     auto r = services.value()->driver->cancel(row.id);
+    // Another archctl drives it: nothing is cancelled, and nothing failed (exit 10).
+    if (r.outcome == jobs::RunOutcome::failed && r.error.is(ErrorCode::LOCKED)) {
+        auto text = jobs::driven_elsewhere(*services.value()->state, row.id);
+        return Outcome::partial(text + "; nothing was cancelled",
+                                fmt::format("stop that archctl (Ctrl-C in its terminal, or kill its pid), then 'archctl job cancel {}'", row.id),
+                                {{"job", r.to_json()}, {"driven_elsewhere", row.id}});
+    }
     if (r.outcome == jobs::RunOutcome::failed) return Outcome::failed(r.error, {{"job", r.to_json()}});
     if (r.compensated)
         ctx.out().info(fmt::format("archctl: job {}: undoing it is finished; the job ended {}", row.id, r.ended));
@@ -83,8 +91,9 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
     auto rows = jobs::summarize_jobs(store);
     if (!rows.ok()) return Outcome::failed(rows.take_error());
     if (o.action == JobOptions::Action::list) return run_list(ctx, rows.value());
-    const jobs::JobSummary* row = jobs::find_job(rows.value(), o.id);
-    if (!row) return Outcome::failed(Error(ErrorCode::NOT_FOUND, fmt::format("no job '{}'", o.id), "see 'archctl job list'"));
+    auto found = jobs::find_job(rows.value(), o.id);
+    if (!found.ok()) return Outcome::failed(found.take_error());
+    const jobs::JobSummary* row = found.value();
     switch (o.action) {
         case JobOptions::Action::show: return run_show(ctx, store, *row);
         case JobOptions::Action::cancel: return run_cancel(ctx, *row);
@@ -127,7 +136,7 @@ Runner register_job(CLI::App& app) {
     auto o = std::make_shared<JobOptions>();
     for (const Sub& s : subs) {
         CLI::App* sub = app.add_subcommand(s.name, s.help);
-        if (s.takes_id) sub->add_option("JOB", o->id, "job id (or a prefix of at least 8 characters)")->required();
+        if (s.takes_id) sub->add_option("JOB", o->id, "job id (or a prefix of at least 8 characters that only one job has)")->required();
         Action action = s.action;
         sub->callback([o, action] { o->action = action; });
     }

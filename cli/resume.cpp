@@ -1,10 +1,13 @@
 // archctl resume [JOB…]: drive every unfinished job (or those named) under this run's budgets.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/commands.hpp"
 #include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
 #include "lib/base/clock.hpp"
+#include "lib/jobs/status.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::cli {
@@ -16,15 +19,36 @@ struct ResumeOptions {
 
 namespace {
 
+// The jobs the user named, each by its full id or a prefix only one job has (like git):
+// NOT_FOUND or AMBIGUOUS (listing the candidates) otherwise — before anything runs.
+Result<std::vector<std::string>> full_ids(const state::StateDir& state, const std::vector<std::string>& named) {
+    ARCHCTL_TRY_ASSIGN(auto rows, jobs::summarize_jobs(state::JobStore(state)));
+    std::vector<std::string> out;
+    for (const auto& id : named) {
+        auto row = jobs::find_job(rows, id);
+        if (!row.ok()) {
+            Error e = row.take_error();
+            if (e.is(ErrorCode::NOT_FOUND)) e.hint = "see 'archctl job list' for job ids; 'archctl resume' alone drives every unfinished job";
+            return e;
+        }
+        if (std::find(out.begin(), out.end(), row.value()->id) == out.end()) out.push_back(row.value()->id);
+    }
+    return out;
+}
+
 Outcome run_resume(Context& ctx, const ResumeOptions& o) {
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
     Services& s = *services.value();
     auto budgets = to_budgets(o.budgets, *s.config);
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
-    std::vector<std::string> ids = o.jobs;
+    std::vector<std::string> ids;
     std::vector<std::string> damaged;
-    if (ids.empty()) {
+    if (!o.jobs.empty()) {
+        auto named = full_ids(*s.state, o.jobs);
+        if (!named.ok()) return Outcome::failed(named.take_error());
+        ids = named.value();
+    } else {
         auto all = s.driver->unfinished();
         if (!all.ok()) return Outcome::failed(all.take_error());
         ids = all.value();
@@ -54,8 +78,8 @@ Outcome run_resume(Context& ctx, const ResumeOptions& o) {
         } else if (r.outcome == jobs::RunOutcome::failed && r.error.is(ErrorCode::LOCKED)) {
             // Another archctl drives it (an overlapping cron run): not a failure, it goes on there.
             any_stopped = true;
-            stop_text = fmt::format("job {} is being driven by another archctl", id);
-            ctx.out().info(fmt::format("archctl: job {} skipped: {}", id, r.error.message));
+            stop_text = jobs::driven_elsewhere(*s.state, id);
+            ctx.out().info(fmt::format("archctl: {}; skipped here", stop_text));
         } else if (r.outcome == jobs::RunOutcome::failed) {
             if (!any_failed) first_error = r.error;
             any_failed = true;

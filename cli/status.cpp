@@ -1,8 +1,10 @@
 // archctl status [RES|JOB]: nodes (reachable, versions, Syncthing device, torrent count),
 // routes, placements with per-node coverage, jobs in progress and jobs needing attention.
 //
-// Without an argument it covers every resource archctl has a job record for; with RES (a hash or
-// an unambiguous prefix) or a job id it shows that resource's placements on every node, how much
+// Without an argument it covers every resource archctl has a job record or a placement record
+// for (the inventory: records outlive `job clear`), every job that runs (with the pid driving it)
+// or needs a command (with that command); with RES (a hash or an unambiguous prefix) or a job id
+// (or a prefix only one job has) it shows that resource's placements on every node, how much
 // of each cache copy archive copies hold, and its jobs.
 //
 // The reads live in lib/jobs/status (probes, free space, routes, jobs, placements); this file
@@ -18,6 +20,7 @@
 #include "cli/tier.hpp"
 #include "lib/session/node_probe.hpp"
 #include "lib/config/config.hpp"
+#include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/status.hpp"
 #include "lib/ui/table.hpp"
@@ -93,9 +96,11 @@ std::string render_routes(const jobs::Overview& o, nlohmann::json& out) {
     return "routes" + (t.empty() ? std::string("\n  (none)") : "\n" + t.render());
 }
 
-// The `jobs` block: unfinished jobs with their progress, finished ones whose compensation or
-// cleanup kept files (until `job clear`), and how many need attention. With a resource, only its
-// jobs (finished ones too); with a job id, only that job.
+// The `jobs` block: every unfinished job (with the pid that drives it, or the command that goes
+// on with it), every failed or damaged one (until `job rm`/`job clear`), finished ones whose
+// compensation or cleanup kept files; then `needs attention`: each job that needs a command,
+// with the commands that resolve it. With a resource, only its jobs (finished ones too); with a
+// job id, only that job. `out` gets the rows; `activity` the running jobs and those needing action.
 struct JobFilter {
     std::string qb_id;
     std::string job_id;
@@ -106,24 +111,48 @@ struct JobFilter {
     bool any() const { return !qb_id.empty() || !job_id.empty(); }
 };
 
-std::string render_jobs(const std::vector<jobs::JobSummary>& all, const JobFilter& filter, nlohmann::json& out) {
-    out = nlohmann::json::array();
+struct JobsJson {
+    nlohmann::json rows = nlohmann::json::array();
+    nlohmann::json running = nlohmann::json::array();
+    nlohmann::json attention = nlohmann::json::array();
+};
+
+// The last cell of a job row: who drives it, or what to run next.
+std::string activity_cell(const jobs::JobActivity& a) {
+    if (a.driver) {
+        std::string pct = a.percent ? fmt::format(", {:.0f}%", *a.percent) : "";
+        return fmt::format("running: pid {}{}, step {}{}", a.driver->pid, a.driver->host == host_name() ? "" : " on " + a.driver->host,
+                           a.step, pct);
+    }
+    return a.resolve.empty() ? "" : "→ " + a.resolve.front();
+}
+
+bool listed(const jobs::JobSummary& j, const jobs::JobActivity& a, const JobFilter& filter) {
+    if (filter.any()) return true;
+    if (!j.finished() || j.damaged || a.needs_action() || a.running()) return true;
+    return j.needs_attention || !j.ledger.kept.empty();
+}
+
+std::string render_jobs(const state::StateDir& state, const std::vector<jobs::JobSummary>& all, const JobFilter& filter, JobsJson& out) {
     ui::Table t({}, "  ");
     std::vector<std::string> attention;
     for (const auto& j : all) {
         if (!filter.matches(j)) continue;
-        out.push_back(j.to_json());
-        if (j.needs_attention) attention.push_back(j.id);
-        // A finished job stays in the overview while it says what it left in place.
-        if (j.finished() && !j.needs_attention && !filter.any() && j.ledger.kept.empty()) continue;
+        out.rows.push_back(j.to_json());
+        const jobs::JobActivity a = jobs::activity_of(state, j);
+        if (a.running()) out.running.push_back(a.to_json());
+        if (a.needs_action()) {
+            out.attention.push_back(a.to_json());
+            attention.push_back(fmt::format("  {}  {}: {}", j.id, a.why, fmt::join(a.resolve, ", then ")));
+        }
+        if (!listed(j, a, filter)) continue;
         t.add_row({j.id, j.damaged ? "damaged" : j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12), j.nodes,
-                   j.status});
+                   j.status, activity_cell(a)});
     }
     std::string text = "jobs";
-    text += t.empty() ? (filter.any() ? "\n  (none)" : "\n  (none in progress)") : "\n" + t.render();
+    text += t.empty() ? (filter.any() ? "\n  (none)" : "\n  (none in progress, none failed)") : "\n" + t.render();
     if (!attention.empty())
-        text += fmt::format("\nneeds attention: {} job{} (archctl job show {})", attention.size(), attention.size() == 1 ? "" : "s",
-                            attention.front());
+        text += fmt::format("\nneeds attention: {} job{}\n{}", attention.size(), attention.size() == 1 ? "" : "s", fmt::join(attention, "\n"));
     return text;
 }
 
@@ -167,7 +196,8 @@ std::string render_resource(const jobs::ResourceStatus& r) {
     return text;
 }
 
-// The `placements` block of the overview: one line per resource archctl has a job record for.
+// The `placements` block of the overview: one line per resource archctl has a job record or a
+// placement record for (records outlive `job clear`), with what each node reports for it now.
 std::string render_placements(const std::vector<jobs::ResourceStatus>& resources) {
     if (resources.empty()) return "placements\n  (none recorded)";
     ui::Table t({}, "  ");
@@ -176,6 +206,7 @@ std::string render_placements(const std::vector<jobs::ResourceStatus>& resources
         for (const auto& p : r.placements) {
             if (!p.error.empty()) where += fmt::format("{}{} unreadable", where.empty() ? "" : " · ", p.node);
             else if (p.present) where += fmt::format("{}{} {}/{}", where.empty() ? "" : " · ", p.node, p.complete, p.selected);
+            else if (p.record) where += fmt::format("{}{} recorded (generation {}) but gone", where.empty() ? "" : " · ", p.node, p.record->generation);
         }
         std::string covered;
         for (const auto& c : r.coverage) covered += fmt::format("{}{} covered {}/{}", covered.empty() ? "" : ", ", c.cache, c.covered, c.files);
@@ -193,10 +224,12 @@ Outcome run_focused(Context& ctx, const config::Config& config, const std::strin
     if (!focus.ok()) return Outcome::failed(focus.take_error());
     const jobs::ResourceStatus& r = focus->resource;
     JobFilter filter{focus->qb_id, focus->job_id};
-    nlohmann::json jobs_json;
-    ctx.out().result(render_resource(r) + "\n" + render_jobs(focus->jobs, filter, jobs_json));
+    JobsJson jobs_json;
+    ctx.out().result(render_resource(r) + "\n" + render_jobs(*state.value(), focus->jobs, filter, jobs_json));
     nlohmann::json result = r.to_json();
-    result["jobs"] = jobs_json;
+    result["jobs"] = jobs_json.rows;
+    result["running"] = jobs_json.running;
+    result["attention"] = jobs_json.attention;
     std::vector<std::string> unreadable;
     for (const auto& p : r.placements)
         if (!p.error.empty()) unreadable.push_back("'" + p.node + "'");
@@ -233,14 +266,26 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
     for (auto& n : nodes)
         if (auto f = o.free.find(n.value("name", "")); f != o.free.end()) n["free_bytes"] = f->second;
     std::string text = render_nodes(o.probes, o.free);
-    nlohmann::json result = {{"nodes", nodes}, {"routes", nlohmann::json::array()}, {"placements", nlohmann::json::array()},
-                             {"jobs", nlohmann::json::array()}};
+    nlohmann::json result = {{"nodes", nodes},
+                             {"routes", nlohmann::json::array()},
+                             {"placements", nlohmann::json::array()},
+                             {"jobs", nlohmann::json::array()},
+                             {"running", nlohmann::json::array()},
+                             {"attention", nlohmann::json::array()}};
     text += "\n" + render_routes(o, result["routes"]);
     if (o.state_readable) {
         for (const auto& r : o.resources) result["placements"].push_back(r.to_json());
         text += "\n" + render_placements(o.resources);
     }
-    text += "\n" + (o.jobs_error.empty() ? render_jobs(o.jobs, JobFilter{}, result["jobs"]) : "jobs\n  (" + o.jobs_error + ")");
+    if (o.jobs_error.empty()) {
+        JobsJson jobs_json;
+        text += "\n" + render_jobs(*state.value(), o.jobs, JobFilter{}, jobs_json);
+        result["jobs"] = jobs_json.rows;
+        result["running"] = jobs_json.running;
+        result["attention"] = jobs_json.attention;
+    } else {
+        text += "\njobs\n  (" + o.jobs_error + ")";
+    }
     std::string policies = render_policies(*config.value(), state.ok() ? state.value() : nullptr, sessions, result["policies"]);
     if (!policies.empty()) text += "\n" + policies;
     out.result(text);

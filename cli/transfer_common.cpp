@@ -10,6 +10,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/base/units.hpp"
 #include "lib/config/config.hpp"
+#include "lib/jobs/status.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/ui/table.hpp"
 
@@ -147,6 +148,14 @@ std::string render_plan(const jobs::Prepared& p) {
     return out;
 }
 
+Outcome driven_elsewhere(Context& ctx, const std::string& job_id, nlohmann::json result) {
+    auto state = ctx.state();
+    std::string text = state.ok() ? jobs::driven_elsewhere(*state.value(), job_id)
+                                  : fmt::format("job {} is being driven by another archctl", job_id);
+    result["driven_elsewhere"] = job_id;
+    return Outcome::partial(text, fmt::format("it goes on there; 'archctl status {}' shows its progress", job_id), std::move(result));
+}
+
 Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& rerun_hint, nlohmann::json result) {
     result["job"] = r.to_json();
     switch (r.outcome) {
@@ -161,7 +170,7 @@ Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& r
     }
     // Another archctl holds the job's lock (an overlapping run): the job goes on there, it has
     // not failed.
-    if (r.error.is(ErrorCode::LOCKED)) return Outcome::partial(r.error.message, r.error.hint.empty() ? "wait for the other archctl to finish" : r.error.hint, result);
+    if (r.error.is(ErrorCode::LOCKED)) return driven_elsewhere(ctx, r.job_id, std::move(result));
     Error e = r.error;
     if (e.message.find(r.job_id) == std::string::npos) e.message = fmt::format("job {} failed: {}", r.job_id, e.message);
     return Outcome::failed(e, result);

@@ -50,6 +50,10 @@ std::string render_plan(const jobs::Prepared& p);
 // A run result as an Outcome: done 0, stopped 10 with reason and hint, failed 1.
 Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& rerun_hint, nlohmann::json result);
 
+// A run that found its job driven by another archctl (LOCKED): not a failure — says "job X is
+// being driven by another archctl (pid N)" and exits 10 (the job goes on there).
+Outcome driven_elsewhere(Context& ctx, const std::string& job_id, nlohmann::json result);
+
 // archive / unarchive: prepare → confirm → create → run.
 Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& o, const BudgetOptions& b);
 

@@ -325,11 +325,24 @@ Result<Cleared> clear_finished(const state::StateDir& dir, long tombstone_days) 
     return c;
 }
 
-const JobSummary* find_job(const std::vector<JobSummary>& rows, const std::string& id) {
-    const JobSummary* row = nullptr;
-    for (const auto& r : rows)
-        if (r.id == id || (id.size() >= 8 && r.id.rfind(id, 0) == 0)) row = &r;
-    return row;
+Result<const JobSummary*> find_job(const std::vector<JobSummary>& rows, const std::string& id) {
+    std::vector<const JobSummary*> matches;
+    for (const auto& r : rows) {
+        if (r.id == id) return &r;
+        if (id.size() >= 8 && r.id.rfind(id, 0) == 0) matches.push_back(&r);
+    }
+    if (matches.size() == 1) return matches.front();
+    if (matches.empty()) {
+        std::string hint = id.size() < 8 && !id.empty() ? "give the full id or at least 8 characters of it; see 'archctl job list'"
+                                                         : "see 'archctl job list'";
+        return Error(ErrorCode::NOT_FOUND, fmt::format("no job '{}'", id), hint);
+    }
+    std::string list;
+    for (const JobSummary* r : matches)
+        list += fmt::format("\n  {}  {} {} \"{}\"", r->id, r->damaged ? "damaged" : r->definition.value("op", ""),
+                            r->definition.value("qb_id", "").substr(0, 12), r->definition.value("name", ""));
+    return Error(ErrorCode::AMBIGUOUS, fmt::format("job id '{}' is ambiguous: it matches {} jobs:{}", id, matches.size(), list),
+                 "give more characters of the id");
 }
 
 }  // namespace archctl::jobs

@@ -84,8 +84,10 @@ struct Cleared {
     std::size_t jobs = 0, tombstones = 0;
 };
 [[nodiscard]] Result<Cleared> clear_finished(const state::StateDir& dir, long tombstone_days);
-// The job `id` names: its full id, or a unique-enough prefix of at least 8 characters.
-[[nodiscard]] const JobSummary* find_job(const std::vector<JobSummary>& rows, const std::string& id);
+// The job `id` names: its full id, or a prefix of at least 8 characters that only one job has
+// (like a short git id). NOT_FOUND when none matches; AMBIGUOUS, listing every candidate with
+// its operation and resource, when several do.
+[[nodiscard]] Result<const JobSummary*> find_job(const std::vector<JobSummary>& rows, const std::string& id);
 
 // One row per job of every kind, oldest first, for `job list` and `status` (read from the state
 // directory; no node is contacted).

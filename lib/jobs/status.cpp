@@ -4,31 +4,124 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/fs.hpp"
+#include "lib/base/lock_file.hpp"
 #include "lib/jobs/driver.hpp"
 #include "lib/jobs/resolve.hpp"
 #include "lib/node/ops.hpp"
 #include "lib/state/job_store.hpp"
+#include "lib/state/placements.hpp"
 
 namespace archctl::jobs {
 namespace {
 
+void add_resource(std::vector<ResourceStatus>& out, const torrent::Identity& id, const std::string& name) {
+    for (auto& r : out)
+        if (r.identity.same_resource(id)) {
+            if (auto joined = r.identity.join(id); joined.ok()) r.identity = joined.value();
+            if (r.name.empty()) r.name = name;
+            return;
+        }
+    ResourceStatus r;
+    r.identity = id;
+    r.name = name;
+    out.push_back(std::move(r));
+}
+
 // Resources named by job records, oldest job first, each once.
-std::vector<ResourceStatus> resources_of(const std::vector<JobSummary>& all) {
-    std::vector<ResourceStatus> out;
+void add_job_resources(std::vector<ResourceStatus>& out, const std::vector<JobSummary>& all) {
     for (const auto& j : all) {
         auto id = torrent::Identity::from_json(j.definition.value("resource", nlohmann::json::object()));
-        if (!id.ok()) continue;
-        bool seen = std::any_of(out.begin(), out.end(), [&](const auto& r) { return r.identity.same_resource(id.value()); });
-        if (seen) continue;
-        ResourceStatus r;
-        r.identity = id.value();
-        r.name = j.definition.value("name", "");
-        out.push_back(std::move(r));
+        if (id.ok()) add_resource(out, id.value(), j.definition.value("name", ""));
     }
-    return out;
+}
+
+// Resources archctl holds a placement record of (state/placements/<alias>/<node>.json, written
+// at each commit and kept after `job clear`), each once. A commit writes the same record under
+// every alias of the resource (a v1 alias is 40 hex, a v2 alias 64), so a hybrid's two aliases
+// are paired by the qB id their records name.
+void add_recorded_resources(std::vector<ResourceStatus>& out, const state::StateDir& state) {
+    auto aliases = list_dir(state.placements());
+    if (!aliases.ok()) return;
+    std::map<std::string, std::pair<std::string, std::string>> by_qb_id;  // qB id → (v1, v2)
+    std::vector<std::string> order;
+    for (const auto& alias : aliases.value()) {
+        auto nodes = list_dir(state.placements() + "/" + alias);
+        if (!nodes.ok() || nodes->empty() || (alias.size() != 40 && alias.size() != 64)) continue;
+        std::string node = nodes->front().substr(0, nodes->front().rfind(".json"));
+        auto rec = state::PlacementStore(state).get(alias, node);
+        std::string qb_id = rec.ok() && rec.value() ? rec.value()->detail.value("qb_id", "") : "";
+        if (qb_id.empty()) qb_id = alias;
+        auto [it, added] = by_qb_id.try_emplace(qb_id);
+        if (added) order.push_back(qb_id);
+        (alias.size() == 40 ? it->second.first : it->second.second) = alias;
+    }
+    for (const auto& qb_id : order) {
+        const auto& [v1, v2] = by_qb_id[qb_id];
+        auto id = torrent::Identity::from_qb(v1, v2);
+        if (id.ok()) add_resource(out, id.value(), "");
+    }
+}
+
+// A resource known only from a placement record has the name its live placements report.
+void name_from_placements(ResourceStatus& r) {
+    for (const auto& p : r.placements)
+        if (r.name.empty() && p.present) r.name = p.info.name;
 }
 
 }  // namespace
+
+JobActivity activity_of(const state::StateDir& state, const JobSummary& j) {
+    JobActivity a;
+    a.job_id = j.id;
+    a.state = j.damaged ? "damaged" : to_string(j.ledger.state);
+    a.step = j.ledger.step;
+    if (auto lock = LockFile::read(state::JobStore(state).dir_of(j.id)); lock.ok() && (lock_holder_alive(lock.value()) || lock->host != host_name()))
+        a.driver = lock.value();
+    if (!j.damaged && j.definition.contains("delta_bytes")) {
+        a.bytes_total = j.definition.value("delta_bytes", std::uint64_t{0});
+        a.bytes_done = j.ledger.synced || j.ledger.state == JobState::done ? a.bytes_total : std::min(a.bytes_total, j.ledger.bytes_present);
+        a.percent = a.bytes_total ? 100.0 * static_cast<double>(a.bytes_done) / static_cast<double>(a.bytes_total)
+                                  : (j.ledger.synced ? 100.0 : 0.0);
+    }
+    auto cmd = [&](const char* what) { return fmt::format("archctl {} {}", what, j.id); };
+    if (j.damaged) {
+        a.why = "damaged: nothing can drive it";
+        a.resolve = {cmd("job show"), cmd("job rm")};
+    } else if (a.driver) {
+        a.why = "running";
+    } else if (j.ledger.state == JobState::failed) {
+        a.why = j.needs_attention ? "failed after merging files: look at what it left" : "failed";
+        a.resolve = {cmd("job show"), cmd("job rm")};
+    } else if (j.ledger.state == JobState::compensating) {
+        a.why = "undoing it is not finished";
+        a.resolve = {cmd("resume")};
+    } else if (j.ledger.state == JobState::cleanup_required) {
+        a.why = "cleanup required";
+        a.resolve = {cmd("resume"), cmd("job show")};
+    } else if (j.ledger.state == JobState::running) {
+        a.why = "not running: stopped or interrupted";
+        a.resolve = {cmd("resume"), cmd("job cancel")};
+    }
+    return a;
+}
+
+nlohmann::json JobActivity::to_json() const {
+    nlohmann::json j = {{"job", job_id}, {"state", state}, {"step", step}, {"why", why}, {"resolve", resolve},
+                        {"bytes_done", bytes_done}, {"bytes_total", bytes_total}};
+    j["percent"] = percent ? nlohmann::json(*percent) : nlohmann::json(nullptr);
+    j["driver"] = driver ? nlohmann::json{{"pid", driver->pid}, {"host", driver->host}, {"since", driver->started_at}}
+                         : nlohmann::json(nullptr);
+    return j;
+}
+
+std::string driven_elsewhere(const state::StateDir& state, const std::string& job_id) {
+    auto lock = LockFile::read(state::JobStore(state).dir_of(job_id));
+    std::string who;
+    if (lock.ok())
+        who = lock->host == host_name() ? fmt::format(" (pid {})", lock->pid) : fmt::format(" (pid {} on {})", lock->pid, lock->host);
+    return fmt::format("job {} is being driven by another archctl{}", job_id, who);
+}
 
 std::map<std::string, std::uint64_t> free_at_qb_roots(Nodes& sessions) {
     std::map<std::string, std::uint64_t> out;
@@ -62,20 +155,28 @@ Overview read_overview(const config::Config& config, const state::StateDir* stat
     } else {
         o.jobs = std::move(jobs.value());
     }
-    o.resources = resource_status(sessions, *state, resources_of(o.jobs));
+    std::vector<ResourceStatus> known;
+    add_job_resources(known, o.jobs);
+    add_recorded_resources(known, *state);
+    o.resources = resource_status(sessions, *state, known);
+    for (auto& r : o.resources) name_from_placements(r);
     return o;
 }
 
 Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target) {
     Focus f;
     ARCHCTL_TRY_ASSIGN(f.jobs, summarize_jobs(state::JobStore(state)));
-    auto job = std::find_if(f.jobs.begin(), f.jobs.end(), [&](const auto& j) { return j.id == target; });
-    if (job != f.jobs.end()) {
+    // A job id or a prefix only one job has; a prefix of several is refused like git refuses it.
+    const bool job_like = target.size() >= 8 && std::any_of(f.jobs.begin(), f.jobs.end(), [&](const auto& j) {
+        return j.id.rfind(target, 0) == 0;
+    });
+    if (job_like) {
+        ARCHCTL_TRY_ASSIGN(const JobSummary* job, find_job(f.jobs, target));
         auto id = torrent::Identity::from_json(job->definition.value("resource", nlohmann::json::object()));
-        if (!id.ok()) return Error(ErrorCode::CORRUPT, fmt::format("job '{}' names no readable resource: {}", target, id.error().message));
+        if (!id.ok()) return Error(ErrorCode::CORRUPT, fmt::format("job '{}' names no readable resource: {}", job->id, id.error().message));
         f.resource.identity = id.value();
         f.resource.name = job->definition.value("name", "");
-        f.job_id = target;
+        f.job_id = job->id;
     } else {
         auto res = resolve(sessions, target);
         if (!res.ok()) {
@@ -89,6 +190,7 @@ Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const st
         f.qb_id = res->identity.qb_id();
     }
     f.resource = resource_status(sessions, state, {f.resource}).front();
+    name_from_placements(f.resource);
     return f;
 }
 

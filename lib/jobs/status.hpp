@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/lock_file.hpp"
 #include "lib/base/result.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/nodes.hpp"
@@ -43,6 +44,27 @@ struct Focus {
     std::string qb_id;    // set when RES named it
 };
 [[nodiscard]] Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target);
+
+// What `status` says about one job beyond its row: the process driving it (the live holder of
+// its lock), its step and percent, and — for a job that needs a look or a rerun — the commands
+// that resolve it, in the order to run them ("archctl resume ID", "archctl job show ID", …).
+struct JobActivity {
+    std::string job_id, state, step;
+    std::optional<LockRecord> driver;   // set while a live archctl holds the job
+    std::optional<double> percent;      // transfers: bytes on the target of the job's delta
+    std::uint64_t bytes_done = 0, bytes_total = 0;
+    std::vector<std::string> resolve;   // empty: nothing to do (running, or done)
+    std::string why;                    // one line: why it is listed
+
+    bool running() const { return driver.has_value(); }
+    bool needs_action() const { return !resolve.empty(); }
+    nlohmann::json to_json() const;
+};
+[[nodiscard]] JobActivity activity_of(const state::StateDir& state, const JobSummary& job);
+
+// "job X is being driven by another archctl (pid N)" — the holder its lock record names (with its
+// host when that is another machine); without the pid when the lock is gone or unreadable.
+[[nodiscard]] std::string driven_elsewhere(const state::StateDir& state, const std::string& job_id);
 
 // Free bytes at each node's qBittorrent root, from its node operations; nodes whose operations
 // do not answer are left out.

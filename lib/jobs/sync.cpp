@@ -162,6 +162,7 @@ StepResult step_sync(JobRun& run) {
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
     std::uint64_t seen_at_start = run.ledger.bytes_present;
     auto last_floor_probe = run.clock().steady() - std::chrono::seconds(10);
+    auto last_saved = run.clock().steady() - std::chrono::seconds(10);
     // A job file is immutable once staged: a name the target's index holds at the global
     // version is not asked about again (the receive check and the recheck still judge it).
     std::set<std::string> current;
@@ -196,6 +197,11 @@ StepResult step_sync(JobRun& run) {
             run.session.bytes_synced += present - std::max(run.ledger.bytes_present, seen_at_start);
             seen_at_start = present;
             run.ledger.bytes_present = present;
+            // `status` reads a running job's progress from its ledger: keep it current.
+            if (run.clock().steady() - last_saved >= std::chrono::seconds(2)) {
+                last_saved = run.clock().steady();
+                ARCHCTL_TRY_STATUS(run.save());
+            }
         }
         std::uint64_t files_done = check.value().files_present;
         run.progress("sync", 2, present, total, files_done, "");

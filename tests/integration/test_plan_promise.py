@@ -222,7 +222,7 @@ class Concurrency(unittest.TestCase):
             rc, out, err = LAB.archctl("archive", tid[:12], "--yes", "--json")
             self.assertEqual(rc, 10, err + out)
             self.assertNotIn("failed", err)
-            self.assertIn("is running", err)
+            self.assertIn("is being driven by another archctl (pid ", err)
             rc, out, err = LAB.archctl("resume", "--json")
             self.assertEqual(rc, 10, err + out)
             self.assertNotIn("failed", err)

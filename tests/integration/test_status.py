@@ -1,10 +1,15 @@
 #!/usr/bin/python3
-"""`archctl status` against a 3-node lab: all up, one qBittorrent down, a wrong password, and
-`status RES|JOB` after a partial archive (placements, per-node and per-cache coverage, jobs)."""
+"""`archctl status` against a 3-node lab: all up, one qBittorrent down, a wrong password,
+`status RES|JOB` after a partial archive (placements, per-node and per-cache coverage, jobs);
+the inventory: a running job with the pid driving it, step and percent; a second run of that job
+(archive, evict, resume, job cancel) says who drives it and exits 10; a failed job listed with the
+commands that resolve it; ambiguous job id prefixes refused like git; placements still listed
+after `job clear`."""
 
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 import unittest
@@ -29,6 +34,22 @@ def archctl(*args, **kw):
     rc, out, err = LAB.archctl(*args, **kw)
     CAPTURED.extend([out, err])
     return rc, out, err
+
+
+def new_resource(name, seed):
+    layout = {"pay/a.bin": 200000, "pay/b.bin": 90000}
+    _, tid, save, _ = flows.seed_resource(LAB, name, layout, seed, kind="v1")
+    return tid
+
+
+def status_json(*args):
+    rc, out, err = archctl("status", *args, "--json")
+    return rc, json.loads(out), err
+
+
+def lock_pid(job):
+    with open(os.path.join(LAB.state_dir, "jobs", job, "lock")) as f:
+        return json.load(f)["pid"]
 
 
 class Status(unittest.TestCase):
@@ -192,6 +213,176 @@ class Status(unittest.TestCase):
         doc = json.loads(out)
         self.assertEqual(doc["error"]["code"], "NOT_FOUND")
         self.assertIn("job id", doc["error"]["hint"])
+
+
+    def test_f_running_job_has_its_pid_and_a_second_run_exits_10(self):
+        tid = new_resource("res-running", 11)
+        release = flows.archctl_paused_at(LAB, "job.step.sync", "archive", tid[:12], "--to", "archive1", "--yes", "--json")
+        try:
+            job = flows.job_of(LAB, tid)
+            pid = lock_pid(job)
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                self.assertIn(b"archive", f.read())
+            rc, doc, err = status_json()
+            self.assertEqual(rc, 0, err)
+            running = {a["job"]: a for a in doc["running"]}
+            self.assertIn(job, running, doc["running"])
+            mine = running[job]
+            self.assertEqual(mine["driver"]["pid"], pid)
+            self.assertEqual(mine["step"], "merge")
+            self.assertEqual(mine["percent"], 100.0)
+            self.assertEqual(mine["resolve"], [])
+            self.assertNotIn(job, [a["job"] for a in doc["attention"]])
+            rc, out, err = archctl("status")
+            line = next(l for l in out.splitlines() if l.strip().startswith(job))
+            self.assertIn(f"running: pid {pid}, step merge, 100%", line)
+
+            # Every second run of the job says who drives it and exits 10, never 1.
+            driven = f"job {job} is being driven by another archctl (pid {pid})"
+            rc, out, err = archctl("archive", tid[:12], "--to", "archive1", "--yes", "--json", timeout=120)
+            self.assertEqual(rc, 10, err + out)
+            self.assertEqual(json.loads(out)["stopped"]["reason"], driven)
+            rc, out, err = archctl("archive", tid[:12], "--to", "archive1", "--yes", timeout=120)
+            self.assertEqual(rc, 10, err + out)
+            self.assertIn(f"archctl: stopped: {driven}", err)
+            self.assertNotIn("failed", err)
+            rc, out, err = archctl("resume", job, timeout=120)
+            self.assertEqual(rc, 10, err + out)
+            self.assertIn(driven, err)
+            rc, out, err = archctl("resume", timeout=120)
+            self.assertEqual(rc, 10, err + out)
+            self.assertIn(driven, err)
+            rc, out, err = archctl("job", "cancel", job, "--json", timeout=120)
+            self.assertEqual(rc, 10, err + out)
+            self.assertEqual(json.loads(out)["stopped"]["reason"], driven + "; nothing was cancelled")
+        finally:
+            rc, out, err = release()
+        self.assertEqual(rc, 0, err + out)
+
+    def test_g_failed_job_is_listed_with_the_commands_that_resolve_it(self):
+        tid = new_resource("res-failed", 12)
+        release = flows.archctl_paused_at(LAB, "job.step.sync", "archive", tid[:12], "--to", "archive1", "--yes", "--json")
+        LAB.qb("cache1").delete(tid, delete_files=False)
+        flows.wait(lambda: LAB.qb("cache1").info([tid]) == [], what="source torrent removed")
+        rc, out, err = release()
+        self.assertEqual(rc, 1, err + out)
+        job = json.loads(out)["job"]["job"]
+        rc, doc, err = status_json()
+        self.assertEqual(rc, 0, err)
+        self.assertIn(job, [j["id"] for j in doc["jobs"]])
+        attention = {a["job"]: a for a in doc["attention"]}
+        self.assertIn(job, attention, doc["attention"])
+        self.assertEqual(attention[job]["state"], "failed")
+        self.assertEqual(attention[job]["resolve"], [f"archctl job show {job}", f"archctl job rm {job}"])
+        self.assertIsNone(attention[job]["driver"])
+        rc, out, err = archctl("status")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, rf"\n  {job}\s+archive\s+{tid[:12]}\s+cache1 → archive1\s+failed: .*→ archctl job show {job}")
+        self.assertIn("needs attention: ", out)
+        self.assertIn(f"\n  {job}  failed: archctl job show {job}, then archctl job rm {job}", out)
+
+    def test_h_ambiguous_job_prefix_is_refused_with_its_candidates(self):
+        rows = json.loads(archctl("job", "list", "--json")[1])["jobs"]
+        self.assertGreaterEqual(len(rows), 3)
+        ids = sorted(r["id"] for r in rows)
+        prefix = os.path.commonprefix(ids)
+        self.assertGreaterEqual(len(prefix), 8, "the jobs of one run share their date")
+        for args in (["job", "rm", prefix], ["job", "show", prefix], ["job", "cancel", prefix], ["resume", prefix],
+                     ["status", prefix]):
+            rc, out, err = archctl(*args, "--json", timeout=120)
+            self.assertEqual(rc, 1, f"{args}: {err}{out}")
+            doc = json.loads(out)
+            self.assertEqual(doc["error"]["code"], "AMBIGUOUS", args)
+            self.assertIn(f"job id '{prefix}' is ambiguous: it matches {len(ids)} jobs:", doc["error"]["message"])
+            for job in ids:
+                self.assertIn(job, doc["error"]["message"])
+        rc, out, err = archctl("job", "rm", prefix)
+        self.assertEqual(rc, 1)
+        self.assertIn(f"archctl: error: job id '{prefix}' is ambiguous", err)
+        self.assertEqual(sorted(r["id"] for r in json.loads(archctl("job", "list", "--json")[1])["jobs"]), ids,
+                         "an ambiguous prefix removes nothing")
+        # A prefix only one job has still names it.
+        rc, out, err = archctl("job", "show", ids[0][:-2], "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["job"]["id"], ids[0])
+        rc, doc, err = status_json(ids[0][:-2])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([j["id"] for j in doc["jobs"]], [ids[0]])
+
+    def test_i_resume_of_an_unknown_job_names_it_not_a_path(self):
+        rc, out, err = archctl("resume", "nosuchjob")
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("archctl: error: no job 'nosuchjob'", err)
+        self.assertIn("hint: see 'archctl job list'", err)
+        self.assertNotIn("definition.json", err + out)
+        self.assertNotIn(LAB.state_dir, err + out)
+
+    def test_j_evict_driven_elsewhere_exits_10(self):
+        tid = new_resource("res-evict", 13)
+        rc, out, err = archctl("archive", tid[:12], "--to", "archive1", "--yes", "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        release = flows.archctl_paused_at(LAB, "evict.held", "evict", tid[:12], "--from", "cache1", "--yes", "--json")
+        try:
+            job = flows.job_of(LAB, tid)
+            pid = lock_pid(job)
+            rc, out, err = archctl("evict", tid[:12], "--from", "cache1", "--yes", timeout=120)
+            self.assertEqual(rc, 10, err + out)
+            self.assertIn(f"archctl: stopped: job {job} is being driven by another archctl (pid {pid})", err)
+            self.assertNotIn("failed", err)
+        finally:
+            rc, out, err = release()
+        self.assertEqual(rc, 0, err + out)
+
+    def test_k_a_sync_step_reads_its_live_percent(self):
+        # Syncthing on archive1 receives at 400 KiB/s: the sync of 3 MiB takes seconds, and
+        # status reads the bytes already on the target while it runs, never 0%.
+        st = LAB.st("archive1")
+        st.request("PATCH", "config/options", {"maxRecvKbps": 400, "limitBandwidthInLan": True})
+        try:
+            _, tid, _, _ = flows.seed_resource(LAB, "res-slow", {"pay/big.bin": 3 * 1024 * 1024}, 14, kind="v1")
+            argv, env = LAB.archctl_command("archive", tid[:12], "--to", "archive1", "--yes", "--json")
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+            seen = []
+            try:
+                deadline = time.monotonic() + 120
+                while proc.poll() is None and time.monotonic() < deadline:
+                    rc, doc, err = status_json()
+                    for a in doc["running"]:
+                        if a["step"] == "sync" and a["percent"] is not None:
+                            seen.append(a["percent"])
+                    if any(0 < p < 100 for p in seen):
+                        break
+                    time.sleep(0.5)
+            finally:
+                out, err = proc.communicate(timeout=300)
+            self.assertEqual(proc.returncode, 0, err + out)
+            self.assertTrue(any(0 < p < 100 for p in seen), f"percents seen during sync: {seen}")
+        finally:
+            st.request("PATCH", "config/options", {"maxRecvKbps": 0, "limitBandwidthInLan": False})
+
+    def test_y_placements_stay_listed_after_job_clear(self):
+        rc, doc, err = status_json()
+        self.assertEqual(rc, 0, err)
+        before = {r["resource"]: r for r in doc["placements"]}
+        recorded = [tid for tid, r in before.items()
+                    if any(p.get("generation") for p in r["placements"])]
+        self.assertGreaterEqual(len(recorded), 2, before.keys())
+        rc, out, err = archctl("job", "clear")
+        self.assertEqual(rc, 0, err)
+        rc, doc, err = status_json()
+        self.assertEqual(rc, 0, err)
+        after = {r["resource"]: r for r in doc["placements"]}
+        for tid in recorded:
+            self.assertIn(tid, after, "a committed placement stays in the inventory after job clear")
+            archive = next(p for p in after[tid]["placements"] if p["node"] == "archive1")
+            self.assertTrue(archive["present"])
+            self.assertGreaterEqual(archive["generation"]["generation"], 1)
+            self.assertTrue(after[tid]["name"])
+        self.assertEqual(doc["running"], [])
+        rc, out, err = archctl("status")
+        self.assertEqual(rc, 0, err)
+        for tid in recorded:
+            self.assertRegex(out, rf"placements\n(.*\n)*  {tid[:12]}\s+pay\s+\S*archive1 \d+/\d+")
 
     def test_z_no_secret_anywhere(self):
         self.assertGreater(len(CAPTURED), 6)
