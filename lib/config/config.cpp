@@ -578,6 +578,8 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     config.route_check_max_age_s = values.at("routes.check_max_age").integer;
     config.tombstone_days = values.at("retention.tombstone_days").integer;
     config.progress = values.at("progress").text;
+    if (values.count("notify.exec")) config.notify_exec = values.at("notify.exec").items;
+    if (values.count("notify.url")) config.notify_url = values.at("notify.url").text;
 
     std::vector<std::string> names;
     for (const auto& [key, v] : values) {
@@ -596,6 +598,7 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     for (const auto& [key, v] : values) {
         config.origin[key] = v.origin;
         config.display[key] = display_value(key, v, config);
+        if (v.type == ValueType::string_array) config.lists[key] = v.items;
     }
     // A tier's order and evict show their defaults too.
     for (const auto& [name, tier] : config.tiers) {
