@@ -580,6 +580,11 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     config.progress = values.at("progress").text;
     if (values.count("notify.exec")) config.notify_exec = values.at("notify.exec").items;
     if (values.count("notify.url")) config.notify_url = values.at("notify.url").text;
+    if (!config.notify_url.empty() && config.notify_url.rfind("http://", 0) != 0 && config.notify_url.rfind("https://", 0) != 0)
+        return Error(ErrorCode::CONFIG_INVALID,
+                     fmt::format("invalid config: notify.url '{}' is not an http:// or https:// URL ({})", config.notify_url,
+                                 values.at("notify.url").origin),
+                     "write the full URL the job-end document is POSTed to, e.g. url = \"https://hooks.example/archctl\"");
 
     std::vector<std::string> names;
     for (const auto& [key, v] : values) {

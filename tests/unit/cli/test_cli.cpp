@@ -227,12 +227,23 @@ TEST_CASE("config --json prints list values (exec, notify exec) as arrays and th
     auto r = run_archctl(s, {"config", "--json"});
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.find("unknown") == std::string::npos);
+    json doc = json::parse(r.out);
     std::map<std::string, json> got;
-    for (const auto& e : json::parse(r.out)["settings"]) got[e["key"]] = e["value"];
+    for (const auto& e : doc["settings"]) got[e["key"].get<std::string>()] = e["value"];
     CHECK(got["nodes.nas.exec"] == json({"ssh", "nas", "archctl", "node", "serve"}));
     CHECK(got["notify.exec"] == json({"/usr/local/bin/hook", "--quiet"}));
     CHECK(got["notify.url"] == "http://127.0.0.1:3/hook");
     CHECK(got["nodes.nas.role"] == "archive");
+}
+
+TEST_CASE("a notify url that is not http(s) is a config error naming it") {
+    test::Scratch s;
+    s.write("xdg/archctl/config.toml", "[notify]\nurl = \"hooks.example/x\"\n");
+    auto r = run_archctl(s, {"config", "--json"});
+    CHECK(r.exit_code == 1);
+    json doc = json::parse(r.out);
+    CHECK(doc["error"]["code"] == "CONFIG_INVALID");
+    CHECK(doc["error"]["message"].get<std::string>().find("notify.url 'hooks.example/x'") != std::string::npos);
 }
 
 TEST_CASE("a malformed config is exit 1 with file and line, and a typo warns") {
