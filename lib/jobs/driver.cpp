@@ -217,10 +217,12 @@ RunResult Driver::finish_run(RunResult result, std::optional<JobState> before) {
     if (!definition.ok()) return result;
     JobSummary row = kind_of(definition.value()).summarize(store, result.job_id, definition.value());
     result.row = row.to_json();
-    bool ended_before = before && (*before == JobState::done || *before == JobState::failed || *before == JobState::cancelled);
+    // A job already in the state the run left it in (ended earlier, or still needing attention
+    // after another try) was notified when it got there.
+    bool unchanged = before && *before == row.ledger.state;
     bool elsewhere = result.error.is(ErrorCode::LOCKED) || result.error.is(ErrorCode::JOB_FINISHED);
     NotifySettings settings{m_config.notify_exec, m_config.notify_url, std::chrono::milliseconds(10000)};
-    if (settings.empty() || ended_before || elsewhere || result.outcome == RunOutcome::stopped) return result;
+    if (settings.empty() || unchanged || elsewhere || result.outcome == RunOutcome::stopped) return result;
     if (auto event = notify_event(row))
         notify_job_end(settings, notify_document(row, *event), [&](const std::string& line) { m_io.log("archctl: warning: " + line); });
     return result;
