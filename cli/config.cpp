@@ -23,7 +23,9 @@ Outcome run_config(Context& ctx, const ConfigOptions&) {
     for (const auto& [key, shown] : c.display) {
         const std::string& origin = c.origin.at(key);
         if (key.size() > 5 && (key.ends_with("password_file") || key.ends_with("api_key_file"))) continue;
-        settings.push_back({{"key", key}, {"value", shown}, {"origin", origin}});
+        auto list = c.lists.find(key);
+        nlohmann::json value = list != c.lists.end() ? nlohmann::json(list->second) : nlohmann::json(shown);
+        settings.push_back({{"key", key}, {"value", value}, {"origin", origin}});
         rows.push_back({key, shown, origin});
         key_width = std::max(key_width, ui::display_width(key));
         value_width = std::max(value_width, ui::display_width(shown));

@@ -79,6 +79,44 @@ void print_human(const Outcome& o) {
     }
 }
 
+// An error of the --json document: one line in "message"; the lines a multi-line message
+// continues with (a table of missing files, notes) as an array in "details".
+nlohmann::json error_json(const Error& error) {
+    std::size_t nl = error.message.find('\n');
+    nlohmann::json e = {{"code", error.code}, {"message", error.message.substr(0, nl)}};
+    if (nl != std::string::npos) {
+        nlohmann::json details = nlohmann::json::array();
+        std::size_t at = nl + 1;
+        while (at <= error.message.size()) {
+            std::size_t end = error.message.find('\n', at);
+            std::string line = error.message.substr(at, end == std::string::npos ? std::string::npos : end - at);
+            while (!line.empty() && line.back() == ' ') line.pop_back();
+            std::size_t first = line.find_first_not_of(' ');
+            if (first != std::string::npos) details.push_back(line.substr(first));
+            if (end == std::string::npos) break;
+            at = end + 1;
+        }
+        e["details"] = details;
+    }
+    if (!error.hint.empty()) e["hint"] = error.hint;
+    return e;
+}
+
+// NOT_COVERED: the files no archive copy proves, from the document's coverage (evict's or
+// plan evict's): [{index, path, size, refused: [why each archive copy does not count]}].
+nlohmann::json missing_files(const nlohmann::json& result) {
+    const nlohmann::json* coverage = nullptr;
+    if (result.contains("evict") && result["evict"].is_object() && result["evict"].contains("coverage")) coverage = &result["evict"]["coverage"];
+    else if (result.contains("coverage")) coverage = &result["coverage"];
+    nlohmann::json out = nlohmann::json::array();
+    if (coverage == nullptr || !coverage->is_object()) return out;
+    for (const auto& f : coverage->value("files", nlohmann::json::array()))
+        if (f.value("nodes", nlohmann::json::array()).empty())
+            out.push_back({{"index", f.value("index", 0)}, {"path", f.value("path", "")}, {"size", f.value("size", 0)},
+                           {"refused", f.value("refused", nlohmann::json::array())}});
+    return out;
+}
+
 void print_json(const Outcome& o, const std::string& command) {
     nlohmann::json doc = {{"schema", 1}, {"ok", !o.error.has_value()}, {"exit_code", exit_code(o.kind)}};
     if (!command.empty()) doc["command"] = command;
@@ -87,8 +125,8 @@ void print_json(const Outcome& o, const std::string& command) {
             if (!doc.contains(k)) doc[k] = v;
     if (o.kind == ExitKind::partial) doc["stopped"] = {{"reason", o.stop_reason}, {"hint", o.resume_hint}};
     if (o.error) {
-        nlohmann::json e = {{"code", o.error->code}, {"message", o.error->message}};
-        if (!o.error->hint.empty()) e["hint"] = o.error->hint;
+        nlohmann::json e = error_json(*o.error);
+        if (o.error->code == "NOT_COVERED") e["missing"] = missing_files(o.result);
         doc["error"] = e;
     }
     std::string text = doc.dump(2);
@@ -102,11 +140,13 @@ int finish(const Outcome& o, bool json, const std::string& command) {
     return exit_code(o.kind);
 }
 
-bool argv_has_json(int argc, char** argv) {
+bool argv_has(int argc, char** argv, const char* flag) {
     for (int i = 1; i < argc; ++i)
-        if (std::strcmp(argv[i], "--json") == 0) return true;
+        if (std::strcmp(argv[i], flag) == 0) return true;
     return false;
 }
+
+bool argv_has_json(int argc, char** argv) { return argv_has(argc, argv, "--json"); }
 
 std::string command_path(CLI::App& app) {
     std::string path;
@@ -210,6 +250,10 @@ int run(int argc, char** argv) {
         bool known = args.size() == 1;
         for (const CommandSpec& spec : command_table()) known = known || std::string_view(spec.name) == args[1];
         if (known) args.push_back(help_flag);
+    }
+    if (argv_has(argc, argv, "--version") && argv_has_json(argc, argv)) {
+        std::fprintf(stdout, "%s\n", nlohmann::json({{"schema", 1}, {"ok", true}, {"version", k_version}}).dump(2).c_str());
+        return 0;
     }
     try {
         app.parse(static_cast<int>(args.size()), args.data());

@@ -585,6 +585,13 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     config.route_check_max_age_s = values.at("routes.check_max_age").integer;
     config.tombstone_days = values.at("retention.tombstone_days").integer;
     config.progress = values.at("progress").text;
+    if (values.count("notify.exec")) config.notify_exec = values.at("notify.exec").items;
+    if (values.count("notify.url")) config.notify_url = values.at("notify.url").text;
+    if (!config.notify_url.empty() && config.notify_url.rfind("http://", 0) != 0 && config.notify_url.rfind("https://", 0) != 0)
+        return Error(ErrorCode::CONFIG_INVALID,
+                     fmt::format("invalid config: notify.url '{}' is not an http:// or https:// URL ({})", config.notify_url,
+                                 values.at("notify.url").origin),
+                     "write the full URL the job-end document is POSTed to, e.g. url = \"https://hooks.example/archctl\"");
 
     std::vector<std::string> names;
     for (const auto& [key, v] : values) {
@@ -603,6 +610,7 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     for (const auto& [key, v] : values) {
         config.origin[key] = v.origin;
         config.display[key] = display_value(key, v, config);
+        if (v.type == ValueType::string_array) config.lists[key] = v.items;
     }
     // A tier's order and evict show their defaults too.
     for (const auto& [name, tier] : config.tiers) {

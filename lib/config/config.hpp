@@ -97,6 +97,10 @@ struct Config {
     std::string progress = "auto";         // ARCHCTL_PROGRESS: auto|0|line|panel
     std::map<std::string, NodeConfig> nodes;
     std::map<std::string, TierPolicy> tiers;  // [tier.NAME], by name
+    std::vector<std::string> notify_exec;  // [notify] exec: argv of the job-end hook (jobs/notify.hpp)
+    std::string notify_url;                // [notify] url: where the job-end row is POSTed
+    // key → its items, for every list-valued key (`config --json` prints them as arrays).
+    std::map<std::string, std::vector<std::string>> lists;
 
     // key (dotted, e.g. "transfer.min_free", "nodes.nas.qbittorrent.url") → layer that set it:
     // "default", "user:<path>", "state:<path>", "env:ARCHCTL_X", "flag".

@@ -51,6 +51,8 @@ const std::vector<KeySpec>& schema() {
         {"routes.provision_timeout", ValueType::duration},
         {"routes.check_max_age", ValueType::duration},
         {"retention.tombstone_days", ValueType::integer},
+        {"notify.exec", ValueType::string_array},
+        {"notify.url", ValueType::string},
         {"nodes.*.role", ValueType::string},
         {"nodes.*.qb_root", ValueType::string},
         {"nodes.*.sync_root", ValueType::string},

@@ -12,6 +12,7 @@
 #include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/kind.hpp"
+#include "lib/jobs/notify.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/tombstones.hpp"
 
@@ -195,6 +196,39 @@ Driver::Driver(const config::Config& config, const state::StateDir& state, Nodes
     : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
 
 RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::VerifyArchive verify_archive) {
+    std::optional<JobState> before = state_of(job_id);
+    return finish_run(run_job(job_id, budgets, verify_archive), before);
+}
+
+RunResult Driver::cancel(const std::string& job_id) {
+    std::optional<JobState> before = state_of(job_id);
+    return finish_run(cancel_job(job_id), before);
+}
+
+std::optional<JobState> Driver::state_of(const std::string& job_id) const {
+    auto l = state::JobStore(m_state).ledger(job_id);
+    if (!l.ok()) return std::nullopt;
+    return parse_job_state(l.value().value("state", "running"));
+}
+
+RunResult Driver::finish_run(RunResult result, std::optional<JobState> before) {
+    state::JobStore store(m_state);
+    auto definition = store.definition(result.job_id);
+    if (!definition.ok()) return result;
+    JobSummary row = kind_of(definition.value()).summarize(store, result.job_id, definition.value());
+    result.row = row.to_json();
+    // A job already in the state the run left it in (ended earlier, or still needing attention
+    // after another try) was notified when it got there.
+    bool unchanged = before && *before == row.ledger.state;
+    bool elsewhere = result.error.is(ErrorCode::LOCKED) || result.error.is(ErrorCode::JOB_FINISHED);
+    NotifySettings settings{m_config.notify_exec, m_config.notify_url, std::chrono::milliseconds(10000)};
+    if (settings.empty() || unchanged || elsewhere || result.outcome == RunOutcome::stopped) return result;
+    if (auto event = notify_event(row))
+        notify_job_end(settings, notify_document(row, *event), [&](const std::string& line) { m_io.log("archctl: warning: " + line); });
+    return result;
+}
+
+RunResult Driver::run_job(const std::string& job_id, const Budgets& budgets, plan::VerifyArchive verify_archive) {
     state::JobStore store(m_state);
     auto definition = store.definition(job_id);
     if (!definition.ok()) return failure(job_id, definition.take_error());
@@ -236,7 +270,7 @@ RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::V
     return drive(job, env, job_id, outage);
 }
 
-RunResult Driver::cancel(const std::string& job_id) {
+RunResult Driver::cancel_job(const std::string& job_id) {
     state::JobStore store(m_state);
     auto definition = store.definition(job_id);
     if (!definition.ok()) return failure(job_id, definition.take_error());
@@ -251,7 +285,7 @@ RunResult Driver::cancel(const std::string& job_id) {
     if (job.cancel_finishes()) {
         warn_unrecorded(env, store.append_event(job_id, "cancel_requested", {{"effect", job.cancel_finishes_text()}}),
                         "the cancel request");
-        return run(job_id, budgets);
+        return run_job(job_id, budgets, plan::VerifyArchive::no);
     }
     std::vector<std::string> notices;
     auto lock = LockFile::acquire(store.dir_of(job_id), job.summary(), notices);
@@ -299,6 +333,7 @@ Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
         auto def = store.definition(id);
         if (!def.ok()) continue;
         out.push_back(kind_of(def.value()).summarize(store, id, def.value()));
+        read_lock(store, out.back());
     }
     for (const auto& id : damaged) out.push_back(summarize_damaged(store, id));
     std::sort(out.begin(), out.end(), [](const JobSummary& a, const JobSummary& b) { return a.id < b.id; });

@@ -44,6 +44,13 @@ public:
     [[nodiscard]] static std::string describe_event(const JobSummary& row, const nlohmann::json& event);
 
 private:
+    RunResult run_job(const std::string& job_id, const Budgets& budgets, plan::VerifyArchive verify_archive);
+    RunResult cancel_job(const std::string& job_id);
+    // The job's row after a run (RunResult::row), and the [notify] hooks when the run brought the
+    // job to an end or to needing attention (notify.hpp); `before` is its state when the run began.
+    RunResult finish_run(RunResult result, std::optional<JobState> before);
+    std::optional<JobState> state_of(const std::string& job_id) const;
+
     const config::Config& m_config;
     state::StateDir m_state;
     Nodes& m_nodes;

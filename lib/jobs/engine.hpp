@@ -104,6 +104,8 @@ struct RunResult {
     std::string ended;            // cancel of a job that had already ended: its state (done|failed|cancelled)
     bool compensated = false;     // this run finished a compensation an earlier run left; `ended` says how the job ended
     std::uint64_t bytes_moved = 0;  // payload bytes this run copied and synced for the job (shared budgets count them)
+    nlohmann::json row;           // the job's row after the run (JobSummary::to_json), null when it could not be read
+    // The run's outcome merged with the job row (man archctl-json, "RUN RESULT").
     nlohmann::json to_json() const;
 };
 

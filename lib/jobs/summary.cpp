@@ -1,6 +1,7 @@
 #include "lib/jobs/summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -94,19 +95,79 @@ bool JobSummary::finished() const {
     return ledger.state == JobState::done || ledger.state == JobState::cancelled || ledger.state == JobState::failed;
 }
 
+namespace {
+
+// A transfer's or an eviction's counts from its definition and stored ledger: bytes and files
+// done of the total (an eviction counts what it freed of what it proved).
+struct Counts {
+    std::uint64_t bytes_done = 0, bytes_total = 0, files_done = 0, files_total = 0;
+};
+
+Counts counts_of(const nlohmann::json& def, const nlohmann::json& ledger, JobState state) {
+    Counts c;
+    const nlohmann::json& l = ledger.is_object() ? ledger : nlohmann::json::object();
+    c.files_total = def.value("files", nlohmann::json::array()).size();
+    if (def.value("op", "") == "evict") {
+        c.bytes_total = def.value("required_bytes", std::uint64_t{0});
+        c.bytes_done = std::min(c.bytes_total, l.value("bytes_freed", std::uint64_t{0}));
+        c.files_done = std::min(c.files_total, l.value("files_removed", std::uint64_t{0}));
+        return c;
+    }
+    c.bytes_total = def.value("delta_bytes", std::uint64_t{0});
+    bool synced = l.value("synced", false) || state == JobState::done;
+    c.bytes_done = synced ? c.bytes_total : std::min(c.bytes_total, l.value("bytes_present", std::uint64_t{0}));
+    c.files_done = synced ? c.files_total : 0;
+    return c;
+}
+
+// The last session's end for a finished job; null while it may still go on.
+nlohmann::json ended_at(const nlohmann::json& ledger, bool finished) {
+    if (!finished || !ledger.is_object()) return nullptr;
+    auto sessions = ledger.value("sessions", nlohmann::json::array());
+    for (auto it = sessions.rbegin(); it != sessions.rend(); ++it)
+        if (it->is_object() && !it->value("ended", "").empty()) return it->value("ended", "");
+    return nullptr;
+}
+
+}  // namespace
+
 nlohmann::json JobSummary::to_json() const {
+    const nlohmann::json def = definition.is_object() ? definition : nlohmann::json::object();
+    Counts c = counts_of(def, stored_ledger, ledger.state);
+    double percent = c.bytes_total ? 100.0 * static_cast<double>(c.bytes_done) / static_cast<double>(c.bytes_total)
+                                   : (ledger.state == JobState::done ? 100.0 : 0.0);
+    nlohmann::json failure = nullptr;
+    if (ledger.failure.is_object() && !ledger.failure.empty())
+        failure = {{"code", ledger.failure.value("code", "")}, {"message", ledger.failure.value("message", "")}};
+    std::string created = def.value("created_at", "");
+    bool ended = finished() && !damaged;
     return {{"id", id},
-            {"op", definition.value("op", "")},
-            {"resource", definition.value("qb_id", "")},
-            {"name", definition.value("name", "")},
-            {"source", definition.value("source", nlohmann::json::object()).value("node", "")},
-            {"target", definition.value("target", nlohmann::json::object()).value("node", "")},
+            {"op", def.value("op", "")},
+            {"resource", def.value("qb_id", "")},
+            {"name", def.value("name", "")},
+            {"source", def.value("source", nlohmann::json::object()).value("node", "")},
+            {"target", def.value("target", nlohmann::json::object()).value("node", "")},
             {"state", damaged ? std::string("damaged") : to_string(ledger.state)},
             {"step", ledger.step},
+            {"bytes_done", c.bytes_done},
+            {"bytes_total", c.bytes_total},
+            {"files_done", c.files_done},
+            {"files_total", c.files_total},
+            {"percent", std::round(percent * 10.0) / 10.0},
+            {"started", created.empty() ? nlohmann::json(nullptr) : nlohmann::json(created)},
+            {"ended", ended_at(stored_ledger, ended)},
+            {"pid", running && pid > 0 ? nlohmann::json(pid) : nlohmann::json(nullptr)},
+            {"failure", failure},
             {"running", running},
             {"status", status},
             {"needs_attention", needs_attention},
             {"kept", ledger.kept}};
+}
+
+void read_lock(const state::JobStore& store, JobSummary& row) {
+    auto lock = LockFile::read(store.dir_of(row.id));
+    row.running = lock.ok() && lock_holder_alive(lock.value());
+    row.pid = row.running ? lock.value().pid : 0;
 }
 
 namespace {
@@ -231,8 +292,7 @@ JobSummary summarize_transfer(const state::JobStore& store, const std::string& i
     s.stored_ledger = s.ledger.to_json();
     s.nodes = fmt::format("{} → {}", definition.value("source", nlohmann::json::object()).value("node", ""),
                           definition.value("target", nlohmann::json::object()).value("node", ""));
-    auto lock = LockFile::read(store.dir_of(id));
-    s.running = lock.ok() && lock_holder_alive(lock.value());
+    read_lock(store, s);
     s.status = progress_text(s.definition, s.ledger);
     s.needs_attention = s.ledger.state == JobState::cleanup_required || s.ledger.state == JobState::compensating ||
                         (s.ledger.state == JobState::failed && s.ledger.merged);

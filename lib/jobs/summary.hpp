@@ -27,6 +27,7 @@ struct JobSummary {
     nlohmann::json stored_ledger; // the ledger as the kind stores it (`job show --json`)
     std::string nodes;            // "seedbox → nas"; the cache node alone for an eviction
     bool running = false;         // a live process holds its lock
+    long pid = 0;                 // that process (read_lock), 0 when none
     std::string status;           // the progress text
     bool needs_attention = false; // failed with something left to do, or cleanup required
     bool damaged = false;         // its definition is missing or unreadable: nothing can drive it
@@ -34,8 +35,14 @@ struct JobSummary {
     nlohmann::json staging = nlohmann::json::array();
 
     bool finished() const;
+    // The job row of every --json document (man archctl-json, "JOB ROW"): id, op, resource,
+    // name, source, target, state, step, bytes/files done and total, percent, started, ended,
+    // pid, failure {code, message} or null, plus the human `status` text.
     nlohmann::json to_json() const;
 };
+
+// Whether a live process holds the job's lock, and its pid.
+void read_lock(const state::JobStore& store, JobSummary& row);
 
 // The row of one archive/unarchive job (the transfer kind's summary; every kind's rows come from
 // jobs::summarize_jobs in driver.hpp).

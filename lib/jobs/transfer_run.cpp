@@ -312,8 +312,13 @@ nlohmann::json RunResult::to_json() const {
     j["outcome"] = outcome == RunOutcome::done ? "done" : outcome == RunOutcome::stopped ? "stopped" : "failed";
     if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
     if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};
-    if (!ended.empty()) j["ended"] = ended;
+    if (!ended.empty()) j["already_ended"] = ended;
     if (compensated) j["compensated"] = true;
+    // The job row as it stands after the run (JobSummary::to_json): op, resource, numeric
+    // progress, timestamps, failure. What the run itself says above comes first.
+    if (row.is_object())
+        for (const auto& [key, value] : row.items())
+            if (!j.contains(key)) j[key] = value;
     return j;
 }
 

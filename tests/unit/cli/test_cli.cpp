@@ -217,6 +217,46 @@ TEST_CASE("config never prints secrets, in text or JSON") {
     }
 }
 
+TEST_CASE("--version --json is one document with the version") {
+    test::Scratch s;
+    auto r = run_archctl(s, {"--version", "--json"});
+    CHECK(r.exit_code == 0);
+    json doc = json::parse(r.out);
+    CHECK(doc["schema"] == 1);
+    CHECK(doc["ok"] == true);
+    CHECK(doc["version"].is_string());
+    CHECK(run_archctl(s, {"--version"}).out.find(doc["version"].get<std::string>()) != std::string::npos);
+}
+
+TEST_CASE("config --json prints list values (exec, notify exec) as arrays and the notify url as text") {
+    test::Scratch s;
+    s.write("xdg/archctl/config.toml",
+            "[nodes.nas]\nrole=\"archive\"\nqb_root=\"/tank/t\"\nsync_root=\"/tank/s\"\n"
+            "transport=\"exec\"\nexec=[\"ssh\", \"nas\", \"archctl\", \"node\", \"serve\"]\n"
+            "[nodes.nas.qbittorrent]\nurl=\"http://127.0.0.1:1\"\n[nodes.nas.syncthing]\nurl=\"http://127.0.0.1:2\"\n"
+            "[notify]\nexec=[\"/usr/local/bin/hook\", \"--quiet\"]\nurl=\"http://127.0.0.1:3/hook\"\n");
+    auto r = run_archctl(s, {"config", "--json"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("unknown") == std::string::npos);
+    json doc = json::parse(r.out);
+    std::map<std::string, json> got;
+    for (const auto& e : doc["settings"]) got[e["key"].get<std::string>()] = e["value"];
+    CHECK(got["nodes.nas.exec"] == json({"ssh", "nas", "archctl", "node", "serve"}));
+    CHECK(got["notify.exec"] == json({"/usr/local/bin/hook", "--quiet"}));
+    CHECK(got["notify.url"] == "http://127.0.0.1:3/hook");
+    CHECK(got["nodes.nas.role"] == "archive");
+}
+
+TEST_CASE("a notify url that is not http(s) is a config error naming it") {
+    test::Scratch s;
+    s.write("xdg/archctl/config.toml", "[notify]\nurl = \"hooks.example/x\"\n");
+    auto r = run_archctl(s, {"config", "--json"});
+    CHECK(r.exit_code == 1);
+    json doc = json::parse(r.out);
+    CHECK(doc["error"]["code"] == "CONFIG_INVALID");
+    CHECK(doc["error"]["message"].get<std::string>().find("notify.url 'hooks.example/x'") != std::string::npos);
+}
+
 TEST_CASE("a malformed config is exit 1 with file and line, and a typo warns") {
     test::Scratch s;
     std::string user = s.write("xdg/archctl/config.toml", "[transfer]\nmin_free = 12.5\n").string();

@@ -202,7 +202,7 @@ TEST_CASE("cancelling a job that already ended says so and changes nothing") {
     auto r = driver.cancel(d.id);
     CHECK(r.outcome == RunOutcome::done);
     CHECK(r.ended == "failed");
-    CHECK(r.to_json()["ended"] == "failed");
+    CHECK(r.to_json()["already_ended"] == "failed");
     CHECK(Ledger::from_json(store.ledger(d.id).value()).state == JobState::failed);
 }
 
