@@ -79,7 +79,7 @@ Outcome run_node_check(Context& ctx, const NodeOptions& options) {
     std::string text;
     std::size_t failures = 0;
     for (const auto& c : check.checks) {
-        std::string cause = c.ok ? c.detail : (c.error ? c.error->message : "failed");
+        std::string cause = c.ok ? c.detail : (c.error ? session::one_line_cause(*c.error) : "failed");
         text += fmt::format("{:<4}  {:<{}}  {}\n", c.ok ? "ok" : "FAIL", c.check, width, cause);
         if (!c.ok && c.error && !c.error->hint.empty()) {
             std::string hint = c.error->hint;

@@ -65,7 +65,7 @@ std::string render_nodes(const std::vector<session::NodeProbe>& probes, const st
         const std::string who = fmt::format("{:<{}}  {:<{}}", p.name, name_w, p.role, role_w);
         if (!p.transport.ok) {
             // The node's operations cannot run: the cause first, the services after it.
-            std::string cause = p.transport.error ? p.transport.error->message : "unknown error";
+            std::string cause = p.transport.error ? p.transport.cause() : "unknown error";
             std::string line = "  " + who + "  transport: " + cause;
             if (p.qbittorrent.reachable && p.syncthing.reachable) line += "; " + qb_cell(p) + ", " + st_cell(p);
             if (!p.qbittorrent.reachable) line += "; " + failure_cell("qBittorrent", p.qbittorrent);

@@ -180,6 +180,38 @@ nlohmann::json to_json(const NodeProbe& p) {
             {"syncthing", std::move(st)}, {"transport", transport_json(p.transport)}};
 }
 
+std::string TransportProbe::cause() const { return error ? one_line_cause(*error) : ""; }
+
+std::string one_line_cause(const Error& e) {
+    const std::optional<Error> error = e;
+    // The hint opens with the far end's stderr tail: "node 'x' said: LINE" or "node 'x' said:"
+    // followed by indented lines.
+    std::string said;
+    std::size_t start = 0;
+    bool first = true, block = false;
+    while (start <= error->hint.size()) {
+        std::size_t nl = error->hint.find('\n', start);
+        std::string line = error->hint.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        if (first) {
+            if (line.rfind("node '", 0) != 0) break;
+            auto at = line.find(" said:");
+            if (at == std::string::npos) break;
+            said = line.substr(at + 6);
+            block = said.empty();
+            if (!said.empty()) said.erase(0, 1);
+            first = false;
+        } else if (block && line.rfind("  ", 0) == 0) {
+            said = line.substr(2);
+        } else {
+            break;
+        }
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+    }
+    if (auto semi = said.find("; check that"); semi != std::string::npos) said.erase(semi);
+    return said.empty() ? error->message : fmt::format("{} ({})", error->message, said);
+}
+
 bool NodeCheck::ok() const {
     for (const auto& c : checks)
         if (!c.ok) return false;

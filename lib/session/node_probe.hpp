@@ -41,6 +41,11 @@ struct TransportProbe {
     std::optional<Error> error;   // why the connection failed (stderr tail in its hint)
     std::string archctl_version;  // the far end's, from its hello
     int protocol = 0;
+
+    // One line for a table: the error's message and the last line the far end said, e.g.
+    // "node 'nas' closed the connection during 'hello': exit status 255 (ssh: connect to host
+    // nas port 22: Connection refused)".
+    [[nodiscard]] std::string cause() const;
 };
 
 struct NodeProbe {
@@ -87,5 +92,7 @@ struct NodeCheck {
 // Why a service is unreachable, short: "connection refused (http://127.0.0.1:8080)" for
 // transport failures, the full message otherwise (login failures, bad replies).
 [[nodiscard]] std::string unreachable_reason(const ServiceProbe& service);
+// An exec transport's error on one line: its message and the last line the far end said.
+[[nodiscard]] std::string one_line_cause(const Error& error);
 
 }  // namespace archctl::session
