@@ -81,9 +81,13 @@ Outcome run_node_check(Context& ctx, const NodeOptions& options) {
     for (const auto& c : check.checks) {
         std::string cause = c.ok ? c.detail : (c.error ? session::one_line_cause(*c.error) : "failed");
         text += fmt::format("{:<4}  {:<{}}  {}\n", c.ok ? "ok" : "FAIL", c.check, width, cause);
-        if (!c.ok && c.error && !c.error->hint.empty()) {
+        // A hint that is only the far end's one line is already in the cause.
+        const bool said_only = c.error && c.error->hint.find('\n') == std::string::npos &&
+                               c.error->hint.rfind("node '", 0) == 0 && c.error->hint.find(" said: ") != std::string::npos;
+        if (!c.ok && c.error && !c.error->hint.empty() && !said_only) {
             std::string hint = c.error->hint;
-            for (std::size_t at = 0; (at = hint.find('\n', at)) != std::string::npos; at += 1) hint.insert(at + 1, "        ");
+            const std::string pad(6 + width + 2 + 6, ' ');  // under the hint's first line
+            for (std::size_t at = 0; (at = hint.find('\n', at)) != std::string::npos; at += 1) hint.insert(at + 1, pad);
             text += fmt::format("      {:<{}}  hint: {}\n", "", width, hint);
         }
         if (!c.ok) ++failures;

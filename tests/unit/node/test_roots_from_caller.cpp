@@ -14,6 +14,7 @@
 #include "lib/node/protocol.hpp"
 #include "lib/node/server.hpp"
 #include "lib/node/transport.hpp"
+#include "lib/session/node_probe.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
@@ -147,4 +148,16 @@ TEST_CASE("an exec far end that dies shows every line of its stderr tail, not on
     CHECK(t.error().code == "NODE_UNREACHABLE");
     CHECK(t.error().hint.find("first cause") != std::string::npos);
     CHECK(t.error().hint.find("second line") != std::string::npos);
+}
+
+TEST_CASE("a transport error on one line: the message and the far end's last stderr line") {
+    Error one(ErrorCode::NODE_UNREACHABLE, "node 'nas' closed the connection during 'hello': exit status 255",
+              "node 'nas' said: ssh: connect to host nas port 22: Connection refused");
+    CHECK(session::one_line_cause(one) ==
+          "node 'nas' closed the connection during 'hello': exit status 255 (ssh: connect to host nas port 22: Connection refused)");
+    Error many(ErrorCode::NODE_UNREACHABLE, "node 'nas' did not answer for 3s during 'hello' (nodes.nas.timeout)",
+               "node 'nas' said:\n  first\n  last\ncheck that node 'nas' is reachable through its exec command");
+    CHECK(session::one_line_cause(many) == "node 'nas' did not answer for 3s during 'hello' (nodes.nas.timeout) (last)");
+    Error plain(ErrorCode::PATH_OUTSIDE_ROOT, "root '/x' is not below the roots this node serves (/a)", "add '--root /x'");
+    CHECK(session::one_line_cause(plain) == plain.message);
 }
