@@ -1,8 +1,10 @@
 // archctl node: plumbing for node operations.
 //
-//   archctl node serve --root DIR [--root DIR ...]   the exec transport's far end: node protocol
-//                                                     lines on stdin/stdout until EOF
+//   archctl node serve [--root DIR ...]              the exec transport's far end: node protocol
+//                                                     lines on stdin/stdout until EOF; without
+//                                                     --root the caller's open_roots names them
 //   archctl node info --root DIR [--root DIR ...]    roots, free space and proven capabilities
+//   archctl node check NODE                          one configured node proven end to end
 
 #include <unistd.h>
 
@@ -13,23 +15,31 @@
 #include "lib/base/units.hpp"
 #include "lib/node/server.hpp"
 #include "lib/node/transport.hpp"
+#include "lib/session/node_probe.hpp"
+#include "lib/session/node_session.hpp"
 
 namespace archctl::cli {
 
 struct NodeOptions {
     std::vector<std::string> serve_roots;
     std::vector<std::string> info_roots;
+    std::string check_node;
 };
 
 namespace {
 
 Outcome run_node_serve(Context&, const NodeOptions& options) {
-    auto roots = node::RootSet::open(options.serve_roots);
-    if (!roots.ok()) return Outcome::failed(roots.take_error());
+    std::optional<node::Server> server;
+    if (options.serve_roots.empty()) {
+        server.emplace(node::Server::CallerRoots{});
+    } else {
+        auto roots = node::RootSet::open(options.serve_roots);
+        if (!roots.ok()) return Outcome::failed(roots.take_error());
+        server.emplace(std::move(roots).value());
+    }
     // The first interrupt stops the running operation at its next chunk (state stays resumable).
     install_interrupt_handlers();
-    node::Server server(std::move(roots).value());
-    auto served = server.serve(STDIN_FILENO, STDOUT_FILENO);
+    auto served = server->serve(STDIN_FILENO, STDOUT_FILENO);
     if (!served.ok()) return Outcome::failed(served.take_error());
     return Outcome::done();
 }
@@ -57,20 +67,59 @@ Outcome run_node_info(Context& ctx, const NodeOptions& options) {
     return Outcome::done(result);
 }
 
+Outcome run_node_check(Context& ctx, const NodeOptions& options) {
+    auto config = ctx.config();
+    if (!config.ok()) return Outcome::failed(config.take_error());
+    session::NodeSessions sessions(*config.value(), session::probe_tuning());
+    auto node = sessions.get(options.check_node);
+    if (!node.ok()) return Outcome::failed(node.take_error());
+    const session::NodeCheck check = session::check_node(*node.value());
+    std::size_t width = 0;
+    for (const auto& c : check.checks) width = std::max(width, c.check.size());
+    std::string text;
+    std::size_t failures = 0;
+    for (const auto& c : check.checks) {
+        std::string cause = c.ok ? c.detail : (c.error ? session::one_line_cause(*c.error) : "failed");
+        text += fmt::format("{:<4}  {:<{}}  {}\n", c.ok ? "ok" : "FAIL", c.check, width, cause);
+        // A hint that is only the far end's one line is already in the cause.
+        const bool said_only = c.error && c.error->hint.find('\n') == std::string::npos &&
+                               c.error->hint.rfind("node '", 0) == 0 && c.error->hint.find(" said: ") != std::string::npos;
+        if (!c.ok && c.error && !c.error->hint.empty() && !said_only) {
+            std::string hint = c.error->hint;
+            const std::string pad(6 + width + 2 + 6, ' ');  // under the hint's first line
+            for (std::size_t at = 0; (at = hint.find('\n', at)) != std::string::npos; at += 1) hint.insert(at + 1, pad);
+            text += fmt::format("      {:<{}}  hint: {}\n", "", width, hint);
+        }
+        if (!c.ok) ++failures;
+    }
+    if (!text.empty()) text.pop_back();
+    ctx.out().result(text);
+    nlohmann::json result = session::to_json(check);
+    if (check.ok()) return Outcome::done(result);
+    return Outcome::failed(Error(ErrorCode::NODES_UNREACHABLE,
+                                 fmt::format("node '{}' failed {} of {} checks", check.name, failures, check.checks.size()),
+                                 "fix the causes shown above, then run 'archctl node check " + check.name + "' again"),
+                           result);
+}
+
 }  // namespace
 
 Runner register_node(CLI::App& app) {
     auto options = std::make_shared<NodeOptions>();
     app.require_subcommand(1);
     CLI::App* serve = app.add_subcommand("serve", "speak the node protocol on stdin/stdout (the exec transport's far end)");
-    serve->add_option("--root", options->serve_roots, "a directory this node serves; every request path must lie below one")
-        ->type_name("DIR")
-        ->required();
+    serve->add_option("--root", options->serve_roots,
+                      "a directory this node serves; every request path must lie below one (default: the roots the caller names)")
+        ->type_name("DIR");
     CLI::App* info = app.add_subcommand("info", "show roots, free space and proven link/reflink capabilities");
     info->add_option("--root", options->info_roots, "a directory to describe")->type_name("DIR")->required();
-    return [options, serve, info](Context& ctx) {
+    CLI::App* check = app.add_subcommand("check", "prove a configured node end to end: transport, version, roots writable, qBittorrent, Syncthing");
+    check->add_option("NODE", options->check_node, "a configured node")->required();
+    check->footer("Exit status: 0 when every check passed, 1 otherwise.");
+    return [options, serve, info, check](Context& ctx) {
         if (serve->parsed()) return run_node_serve(ctx, *options);
         if (info->parsed()) return run_node_info(ctx, *options);
+        if (check->parsed()) return run_node_check(ctx, *options);
         return Outcome::usage(Error(ErrorCode::USAGE, "missing node subcommand", "see 'archctl node --help'"));
     };
 }

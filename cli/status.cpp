@@ -66,6 +66,16 @@ std::string render_nodes(const std::vector<session::NodeProbe>& probes, const st
     std::vector<std::string> down;
     for (const auto& p : probes) {
         const std::string who = fmt::format("{:<{}}  {:<{}}", p.name, name_w, p.role, role_w);
+        if (!p.transport.ok) {
+            // The node's operations cannot run: the cause first, the services after it.
+            std::string cause = p.transport.error ? p.transport.cause() : "unknown error";
+            std::string line = "  " + who + "  transport: " + cause;
+            if (p.qbittorrent.reachable && p.syncthing.reachable) line += "; " + qb_cell(p) + ", " + st_cell(p);
+            if (!p.qbittorrent.reachable) line += "; " + failure_cell("qBittorrent", p.qbittorrent);
+            if (!p.syncthing.reachable) line += "; " + failure_cell("Syncthing", p.syncthing);
+            down.push_back(line + "  down");
+            continue;
+        }
         if (!p.qbittorrent.reachable && !p.syncthing.reachable) {
             std::string line = "  " + who + "  unreachable: " + session::unreachable_reason(p.qbittorrent);
             const auto st = session::unreachable_reason(p.syncthing);
@@ -293,9 +303,11 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
     if (unreachable.empty()) return Outcome::done(result);
     std::string names;
     for (const auto& n : unreachable) names += (names.empty() ? "'" : ", '") + n + "'";
+    std::string hint = "check that qBittorrent and Syncthing run on those nodes, and their URLs and credentials";
+    for (const auto& p : o.probes)
+        if (!p.transport.ok) hint = fmt::format("run 'archctl node check {}' to see each check and its cause", p.name);
     return Outcome::failed(Error(ErrorCode::NODES_UNREACHABLE,
-                                 fmt::format("{} of {} nodes unreachable: {}", unreachable.size(), o.probes.size(), names),
-                                 "check that qBittorrent and Syncthing run on those nodes, and their URLs and credentials"),
+                                 fmt::format("{} of {} nodes unreachable: {}", unreachable.size(), o.probes.size(), names), hint),
                            result);
 }
 

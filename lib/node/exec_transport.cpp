@@ -92,6 +92,24 @@ public:
         return {};
     }
 
+    // Names the node's roots to the far end; its answer (the probed roots) replaces the hello's.
+    Status open_roots(const std::vector<std::string>& roots) {
+        Request request;
+        request.op = "open_roots";
+        request.args = {{"roots", roots}};
+        ARCHCTL_TRY_ASSIGN(Response response, call(request, nullptr));
+        if (!response.ok) {
+            // A far end from before open_roots, started with --root, serves those as it always did.
+            if (response.error.is(ErrorCode::UNKNOWN_OPERATION) && !m_hello.roots.empty()) return {};
+            Error e = response.error;
+            e.message = fmt::format("node '{}' refused its roots: {}", m_name, e.message);
+            return e;
+        }
+        m_hello.roots.clear();
+        for (const auto& r : response.result.value("roots", nlohmann::json::array())) m_hello.roots.push_back(root_info_from_json(r));
+        return {};
+    }
+
     Result<Response> call(const Request& request, ProgressSink* sink) override {
         std::lock_guard call_lock(m_call_mutex);
         if (m_dead) return *m_dead;
@@ -177,7 +195,7 @@ private:
 
     struct Ending {
         int status = -1;
-        std::string said;  // the last line the far end wrote on stderr
+        std::string said;  // the tail of what the far end wrote on stderr
     };
 
     // Ends the child: closes its input, gives it `grace` to exit, then kills its process group
@@ -197,8 +215,6 @@ private:
         if (m_stderr_thread.joinable()) m_stderr_thread.join();
         std::lock_guard lock(m_stderr_mutex);
         out.said = m_stderr_tail;
-        while (!out.said.empty() && (out.said.back() == '\n' || out.said.back() == '\r')) out.said.pop_back();
-        if (auto nl = out.said.rfind('\n'); nl != std::string::npos) out.said = out.said.substr(nl + 1);
         return out;
     }
 
@@ -207,7 +223,7 @@ private:
         Ending end = end_child(k_exit_grace);
         return Error(ErrorCode::NODE_UNREACHABLE,
                      fmt::format("node '{}' closed the connection during '{}': exit status {}", m_name, op, end.status),
-                     end.said.empty() ? "" : fmt::format("node '{}' said: {}", m_name, end.said));
+                     stderr_tail_hint(m_name, end.said));
     }
 
     // The far end said nothing for the whole timeout: it is killed, and the setting named.
@@ -216,7 +232,7 @@ private:
         std::string setting = fmt::format("nodes.{}.timeout", m_name);
         std::string hint = fmt::format("check that node '{}' is reachable through its exec command; if it is only slow, raise {}",
                                        m_name, setting);
-        if (!end.said.empty()) hint = fmt::format("node '{}' said: {}; {}", m_name, end.said, hint);
+        if (std::string said = stderr_tail_hint(m_name, end.said); !said.empty()) hint = said + "\n" + hint;
         return Error(ErrorCode::NODE_UNREACHABLE,
                      fmt::format("node '{}' did not answer for {} during '{}' ({})", m_name,
                                  format_duration(m_timeout.count()), op, setting),
@@ -282,6 +298,28 @@ private:
 
 }  // namespace
 
+std::string stderr_tail_hint(const std::string& node_name, std::string_view said, std::size_t max_lines,
+                             std::size_t max_bytes) {
+    if (said.size() > max_bytes) {
+        said.remove_prefix(said.size() - max_bytes);
+        if (auto nl = said.find('\n'); nl != std::string_view::npos) said.remove_prefix(nl + 1);  // a whole first line
+    }
+    std::vector<std::string_view> lines;
+    while (!said.empty()) {
+        auto nl = said.find('\n');
+        std::string_view line = said.substr(0, nl);
+        said.remove_prefix(nl == std::string_view::npos ? said.size() : nl + 1);
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+        if (!line.empty()) lines.push_back(line);
+    }
+    if (lines.empty()) return "";
+    if (lines.size() > max_lines) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max_lines));
+    if (lines.size() == 1) return fmt::format("node '{}' said: {}", node_name, lines.front());
+    std::string out = fmt::format("node '{}' said:", node_name);
+    for (auto line : lines) out += fmt::format("\n  {}", line);
+    return out;
+}
+
 Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options) {
     SpawnOptions spawn;
     spawn.stderr_mode = StderrMode::capture;
@@ -292,6 +330,7 @@ Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options) {
         return Error(ErrorCode::NODE_UNREACHABLE, fmt::format("cannot reach node '{}': {}", options.node_name, child.error().message));
     auto t = std::make_unique<ExecTransport>(options.node_name, std::move(child).value(), options.timeout);
     ARCHCTL_TRY_STATUS(t->read_hello());
+    if (!options.roots.empty()) ARCHCTL_TRY_STATUS(t->open_roots(options.roots));
     return std::unique_ptr<Transport>(std::move(t));
 }
 

@@ -3,7 +3,10 @@
 //
 // A connection opens with one `hello` line from the node: protocol version, archctl version,
 // pid, and per root its filesystem type and id and the proven capabilities (hard link, reflink,
-// copy_file_range, sparse files). The caller then sends requests; each carries an id, an
+// copy_file_range, sparse files). A node started without --root lists no roots: the caller's
+// first request is then `open_roots` naming them (the exec transport always sends one when its
+// node has roots configured; a node with --root accepts only roots at or below its own), and
+// its result carries the roots as the hello would. The caller then sends requests; each carries an id, an
 // operation name and its arguments. While an operation runs the node may send any number of
 // `progress` lines for that id (bytes and files so far, so a caller can render a panel and
 // enforce byte budgets; a progress line with "keepalive": true only says the operation is
@@ -13,6 +16,8 @@
 // leaving a state that a rerun of the same request resumes from.
 //
 //   node → caller  {"type":"hello","protocol":1,"archctl":"0.1.0","pid":42,"roots":[...]}
+//   caller → node  {"type":"request","id":1,"op":"open_roots","args":{"roots":["/srv/a","/srv/b"]}}
+//   node → caller  {"type":"response","id":1,"ok":true,"result":{"roots":[...]},"io":{...}}
 //   caller → node  {"type":"request","id":7,"op":"stage","args":{...}}
 //   caller → node  {"type":"cancel","id":7}
 //   node → caller  {"type":"progress","id":7,"bytes":..,"bytes_total":..,"files":..,...}

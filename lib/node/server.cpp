@@ -133,7 +133,37 @@ void read_loop(int in_fd, Queue& q, LineWriter& out) {
 
 }  // namespace
 
-Server::Server(RootSet roots) : m_roots(std::move(roots)) {}
+Server::Server(RootSet roots) : Server(std::move(roots), true) {}
+
+Server::Server(RootSet roots, bool fixed) : m_roots(std::move(roots)), m_fixed(fixed), m_opened(fixed) {}
+
+Server::Server(CallerRoots) : Server(RootSet(), false) {}
+
+// {"roots": ["/srv/a", ...]} -> {"roots": [RootInfo...]}: the roots this connection now serves.
+Result<nlohmann::json> Server::open_roots(const nlohmann::json& args) {
+    std::vector<std::string> wanted = args.at("roots").get<std::vector<std::string>>();
+    if (wanted.empty()) return Error(ErrorCode::BAD_REQUEST, "open_roots names no roots", "configure qb_root and sync_root for this node");
+    if (m_fixed) {
+        std::string served;
+        for (const auto& p : m_roots.paths()) served += (served.empty() ? "" : ", ") + p;
+        for (const auto& root : wanted) {
+            auto dir = m_roots.open_dir(root);
+            if (dir.ok()) continue;
+            if (!dir.error().is(ErrorCode::PATH_OUTSIDE_ROOT)) return dir.take_error();
+            return Error(ErrorCode::PATH_OUTSIDE_ROOT,
+                         fmt::format("root '{}' is not below the roots this node serves ({})", root, served),
+                         fmt::format("add '--root {}' to the node's exec command, or drop its --root options so the configured roots are used", root));
+        }
+    } else {
+        ARCHCTL_TRY_ASSIGN(RootSet opened, RootSet::open(wanted));
+        m_roots = std::move(opened);
+        m_hello.reset();
+        m_opened = true;
+    }
+    nlohmann::json roots = nlohmann::json::array();
+    for (const auto& r : hello().roots) roots.push_back(to_json(r));
+    return nlohmann::json{{"roots", std::move(roots)}};
+}
 
 const Hello& Server::hello() {
     if (!m_hello) {
@@ -151,7 +181,20 @@ Response Server::handle(const Request& request, const ProgressFn& emit, const st
     IoCounters before = read_self_io();
     Response response;
     Operation op = find_operation(request.op);
-    if (!op) {
+    if (request.op == "open_roots") {
+        Result<nlohmann::json> opened = Error(ErrorCode::BAD_REQUEST, "");
+        try {
+            opened = open_roots(request.args);
+        } catch (const nlohmann::json::exception& e) {
+            opened = Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation 'open_roots': {}", e.what()));
+        }
+        response = opened.ok() ? Response::success(request.id, std::move(opened).value())
+                               : Response::failure(request.id, opened.take_error());
+    } else if (!m_opened) {
+        response = Response::failure(request.id, Error(ErrorCode::BAD_REQUEST,
+                                                       fmt::format("node operation '{}' before open_roots: this node was started without --root and the caller named no roots", request.op),
+                                                       "run the same archctl version on both ends, or add --root DIR to the node's exec command"));
+    } else if (!op) {
         response = Response::failure(request.id, Error(ErrorCode::UNKNOWN_OPERATION, fmt::format("unknown node operation '{}'", request.op)));
     } else {
         ProgressFn tagged = [&](const Progress& p) {
@@ -240,6 +283,7 @@ Operation find_operation(std::string_view name) {
         {"partfile_build", op_partfile_build},
         {"unlink_owned", op_unlink_owned},
         {"verify_pieces", op_verify_pieces},
+        {"write_check", op_write_check},
     };
     auto it = table.find(name);
     return it == table.end() ? nullptr : it->second;

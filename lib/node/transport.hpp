@@ -4,9 +4,10 @@
 //   local  the node's operations run in this process, through the same JSON request, progress
 //          and response lines as the wire (each message is encoded and decoded), so behaviour is
 //          identical to exec;
-//   exec   a configured argv (e.g. ["ssh","nas","archctl","node","serve","--root","/srv/a"]) is
-//          spawned without a shell and spoken to over its stdin/stdout; its stderr is captured
-//          and quoted when the far end dies.
+//   exec   a configured argv (e.g. ["ssh","nas","archctl","node","serve"]) is spawned without a
+//          shell and spoken to over its stdin/stdout; after its hello the node's roots (qb_root,
+//          sync_root) are sent in an `open_roots` request, which the far end enforces as it does
+//          `--root`; its stderr is captured and its tail quoted when the far end dies.
 //
 // Usage (callers normally go through the typed facade, lib/node/ops.hpp):
 //   auto t = connect_exec({.node_name = "nas", .argv = {...}});
@@ -65,6 +66,9 @@ struct ExecOptions {
     std::string node_name;
     std::vector<std::string> argv;        // program and arguments; no shell
     std::vector<std::string> extra_env;   // "NAME=value" added to the child's environment
+    // The roots to open on the far end after its hello (none: the far end's own --root set).
+    // A far end from before open_roots keeps its --root set.
+    std::vector<std::string> roots;
     // The longest the far end may stay silent: before its hello, and during a call between two
     // of its lines (`node serve` sends a keepalive every second while an operation runs). Past
     // it the child's process group is killed and the call fails. The node's `timeout` setting.
@@ -73,7 +77,14 @@ struct ExecOptions {
 
 // Spawns the far end and reads its hello. Errors: NODE_UNREACHABLE (could not start, died, or
 // sent no hello in time; also from a call whose far end dies or goes silent past the timeout),
-// PROTOCOL_MISMATCH (another protocol version).
+// PROTOCOL_MISMATCH (another protocol version); the far end's refusal of `roots` (e.g.
+// PATH_OUTSIDE_ROOT, NOT_FOUND) with the node named.
 [[nodiscard]] Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options);
+
+// The last lines of a far end's stderr as a hint: at most `max_lines` lines and `max_bytes`
+// bytes, blank lines dropped, each line indented below "node 'NAME' said:". Empty when it said
+// nothing.
+[[nodiscard]] std::string stderr_tail_hint(const std::string& node_name, std::string_view said,
+                                           std::size_t max_lines = 20, std::size_t max_bytes = 4096);
 
 }  // namespace archctl::node

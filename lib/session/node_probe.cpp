@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/version.hpp"
 #include "lib/clients/http/http_client.hpp"
 
 namespace archctl::session {
@@ -76,6 +77,53 @@ StResult probe_syncthing(NodeSession& session) {
     return out;
 }
 
+// An exec node: one connection through the session (spawn, hello, open_roots). A local node is
+// not opened here; its roots are read by the operations that need them.
+TransportProbe probe_transport(NodeSession& session) {
+    TransportProbe out;
+    out.kind = session.config().local() ? "local" : "exec";
+    if (session.config().local()) return out;
+    out.checked = true;
+    auto transport = session.ops();
+    if (!transport.ok()) {
+        out.ok = false;
+        out.error = transport.take_error();
+        return out;
+    }
+    out.archctl_version = transport.value()->hello().archctl_version;
+    out.protocol = transport.value()->hello().protocol;
+    return out;
+}
+
+nlohmann::json error_json(const Error& e) {
+    nlohmann::json j = {{"code", e.code}, {"message", e.message}};
+    if (!e.hint.empty()) j["hint"] = e.hint;
+    return j;
+}
+
+nlohmann::json transport_json(const TransportProbe& t) {
+    nlohmann::json j = {{"kind", t.kind}, {"checked", t.checked}, {"ok", t.ok}};
+    if (!t.archctl_version.empty()) j["archctl_version"] = t.archctl_version;
+    if (t.protocol != 0) j["protocol"] = t.protocol;
+    if (t.error) j["error"] = error_json(*t.error);
+    return j;
+}
+
+CheckResult passed(std::string check, std::string detail) {
+    CheckResult r;
+    r.check = std::move(check);
+    r.ok = true;
+    r.detail = std::move(detail);
+    return r;
+}
+
+CheckResult failed(std::string check, Error error) {
+    CheckResult r;
+    r.check = std::move(check);
+    r.error = std::move(error);
+    return r;
+}
+
 nlohmann::json service_json(const ServiceProbe& s) {
     nlohmann::json j = {{"url", s.url}, {"reachable", s.reachable}, {"version", s.version}};
     if (s.error) j["error"] = {{"code", s.error->code}, {"message", s.error->message}};
@@ -94,8 +142,10 @@ clients::Tuning probe_tuning() {
 }
 
 NodeProbe probe_node(NodeSession& node) {
-    // The two services concurrently: a session's qb() and st() are independent of each other.
+    // The two services and the transport concurrently: a session's qb(), st() and ops() are
+    // independent of each other.
     auto qb = std::async(std::launch::async, [&] { return probe_qbittorrent(node); });
+    auto transport = std::async(std::launch::async, [&] { return probe_transport(node); });
     StResult st = probe_syncthing(node);
     QbResult qbr = qb.get();
     NodeProbe probe;
@@ -106,6 +156,7 @@ NodeProbe probe_node(NodeSession& node) {
     probe.syncthing = std::move(st.probe);
     probe.device_id = std::move(st.device_id);
     probe.requests = qbr.requests + st.requests;
+    probe.transport = transport.get();
     return probe;
 }
 
@@ -126,7 +177,112 @@ nlohmann::json to_json(const NodeProbe& p) {
     nlohmann::json st = service_json(p.syncthing);
     st["device_id"] = p.device_id;
     return {{"name", p.name}, {"role", p.role}, {"reachable", p.reachable()}, {"qbittorrent", std::move(qb)},
-            {"syncthing", std::move(st)}};
+            {"syncthing", std::move(st)}, {"transport", transport_json(p.transport)}};
+}
+
+std::string TransportProbe::cause() const { return error ? one_line_cause(*error) : ""; }
+
+std::string one_line_cause(const Error& e) {
+    const std::optional<Error> error = e;
+    // The hint opens with the far end's stderr tail: "node 'x' said: LINE" or "node 'x' said:"
+    // followed by indented lines.
+    std::string said;
+    std::size_t start = 0;
+    bool first = true, block = false;
+    while (start <= error->hint.size()) {
+        std::size_t nl = error->hint.find('\n', start);
+        std::string line = error->hint.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        if (first) {
+            if (line.rfind("node '", 0) != 0) break;
+            auto at = line.find(" said:");
+            if (at == std::string::npos) break;
+            said = line.substr(at + 6);
+            block = said.empty();
+            if (!said.empty()) said.erase(0, 1);
+            first = false;
+        } else if (block && line.rfind("  ", 0) == 0) {
+            said = line.substr(2);
+        } else {
+            break;
+        }
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+    }
+    if (auto semi = said.find("; check that"); semi != std::string::npos) said.erase(semi);
+    return said.empty() ? error->message : fmt::format("{} ({})", error->message, said);
+}
+
+bool NodeCheck::ok() const {
+    for (const auto& c : checks)
+        if (!c.ok) return false;
+    return !checks.empty();
+}
+
+NodeCheck check_node(NodeSession& node) {
+    NodeCheck out;
+    out.name = node.name();
+    const config::NodeConfig& cfg = node.config();
+    auto qb = std::async(std::launch::async, [&] { return probe_qbittorrent(node); });
+    auto st = std::async(std::launch::async, [&] { return probe_syncthing(node); });
+
+    auto transport = node.ops();
+    const std::vector<std::string> roots = node_roots(cfg);
+    if (!transport.ok()) {
+        Error e = transport.take_error();
+        out.checks.push_back(failed("transport", e));
+        out.checks.push_back(failed("version", Error(ErrorCode::NODE_UNREACHABLE, "not checked: the transport failed")));
+        for (const auto& root : roots)
+            out.checks.push_back(failed("root " + root, Error(ErrorCode::NODE_UNREACHABLE, "not checked: the transport failed")));
+    } else {
+        node::Transport& t = *transport.value();
+        const node::Hello& hello = t.hello();
+        std::string how = cfg.local() ? "local (in process)" : fmt::format("exec, far end pid {}", hello.pid);
+        out.checks.push_back(passed("transport", how));
+        std::string version = fmt::format("archctl {}, node protocol {}", hello.archctl_version, hello.protocol);
+        if (hello.archctl_version != k_version) version += fmt::format(" (this archctl is {})", k_version);
+        out.checks.push_back(passed("version", version));
+        for (const auto& root : roots) {
+            auto written = node::call_operation(t, "write_check", {{"path", root}});
+            if (written.ok()) {
+                out.checks.push_back(passed("root " + root, "exists, writable"));
+            } else {
+                out.checks.push_back(failed("root " + root, written.take_error()));
+            }
+        }
+        if (roots.empty())
+            out.checks.push_back(failed("roots", Error(ErrorCode::CONFIG_MISSING, fmt::format("node '{}' has no qb_root or sync_root configured", cfg.name))));
+    }
+
+    QbResult q = qb.get();
+    if (q.probe.reachable) {
+        out.checks.push_back(passed("qbittorrent", fmt::format("logged in, qBittorrent {} (WebAPI {}), {} torrent{} ({})", q.probe.version,
+                                                               q.probe.api_version, q.torrents.value_or(0),
+                                                               q.torrents.value_or(0) == 1 ? "" : "s", q.probe.url)));
+    } else {
+        Error e = q.probe.error.value_or(Error(ErrorCode::NODE_UNREACHABLE, "unknown error"));
+        e.message = unreachable_reason(q.probe);
+        out.checks.push_back(failed("qbittorrent", e));
+    }
+    StResult s = st.get();
+    if (s.probe.reachable) {
+        out.checks.push_back(passed("syncthing", fmt::format("Syncthing {}, device {} ({})", s.probe.version, s.device_id.substr(0, 7), s.probe.url)));
+    } else {
+        Error e = s.probe.error.value_or(Error(ErrorCode::NODE_UNREACHABLE, "unknown error"));
+        e.message = unreachable_reason(s.probe);
+        out.checks.push_back(failed("syncthing", e));
+    }
+    return out;
+}
+
+nlohmann::json to_json(const NodeCheck& c) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& r : c.checks) {
+        nlohmann::json j = {{"check", r.check}, {"ok", r.ok}};
+        if (r.ok) j["detail"] = r.detail;
+        if (r.error) j["error"] = error_json(*r.error);
+        checks.push_back(std::move(j));
+    }
+    return {{"node", c.name}, {"ok", c.ok()}, {"checks", std::move(checks)}};
 }
 
 std::string unreachable_reason(const ServiceProbe& s) {

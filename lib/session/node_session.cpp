@@ -48,6 +48,7 @@ Result<node::Transport*> NodeSession::ops() {
         options.node_name = m_config.name;
         options.argv = m_config.exec;
         options.timeout = m_config.timeout;
+        options.roots = node_roots(m_config);
         return node::connect_exec(options);
     }();
     if (!connected.ok()) return connected.take_error();

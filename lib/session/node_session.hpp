@@ -55,7 +55,8 @@ public:
     [[nodiscard]] clients::qbittorrent::Api& qb();
     [[nodiscard]] clients::syncthing::Api& st();
     // The node-operations transport: `local` over node_roots(), or `exec` of the configured
-    // argv with the node's timeout. A failed connection is retried on the next call, and so is
+    // argv with the node's timeout, node_roots() opened on the far end (`node serve` needs no
+    // --root). A failed connection is retried on the next call, and so is
     // one that broke (its child died or went silent): the next call spawns a fresh child.
     [[nodiscard]] Result<node::Transport*> ops();
 

@@ -5,12 +5,9 @@ authorized key). An archive over ssh completes; a killed ssh child, a Ctrl-C, an
 never answers and an sshd that is down are each a bounded stop that `resume` finishes — never
 a hang, never a permanent failure."""
 
-import getpass
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,10 +17,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
-from lab.lab import _children as children, free_port  # noqa: E402
+from lab.lab import _children as children  # noqa: E402
+from lab.sshd import Sshd  # noqa: E402
 
 LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])
-SSHD_BIN = "/usr/sbin/sshd"
 SMALL = {"pay/a.bin": 600 * 1024 + 3, "pay/sub/b.bin": 70000, "pay/c.txt": 12}
 SLOW = {"pay/big.bin": 4 * 1024 * 1024 + 11, "pay/d.txt": 40}  # ~4 s at the suite's rate limit
 RATE_KIB = 1024  # cache1's Syncthing send limit while a test interrupts a sync
@@ -32,93 +29,12 @@ SSHD = None
 SKIP = None
 
 
-class Sshd:
-    """An sshd of this suite: `sshd -D -e -f <config>` as the current user, key login only."""
-
-    def __init__(self, base):
-        self.dir = base
-        os.makedirs(base, exist_ok=True)
-        self.port = free_port()
-        self.host_key = os.path.join(base, "host_ed25519")
-        self.key = os.path.join(base, "client_ed25519")
-        self.config = os.path.join(base, "sshd_config")
-        self.log = os.path.join(base, "sshd.log")
-        self.proc = None
-        for path in (self.host_key, self.key):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path], check=True,
-                           stdin=subprocess.DEVNULL, capture_output=True)
-        authorized = os.path.join(base, "authorized_keys")
-        shutil.copyfile(self.key + ".pub", authorized)
-        os.chmod(authorized, 0o600)
-        with open(self.config, "w") as f:
-            f.write("\n".join([
-                f"Port {self.port}", "ListenAddress 127.0.0.1", f"HostKey {self.host_key}",
-                f"PidFile {os.path.join(base, 'sshd.pid')}", f"AuthorizedKeysFile {authorized}",
-                "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-                "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", "MaxStartups 50",
-                "LogLevel INFO", ""]))
-
-    def start(self):
-        log = open(self.log, "ab")
-        self.proc = subprocess.Popen([SSHD_BIN, "-D", "-e", "-f", self.config], stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=log)
-        log.close()
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return True
-            time.sleep(0.1)
-        return False
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            sessions = children(self.proc.pid)
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-            for pid in sessions:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        self.proc = None
-
-    def log_tail(self):
-        try:
-            with open(self.log, errors="replace") as f:
-                return "".join(f.readlines()[-10:]).strip()
-        except OSError:
-            return ""
-
-    def ssh(self):
-        """The ssh argv up to and including the host."""
-        return ["ssh", "-F", "/dev/null", "-p", str(self.port), "-i", self.key, "-o", "StrictHostKeyChecking=no",
-                "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-                "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5", f"{getpass.getuser()}@127.0.0.1"]
-
-
 def setUpModule():
     global SSHD, SKIP
     LAB.set_up()
-    if not os.path.exists(SSHD_BIN):
-        SKIP = f"{SSHD_BIN} is missing: install openssh-server (tests/deps.sh does)"
-        return
-    if os.geteuid() == 0 and not os.path.isdir("/run/sshd"):
-        try:
-            os.makedirs("/run/sshd", mode=0o755)  # sshd's privilege separation directory, as root
-        except OSError as e:
-            SKIP = f"sshd cannot run as root without /run/sshd: {e}"
-            return
     SSHD = Sshd(os.path.join(LAB.dir, "sshd"))
     unittest.addModuleCleanup(SSHD.stop)
-    if not SSHD.start():
-        SKIP = f"sshd did not start on 127.0.0.1:{SSHD.port}: {SSHD.log_tail()}"
-        return
-    probe = subprocess.run(SSHD.ssh() + ["true"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30)
-    if probe.returncode != 0:
-        SKIP = f"cannot log in to the suite's sshd: {probe.stderr.strip()} / {SSHD.log_tail()}"
+    SKIP = SSHD.prepare()
 
 
 def proc_info(pid):

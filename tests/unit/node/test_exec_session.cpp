@@ -24,8 +24,9 @@ config::NodeConfig exec_node(const std::string& log, const std::string& after, s
     config::NodeConfig n;
     n.name = "far";
     n.role = config::Role::archive;
-    n.qb_root = "/nonexistent/qb";
-    n.sync_root = "/nonexistent/sync";
+    // No roots: the fake far end only greets, so no open_roots is sent after its hello.
+    n.qb_root = "";
+    n.sync_root = "";
     n.exec = {"sh", "-c", "echo started >> " + log + "; printf '%s\\n' '" + node::encode(node::Message{h}) + "'; " + after};
     n.timeout = timeout;
     return n;
