@@ -7,7 +7,7 @@ _archctl_subs() {
         "") local commands="plan archive unarchive evict tier resume status route job config node torrent completion"; echo "$commands" ;;
         "route") echo "list show ensure check mesh" ;;
         "job") echo "list show cancel clear rm" ;;
-        "node") echo "serve info" ;;
+        "node") echo "serve info check" ;;
         "torrent") echo "show verify create" ;;
     esac
 }
@@ -43,7 +43,8 @@ _archctl_descs() {
             'rm:hide one finished job (a tombstone is kept)' ;;
         "node") printf '%s\n' \
             'serve:speak the node protocol on stdin/stdout (the exec transport'\''s far end)' \
-            'info:show roots, free space and proven link/reflink capabilities' ;;
+            'info:show roots, free space and proven link/reflink capabilities' \
+            'check:prove a configured node end to end: transport, version, roots writable, qBittorrent, Syncthing' ;;
         "torrent") printf '%s\n' \
             'show:print a .torrent'\''s hashes, qB id, pieces and file table' \
             'verify:check files on disk against a .torrent'\''s piece hashes' \
@@ -78,6 +79,7 @@ _archctl_opts() {
         "node") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "node serve") echo "--root -h --help --config --state --json -q --quiet -v --verbose" ;;
         "node info") echo "--root -h --help --config --state --json -q --quiet -v --verbose" ;;
+        "node check") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "torrent") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "torrent show") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "torrent verify") echo "--files --pieces -h --help --config --state --json -q --quiet -v --verbose" ;;
@@ -149,6 +151,8 @@ _archctl_kind() {
         "node serve|--config") echo "files" ;;
         "node info|--root"|"node info|--state") echo "dirs" ;;
         "node info|--config") echo "files" ;;
+        "node check|--state") echo "dirs" ;;
+        "node check|--config") echo "files" ;;
         "torrent|--state") echo "dirs" ;;
         "torrent|--config") echo "files" ;;
         "torrent show|--state") echo "dirs" ;;
@@ -182,6 +186,7 @@ _archctl_pos() {
         "job show|1") echo "jobs" ;;
         "job cancel|1") echo "jobs" ;;
         "job rm|1") echo "jobs" ;;
+        "node check|1") echo "nodes" ;;
         "torrent show|1") echo "files" ;;
         "torrent verify|1") echo "files" ;;
         "torrent verify|2") echo "dirs" ;;

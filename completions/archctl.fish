@@ -10,7 +10,7 @@ function __archctl_subs
         case 'job'
             printf '%s\n' list show cancel clear rm
         case 'node'
-            printf '%s\n' serve info
+            printf '%s\n' serve info check
         case 'torrent'
             printf '%s\n' show verify create
     end
@@ -66,6 +66,8 @@ function __archctl_valued
             printf '%s\n' --root --config --state
         case 'node info'
             printf '%s\n' --root --config --state
+        case 'node check'
+            printf '%s\n' --config --state
         case 'torrent'
             printf '%s\n' --config --state
         case 'torrent show'
@@ -409,13 +411,14 @@ complete -c archctl -n '__archctl_at "config"' -s q -l quiet -d 'print only resu
 complete -c archctl -n '__archctl_at "config"' -s v -l verbose -d 'more detail (repeatable)'
 complete -c archctl -n '__archctl_at "node" 1' -a serve -d 'speak the node protocol on stdin/stdout (the exec transport'\''s far end)'
 complete -c archctl -n '__archctl_at "node" 1' -a info -d 'show roots, free space and proven link/reflink capabilities'
+complete -c archctl -n '__archctl_at "node" 1' -a check -d 'prove a configured node end to end: transport, version, roots writable, qBittorrent, Syncthing'
 complete -c archctl -n '__archctl_at "node"' -s h -l help -d 'Print this help message and exit'
 complete -c archctl -n '__archctl_at "node"' -l config -r -F -d 'use FILE instead of the user config file'
 complete -c archctl -n '__archctl_at "node"' -l state -r -F -d 'state directory (default $XDG_STATE_HOME/archctl)'
 complete -c archctl -n '__archctl_at "node"' -l json -d 'print one JSON document on stdout (human text goes to stderr)'
 complete -c archctl -n '__archctl_at "node"' -s q -l quiet -d 'print only results and errors'
 complete -c archctl -n '__archctl_at "node"' -s v -l verbose -d 'more detail (repeatable)'
-complete -c archctl -n '__archctl_at "node serve"' -l root -r -F -d 'a directory this node serves; every request path must lie below one'
+complete -c archctl -n '__archctl_at "node serve"' -l root -r -F -d 'a directory this node serves; every request path must lie below one (default: the roots the caller names)'
 complete -c archctl -n '__archctl_at "node serve"' -s h -l help -d 'Print this help message and exit'
 complete -c archctl -n '__archctl_at "node serve"' -l config -r -F -d 'use FILE instead of the user config file'
 complete -c archctl -n '__archctl_at "node serve"' -l state -r -F -d 'state directory (default $XDG_STATE_HOME/archctl)'
@@ -429,6 +432,13 @@ complete -c archctl -n '__archctl_at "node info"' -l state -r -F -d 'state direc
 complete -c archctl -n '__archctl_at "node info"' -l json -d 'print one JSON document on stdout (human text goes to stderr)'
 complete -c archctl -n '__archctl_at "node info"' -s q -l quiet -d 'print only results and errors'
 complete -c archctl -n '__archctl_at "node info"' -s v -l verbose -d 'more detail (repeatable)'
+complete -c archctl -n '__archctl_at "node check"' -s h -l help -d 'Print this help message and exit'
+complete -c archctl -n '__archctl_at "node check"' -l config -r -F -d 'use FILE instead of the user config file'
+complete -c archctl -n '__archctl_at "node check"' -l state -r -F -d 'state directory (default $XDG_STATE_HOME/archctl)'
+complete -c archctl -n '__archctl_at "node check"' -l json -d 'print one JSON document on stdout (human text goes to stderr)'
+complete -c archctl -n '__archctl_at "node check"' -s q -l quiet -d 'print only results and errors'
+complete -c archctl -n '__archctl_at "node check"' -s v -l verbose -d 'more detail (repeatable)'
+complete -c archctl -n '__archctl_at "node check" 1' -f -a '(__archctl_names nodes)'
 complete -c archctl -n '__archctl_at "torrent" 1' -a show -d 'print a .torrent'\''s hashes, qB id, pieces and file table'
 complete -c archctl -n '__archctl_at "torrent" 1' -a verify -d 'check files on disk against a .torrent'\''s piece hashes'
 complete -c archctl -n '__archctl_at "torrent" 1' -a create -d 'create a .torrent from a file or directory'
