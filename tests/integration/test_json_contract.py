@@ -131,6 +131,8 @@ class Contract(unittest.TestCase):
         self.document("torrent verify", ["torrent", "verify", tfile, save])
         self.document("torrent show", ["torrent", "create", os.path.join(save, "pay"), "-o", os.path.join(LAB.dir, "a2.torrent")])
         self.document("node info", ["node", "info", "--root", LAB.dir])
+        check = self.document("node check", ["node", "check", "cache1"])
+        self.assertTrue(check["ok"], check)
 
         plan = self.document("plan evict", ["plan", "evict", res])
         doc = self.document("evict", ["evict", res, "--confirm", plan["token"]])
