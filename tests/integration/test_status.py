@@ -293,12 +293,16 @@ class Status(unittest.TestCase):
             self.assertEqual(rc, 1, f"{args}: {err}{out}")
             doc = json.loads(out)
             self.assertEqual(doc["error"]["code"], "AMBIGUOUS", args)
-            self.assertIn(f"job id '{prefix}' is ambiguous: it matches {len(ids)} jobs:", doc["error"]["message"])
+            self.assertIn(f"job id '{prefix}' is ambiguous: it matches {len(ids)} jobs", doc["error"]["message"])
+            self.assertNotIn("\n", doc["error"]["message"], "error.message is one line; the candidates are its details")
+            listed = "\n".join(doc["error"].get("details", []))
             for job in ids:
-                self.assertIn(job, doc["error"]["message"])
+                self.assertIn(job, listed)
         rc, out, err = archctl("job", "rm", prefix)
         self.assertEqual(rc, 1)
         self.assertIn(f"archctl: error: job id '{prefix}' is ambiguous", err)
+        for job in ids:
+            self.assertIn(job, err, "the text error lists every candidate")
         self.assertEqual(sorted(r["id"] for r in json.loads(archctl("job", "list", "--json")[1])["jobs"]), ids,
                          "an ambiguous prefix removes nothing")
         # A prefix only one job has still names it.
