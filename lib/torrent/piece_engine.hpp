@@ -3,9 +3,12 @@
 //
 // Shared by the verifier (compares) and the creator (records). The piece space is a native file
 // list (pads included, as in Metainfo::files()). The range of pieces is cut into chunks of about
-// 64 MiB; worker threads (hardware_concurrency by default) take chunks in order and read each
-// file region with large sequential reads (4 MiB buffers) through a per-thread PayloadReader.
-// Pad files are hashed as zeros and never read. Pieces the caller marks as skipped are not read.
+// 16 MiB; worker threads (hardware_concurrency by default) take chunks in order and read each
+// file region sequentially in 256 KiB windows (cache-resident: the copy out of the page cache
+// and both hashes touch the same L2 lines) through a per-thread PayloadReader. For a hybrid,
+// SHA-1 and the SHA-256 leaf hash take each 16 KiB block in turn, so the data is read from
+// memory once. Every payload byte is read once; pad files are hashed as zeros and never read.
+// Pieces the caller marks as skipped are not read.
 //
 // Per piece the engine yields the SHA-1 of the piece (v1, across file boundaries) and/or the
 // BEP 52 value of the piece (v2): for a file larger than one piece, the piece hash of its layer;
@@ -22,6 +25,11 @@
 #include "lib/torrent/sha.hpp"
 
 namespace archctl::torrent {
+
+// Largest single PayloadReader::read() the engine asks for.
+inline constexpr std::size_t k_read_window = 256u << 10;
+// Work unit per thread when HashJob::chunk_bytes is 0.
+inline constexpr std::int64_t k_default_chunk_bytes = 16 << 20;
 
 // Reads payload bytes for one worker thread. read() returns the number of bytes read, fewer
 // than `size` only at end of file; an Error for anything else.
@@ -54,7 +62,7 @@ struct HashJob {
     bool want_v1 = true;
     bool want_v2 = false;
     unsigned threads = 0;                                 // 0 = hardware_concurrency
-    std::int64_t chunk_bytes = 0;                         // bytes per work unit; 0 = 64 MiB
+    std::int64_t chunk_bytes = 0;                         // bytes per work unit; 0 = 16 MiB
     std::function<bool(std::int64_t piece)> skip;         // optional: true = do not read this piece
     std::function<std::unique_ptr<PayloadReader>()> make_reader;  // one per worker thread
     // Optional, called (from worker threads, serialized by the engine) on each read error.

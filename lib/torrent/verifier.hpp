@@ -58,7 +58,7 @@ struct VerifyOptions {
     std::optional<Selection> files;           // default: every file
     PieceDetail pieces = PieceDetail::none;   // all: fill VerifyReport::pieces
     unsigned threads = 0;                     // 0 = hardware_concurrency
-    std::int64_t chunk_bytes = 0;             // work unit per thread; 0 = 64 MiB (tests use less)
+    std::int64_t chunk_bytes = 0;             // work unit per thread; 0 = 16 MiB (tests use less)
     // By file index: the file's path below the save path on disk, when its placement's content
     // layout puts it elsewhere than the metainfo path (torrent/layout.hpp); "" or absent: there.
     std::vector<std::string> disk_paths = {};
