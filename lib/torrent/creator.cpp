@@ -1,5 +1,6 @@
 #include "lib/torrent/creator.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,10 @@ public:
             if (n >= 0) return static_cast<std::size_t>(n);
             if (errno != EINTR) return Error{"IO", std::strerror(errno)};
         }
+    }
+
+    void prefetch(std::size_t native, std::int64_t offset, std::int64_t size) override {
+        if (native == m_current) (void)::posix_fadvise(m_fd.get(), offset, size, POSIX_FADV_WILLNEED);
     }
 
 private:

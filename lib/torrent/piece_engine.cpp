@@ -158,7 +158,22 @@ private:
             m_window.file = static_cast<std::size_t>(-1);
             return PieceOutcome::short_data;
         }
+        prefetch_ahead(i, pos + static_cast<std::int64_t>(m_window.length), limit);
         return PieceOutcome::hashed;
+    }
+
+    // Keeps a prefetch hint of about k_prefetch_bytes ahead of `pos` (within [pos, limit)) for
+    // file i: one hint per k_prefetch_bytes / 2 of sequential reading.
+    void prefetch_ahead(std::size_t i, std::int64_t pos, std::int64_t limit) {
+        if (m_ahead_file != i || pos > m_ahead_end || pos < m_ahead_start) {
+            m_ahead_file = i;
+            m_ahead_start = pos;
+            m_ahead_end = pos;
+        }
+        if (m_ahead_end >= limit || m_ahead_end - pos >= k_prefetch_bytes / 2) return;
+        std::int64_t to = std::min(limit, pos + k_prefetch_bytes);
+        m_reader.prefetch(i, m_ahead_end, to - m_ahead_end);
+        m_ahead_end = to;
     }
 
     const HashJob& m_job;
@@ -167,6 +182,9 @@ private:
     std::mutex& m_error_mutex;
     std::int64_t m_chunk_end = 0;
     Window m_window;
+    std::size_t m_ahead_file = static_cast<std::size_t>(-1);  // prefetch hinted: [m_ahead_start, m_ahead_end)
+    std::int64_t m_ahead_start = 0;
+    std::int64_t m_ahead_end = 0;
     Sha1 m_sha1;
     HashStats m_stats;
 };

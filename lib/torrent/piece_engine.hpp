@@ -5,7 +5,8 @@
 // list (pads included, as in Metainfo::files()). The range of pieces is cut into chunks of about
 // 16 MiB; worker threads (hardware_concurrency by default) take chunks in order and read each
 // file region sequentially in 256 KiB windows (cache-resident: the copy out of the page cache
-// and both hashes touch the same L2 lines) through a per-thread PayloadReader. For a hybrid,
+// and both hashes touch the same L2 lines) through a per-thread PayloadReader, which is asked
+// to prefetch up to 4 MiB ahead so that a cold cache still sees large reads. For a hybrid,
 // SHA-1 and the SHA-256 leaf hash take each 16 KiB block in turn, so the data is read from
 // memory once. Every payload byte is read once; pad files are hashed as zeros and never read.
 // Pieces the caller marks as skipped are not read.
@@ -30,6 +31,9 @@ namespace archctl::torrent {
 inline constexpr std::size_t k_read_window = 256u << 10;
 // Work unit per thread when HashJob::chunk_bytes is 0.
 inline constexpr std::int64_t k_default_chunk_bytes = 16 << 20;
+// How far ahead of its reads the engine asks the reader to prefetch (PayloadReader::prefetch):
+// small windows alone would leave a cold-cache read to the kernel's small readahead.
+inline constexpr std::int64_t k_prefetch_bytes = 4 << 20;
 
 // Reads payload bytes for one worker thread. read() returns the number of bytes read, fewer
 // than `size` only at end of file; an Error for anything else.
@@ -38,6 +42,9 @@ public:
     virtual ~PayloadReader() = default;
     [[nodiscard]] virtual Result<std::size_t> read(std::size_t native_index, std::int64_t offset, std::uint8_t* buffer,
                                                    std::size_t size) = 0;
+    // A hint that bytes [offset, offset + size) of a file just read will be read soon (the reader
+    // may start reading them from disk); never fails. Default: nothing.
+    virtual void prefetch(std::size_t /*native_index*/, std::int64_t /*offset*/, std::int64_t /*size*/) {}
 };
 
 enum class PieceOutcome : std::uint8_t {

@@ -1,5 +1,6 @@
 #include "lib/torrent/verifier.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -126,6 +127,10 @@ public:
             return Error{"IO", fmt::format("cannot read '{}': {}", printable(m_meta.files()[native].path_string()),
                                            std::strerror(errno))};
         }
+    }
+
+    void prefetch(std::size_t native, std::int64_t offset, std::int64_t size) override {
+        if (native == m_current) (void)::posix_fadvise(m_fd.get(), offset, size, POSIX_FADV_WILLNEED);
     }
 
 private:

@@ -1,6 +1,7 @@
 // Piece engine: digests against independently computed references (v1, v2, hybrid; pads, pieces
 // larger and smaller than the read window, files smaller than a piece, short files, read
-// errors), and the read pattern: every byte read once, in windows of at most k_read_window.
+// errors), and the read pattern: every byte read once, in windows of at most k_read_window,
+// with prefetch hints inside the file and not one per window.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -54,6 +55,8 @@ Payload make_payload(const std::vector<std::size_t>& sizes, std::int64_t piece_l
 struct ReadLog {
     std::atomic<int> calls{0};
     std::atomic<std::size_t> largest{0};
+    std::atomic<int> prefetches{0};
+    std::atomic<int> bad_prefetches{0};  // outside the file, or empty
 };
 
 class MemReader final : public PayloadReader {
@@ -73,6 +76,11 @@ public:
         std::size_t n = std::min(size, have - off);
         std::memcpy(buffer, d.data() + off, n);
         return n;
+    }
+
+    void prefetch(std::size_t native, std::int64_t offset, std::int64_t size) override {
+        ++m_log.prefetches;
+        if (size <= 0 || offset < 0 || offset + size > m_p.files[native].size || m_p.files[native].pad) ++m_log.bad_prefetches;
     }
 
 private:
@@ -178,6 +186,7 @@ TEST_CASE("piece engine: digests match the reference for v1, v2 and hybrid at an
                     // Every payload byte is read exactly once; pads never.
                     CHECK(r.stats.bytes_read == payload_bytes(p));
                     CHECK(log.largest.load() <= k_read_window);
+                    CHECK(log.bad_prefetches.load() == 0);
                 }
             }
         }
@@ -192,6 +201,24 @@ TEST_CASE("piece engine: one thread reads each file in windows of k_read_window"
     // ceil(300001 / 256 KiB) + ceil(700000 / 256 KiB) + 1
     CHECK(log.calls.load() == 2 + 3 + 1);
     CHECK(log.largest.load() == k_read_window);
+    // One prefetch hint per file with bytes left after its first window (each is under
+    // k_prefetch_bytes): none per window, none for the 5000-byte file read whole at once.
+    CHECK(log.prefetches.load() == 2);
+    CHECK(log.bad_prefetches.load() == 0);
+}
+
+TEST_CASE("piece engine: prefetch hints run ahead of the reads, one per half prefetch span") {
+    const std::size_t big = 3 * static_cast<std::size_t>(k_prefetch_bytes) + 12345;
+    Payload p = make_payload({big}, 1 << 20);
+    ReadLog log;
+    Run r = hash(p, log, true, false, 1, std::int64_t{1} << 30);
+    CHECK(r.stats.bytes_read == big);
+    CHECK(log.bad_prefetches.load() == 0);
+    // First hint at the first read, then one each k_prefetch_bytes / 2 until the end is covered.
+    const auto expected = 1 + static_cast<int>((static_cast<std::int64_t>(big) - k_prefetch_bytes + k_prefetch_bytes / 2 - 1) /
+                                               (k_prefetch_bytes / 2));
+    CHECK(log.prefetches.load() <= expected + 1);
+    CHECK(log.prefetches.load() >= expected - 1);
 }
 
 TEST_CASE("piece engine: a short file and a read error fail only their own pieces") {
