@@ -85,6 +85,9 @@ Status compensate(JobRun& run, const Error& why);
 // Recheck a stopped torrent and wait for the result; an attempt to download fails.
 [[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Api& client,
                                                                                       const std::string& id);
+// How long recheck_and_wait sleeps between two reads of the torrent, `since_recheck` after it
+// asked for the recheck: 50 ms for the first 2 s, then 200 ms.
+[[nodiscard]] std::chrono::milliseconds recheck_poll_interval(std::chrono::steady_clock::duration since_recheck);
 
 // A stop stops the bytes (transfer_hold.cpp): hold_transfer() stops the rest of an unsynced
 // job's transfer into the target (ignore patterns for the job's directory on the target's
