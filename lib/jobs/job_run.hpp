@@ -20,7 +20,8 @@ struct JobRun {
     Ledger ledger;
     Session session;
     SteadyTime started;
-    std::string metainfo;  // exported .torrent bytes
+    std::string metainfo;  // exported .torrent bytes: the job directory's copy (resource.torrent)
+    bool metainfo_checked = false;  // this run checked `metainfo` is the job's resource (job_metainfo)
     bool released = false;  // this run checked that the target holds no transfer of the job
     std::string waiting_on;  // why the sync step waits ("" = nothing known), for the progress panel
     std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
@@ -45,6 +46,16 @@ struct JobRun {
     Result<NodeHandle*> source() { return env.nodes.get(def.source); }
     Result<NodeHandle*> target() { return env.nodes.get(def.target); }
 };
+
+// The exported .torrent kept in the job's directory at creation: what the run adds to the target
+// and ships with the staged files, so that one job asks qBittorrent for it once.
+inline constexpr const char* k_job_metainfo = "resource.torrent";
+
+// The job's metainfo for this run: the job directory's copy when it parses and is the job's
+// resource (checked once per run); else (a job created before the copy was kept, a crash, a
+// damaged copy: the record is a cache) exported from the source again, checked (STALE_STATE
+// when the source now has another torrent under the id) and kept again, durably.
+[[nodiscard]] Status job_metainfo(JobRun& run);
 
 // Preflight, run before every step until the commit: the source placement (present, save path,
 // selection, completion) and the target (a new target still without the torrent; an existing
@@ -74,6 +85,9 @@ Status compensate(JobRun& run, const Error& why);
 // Recheck a stopped torrent and wait for the result; an attempt to download fails.
 [[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Api& client,
                                                                                       const std::string& id);
+// How long recheck_and_wait sleeps between two reads of the torrent, `since_recheck` after it
+// asked for the recheck: 50 ms for the first 2 s, then 200 ms.
+[[nodiscard]] std::chrono::milliseconds recheck_poll_interval(std::chrono::steady_clock::duration since_recheck);
 
 // A stop stops the bytes (transfer_hold.cpp): hold_transfer() stops the rest of an unsynced
 // job's transfer into the target (ignore patterns for the job's directory on the target's

@@ -458,19 +458,45 @@ Status check_source_files(JobRun& run) {
     return check_source_ready(*src, *view, needs, run.def.union_files, run.def.name);
 }
 
+// Why the job directory's copy of the metainfo cannot be used ("" when it can): it must parse
+// and be the job's resource.
+std::string metainfo_trouble(const JobRun& run) {
+    if (run.metainfo.empty()) return "is missing";
+    auto meta = torrent::parse_metainfo(run.metainfo, run.def.name);
+    if (!meta.ok()) return fmt::format("is unreadable ({})", meta.error().message);
+    if (!meta.value().identity().same_resource(run.def.identity)) return "is another torrent";
+    return "";
+}
+
 }  // namespace
+
+Status job_metainfo(JobRun& run) {
+    if (run.metainfo_checked) return {};
+    const std::string trouble = metainfo_trouble(run);
+    if (!trouble.empty()) {
+        const std::string path = run.env.store.dir_of(run.def.id) + "/" + k_job_metainfo;
+        // A job created before the copy was kept says nothing; a damaged copy is worth a line.
+        if (trouble != "is missing")
+            run.log(fmt::format("archctl: warning: job {}: '{}' {}; exporting the torrent from '{}' again", run.def.id, path,
+                                trouble, run.def.source));
+        ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
+        ARCHCTL_TRY_ASSIGN(std::string exported, src->qb().export_torrent(run.def.qb_id));
+        ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(exported, run.def.name));
+        if (!meta.identity().same_resource(run.def.identity))
+            return stale(fmt::format("the torrent exported by '{}' (it is not resource '{}')", run.def.source, run.def.qb_id.substr(0, 12)),
+                         run);
+        ARCHCTL_TRY_STATUS(write_file_atomic(path, exported));
+        run.metainfo = std::move(exported);
+    }
+    run.metainfo_checked = true;
+    return {};
+}
 
 StepResult step_preflight(JobRun& run) {
     if (run.ledger.committed) return StepResult::ok();  // a changed source no longer matters
     Status source = check_source(run);
     if (!source.ok()) return StepResult::failed(source.take_error());
-    if (run.metainfo.empty()) {
-        auto src = run.source();
-        if (!src.ok()) return StepResult::failed(src.take_error());
-        auto exported = src.value()->qb().export_torrent(run.def.qb_id);
-        if (!exported.ok()) return StepResult::failed(exported.take_error());
-        run.metainfo = exported.value();
-    }
+    ARCHCTL_TRY_STATUS(job_metainfo(run));
     ARCHCTL_TRY_STATUS(check_target(run));
     // What plan checked before the job was created, checked again by the same functions before
     // the source is read and before the target is written.

@@ -11,6 +11,7 @@
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/engine.hpp"
+#include "lib/jobs/job_run.hpp"
 #include "lib/jobs/preflight.hpp"
 #include "lib/node/ops.hpp"
 #include "lib/routes/routes.hpp"
@@ -261,7 +262,7 @@ Result<std::string> Engine::create(const Prepared& p) {
         (void)state::release(m_state, d.aliases, d.id);
         return created.take_error();
     }
-    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/resource.torrent", p.metainfo));
+    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/" + k_job_metainfo, p.metainfo));
     // Where its staging lives, so that even a job whose definition is lost can be cleaned up.
     nlohmann::json staging = {{{"node", d.source}, {"path", d.route.source_path + "/" + d.id}},
                               {{"node", d.target}, {"path", d.route.target_path + "/" + d.id}}};

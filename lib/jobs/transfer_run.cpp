@@ -86,7 +86,7 @@ const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge"
 class TransferRun final : public KindRun {
 public:
     TransferRun(RunEnv& env, JobDefinition def)
-        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, {}} {}
+        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, false, {}} {}
 
     std::string summary() const override { return m_run.def.summary(); }
     std::uint64_t bytes_moved() const override { return m_run.session_bytes(); }
@@ -123,7 +123,7 @@ public:
         m_run.session.started = format_rfc3339(m_run.clock().now());
         m_run.session.host = host_name();
         m_run.session.pid = ::getpid();
-        auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/resource.torrent");
+        auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/" + k_job_metainfo);
         if (torrent.ok()) m_run.metainfo = torrent.value();
         release_before_run(m_run);  // a stop held the job's transfer in Syncthing (transfer_hold.cpp)
         return {};

@@ -9,6 +9,7 @@
 #include "lib/session/node_session.hpp"
 #include "lib/state/placements.hpp"
 #include "lib/state/reservations.hpp"
+#include "lib/torrent/sha.hpp"
 
 namespace archctl::test {
 
@@ -42,6 +43,11 @@ qb::TorrentInfo torrent_info(const torrent::Identity& id, const std::string& sav
 
 const std::vector<qb::TorrentFile> k_files = {fakes::qb_file(0, "show/a.bin", 10), fakes::qb_file(1, "show/b.bin", 20)};
 
+// The info dictionary of the fixture's torrent (v1, "show" with k_files, one 16 KiB piece): its
+// SHA-1 is the fixture identity's v1 hash, so the exported metainfo is the job's resource.
+const std::string k_info = "d5:filesld6:lengthi10e4:pathl5:a.bineed6:lengthi20e4:pathl5:b.bineee4:name4:show"
+                           "12:piece lengthi16384e6:pieces20:" + std::string(20, 'x') + "e";
+
 // A stat as a node's tree answers it.
 json file_entry(const std::string& path, const plan::FileStamp& s) {
     node::TreeEntry e;
@@ -70,7 +76,7 @@ JobFixture::JobFixture() : state(open_state(scratch)) {
                                                      session::NodeSession::Injected{&seedbox.qb, &seedbox.st, &seedbox.ops}));
     nodes.add(std::make_unique<session::NodeSession>(config.nodes["nas"], clients::Tuning{},
                                                      session::NodeSession::Injected{&nas.qb, &nas.st, &nas.ops}));
-    identity = torrent::Identity::from_qb("78d5a6edfa4e0000000000000000000000000000",
+    identity = torrent::Identity::from_qb(torrent::to_hex(torrent::sha1(k_info)),
                                           "1838bf9a70c10000000000000000000000000000000000000000000000000000")
                    .value();
     qb_id = identity.qb_id();
@@ -136,7 +142,7 @@ TransferFixture::TransferFixture() {
     rechecked_files = k_files;
     // The source placement: both files selected and complete, seeding.
     auto& src = seedbox.qb.put(torrent_info(identity, k_source_save, "stalledUP", 1.0), k_files);
-    src.metainfo = "d4:infod4:name4:showee";
+    src.metainfo = "d4:info" + k_info + "e";
     // The source's disk as the preflight reads it: the files of the torrent, at their sizes.
     seedbox.ops.handlers["tree"] = [](const json& args) -> Result<json> {
         auto request = args.get<node::TreeRequest>();

@@ -69,7 +69,14 @@ TEST_CASE("recheck_and_wait: a recheck that ends stopped at 100% returns the fil
     CHECK(fake.count("files") == 1);
     CHECK(fake.calls.back().name == "files");
     CHECK(clock.sleeps == 3);
-    CHECK(clock.slept == std::chrono::milliseconds(600));
+    CHECK(clock.slept == std::chrono::milliseconds(150));  // a short recheck is seen ending within 50 ms
+}
+
+TEST_CASE("recheck_poll_interval: 50 ms for the first 2 s of a recheck, then 200 ms") {
+    CHECK(recheck_poll_interval(std::chrono::milliseconds(0)) == std::chrono::milliseconds(50));
+    CHECK(recheck_poll_interval(std::chrono::milliseconds(1999)) == std::chrono::milliseconds(50));
+    CHECK(recheck_poll_interval(std::chrono::seconds(2)) == std::chrono::milliseconds(200));
+    CHECK(recheck_poll_interval(std::chrono::minutes(5)) == std::chrono::milliseconds(200));
 }
 
 TEST_CASE("recheck_and_wait: a recheck that ends below 100% returns the files as they are") {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/fs.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/node/ops.hpp"
@@ -846,4 +847,51 @@ TEST_CASE("steps: blockage_of names one cause, by precedence") {
                    "receiver out of disk space"));
     CHECK(with([](SyncFacts& f) { f.pull_errors = {{"J1/p/1", "permission denied"}}; }).cause ==
           "pull error on 'J1/p/1': permission denied");
+}
+
+// The exported torrent kept in the job's directory at creation is the run's: one export per job.
+TEST_CASE("steps: the run uses the job directory's copy of the exported torrent; a missing, damaged or foreign one is exported again once") {
+    TransferFixture f;
+    const std::string kept = f.job_dir() + "/" + k_job_metainfo;
+    const std::string good = f.seedbox.qb.find(f.qb_id)->metainfo;
+    const std::string other = "d4:infod6:lengthi5e4:name5:other12:piece lengthi16384e6:pieces20:" + std::string(20, 'y') + "ee";
+    SUBCASE("an intact copy: no export") {
+        REQUIRE(write_file_atomic(kept, good).ok());
+        RunResult r = f.run();
+        REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.message);
+        CHECK(f.seedbox.qb.count("export_torrent") == 0);
+        CHECK(f.nas.qb.args_of("add")[0]["bytes"] == good.size());
+    }
+    SUBCASE("no copy (a job from before copies were kept): one export, kept, nothing said") {
+        RunResult r = f.run();
+        REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.message);
+        CHECK(f.seedbox.qb.count("export_torrent") == 1);
+        CHECK(read_file(kept).value() == good);
+        CHECK_FALSE(contains(f.log_text(), "exporting the torrent"));
+    }
+    SUBCASE("a damaged copy: one export, kept again, said once") {
+        REQUIRE(write_file_atomic(kept, "d4:info").ok());
+        RunResult r = f.run();
+        REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.message);
+        CHECK(f.seedbox.qb.count("export_torrent") == 1);
+        CHECK(read_file(kept).value() == good);
+        CHECK(contains(f.log_text(), "is unreadable"));
+        CHECK(contains(f.log_text(), "exporting the torrent from 'seedbox' again"));
+    }
+    SUBCASE("another torrent's copy: exported again") {
+        REQUIRE(write_file_atomic(kept, other).ok());
+        RunResult r = f.run();
+        CHECK(f.seedbox.qb.count("export_torrent") == 1);
+        CHECK(read_file(kept).value() == good);
+        CHECK(r.outcome == RunOutcome::done);
+        CHECK(contains(f.log_text(), "is another torrent"));
+    }
+    SUBCASE("the source now exports another torrent under the id: STALE_STATE, nothing kept") {
+        f.seedbox.qb.find(f.qb_id)->metainfo = other;
+        RunResult r = f.run();
+        CHECK(r.outcome == RunOutcome::failed);
+        CHECK(r.error.code == "STALE_STATE");
+        CHECK(f.nas.qb.count("add") == 0);
+        CHECK_FALSE(read_file(kept).ok());
+    }
 }
