@@ -2,7 +2,7 @@
 """A state directory with N finished jobs (a year of nightly runs): how long `job list`,
 `status`, `resume` (nothing to do) and creating one more job take.
 
-    python3 bench/state_bench.py ARCHCTL_BIN [N=50000]
+    python3 bench/state_bench.py ARCHCTL_BIN [N=50000] [--before OLD_ARCHCTL_BIN]
 
 It starts a tiny lab (tests/lab/lab.py: one cache and one archive node, a route), archives one
 small resource for real, and copies that finished job's directory N times with new ids into a
@@ -16,7 +16,9 @@ as index_build_s). Timed, against the live lab so `status` probes reachable node
   - create_s: `archive RES --yes` of a new resource crashed right after its job is defined
     (ARCHCTL_TEST_CRASH_AT=job.defined): plan + job creation, median of 3 resources;
     create_empty_s is the same with an empty state directory, for the O(1) comparison
-The LAST stdout line is one JSON object with those times in seconds and "jobs": N.
+The LAST stdout line is one JSON object with those times in seconds and "jobs": N. With
+--before, OLD_ARCHCTL_BIN is measured first on the same state directory (before the new binary
+builds its index there) and its JSON object is printed on the line before.
 """
 import json
 import os
@@ -95,12 +97,44 @@ def replicate(template_dir, template_id, state, n):
                 f.write(data.replace(tid, new.encode()))
 
 
+def measure(lab, binary, state, work, tag, resources):
+    """The times of one binary on the state directory `state` (see the module doc)."""
+    os.environ["ARCHCTL_BIN"] = binary
+    index_build, _ = timed(lab, state, "job", "list")
+    log(f"{tag}: first job list (index build if any): {index_build:.2f} s")
+    how = drop_caches(state)
+    job_list_cold, _ = timed(lab, state, "job", "list")
+    job_list = median_of(3, lambda: timed(lab, state, "job", "list")[0])
+    status = median_of(3, lambda: timed(lab, state, "status", expect=(0, 1, 10))[0])
+    resume = median_of(3, lambda: timed(lab, state, "resume")[0])
+    zero = os.path.join(work, f"zero-state-{tag}")
+    status_empty = median_of(3, lambda: timed(lab, zero, "status", expect=(0, 1, 10))[0])
+    crash = {"ARCHCTL_TEST_CRASH_AT": "job.defined"}
+    create = statistics.median(timed(lab, state, "archive", r[:12], "--yes", env=crash, expect=(137,))[0] for r in resources[:3])
+    empty = os.path.join(work, f"empty-state-{tag}")
+    create_empty = statistics.median(
+        timed(lab, empty, "archive", r[:12], "--yes", env=crash, expect=(137,))[0] for r in resources[3:6])
+    result = {"jobs": 0, "job_list_s": round(job_list, 4), "job_list_cold_s": round(job_list_cold, 4),
+              "resume_s": round(resume, 4), "status_s": round(status, 4), "status_empty_s": round(status_empty, 4),
+              "create_s": round(create, 4), "create_empty_s": round(create_empty, 4),
+              "index_build_s": round(index_build, 4), "cold": how, "binary": binary}
+    for k, v in result.items():
+        log(f"  {tag} {k:16} {v}")
+    return result
+
+
 def main(argv):
-    if len(argv) < 2:
+    args = argv[1:]
+    before = None
+    if "--before" in args:
+        i = args.index("--before")
+        before = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
+    if not args:
         print(__doc__, file=sys.stderr)
         return 2
-    binary = os.path.abspath(argv[1])
-    n = int(argv[2]) if len(argv) > 2 else 50000
+    binary = os.path.abspath(args[0])
+    n = int(args[1]) if len(args) > 1 else 50000
     os.environ["ARCHCTL_BIN"] = binary
     sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "integration")]
     import flows  # noqa: E402 (needs ARCHCTL_BIN first)
@@ -112,7 +146,7 @@ def main(argv):
         lab, routes = flows.start_lab([("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")],
                                       add_cleanup=lambda *a: None)
         resources = []
-        for k in range(7):
+        for k in range(13):
             _, tid, _, _ = flows.seed_resource(lab, f"bench{k}", {"pay/a.bin": 65536, "pay/b/c.bin": 4096}, seed=100 + k)
             resources.append(tid)
         log("archiving one resource for a real finished job")
@@ -128,27 +162,13 @@ def main(argv):
         t0 = time.monotonic()
         replicate(template, template_id, state, n)
         log(f"  {time.monotonic() - t0:.1f} s")
-        index_build, _ = timed(lab, state, "job", "list")
-        log(f"first job list (index build if any): {index_build:.2f} s")
-
-        how = drop_caches(state)
-        job_list_cold, _ = timed(lab, state, "job", "list")
-        job_list = median_of(3, lambda: timed(lab, state, "job", "list")[0])
-        status = median_of(3, lambda: timed(lab, state, "status", expect=(0, 1, 10))[0])
-        resume = median_of(3, lambda: timed(lab, state, "resume")[0])
-        zero = os.path.join(work, "zero-state")
-        status_empty = median_of(3, lambda: timed(lab, zero, "status", expect=(0, 1, 10))[0])
-        crash = {"ARCHCTL_TEST_CRASH_AT": "job.defined"}
-        create = statistics.median(timed(lab, state, "archive", r[:12], "--yes", env=crash, expect=(137,))[0] for r in resources[1:4])
-        empty = os.path.join(work, "empty-state")
-        create_empty = statistics.median(
-            timed(lab, empty, "archive", r[:12], "--yes", env=crash, expect=(137,))[0] for r in resources[4:7])
-        result = {"jobs": n, "job_list_s": round(job_list, 4), "job_list_cold_s": round(job_list_cold, 4),
-                  "resume_s": round(resume, 4), "status_s": round(status, 4), "status_empty_s": round(status_empty, 4), "create_s": round(create, 4),
-                  "create_empty_s": round(create_empty, 4), "index_build_s": round(index_build, 4), "cold": how,
-                  "binary": binary}
-        for k, v in result.items():
-            print(f"{k:16} {v}")
+        if before:
+            # The same state directory, before the other binary builds anything in it.
+            r = measure(lab, before, state, work, "before", resources[7:13])
+            r["jobs"] = n
+            print(json.dumps(r))
+        result = measure(lab, binary, state, work, "after" if before else "run", resources[1:7])
+        result["jobs"] = n
         print(json.dumps(result))
         return 0
     finally:

@@ -423,6 +423,18 @@ Result<std::vector<JobSummary>> summarize_active(const state::JobStore& store) {
     return out;
 }
 
+Result<std::vector<JobSummary>> summarize_recent(const state::JobStore& store, std::size_t finished) {
+    ARCHCTL_TRY_ASSIGN(auto out, summarize_active(store));
+    ARCHCTL_TRY_ASSIGN(auto page, state::JobIndex(store.state_dir()).finished(finished));
+    for (const auto& e : page.entries)
+        if (auto row = summarize_one(store, e.id)) {
+            row->retired = true;
+            out.push_back(std::move(*row));
+        }
+    sort_rows(out);
+    return out;
+}
+
 Result<std::vector<JobSummary>> summarize_matching(const state::JobStore& store, const std::string& target) {
     ARCHCTL_TRY_ASSIGN(auto out, summarize_active(store));
     std::set<std::string> have;

@@ -110,6 +110,9 @@ struct Cleared {
 // index on first use, and retires an active job whose ledger says it ended cleanly (a run that
 // crashed before it updated the index).
 [[nodiscard]] Result<std::vector<JobSummary>> summarize_active(const state::JobStore& store);
+// The active rows plus the newest `finished` finished jobs (read from their own directories), for
+// `status`: what it always showed of recent jobs, without reading every job.
+[[nodiscard]] Result<std::vector<JobSummary>> summarize_recent(const state::JobStore& store, std::size_t finished);
 // The active rows plus every job `target` may name: ids starting with it (one readdir), and
 // finished jobs whose log row contains it (a resource prefix or name). For job id lookups
 // (find_job) and `status RES|JOB`; without reading every job's records.

@@ -149,7 +149,7 @@ Overview read_overview(const config::Config& config, const state::StateDir* stat
     auto listing = routes::list_routes(env);
     if (listing.ok()) o.routes = std::move(listing.value());
     else o.routes_error = listing.error().message;
-    auto jobs = summarize_active(state::JobStore(*state));
+    auto jobs = summarize_recent(state::JobStore(*state), 20);
     if (!jobs.ok()) {
         o.jobs_error = jobs.error().message;
     } else {

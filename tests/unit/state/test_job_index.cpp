@@ -191,6 +191,12 @@ TEST_CASE("the index is rebuilt from the job directories: active, retired, damag
     REQUIRE(rows.ok());
     CHECK(rows->size() == 2);
     CHECK(index.finished(1).value().entries.back().id == running);
+    // `status` shows the active jobs and the newest finished ones, read from their directories.
+    auto recent = jobs::summarize_recent(store, 1);
+    REQUIRE(recent.ok());
+    REQUIRE(recent->size() == 3);
+    CHECK(recent->at(0).id == running);
+    CHECK(recent->at(0).retired);
 
     // Job id lookups still find a finished job, by a prefix only it has.
     auto matching = jobs::summarize_matching(store, done.substr(0, 17));
