@@ -1,4 +1,7 @@
 // archctl job list|show|cancel|clear|rm: jobs, their events, cancellation and display retention.
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -7,6 +10,7 @@
 #include "lib/config/config.hpp"
 #include "lib/jobs/driver.hpp"
 #include "lib/jobs/status.hpp"
+#include "lib/state/job_index.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/ui/table.hpp"
 
@@ -15,20 +19,56 @@ namespace archctl::cli {
 struct JobOptions {
     enum class Action { list, show, cancel, clear, rm } action = Action::list;
     std::string id;
+    // list: how many finished jobs to show (the newest), or all of them; rebuild the index first.
+    std::size_t limit = 20;
+    bool all = false;
+    bool rebuild_index = false;
 };
 
 namespace {
 
-Outcome run_list(Context& ctx, const std::vector<jobs::JobSummary>& rows) {
+// Every active job (unfinished, failed, damaged, or that kept files) and the newest finished
+// ones from the finished-job log: never every job's records.
+Outcome run_list(Context& ctx, const state::StateDir& state, const JobOptions& o) {
+    state::JobStore store(state);
+    if (o.rebuild_index) {
+        Status s = jobs::rebuild_job_index(store);
+        if (!s.ok()) return Outcome::failed(s.take_error());
+        ctx.out().info("archctl: rebuilt the job index from the job directories");
+    }
+    auto active = jobs::summarize_active(store);
+    if (!active.ok()) return Outcome::failed(active.take_error());
+    const std::optional<std::size_t> limit = o.all ? std::nullopt : std::optional<std::size_t>(o.limit);
+    auto page = state::JobIndex(state).finished(limit);
+    if (!page.ok()) return Outcome::failed(page.take_error());
+    struct Line {
+        std::string id;
+        nlohmann::json row;
+        std::vector<std::string> cells;
+    };
+    std::vector<Line> lines;
+    for (const auto& r : active.value())
+        lines.push_back({r.id, r.to_json(),
+                         {r.id, r.damaged ? "damaged" : r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12), r.nodes,
+                          r.status}});
+    for (const auto& e : page->entries)
+        lines.push_back({e.id, e.row, {e.id, e.row.value("op", ""), e.row.value("resource", "").substr(0, 12), e.nodes, e.row.value("status", "")}});
+    std::sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.id < b.id; });
     nlohmann::json list = nlohmann::json::array();
     ui::Table t;
-    for (const auto& r : rows) {
-        list.push_back(r.to_json());
-        t.add_row({r.id, r.damaged ? "damaged" : r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12), r.nodes,
-                   r.status});
+    for (auto& l : lines) {
+        list.push_back(std::move(l.row));
+        t.add_row(l.cells);
     }
-    ctx.out().result(t.empty() ? "no jobs" : t.render());
-    return Outcome::done({{"jobs", list}});
+    const std::size_t shown = page->entries.size(), hidden = page->total > shown ? page->total - shown : 0;
+    std::string text = t.empty() ? "no jobs" : t.render();
+    if (hidden > 0)
+        text += fmt::format("\n{} older finished job{} hidden; 'archctl job list --all' shows them", hidden, hidden == 1 ? "" : "s");
+    ctx.out().result(text);
+    return Outcome::done({{"jobs", list},
+                          {"finished_shown", shown},
+                          {"finished_hidden", hidden},
+                          {"limit", limit ? nlohmann::json(*limit) : nlohmann::json(nullptr)}});
 }
 
 Outcome run_show(Context& ctx, const state::JobStore& store, const jobs::JobSummary& row) {
@@ -87,10 +127,10 @@ Outcome run_job(Context& ctx, const JobOptions& o) {
         ctx.out().info(fmt::format("archctl: cleared {} finished job(s)", cleared->jobs));
         return Outcome::done({{"cleared", cleared->jobs}, {"tombstones_purged", cleared->tombstones}});
     }
+    if (o.action == JobOptions::Action::list) return run_list(ctx, state, o);
     state::JobStore store(state);
-    auto rows = jobs::summarize_jobs(store);
+    auto rows = jobs::summarize_matching(store, o.id);
     if (!rows.ok()) return Outcome::failed(rows.take_error());
-    if (o.action == JobOptions::Action::list) return run_list(ctx, rows.value());
     auto found = jobs::find_job(rows.value(), o.id);
     if (!found.ok()) return Outcome::failed(found.take_error());
     const jobs::JobSummary* row = found.value();
@@ -127,7 +167,7 @@ Runner register_job(CLI::App& app) {
         bool takes_id;
     };
     static const Sub subs[] = {
-        {"list", Action::list, "every job with its state", false},
+        {"list", Action::list, "unfinished jobs and the newest finished ones, with their state", false},
         {"show", Action::show, "one job: definition, state and events", true},
         {"cancel", Action::cancel, "stop a job: compensate before commit, clean up after", true},
         {"clear", Action::clear, "hide every finished job (tombstones are kept)", false},
@@ -137,6 +177,11 @@ Runner register_job(CLI::App& app) {
     for (const Sub& s : subs) {
         CLI::App* sub = app.add_subcommand(s.name, s.help);
         if (s.takes_id) sub->add_option("JOB", o->id, "job id (or a prefix of at least 8 characters that only one job has)")->required();
+        if (s.action == Action::list) {
+            sub->add_option("--limit", o->limit, "finished jobs to show, the newest (default 20)")->type_name("N")->check(CLI::NonNegativeNumber);
+            sub->add_flag("--all", o->all, "show every finished job");
+            sub->add_flag("--rebuild-index", o->rebuild_index, "rebuild the job index from the job directories first");
+        }
         Action action = s.action;
         sub->callback([o, action] { o->action = action; });
     }

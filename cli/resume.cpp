@@ -22,9 +22,10 @@ namespace {
 // The jobs the user named, each by its full id or a prefix only one job has (like git):
 // NOT_FOUND or AMBIGUOUS (listing the candidates) otherwise — before anything runs.
 Result<std::vector<std::string>> full_ids(const state::StateDir& state, const std::vector<std::string>& named) {
-    ARCHCTL_TRY_ASSIGN(auto rows, jobs::summarize_jobs(state::JobStore(state)));
     std::vector<std::string> out;
     for (const auto& id : named) {
+        // The active jobs and those whose id starts with this one: never every job's records.
+        ARCHCTL_TRY_ASSIGN(auto rows, jobs::summarize_matching(state::JobStore(state), id));
         auto row = jobs::find_job(rows, id);
         if (!row.ok()) {
             Error e = row.take_error();

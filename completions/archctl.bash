@@ -36,7 +36,7 @@ _archctl_descs() {
             'check:exchange nonce files in both directions now' \
             'mesh:provision a route for every missing online cache/archive pair' ;;
         "job") printf '%s\n' \
-            'list:every job with its state' \
+            'list:unfinished jobs and the newest finished ones, with their state' \
             'show:one job: definition, state and events' \
             'cancel:stop a job: compensate before commit, clean up after' \
             'clear:hide every finished job (tombstones are kept)' \
@@ -70,7 +70,7 @@ _archctl_opts() {
         "route check") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "route mesh") echo "--max-minutes -h --help --config --state --json -q --quiet -v --verbose" ;;
         "job") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
-        "job list") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
+        "job list") echo "--limit --all --rebuild-index -h --help --config --state --json -q --quiet -v --verbose" ;;
         "job show") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "job cancel") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "job clear") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
@@ -135,6 +135,7 @@ _archctl_kind() {
         "job|--config") echo "files" ;;
         "job list|--state") echo "dirs" ;;
         "job list|--config") echo "files" ;;
+        "job list|--limit") echo "text" ;;
         "job show|--state") echo "dirs" ;;
         "job show|--config") echo "files" ;;
         "job cancel|--state") echo "dirs" ;;

@@ -49,7 +49,7 @@ function __archctl_valued
         case 'job'
             printf '%s\n' --config --state
         case 'job list'
-            printf '%s\n' --config --state
+            printf '%s\n' --limit --config --state
         case 'job show'
             printf '%s\n' --config --state
         case 'job cancel'
@@ -359,7 +359,7 @@ complete -c archctl -n '__archctl_at "route mesh"' -l state -r -F -d 'state dire
 complete -c archctl -n '__archctl_at "route mesh"' -l json -d 'print one JSON document on stdout (human text goes to stderr)'
 complete -c archctl -n '__archctl_at "route mesh"' -s q -l quiet -d 'print only results and errors'
 complete -c archctl -n '__archctl_at "route mesh"' -s v -l verbose -d 'more detail (repeatable)'
-complete -c archctl -n '__archctl_at "job" 1' -a list -d 'every job with its state'
+complete -c archctl -n '__archctl_at "job" 1' -a list -d 'unfinished jobs and the newest finished ones, with their state'
 complete -c archctl -n '__archctl_at "job" 1' -a show -d 'one job: definition, state and events'
 complete -c archctl -n '__archctl_at "job" 1' -a cancel -d 'stop a job: compensate before commit, clean up after'
 complete -c archctl -n '__archctl_at "job" 1' -a clear -d 'hide every finished job (tombstones are kept)'
@@ -370,6 +370,9 @@ complete -c archctl -n '__archctl_at "job"' -l state -r -F -d 'state directory (
 complete -c archctl -n '__archctl_at "job"' -l json -d 'print one JSON document on stdout (human text goes to stderr)'
 complete -c archctl -n '__archctl_at "job"' -s q -l quiet -d 'print only results and errors'
 complete -c archctl -n '__archctl_at "job"' -s v -l verbose -d 'more detail (repeatable)'
+complete -c archctl -n '__archctl_at "job list"' -l limit -r -f -d 'finished jobs to show, the newest (default 20)'
+complete -c archctl -n '__archctl_at "job list"' -l all -d 'show every finished job'
+complete -c archctl -n '__archctl_at "job list"' -l rebuild-index -d 'rebuild the job index from the job directories first'
 complete -c archctl -n '__archctl_at "job list"' -s h -l help -d 'Print this help message and exit'
 complete -c archctl -n '__archctl_at "job list"' -l config -r -F -d 'use FILE instead of the user config file'
 complete -c archctl -n '__archctl_at "job list"' -l state -r -F -d 'state directory (default $XDG_STATE_HOME/archctl)'

@@ -4,15 +4,18 @@
 #include "lib/jobs/driver.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/kind.hpp"
 #include "lib/jobs/notify.hpp"
+#include "lib/state/job_index.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/tombstones.hpp"
 
@@ -217,6 +220,11 @@ RunResult Driver::finish_run(RunResult result, std::optional<JobState> before) {
     if (!definition.ok()) return result;
     JobSummary row = kind_of(definition.value()).summarize(store, result.job_id, definition.value());
     result.row = row.to_json();
+    // The index is a cache: when this fails the next reader retires the job from its ledger.
+    if (retirable(row)) {
+        Status retired = state::JobIndex(m_state).retire(row.id, result.row, row.nodes);
+        if (!retired.ok()) m_io.log("archctl: warning: the job index was not updated: " + retired.error().message);
+    }
     // A job already in the state the run left it in (ended earlier, or still needing attention
     // after another try) was notified when it got there.
     bool unchanged = before && *before == row.ledger.state;
@@ -307,7 +315,9 @@ RunResult Driver::cancel_job(const std::string& job_id) {
 
 Result<std::vector<std::string>> Driver::unfinished() {
     state::JobStore store(m_state);
-    ARCHCTL_TRY_ASSIGN(auto ids, store.list());
+    state::JobIndex index(m_state);
+    if (!index.built()) ARCHCTL_TRY_STATUS(rebuild_job_index(store));
+    ARCHCTL_TRY_ASSIGN(auto ids, index.active());
     std::vector<std::string> out;
     for (const auto& id : ids) {
         // A torn definition never became a job (its reservation is released as stale).
@@ -340,21 +350,132 @@ Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
     return out;
 }
 
-Status hide_job(const state::StateDir& dir, const JobSummary& row) {
+namespace {
+
+// Tombstone, then the job's records, then (when `forget`) its place in the index. Readers drop a
+// finished-log row whose job directory is gone, so a crash before the index changes shows
+// nothing removed again.
+Status hide(const state::StateDir& dir, const JobSummary& row, bool forget) {
     if (!row.finished() && !row.damaged)
         return Error(ErrorCode::JOB_ACTIVE, fmt::format("job {} is not finished", row.id), fmt::format("cancel it first: 'archctl job cancel {}'", row.id));
     ARCHCTL_TRY_STATUS(state::write_tombstone(dir, {row.id, row.definition.value("request_digest", ""), to_string(row.ledger.state), ""}));
-    return state::JobStore(dir).remove(row.id);
+    ARCHCTL_TRY_STATUS(state::JobStore(dir).remove(row.id));
+    crash_point("job.removed");
+    return forget ? state::JobIndex(dir).forget(row.id, row.retired) : Status{};
+}
+
+// The row of one job from its own directory; nullopt when it never became a job (no
+// definition and no work), damaged when it worked but its definition is unreadable.
+std::optional<JobSummary> summarize_one(const state::JobStore& store, const std::string& id) {
+    auto def = store.definition(id);
+    if (!def.ok()) {
+        if (store.is_damaged(id)) return summarize_damaged(store, id);
+        return std::nullopt;
+    }
+    JobSummary row = kind_of(def.value()).summarize(store, id, def.value());
+    read_lock(store, row);
+    return row;
+}
+
+void sort_rows(std::vector<JobSummary>& rows) {
+    std::sort(rows.begin(), rows.end(), [](const JobSummary& a, const JobSummary& b) { return a.id < b.id; });
+}
+
+}  // namespace
+
+Status hide_job(const state::StateDir& dir, const JobSummary& row) { return hide(dir, row, true); }
+
+bool retirable(const JobSummary& row) {
+    return !row.damaged && (row.ledger.state == JobState::done || row.ledger.state == JobState::cancelled) && !row.needs_attention &&
+           (!row.ledger.kept.is_array() || row.ledger.kept.empty());
+}
+
+Status rebuild_job_index(const state::JobStore& store) {
+    std::vector<std::string> active;
+    std::vector<state::FinishedEntry> finished;
+    ARCHCTL_TRY_ASSIGN(auto names, list_dir(store.state_dir().jobs(), "cannot list jobs in"));
+    for (const auto& id : names) {
+        auto row = summarize_one(store, id);
+        if (!row) continue;
+        if (retirable(*row)) finished.push_back({id, row->to_json(), row->nodes});
+        else active.push_back(id);
+    }
+    return state::JobIndex(store.state_dir()).rebuild(active, std::move(finished));
+}
+
+Result<std::vector<JobSummary>> summarize_active(const state::JobStore& store) {
+    state::JobIndex index(store.state_dir());
+    if (!index.built()) ARCHCTL_TRY_STATUS(rebuild_job_index(store));
+    ARCHCTL_TRY_ASSIGN(auto ids, index.active());
+    std::vector<JobSummary> out;
+    for (const auto& id : ids) {
+        auto row = summarize_one(store, id);
+        if (!row) {
+            // A torn create nobody finishes (a marker, no job): dropped once it is old.
+            if (index.marker_older_than(id, 3600)) (void)index.unmark(id);
+            continue;
+        }
+        // Ended cleanly, but the run that ended it did not update the index (a crash): tidy up.
+        if (retirable(*row) && index.retire(id, row->to_json(), row->nodes).ok()) continue;
+        out.push_back(std::move(*row));
+    }
+    sort_rows(out);
+    return out;
+}
+
+Result<std::vector<JobSummary>> summarize_recent(const state::JobStore& store, std::size_t finished) {
+    ARCHCTL_TRY_ASSIGN(auto out, summarize_active(store));
+    ARCHCTL_TRY_ASSIGN(auto page, state::JobIndex(store.state_dir()).finished(finished));
+    for (const auto& e : page.entries)
+        if (auto row = summarize_one(store, e.id)) {
+            row->retired = true;
+            out.push_back(std::move(*row));
+        }
+    sort_rows(out);
+    return out;
+}
+
+Result<std::vector<JobSummary>> summarize_matching(const state::JobStore& store, const std::string& target) {
+    ARCHCTL_TRY_ASSIGN(auto out, summarize_active(store));
+    std::set<std::string> have;
+    for (const auto& r : out) have.insert(r.id);
+    auto add = [&](const std::string& id) {
+        if (!have.insert(id).second) return;
+        auto row = summarize_one(store, id);
+        if (!row) return;
+        row->retired = true;
+        out.push_back(std::move(*row));
+    };
+    if (!target.empty()) {
+        ARCHCTL_TRY_ASSIGN(auto names, list_dir(store.state_dir().jobs(), "cannot list jobs in"));
+        for (const auto& id : names)
+            if (id.rfind(target, 0) == 0) add(id);
+        ARCHCTL_TRY_ASSIGN(auto entries, state::JobIndex(store.state_dir()).finished_matching(target));
+        for (const auto& e : entries) add(e.id);
+    }
+    sort_rows(out);
+    return out;
 }
 
 Result<Cleared> clear_finished(const state::StateDir& dir, long tombstone_days) {
     Cleared c;
-    ARCHCTL_TRY_ASSIGN(auto rows, summarize_jobs(state::JobStore(dir)));
+    state::JobStore store(dir);
+    ARCHCTL_TRY_ASSIGN(auto rows, summarize_active(store));
+    ARCHCTL_TRY_ASSIGN(auto page, state::JobIndex(dir).finished(std::nullopt));
+    for (const auto& e : page.entries)
+        if (auto row = summarize_one(store, e.id)) {
+            row->retired = true;
+            rows.push_back(std::move(*row));
+        }
+    std::vector<std::string> gone;
     for (const auto& r : rows)
         if (r.finished() && !(r.ledger.state == JobState::failed && r.ledger.merged)) {
-            ARCHCTL_TRY_STATUS(hide_job(dir, r));
+            ARCHCTL_TRY_STATUS(hide(dir, r, !r.retired));
+            if (r.retired) gone.push_back(r.id);
             ++c.jobs;
         }
+    // One rewrite of the finished log for every retired job cleared, not one line each.
+    if (!gone.empty()) ARCHCTL_TRY_STATUS(state::JobIndex(dir).drop_finished(gone));
     auto purged = state::purge_tombstones(dir, tombstone_days);
     c.tombstones = purged.ok() ? purged.value() : 0;
     return c;

@@ -96,8 +96,26 @@ struct Cleared {
 // its operation and resource, when several do.
 [[nodiscard]] Result<const JobSummary*> find_job(const std::vector<JobSummary>& rows, const std::string& id);
 
-// One row per job of every kind, oldest first, for `job list` and `status` (read from the state
-// directory; no node is contacted).
+// One row per job of every kind, oldest first, read from every job directory (no node is
+// contacted). O(jobs): for `job clear`, tests and rebuilding the index, never for a default view.
 [[nodiscard]] Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store);
+
+// The job index (state/job_index.hpp). A job is retired into the finished log when it ended
+// cleanly: done or cancelled, nothing kept, nothing needing attention, not damaged. Failed jobs
+// and jobs that kept files stay active: `status` lists them until `job rm`/`job clear`.
+[[nodiscard]] bool retirable(const JobSummary& row);
+// Rebuild the index from the job directories (reads every job once).
+[[nodiscard]] Status rebuild_job_index(const state::JobStore& store);
+// Rows of the active jobs only, oldest first, for `status`, `resume` and `job list`: builds the
+// index on first use, and retires an active job whose ledger says it ended cleanly (a run that
+// crashed before it updated the index).
+[[nodiscard]] Result<std::vector<JobSummary>> summarize_active(const state::JobStore& store);
+// The active rows plus the newest `finished` finished jobs (read from their own directories), for
+// `status`: what it always showed of recent jobs, without reading every job.
+[[nodiscard]] Result<std::vector<JobSummary>> summarize_recent(const state::JobStore& store, std::size_t finished);
+// The active rows plus every job `target` may name: ids starting with it (one readdir), and
+// finished jobs whose log row contains it (a resource prefix or name). For job id lookups
+// (find_job) and `status RES|JOB`; without reading every job's records.
+[[nodiscard]] Result<std::vector<JobSummary>> summarize_matching(const state::JobStore& store, const std::string& target);
 
 }  // namespace archctl::jobs

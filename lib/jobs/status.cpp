@@ -149,7 +149,7 @@ Overview read_overview(const config::Config& config, const state::StateDir* stat
     auto listing = routes::list_routes(env);
     if (listing.ok()) o.routes = std::move(listing.value());
     else o.routes_error = listing.error().message;
-    auto jobs = summarize_jobs(state::JobStore(*state));
+    auto jobs = summarize_recent(state::JobStore(*state), 20);
     if (!jobs.ok()) {
         o.jobs_error = jobs.error().message;
     } else {
@@ -165,7 +165,7 @@ Overview read_overview(const config::Config& config, const state::StateDir* stat
 
 Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target) {
     Focus f;
-    ARCHCTL_TRY_ASSIGN(f.jobs, summarize_jobs(state::JobStore(state)));
+    ARCHCTL_TRY_ASSIGN(f.jobs, summarize_matching(state::JobStore(state), target));
     // A job id or a prefix only one job has; a prefix of several is refused like git refuses it.
     const bool job_like = target.size() >= 8 && std::any_of(f.jobs.begin(), f.jobs.end(), [&](const auto& j) {
         return j.id.rfind(target, 0) == 0;

@@ -31,6 +31,7 @@ struct JobSummary {
     std::string status;           // the progress text
     bool needs_attention = false; // failed with something left to do, or cleanup required
     bool damaged = false;         // its definition is missing or unreadable: nothing can drive it
+    bool retired = false;         // not in the job index's active set (its row is in the finished log)
     // A damaged job's staging directories as its "created" event names them: [{node, path}].
     nlohmann::json staging = nlohmann::json::array();
 

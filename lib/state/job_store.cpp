@@ -8,6 +8,7 @@
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
+#include "lib/state/job_index.hpp"
 
 namespace archctl::state {
 namespace {
@@ -23,6 +24,7 @@ Result<nlohmann::json> read_json(const std::string& path) {
 
 Status JobStore::create(const std::string& job_id, const nlohmann::json& definition) {
     std::string dir = m_dir.job(job_id);
+    ARCHCTL_TRY_STATUS(JobIndex(m_dir).mark_active(job_id));
     ARCHCTL_TRY_STATUS(make_dirs(dir, 0700));
     ARCHCTL_TRY_STATUS(fsync_dir(m_dir.jobs()));
     crash_point("job.dir_created");
@@ -66,13 +68,22 @@ Result<std::vector<std::string>> JobStore::list() const {
 
 Result<std::vector<std::string>> JobStore::damaged() const {
     std::vector<std::string> ids;
-    ARCHCTL_TRY_ASSIGN(auto names, list_dir(m_dir.jobs(), "cannot list jobs in"));
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names) {
-        bool worked = path_exists(m_dir.job(name) + "/events.jsonl") || path_exists(m_dir.job(name) + "/ledger.json");
-        if (worked && !definition(name).ok()) ids.push_back(name);
+    JobIndex index(m_dir);
+    std::vector<std::string> names;
+    if (index.built()) {
+        ARCHCTL_TRY_ASSIGN(names, index.active());
+    } else {
+        ARCHCTL_TRY_ASSIGN(names, list_dir(m_dir.jobs(), "cannot list jobs in"));
     }
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names)
+        if (is_damaged(name)) ids.push_back(name);
     return ids;
+}
+
+bool JobStore::is_damaged(const std::string& job_id) const {
+    bool worked = path_exists(m_dir.job(job_id) + "/events.jsonl") || path_exists(m_dir.job(job_id) + "/ledger.json");
+    return worked && !definition(job_id).ok();
 }
 
 Status JobStore::remove(const std::string& job_id) {

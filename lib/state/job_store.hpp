@@ -2,9 +2,11 @@
 // Job records on disk: the immutable definition, the mutable ledger, the append-only events.
 //
 // Creation order (a crash at any point leaves a state the next run understands):
-//   1. jobs/<id>/ created                    → an empty directory: ignored by list_jobs
-//   2. definition.json written O_EXCL        → the job exists
-//   3. events.jsonl first event appended
+//   1. index/active/<id> marked              → a marker without a job: skipped (job_index.hpp)
+//   2. jobs/<id>/ created                    → an empty directory: ignored by list_jobs
+//   3. definition.json written O_EXCL        → the job exists
+//   4. events.jsonl first event appended
+// Nothing here reads other jobs: creating one costs the same with 50,000 old jobs as with none.
 // The ledger is absent until the first step boundary; a missing or corrupt ledger is rebuilt by
 // the caller from the definition, the journals and live reads (never lossy).
 
@@ -38,13 +40,17 @@ public:
     // Ids of every job that has a definition, oldest first.
     Result<std::vector<std::string>> list() const;
     // Ids of jobs that did work (they have events or a ledger) but whose definition is missing or
-    // unreadable, oldest first. A directory with nothing in it never became a job.
+    // unreadable, oldest first. A directory with nothing in it never became a job. Once the job
+    // index is built only active jobs are read (a retired job had a readable definition).
     Result<std::vector<std::string>> damaged() const;
+    // Whether this one job is damaged in that sense.
+    bool is_damaged(const std::string& job_id) const;
 
     // Remove a job's records entirely (after its tombstone is written).
     Status remove(const std::string& job_id);
 
     std::string dir_of(const std::string& job_id) const { return m_dir.job(job_id); }
+    const StateDir& state_dir() const { return m_dir; }
 
 private:
     StateDir m_dir;

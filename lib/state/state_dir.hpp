@@ -11,6 +11,8 @@
 //     routes/<route-id>.json          route provisioning state
 //     tokens/<token>.json             single-use confirmation tokens
 //     tombstones/<job-id>             idempotency tombstones of hidden jobs
+//     index/active/<job-id>           jobs that may still need something (job_index.hpp)
+//     index/finished.jsonl            one row per job that ended cleanly (job_index.hpp)
 //
 // Every write is durable (temp + fsync + rename + fsync dir, or O_EXCL + fsync + fsync dir).
 // Nothing here talks to a service; callers bring the facts.
@@ -34,6 +36,8 @@ public:
     std::string routes() const { return m_root + "/routes"; }
     std::string tokens() const { return m_root + "/tokens"; }
     std::string tombstones() const { return m_root + "/tombstones"; }
+    // The job index: active markers and the finished-job log (job_index.hpp).
+    std::string index() const { return m_root + "/index"; }
     // One record per tier policy: its last run's outcome (<tiers>/<name>.json).
     std::string tiers() const { return m_root + "/tiers"; }
 

@@ -1,0 +1,259 @@
+// The job index: active markers and the finished-job log; see job_index.hpp for the crash contract.
+#include "lib/state/job_index.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <fcntl.h>
+#include <functional>
+#include <set>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
+#include "lib/base/journal.hpp"
+
+namespace archctl::state {
+namespace {
+
+constexpr const char* k_kind = "finished";
+constexpr int k_version = 1;
+constexpr off_t k_chunk = 64 * 1024;
+
+// An exclusive flock on <index>/lock for as long as it lives.
+class IndexLock {
+public:
+    static Result<IndexLock> take(const std::string& index_dir) {
+        ARCHCTL_TRY_STATUS(make_dirs(index_dir + "/active", 0700));  // an old state directory has none yet
+        std::string path = index_dir + "/lock";
+        UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+        if (!fd.valid()) return errno_error("cannot open the job index lock", path, errno);
+        while (::flock(fd.get(), LOCK_EX) != 0)
+            if (errno != EINTR) return errno_error("cannot lock the job index", path, errno);
+        return IndexLock(std::move(fd));
+    }
+
+private:
+    explicit IndexLock(UniqueFd fd) : m_fd(std::move(fd)) {}
+    UniqueFd m_fd;  // closing it releases the lock
+};
+
+// Each complete line of `path`, newest first, until `f` returns false. A torn last line (no
+// newline) is skipped; a missing file has no lines. Reads 64 KiB chunks from the end.
+Status lines_backwards(const std::string& path, const std::function<bool(const std::string&)>& f) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno == ENOENT ? Status{} : errno_error("cannot open the finished-job log", path, errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat the finished-job log", path, errno);
+    std::string pending;  // the start of a line whose end was read already
+    bool tail_cut = false;
+    for (off_t end = st.st_size; end > 0;) {
+        off_t from = end > k_chunk ? end - k_chunk : 0;
+        std::string data(static_cast<std::size_t>(end - from), '\0');
+        ssize_t n = ::pread(fd.get(), data.data(), data.size(), from);
+        if (n != static_cast<ssize_t>(data.size())) return errno_error("cannot read the finished-job log", path, n < 0 ? errno : EIO);
+        data += pending;
+        pending.clear();
+        end = from;
+        if (!tail_cut) {
+            auto nl = data.rfind('\n');
+            if (nl == std::string::npos) continue;  // still inside a torn last line
+            data.resize(nl + 1);
+            tail_cut = true;
+        }
+        std::size_t stop = data.size() - 1;  // the newline that ends the current line
+        for (;;) {
+            std::size_t prev = stop == 0 ? std::string::npos : data.rfind('\n', stop - 1);
+            if (prev == std::string::npos) {
+                if (from == 0) {
+                    if (stop > 0 && !f(data.substr(0, stop))) return {};
+                } else {
+                    pending = data.substr(0, stop + 1);
+                }
+                break;
+            }
+            if (stop - prev > 1 && !f(data.substr(prev + 1, stop - prev - 1))) return {};
+            stop = prev;
+        }
+    }
+    return {};
+}
+
+nlohmann::json parse_line(const std::string& line) { return nlohmann::json::parse(line, nullptr, false); }
+
+// The live-row count the newest line records (0 for an empty log).
+Result<std::size_t> last_count(const std::string& path) {
+    std::size_t n = 0;
+    ARCHCTL_TRY_STATUS(lines_backwards(path, [&](const std::string& line) {
+        auto j = parse_line(line);
+        if (j.is_object() && j.contains("n") && j["n"].is_number_unsigned()) n = j["n"].get<std::size_t>();
+        return false;
+    }));
+    return n;
+}
+
+// Whether the log's last 64 KiB already hold a row of `job_id` (a retire a crash interrupted).
+Result<bool> in_tail(const std::string& path, const std::string& job_id) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno == ENOENT ? Result<bool>(false) : Result<bool>(errno_error("cannot open the finished-job log", path, errno));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return errno_error("cannot stat the finished-job log", path, errno);
+    off_t from = st.st_size > k_chunk ? st.st_size - k_chunk : 0;
+    std::string data(static_cast<std::size_t>(st.st_size - from), '\0');
+    if (::pread(fd.get(), data.data(), data.size(), from) != static_cast<ssize_t>(data.size()))
+        return errno_error("cannot read the finished-job log", path, errno);
+    return data.find(fmt::format("{{\"id\":\"{}\"", job_id)) != std::string::npos;
+}
+
+std::string line_of(std::size_t n, const FinishedEntry& e) {
+    return nlohmann::json{{"n", n}, {"id", e.id}, {"row", e.row}, {"nodes", e.nodes}}.dump() + "\n";
+}
+
+// Folds log lines (newest first) into live entries: later removals and duplicates drop a row,
+// and so does a row whose job directory is gone.
+class Folder {
+public:
+    explicit Folder(const StateDir& dir) : m_dir(dir) {}
+    // Returns the entry the line adds, if any.
+    std::optional<FinishedEntry> take(const nlohmann::json& j) {
+        if (!j.is_object() || j.contains("journal")) return std::nullopt;
+        if (!m_total && j.contains("n") && j["n"].is_number_unsigned()) m_total = j["n"].get<std::size_t>();
+        if (j.contains("removed")) {
+            if (j["removed"].is_string()) m_gone.insert(j["removed"].get<std::string>());
+            return std::nullopt;
+        }
+        std::string id = j.value("id", "");
+        if (id.empty() || m_gone.count(id) || !m_seen.insert(id).second) return std::nullopt;
+        if (!path_exists(m_dir.job(id))) return std::nullopt;
+        return FinishedEntry{id, j.value("row", nlohmann::json::object()), j.value("nodes", "")};
+    }
+    std::size_t total() const { return m_total.value_or(0); }
+
+private:
+    const StateDir& m_dir;
+    std::set<std::string> m_gone, m_seen;
+    std::optional<std::size_t> m_total;
+};
+
+Status write_built(const StateDir& dir) {
+    return write_file_atomic(dir.index() + "/built", nlohmann::json{{"index", "jobs"}, {"version", k_version}}.dump() + "\n");
+}
+
+}  // namespace
+
+bool JobIndex::built() const { return path_exists(m_dir.index() + "/built"); }
+
+Status JobIndex::mark_active(const std::string& job_id) {
+    Status s = write_file_exclusive(marker(job_id), "", 0644);
+    if (!s.ok() && s.error().is(ErrorCode::NOT_FOUND)) {
+        ARCHCTL_TRY_STATUS(make_dirs(m_dir.index() + "/active", 0700));
+        s = write_file_exclusive(marker(job_id), "", 0644);
+    }
+    if (!s.ok() && !s.error().is(ErrorCode::EXISTS)) return s;
+    crash_point("job.index.active");
+    return {};
+}
+
+Result<std::vector<std::string>> JobIndex::active() const {
+    auto names = list_dir(m_dir.index() + "/active", "cannot list active jobs in");
+    if (!names.ok() && names.error().is(ErrorCode::NOT_FOUND)) return std::vector<std::string>{};
+    return names;
+}
+
+bool JobIndex::marker_older_than(const std::string& job_id, long seconds) const {
+    struct stat st {};
+    if (::stat(marker(job_id).c_str(), &st) != 0) return false;
+    return std::time(nullptr) - st.st_mtime > seconds;
+}
+
+Status JobIndex::unmark(const std::string& job_id) {
+    if (::unlink(marker(job_id).c_str()) != 0) {
+        if (errno == ENOENT) return {};
+        return errno_error("cannot remove the active marker", marker(job_id), errno);
+    }
+    return fsync_dir(m_dir.index() + "/active");
+}
+
+Status JobIndex::retire(const std::string& job_id, const nlohmann::json& row, const std::string& nodes) {
+    {
+        ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
+        ARCHCTL_TRY_ASSIGN(bool already, in_tail(log_path(), job_id));
+        if (!already) {
+            ARCHCTL_TRY_ASSIGN(JournalWriter w, JournalWriter::open(log_path(), k_kind, k_version));
+            ARCHCTL_TRY_ASSIGN(std::size_t n, last_count(log_path()));
+            ARCHCTL_TRY_STATUS(w.append(nlohmann::json{{"n", n + 1}, {"id", job_id}, {"row", row}, {"nodes", nodes}}));
+        }
+    }
+    crash_point("job.index.retired");
+    return unmark(job_id);
+}
+
+Status JobIndex::forget(const std::string& job_id, bool in_log) {
+    ARCHCTL_TRY_STATUS(unmark(job_id));
+    if (!in_log) return {};
+    crash_point("job.index.unmarked");
+    ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
+    ARCHCTL_TRY_ASSIGN(JournalWriter w, JournalWriter::open(log_path(), k_kind, k_version));
+    ARCHCTL_TRY_ASSIGN(std::size_t n, last_count(log_path()));
+    return w.append(nlohmann::json{{"n", n > 0 ? n - 1 : 0}, {"removed", job_id}});
+}
+
+Result<FinishedPage> JobIndex::finished(std::optional<std::size_t> limit) const {
+    FinishedPage page;
+    Folder fold(m_dir);
+    ARCHCTL_TRY_STATUS(lines_backwards(log_path(), [&](const std::string& line) {
+        if (limit && page.entries.size() >= *limit) return false;
+        if (auto e = fold.take(parse_line(line))) page.entries.push_back(std::move(*e));
+        return true;
+    }));
+    std::reverse(page.entries.begin(), page.entries.end());
+    page.total = std::max(fold.total(), page.entries.size());
+    if (!limit) page.total = page.entries.size();
+    return page;
+}
+
+Result<std::vector<FinishedEntry>> JobIndex::finished_matching(const std::string& needle) const {
+    std::vector<FinishedEntry> out;
+    if (needle.empty()) return out;
+    Folder fold(m_dir);
+    ARCHCTL_TRY_STATUS(lines_backwards(log_path(), [&](const std::string& line) {
+        if (line.find("\"removed\"") == std::string::npos && line.find(needle) == std::string::npos) return true;
+        if (auto e = fold.take(parse_line(line))) out.push_back(std::move(*e));
+        return true;
+    }));
+    std::reverse(out.begin(), out.end());
+    return out;
+}
+
+Status JobIndex::rebuild(const std::vector<std::string>& active, std::vector<FinishedEntry> finished) {
+    ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
+    for (const auto& id : active) ARCHCTL_TRY_STATUS(mark_active(id));
+    std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    std::string text = nlohmann::json{{"journal", k_kind}, {"version", k_version}}.dump() + "\n";
+    for (std::size_t i = 0; i < finished.size(); ++i) text += line_of(i + 1, finished[i]);
+    ARCHCTL_TRY_STATUS(write_file_atomic(log_path(), text));
+    crash_point("job.index.rebuilt_log");
+    for (const auto& e : finished) ARCHCTL_TRY_STATUS(unmark(e.id));
+    return write_built(m_dir);
+}
+
+Status JobIndex::drop_finished(const std::vector<std::string>& gone) {
+    ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
+    std::set<std::string> drop(gone.begin(), gone.end());
+    std::vector<FinishedEntry> keep;
+    Folder fold(m_dir);
+    ARCHCTL_TRY_STATUS(lines_backwards(log_path(), [&](const std::string& line) {
+        if (auto e = fold.take(parse_line(line)); e && !drop.count(e->id)) keep.push_back(std::move(*e));
+        return true;
+    }));
+    std::reverse(keep.begin(), keep.end());
+    std::string text = nlohmann::json{{"journal", k_kind}, {"version", k_version}}.dump() + "\n";
+    for (std::size_t i = 0; i < keep.size(); ++i) text += line_of(i + 1, keep[i]);
+    return write_file_atomic(log_path(), text);
+}
+
+}  // namespace archctl::state
