@@ -217,7 +217,7 @@ def archctl_paused_at(lab, point, *args, env=None, timeout=120):
 
 def job_of(lab, tid):
     """The newest job id on resource `tid` (qB id)."""
-    jobs = json.loads(lab.archctl("job", "list", "--json")[1])["jobs"]
+    jobs = json.loads(lab.archctl("job", "list", "--all", "--json")[1])["jobs"]
     return [j for j in jobs if j["resource"] == tid][-1]["id"]
 
 

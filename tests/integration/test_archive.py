@@ -89,7 +89,7 @@ class Archive(unittest.TestCase):
         rc, out, err = archctl("archive", tid[:12], "--confirm", "abcdef", "--json")
         self.assertEqual(rc, 1)
         self.assertEqual(json.loads(out)["error"]["code"], "TOKEN_UNKNOWN")
-        rc, out, err = archctl("job", "list", "--json")
+        rc, out, err = archctl("job", "list", "--all", "--json")
         self.assertEqual(json.loads(out)["jobs"], [] if not json.loads(out)["jobs"] else json.loads(out)["jobs"])
 
     def test_e_complementary_selections_merge_into_one_placement(self):

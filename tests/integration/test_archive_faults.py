@@ -42,7 +42,7 @@ def target_state(tid, name):
 
 def job_of(tid):
     """The newest job on resource `tid`, or None before one exists."""
-    jobs = [j for j in json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"] if j["resource"] == tid]
+    jobs = [j for j in json.loads(LAB.archctl("job", "list", "--all", "--json")[1])["jobs"] if j["resource"] == tid]
     return jobs[-1]["id"] if jobs else None
 
 
@@ -136,7 +136,7 @@ class Faults(unittest.TestCase):
         tid, name, save = new_resource()
         rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": "job.step.sync"}, timeout=300)
         self.assertEqual(rc, 137, err)
-        jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
+        jobs = json.loads(LAB.archctl("job", "list", "--all", "--json")[1])["jobs"]
         job = [j for j in jobs if j["resource"] == tid][0]["id"]
         received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", "0")
         with open(received, "r+b") as f:
@@ -199,7 +199,7 @@ class LedgerRebuild(unittest.TestCase):
         tid, name, save = new_resource()
         rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_AT": point}, timeout=300)
         self.assertEqual(rc, 137, err)
-        jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
+        jobs = json.loads(LAB.archctl("job", "list", "--all", "--json")[1])["jobs"]
         job = [j for j in jobs if j["resource"] == tid][0]["id"]
         ledger = os.path.join(LAB.state_dir, "jobs", job, "ledger.json")
         damage(ledger)

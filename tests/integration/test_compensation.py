@@ -64,7 +64,7 @@ def placed(name):
 
 
 def newest_job(tid, state=None):
-    rc, out, err = archctl_in(state, "job", "list", "--json")
+    rc, out, err = archctl_in(state, "job", "list", "--all", "--json")
     assert rc == 0, err
     return [j for j in json.loads(out)["jobs"] if j["resource"] == tid][-1]["id"]
 

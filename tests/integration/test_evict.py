@@ -90,7 +90,7 @@ def events_of(job):
 
 
 def evict_job(tid):
-    jobs = json.loads(archctl("job", "list", "--json")[1])["jobs"]
+    jobs = json.loads(archctl("job", "list", "--all", "--json")[1])["jobs"]
     found = [j for j in jobs if j["resource"] == tid and j["op"] == "evict"]
     return found[-1] if found else None
 

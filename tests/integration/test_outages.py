@@ -36,7 +36,7 @@ def later(seconds, fn):
 
 
 def job_state(job):
-    jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
+    jobs = json.loads(LAB.archctl("job", "list", "--all", "--json")[1])["jobs"]
     return [j for j in jobs if j["id"] == job][0]
 
 

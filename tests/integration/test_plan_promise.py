@@ -36,7 +36,7 @@ def tokens():
 
 
 def jobs_on(tid):
-    rc, out, err = LAB.archctl("job", "list", "--json")
+    rc, out, err = LAB.archctl("job", "list", "--all", "--json")
     assert rc == 0, err
     return [j for j in json.loads(out)["jobs"] if j["resource"] == tid]
 

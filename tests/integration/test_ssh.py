@@ -249,7 +249,7 @@ class Ssh(unittest.TestCase):
             self.assertIn("still unreachable after", err)
             self.assertEqual(rc, 10, f"an unreachable node must leave the job resumable: {err}")
             self.assertIn("archive1", err)
-            jobs = json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"]
+            jobs = json.loads(LAB.archctl("job", "list", "--all", "--json")[1])["jobs"]
             job = [j for j in jobs if j["resource"] == tid][-1]
             self.assertNotIn(job["state"], ("failed", "cancelled", "cleanup_required", "damaged"), job)
         finally:

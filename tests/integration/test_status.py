@@ -282,7 +282,7 @@ class Status(unittest.TestCase):
         self.assertIn(f"\n  {job}  failed: archctl job show {job}, then archctl job rm {job}", out)
 
     def test_h_ambiguous_job_prefix_is_refused_with_its_candidates(self):
-        rows = json.loads(archctl("job", "list", "--json")[1])["jobs"]
+        rows = json.loads(archctl("job", "list", "--all", "--json")[1])["jobs"]
         self.assertGreaterEqual(len(rows), 3)
         ids = sorted(r["id"] for r in rows)
         prefix = os.path.commonprefix(ids)
@@ -303,7 +303,7 @@ class Status(unittest.TestCase):
         self.assertIn(f"archctl: error: job id '{prefix}' is ambiguous", err)
         for job in ids:
             self.assertIn(job, err, "the text error lists every candidate")
-        self.assertEqual(sorted(r["id"] for r in json.loads(archctl("job", "list", "--json")[1])["jobs"]), ids,
+        self.assertEqual(sorted(r["id"] for r in json.loads(archctl("job", "list", "--all", "--json")[1])["jobs"]), ids,
                          "an ambiguous prefix removes nothing")
         # A prefix only one job has still names it.
         rc, out, err = archctl("job", "show", ids[0][:-2], "--json")

@@ -205,7 +205,7 @@ class SyncWaits(unittest.TestCase):
             proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     stdin=subprocess.DEVNULL)
             job = flows.wait(lambda: (lambda jobs: jobs[-1]["id"] if jobs else None)(
-                [j for j in json.loads(LAB.archctl("job", "list", "--json")[1])["jobs"] if j["resource"] == tid]),
+                [j for j in json.loads(LAB.archctl("job", "list", "--all", "--json")[1])["jobs"] if j["resource"] == tid]),
                 what="the job exists")
             flows.wait(lambda: job_bytes_on_target(job) >= 3 * 1024 * 1024, timeout=60, what="the first bytes on the target")
             proc.send_signal(signal.SIGINT)

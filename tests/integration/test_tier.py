@@ -124,7 +124,7 @@ def requests_of(doc, name="box"):
 
 
 def jobs():
-    rc, out, err = archctl("job", "list", "--json")
+    rc, out, err = archctl("job", "list", "--all", "--json")
     assert rc == 0, err
     return json.loads(out)["jobs"]
 
