@@ -182,7 +182,9 @@ class Bench:
         for n in (self.sizes["link_files_small"], self.sizes["link_files"]):
             log(f"row 3: making a tree of {n} files")
             tree = os.path.join(qb, f"tree{n}")
+            t0 = time.monotonic()
             files = self._make_tree(n, tree)
+            log(f"row 3: tree made in {time.monotonic() - t0:.1f} s")
             t0 = time.monotonic()
             os.sync()  # the tree's own metadata must not land in archctl's first fsync
             log(f"row 3: sync after making the tree: {time.monotonic() - t0:.1f} s")
@@ -200,11 +202,12 @@ class Bench:
                 ref.append(time.monotonic() - t0)
                 ours.append(r.wall)
                 log(f"row 3: {n} files run {i + 1}: archctl stage {r.wall:.2f} s, cp -al {ref[-1]:.2f} s")
+                t0 = time.monotonic()
                 shutil.rmtree(copy)
                 shutil.rmtree(job_dir)
                 os.sync()
+                log(f"row 3: links removed in {time.monotonic() - t0:.1f} s")
             times[n] = (ours, ref)
-            shutil.rmtree(tree)
         big, small = self.sizes["link_files"], self.sizes["link_files_small"]
         ours, ref = times[big]
         ratio = median([a / b for a, b in zip(ours, ref)])
@@ -216,7 +219,6 @@ class Bench:
         self.add(3, f"hard-link staging scaling: t({big} files) / t({small} files)",
                  f"{median(ours):.2f} s", f"{median(times[small][0]):.2f} s", f"{scale:.1f}",
                  f"<= {goal:g}", scale <= goal, f"cp -al: {median(ref) / median(times[small][1]):.1f}")
-        shutil.rmtree(work)
 
     def row_copy(self, want4, want8):
         work = os.path.join(self.scratch, "copy")
@@ -412,11 +414,18 @@ class Bench:
                     traceback.print_exc(file=sys.stderr)
                     self.fail(row, what, f"{type(e).__name__}: {e}".splitlines()[0][:300])
                 log(f"row {row} took {time.monotonic() - t0:.0f} s")
-        finally:
-            self.stop_lab()
-            if self.scratch and self.lab is None:
-                shutil.rmtree(self.scratch, ignore_errors=True)
+        except BaseException:
+            self.clean_up()
+            raise
         return time.monotonic() - started
+
+    def clean_up(self):
+        """Stop the lab and remove what the run made (slow on a disk mounted with discard)."""
+        t0 = time.monotonic()
+        self.stop_lab()
+        if self.scratch and self.lab is None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        log(f"lab stopped and data removed in {time.monotonic() - t0:.0f} s")
 
 
 def _find_key(doc, key):
@@ -492,7 +501,7 @@ def main():
     os.environ["ARCHCTL_BIN"] = binary
     bench = Bench(args, binary)
     seconds = bench.run(args.only)
-    print(table(bench.rows))
+    print(table(bench.rows), flush=True)
     doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "archctl": binary,
            "version": version(binary), "quick": args.quick, "repeat": args.repeat, "rows_run": args.only,
            "host": {"nproc": os.cpu_count(), "kernel": platform.release(), "load_avg": os.getloadavg()},
@@ -502,7 +511,8 @@ def main():
     with open(path, "w") as f:
         json.dump(doc, f, indent=2)
         f.write("\n")
-    log(f"whole run {seconds:.0f} s; JSON in {os.path.relpath(path, ROOT)}")
+    log(f"rows measured in {seconds:.0f} s; JSON in {os.path.relpath(path, ROOT)}")
+    bench.clean_up()
     return 1 if bench.failed else 0
 
 
