@@ -57,9 +57,10 @@ class Bench:
         self.status_endpoints = "not listed"
 
     # -- table
-    def add(self, row, what, archctl, reference, ratio, goal, met, note=""):
+    def add(self, row, what, archctl, reference, ratio, goal, met, note="", samples=None):
+        """One table row; `samples` (raw per-run numbers) goes to the JSON only."""
         entry = {"row": row, "what": what, "archctl": archctl, "reference": reference, "ratio": ratio,
-                 "goal": goal, "met": met, "note": note}
+                 "goal": goal, "met": met, "note": note, "samples": samples or {}}
         self.rows.append(entry)
         log(f"row {row}: {what}: archctl {archctl} | reference {reference} | ratio {ratio} | goal {goal} | "
             f"{'met' if met else 'NOT met' if met is not None else 'n/a'}{' | ' + note if note else ''}")
@@ -101,7 +102,8 @@ class Bench:
             self.add(1, f"archive {size // MIB} MiB hybrid end to end vs Syncthing sync + qB recheck",
                      f"{median([m['archctl_s'] for m in samples]):.2f} s",
                      f"{median([m['baseline_s'] for m in samples]):.2f} s", f"{ratio:.2f}x", "<= 1.15x",
-                     ratio <= 1.15, f"median of {len(samples)}; ratio = median of per-run ratios")
+                     ratio <= 1.15, f"median of {len(samples)}; ratio = median of per-run ratios",
+                     {k: [round(m[k], 3) for m in samples] for k in ("archctl_s", "sync_s", "recheck_s")})
         if want8:
             rb = median([m["io"]["read_bytes"] / res.size for m in samples])
             rc = median([m["io"]["rchar"] / res.size for m in samples])
@@ -134,7 +136,8 @@ class Bench:
         speedup = median([b / a for a, b in zip(verify, recheck)])
         self.add(2, f"torrent verify of the {res.size // MIB} MiB hybrid (warm) vs qB's own recheck",
                  f"{median(verify):.2f} s", f"{median(recheck):.2f} s", f"{speedup:.2f}x faster", ">= 3.5x faster",
-                 speedup >= 3.5, f"median of {len(verify)}")
+                 speedup >= 3.5, f"median of {len(verify)}",
+                 {"verify_s": [round(x, 3) for x in verify], "recheck_s": [round(x, 3) for x in recheck]})
         rates = measure.openssl_speed()
         one_core = 1 / (1 / rates["sha1"] + 1 / rates["sha256"])
         cores = os.cpu_count() or 1
@@ -213,7 +216,8 @@ class Bench:
         ratio = median([a / b for a, b in zip(ours, ref)])
         self.add(3, f"hard-link staging of {big} files incl. durable manifest (node serve) vs cp -al",
                  f"{median(ours):.2f} s", f"{median(ref):.2f} s", f"{ratio:.2f}x", "<= 1.3x", ratio <= 1.3,
-                 f"median of {len(ours)}")
+                 f"median of {len(ours)}", {f"{k}_{n}_s": [round(x, 3) for x in times[n][i]]
+                                            for n in times for i, k in enumerate(("archctl", "cp"))})
         scale = median(ours) / median(times[small][0])
         goal = big / small * 1.1
         self.add(3, f"hard-link staging scaling: t({big} files) / t({small} files)",
@@ -252,7 +256,8 @@ class Bench:
             ratio = median([a / b for a, b in zip(ours, ref)])
             self.add(4, f"copy staging of {size // MIB} MiB incl. xxh3-128 + fsync (node serve) vs cp + fsync",
                      f"{median(ours):.2f} s", f"{median(ref):.2f} s", f"{ratio:.2f}x", "<= 1.15x", ratio <= 1.15,
-                     f"median of {len(ours)}; warm page cache")
+                     f"median of {len(ours)}; warm page cache",
+                     {"archctl_s": [round(x, 3) for x in ours], "cp_fsync_s": [round(x, 3) for x in ref]})
         if want8:
             # One more run from a cold cache for the source: its read_bytes are then real disk reads.
             measure.drop_cache([src])
@@ -284,7 +289,8 @@ class Bench:
             log(f"row 5: run {i + 1}: archctl status {r.wall:.2f} s (exit {r.rc})")
         counts, source = self._status_requests(r.out)
         self.add(5, f"status over 2 nodes x {n} torrents: wall time", f"{median(times):.2f} s", "", "",
-                 "<= 1 s", median(times) <= 1.0, f"median of {len(times)}")
+                 "<= 1 s", median(times) <= 1.0, f"median of {len(times)}",
+                 {"status_s": [round(x, 3) for x in times]})
         worst = max(counts.get(node, 0) for node in ("cache1", "archive1"))
         self.add(5, "status: qB requests per node", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), "", "",
                  "<= 3 per node", worst <= 3,
@@ -342,7 +348,7 @@ class Bench:
             log(f"row 6: run {i + 1}: plan archive {r.wall:.2f} s, archctl CPU {r.cpu:.2f} s")
         wall, cpu = median(walls), median(cpus)
         self.add(6, f"plan archive of a {n}-file hybrid: wall time", f"{wall:.2f} s", "", "", "<= 2 s", wall <= 2.0,
-                 f"median of {len(walls)}")
+                 f"median of {len(walls)}", {"wall_s": [round(x, 3) for x in walls], "cpu_s": [round(x, 3) for x in cpus]})
         share = median([c / w for c, w in zip(cpus, walls)])
         self.add(6, "plan archive: archctl's own CPU (user+sys, wait4 rusage) / wall", f"{cpu:.2f} s",
                  f"{wall:.2f} s", f"{share:.0%}", "<= 20%", share <= 0.2)
