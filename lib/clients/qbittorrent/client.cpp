@@ -177,9 +177,12 @@ Status Client::action(const std::string& endpoint, http::Params form, const std:
 Result<Capabilities> Client::capabilities() {
     if (m_capabilities) return *m_capabilities;
     ARCHCTL_TRY_ASSIGN(auto app, call_ok(get("app/version")));
-    ARCHCTL_TRY_ASSIGN(auto api, call_ok(get("app/webapiVersion")));
     auto app_version = Version::parse(app.body);
-    auto api_version = Version::parse(api.body);
+    std::optional<Version> api_version = app_version ? known_webapi(*app_version) : std::nullopt;
+    if (app_version && !api_version) {
+        ARCHCTL_TRY_ASSIGN(auto api, call_ok(get("app/webapiVersion")));
+        api_version = Version::parse(api.body);
+    }
     if (!app_version || !api_version) {
         return Error(ErrorCode::QB_BAD_REPLY, fmt::format("qBittorrent on '{}' sent an unreadable version", m_settings.http.node));
     }

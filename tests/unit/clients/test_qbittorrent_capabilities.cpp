@@ -23,6 +23,25 @@ TEST_CASE("versions parse leniently and compare per component") {
     CHECK(*Version::parse("2.8.19") < *Version::parse("2.11.0"));
 }
 
+TEST_CASE("known_webapi: plain releases of the version map only") {
+    auto known = [](const char* app) {
+        auto w = known_webapi(*Version::parse(app));
+        return w ? w->text : std::string("-");
+    };
+    CHECK(known("v4.5.2") == "2.8.19");
+    CHECK(known("4.5.5") == "2.8.19");
+    CHECK(known("v4.6.7") == "2.9.3");
+    CHECK(known("v5.0.0") == "2.11.2");
+    CHECK(known("v5.1.4") == "2.11.4");
+    CHECK(known("v4.5.0") == "-");
+    CHECK(known("v4.6.0") == "-");
+    CHECK(known("v5.2.0") == "-");
+    CHECK(known("v5.0.0beta1") == "-");
+    CHECK(known("v4.5.2.1") == "-");
+    CHECK(known("v4.5") == "-");
+    CHECK(known("v4.5.2-custom") == "-");
+}
+
 TEST_CASE("capability table: 4.5.2 (WebAPI 2.8.19)") {
     const auto c = caps("v4.5.2", "2.8.19");
     CHECK(c.has(Feature::export_torrent));
