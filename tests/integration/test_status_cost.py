@@ -68,11 +68,12 @@ class StatusCost(unittest.TestCase):
         rc, out, err = LAB.archctl("-vv", "status", tid, "--json", timeout=120)
         self.assertEqual(rc, 0, err + out)
         seen = requests_in(err)
+        # Both nodes hold the same stubs (same seed): one list and the one file list each.
         for node in ("cache1", "archive1"):
             qb = seen.get(("qBittorrent", node), [])
             self.assertEqual(qb.count("/api/v2/torrents/info"), 1, qb)
-        self.assertEqual(seen[("qBittorrent", "cache1")].count("/api/v2/torrents/files"), 1)
-        self.assertNotIn("/api/v2/torrents/files", seen.get(("qBittorrent", "archive1"), []))
+            self.assertEqual(qb.count("/api/v2/torrents/files"), 1, qb)
+            self.assertLessEqual(len(qb), 3, qb)
 
 
 if __name__ == "__main__":
