@@ -214,8 +214,13 @@ Result<TorrentProperties> Client::properties(const std::string& id) {
 }
 
 Result<std::vector<TorrentFile>> Client::files(const std::string& id) {
-    ARCHCTL_TRY_ASSIGN(auto array, call_json(get("torrents/files", {{"hash", id}}), id));
-    return parse_files(array);
+    const http::Request request = get("torrents/files", {{"hash", id}});
+    ARCHCTL_TRY_ASSIGN(auto response, call_ok(request, id));
+    auto files = parse_files_body(response.body);
+    if (!files) {
+        return Error(ErrorCode::QB_BAD_REPLY, fmt::format("qBittorrent on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
+    }
+    return std::move(*files);
 }
 
 Result<std::string> Client::export_torrent(const std::string& id) {
