@@ -229,13 +229,16 @@ std::string render_placements(const std::vector<jobs::ResourceStatus>& resources
 Outcome run_focused(Context& ctx, const config::Config& config, const std::string& target) {
     auto state = ctx.state();
     if (!state.ok()) return Outcome::failed(Error(ErrorCode::STATE_UNREADABLE, "state directory unreadable: " + state.error().message));
-    jobs::Nodes nodes(config, clients::Tuning{});
+    clients::Tuning tuning;
+    Output& out = ctx.out();
+    if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
+    jobs::Nodes nodes(config, tuning);
     auto focus = jobs::read_focus(*state.value(), nodes, target);
     if (!focus.ok()) return Outcome::failed(focus.take_error());
     const jobs::ResourceStatus& r = focus->resource;
     JobFilter filter{focus->qb_id, focus->job_id};
     JobsJson jobs_json;
-    ctx.out().result(render_resource(r) + "\n" + render_jobs(*state.value(), focus->jobs, filter, jobs_json));
+    out.result(render_resource(r) + "\n" + render_jobs(*state.value(), focus->jobs, filter, jobs_json));
     nlohmann::json result = r.to_json();
     result["jobs"] = jobs_json.rows;
     result["running"] = jobs_json.running;

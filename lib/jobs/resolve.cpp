@@ -33,14 +33,14 @@ std::vector<std::string> Resource::aliases() const {
     return out;
 }
 
-Result<Resource> resolve(Nodes& nodes, const std::string& res_in) {
+Result<Resource> resolve(Nodes& nodes, const std::string& res_in, Lists lists) {
     std::string res = lower(res_in);
     if (res.size() < 8 || res.size() > 64 || !is_hex(res))
         return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", res_in));
     std::vector<Resource> found;
     std::vector<std::string> unreachable;
     for (NodeHandle* node : nodes.all()) {
-        auto list = node->qb().all_torrents();
+        const Result<NodeHandle::TorrentList> list = lists == Lists::session ? node->torrent_list() : node->qb().all_torrents();
         if (!list.ok()) {
             unreachable.push_back(fmt::format("{}: {}", node->name(), list.error().message));
             continue;

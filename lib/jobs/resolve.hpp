@@ -27,7 +27,10 @@ struct Resource {
 
 // Find RES on every node. Errors: BAD_VALUE (not hex, too short), NOT_FOUND (no node has it),
 // AMBIGUOUS (the prefix matches different resources; the message lists them).
-[[nodiscard]] Result<Resource> resolve(Nodes& nodes, const std::string& res);
+// Lists::fresh asks each qBittorrent for its list now; Lists::session reads the session's one
+// list (NodeSession::torrent_list), for a report that reads it again afterwards (status).
+enum class Lists { fresh, session };
+[[nodiscard]] Result<Resource> resolve(Nodes& nodes, const std::string& res, Lists lists = Lists::fresh);
 
 // The live placement of `resource` on `node` (files, selection, completion), or nullopt when
 // the node's qBittorrent does not have it.

@@ -1,6 +1,7 @@
 #include "lib/jobs/status.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -15,24 +16,45 @@
 namespace archctl::jobs {
 namespace {
 
-void add_resource(std::vector<ResourceStatus>& out, const torrent::Identity& id, const std::string& name) {
-    for (auto& r : out)
-        if (r.identity.same_resource(id)) {
+// The resources status covers, each once, in the order first named; found by either hash (a
+// hash map, not a scan: thousands of placement records make thousands of resources).
+class Inventory {
+public:
+    void add(const torrent::Identity& id, const std::string& name) {
+        for (const auto& alias : aliases(id)) {
+            auto it = m_by_hash.find(alias);
+            if (it == m_by_hash.end()) continue;
+            ResourceStatus& r = m_resources[it->second];
+            if (!r.identity.same_resource(id)) continue;
             if (auto joined = r.identity.join(id); joined.ok()) r.identity = joined.value();
             if (r.name.empty()) r.name = name;
+            for (const auto& a : aliases(r.identity)) m_by_hash.try_emplace(a, it->second);
             return;
         }
-    ResourceStatus r;
-    r.identity = id;
-    r.name = name;
-    out.push_back(std::move(r));
-}
+        ResourceStatus r;
+        r.identity = id;
+        r.name = name;
+        for (const auto& a : aliases(id)) m_by_hash.try_emplace(a, m_resources.size());
+        m_resources.push_back(std::move(r));
+    }
+    std::vector<ResourceStatus> take() { return std::move(m_resources); }
+
+private:
+    static std::vector<std::string> aliases(const torrent::Identity& id) {
+        std::vector<std::string> out;
+        if (id.has_v1()) out.push_back(id.v1_hex());
+        if (id.has_v2()) out.push_back(id.v2_hex());
+        return out;
+    }
+    std::vector<ResourceStatus> m_resources;
+    std::unordered_map<std::string, std::size_t> m_by_hash;
+};
 
 // Resources named by job records, oldest job first, each once.
-void add_job_resources(std::vector<ResourceStatus>& out, const std::vector<JobSummary>& all) {
+void add_job_resources(Inventory& out, const std::vector<JobSummary>& all) {
     for (const auto& j : all) {
         auto id = torrent::Identity::from_json(j.definition.value("resource", nlohmann::json::object()));
-        if (id.ok()) add_resource(out, id.value(), j.definition.value("name", ""));
+        if (id.ok()) out.add(id.value(), j.definition.value("name", ""));
     }
 }
 
@@ -40,7 +62,7 @@ void add_job_resources(std::vector<ResourceStatus>& out, const std::vector<JobSu
 // at each commit and kept after `job clear`), each once. A commit writes the same record under
 // every alias of the resource (a v1 alias is 40 hex, a v2 alias 64), so a hybrid's two aliases
 // are paired by the qB id their records name.
-void add_recorded_resources(std::vector<ResourceStatus>& out, const state::StateDir& state) {
+void add_recorded_resources(Inventory& out, const state::StateDir& state) {
     auto aliases = list_dir(state.placements());
     if (!aliases.ok()) return;
     std::map<std::string, std::pair<std::string, std::string>> by_qb_id;  // qB id → (v1, v2)
@@ -59,7 +81,7 @@ void add_recorded_resources(std::vector<ResourceStatus>& out, const state::State
     for (const auto& qb_id : order) {
         const auto& [v1, v2] = by_qb_id[qb_id];
         auto id = torrent::Identity::from_qb(v1, v2);
-        if (id.ok()) add_resource(out, id.value(), "");
+        if (id.ok()) out.add(id.value(), "");
     }
 }
 
@@ -155,10 +177,10 @@ Overview read_overview(const config::Config& config, const state::StateDir* stat
     } else {
         o.jobs = std::move(jobs.value());
     }
-    std::vector<ResourceStatus> known;
+    Inventory known;
     add_job_resources(known, o.jobs);
     add_recorded_resources(known, *state);
-    o.resources = resource_status(sessions, *state, known);
+    o.resources = resource_status(sessions, *state, known.take());
     for (auto& r : o.resources) name_from_placements(r);
     return o;
 }
@@ -178,7 +200,7 @@ Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const st
         f.resource.name = job->definition.value("name", "");
         f.job_id = job->id;
     } else {
-        auto res = resolve(sessions, target);
+        auto res = resolve(sessions, target, Lists::session);  // resource_status reads the same lists
         if (!res.ok()) {
             Error e = res.take_error();
             if (e.is(ErrorCode::BAD_VALUE) || e.is(ErrorCode::NOT_FOUND))

@@ -1,7 +1,9 @@
 #include "lib/jobs/summary.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -40,6 +42,38 @@ void fill_placement(NodeHandle& node, const qb::TorrentInfo& info, PlacementSumm
     }
     p.selected_set = torrent::Selection::of(qb::selected_files(files.value()));
     p.complete_set = torrent::Selection::of(qb::complete_files(files.value()));
+}
+
+// A torrent list by lower-case v1 and v2 hash, for finding many resources in it.
+struct TorrentIndex {
+    std::unordered_map<std::string, const qb::TorrentInfo*> by_hash;
+};
+
+std::string lower_hex(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+TorrentIndex index_torrents(const std::vector<qb::TorrentInfo>& list) {
+    TorrentIndex index;
+    index.by_hash.reserve(2 * list.size());
+    for (const auto& t : list)
+        for (const std::string* hash : {&t.infohash_v1, &t.infohash_v2})
+            if (!hash->empty()) index.by_hash.try_emplace(lower_hex(*hash), &t);
+    return index;
+}
+
+// The first torrent of the list that is the same resource as `id` (as Identity::same_resource
+// decides), or null.
+const qb::TorrentInfo* find_torrent(const TorrentIndex& index, const torrent::Identity& id) {
+    for (const auto& alias : {id.has_v1() ? id.v1_hex() : "", id.has_v2() ? id.v2_hex() : ""}) {
+        if (alias.empty()) continue;
+        auto it = index.by_hash.find(lower_hex(alias));
+        if (it == index.by_hash.end()) continue;
+        auto tid = torrent::Identity::from_qb(it->second->infohash_v1, it->second->infohash_v2);
+        if (tid.ok() && tid->same_resource(id)) return it->second;
+    }
+    return nullptr;
 }
 
 std::vector<std::string> aliases_of(const torrent::Identity& id) {
@@ -338,21 +372,19 @@ nlohmann::json ResourceStatus::to_json() const {
 std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir& dir, const std::vector<ResourceStatus>& resources) {
     std::vector<ResourceStatus> out = resources;
     state::PlacementStore records(dir);
+    if (out.empty()) return out;
     for (NodeHandle* node : nodes.all()) {
-        auto list = node->qb().all_torrents();
+        // The session's one torrent list (status's probe read it already), indexed by hash.
+        const auto& list = node->torrent_list();
+        const TorrentIndex index = list.ok() ? index_torrents(list.value()) : TorrentIndex{};
         for (auto& r : out) {
             PlacementSummary p;
             p.node = node->name();
             p.role = config::to_string(node->config().role);
             if (!list.ok()) {
                 p.error = list.error().message;
-            } else {
-                for (const auto& t : list.value()) {
-                    auto id = torrent::Identity::from_qb(t.infohash_v1, t.infohash_v2);
-                    if (!id.ok() || !id->same_resource(r.identity)) continue;
-                    fill_placement(*node, t, p);
-                    break;
-                }
+            } else if (const qb::TorrentInfo* t = find_torrent(index, r.identity)) {
+                fill_placement(*node, *t, p);
             }
             for (const auto& alias : {r.identity.has_v1() ? r.identity.v1_hex() : "", r.identity.has_v2() ? r.identity.v2_hex() : ""}) {
                 auto record = alias.empty() ? Result<std::optional<state::PlacementRecord>>(std::nullopt) : records.get(alias, node->name());

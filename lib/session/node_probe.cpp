@@ -36,12 +36,12 @@ QbResult probe_qbittorrent(NodeSession& session) {
     if (caps) {
         out.probe.version = caps->app().numeric();
         out.probe.api_version = caps->webapi().text;
-        auto torrents = client.all_torrents();
-        if (torrents) {
+        const auto& torrents = session.torrent_list();  // kept: status finds placements in it
+        if (torrents.ok()) {
             out.torrents = torrents->size();
             out.probe.reachable = true;
         } else {
-            out.probe.error = torrents.take_error();
+            out.probe.error = torrents.error();
         }
     } else {
         out.probe.error = caps.take_error();

@@ -56,6 +56,11 @@ Result<node::Transport*> NodeSession::ops() {
     return m_ops.get();
 }
 
+const Result<NodeSession::TorrentList>& NodeSession::torrent_list() {
+    if (!m_torrents) m_torrents.emplace(qb().all_torrents());
+    return *m_torrents;
+}
+
 NodeSessions::NodeSessions(const config::Config& config, const clients::Tuning& tuning) {
     for (const auto& [name, node] : config.nodes) m_nodes[name] = std::make_unique<NodeSession>(node, tuning);
 }

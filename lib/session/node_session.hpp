@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ public:
     // one that broke (its child died or went silent): the next call spawns a fresh child.
     [[nodiscard]] Result<node::Transport*> ops();
 
+    // The node's torrent list (one torrents/info), read on the first call and then the same for
+    // the session's life, error included: one consistent snapshot for a report — status counts
+    // it in the probe and finds placements in it without asking again. Whatever acts on
+    // torrents asks qb() for a fresh list instead.
+    using TorrentList = std::vector<clients::qbittorrent::TorrentInfo>;
+    [[nodiscard]] const Result<TorrentList>& torrent_list();
+
 private:
     const config::NodeConfig& m_config;
     clients::Tuning m_tuning;
@@ -68,6 +76,7 @@ private:
     std::unique_ptr<clients::syncthing::Api> m_st;
     std::unique_ptr<node::Transport> m_ops;
     std::vector<std::unique_ptr<node::Transport>> m_retired;  // broken ones, see ops()
+    std::optional<Result<TorrentList>> m_torrents;            // see torrent_list()
 };
 
 class NodeSessions {

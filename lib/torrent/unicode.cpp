@@ -167,6 +167,8 @@ void append_utf8(std::string& out, char32_t cp) {
 }
 
 std::string to_nfc(std::string_view s) {
+    // ASCII is its own NFC (most names of a large torrent): no decomposition needed.
+    if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) return std::string(s);
     std::string out;
     out.reserve(s.size());
     std::vector<char32_t> cps;

@@ -48,6 +48,24 @@ int compare(const Version& a, const Version& b) {
     return 0;
 }
 
+std::optional<Version> known_webapi(const Version& app) {
+    // Only "vX.Y.Z" or "X.Y.Z" exactly: a suffix (beta, rc, a vendor's tag) may be another API.
+    std::string_view text = app.text;
+    if (!text.empty() && text.front() == 'v') text.remove_prefix(1);
+    if (app.parts.size() != 3 || text != app.numeric()) return std::nullopt;
+    struct Row {
+        int major, minor, first_patch, last_patch;
+        std::string_view webapi;
+    };
+    static constexpr Row k_rows[] = {
+        {4, 5, 1, 5, "2.8.19"}, {4, 6, 1, 7, "2.9.3"}, {5, 0, 0, 5, "2.11.2"}, {5, 1, 0, 4, "2.11.4"},
+    };
+    for (const Row& r : k_rows)
+        if (app.parts[0] == r.major && app.parts[1] == r.minor && app.parts[2] >= r.first_patch && app.parts[2] <= r.last_patch)
+            return Version::parse(r.webapi);
+    return std::nullopt;
+}
+
 const std::vector<FeatureRow>& feature_table() {
     static const std::vector<FeatureRow> table = {
         {Feature::export_torrent, "2.8.11", "torrents/export returns the .torrent"},

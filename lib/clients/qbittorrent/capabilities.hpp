@@ -1,7 +1,8 @@
 #pragma once
 // Version negotiation: one table of WebAPI features drives every 4.x/5.x difference.
 //
-// At first contact the client reads app/version and app/webapiVersion; Capabilities answers
+// At first contact the client reads app/version, and app/webapiVersion unless the release is one
+// of known_webapi()'s (saving a request per run and node); Capabilities answers
 // "does this server have feature X" from the table below (minimum WebAPI version per feature),
 // and names the endpoint or parameter that feature decides. Versions compare numerically per
 // component ("2.10" > "2.9").
@@ -43,6 +44,12 @@ struct FeatureRow {
     std::string_view min_webapi;
     std::string_view summary;
 };
+
+// The WebAPI version a qBittorrent release ships with, for the plain releases whose version
+// map is checked (the version map of the qBittorrent WebAPI reference: 4.5.1–4.5.5, 4.6.1–4.6.7, 5.0.x,
+// 5.1.x); nullopt for anything else (4.5.0, 4.6.0, 5.2+, betas, suffixed or unknown builds),
+// where the client asks app/webapiVersion.
+[[nodiscard]] std::optional<Version> known_webapi(const Version& app);
 
 // The table itself (for documentation, -v output and tests).
 [[nodiscard]] const std::vector<FeatureRow>& feature_table();

@@ -177,9 +177,12 @@ Status Client::action(const std::string& endpoint, http::Params form, const std:
 Result<Capabilities> Client::capabilities() {
     if (m_capabilities) return *m_capabilities;
     ARCHCTL_TRY_ASSIGN(auto app, call_ok(get("app/version")));
-    ARCHCTL_TRY_ASSIGN(auto api, call_ok(get("app/webapiVersion")));
     auto app_version = Version::parse(app.body);
-    auto api_version = Version::parse(api.body);
+    std::optional<Version> api_version = app_version ? known_webapi(*app_version) : std::nullopt;
+    if (app_version && !api_version) {
+        ARCHCTL_TRY_ASSIGN(auto api, call_ok(get("app/webapiVersion")));
+        api_version = Version::parse(api.body);
+    }
     if (!app_version || !api_version) {
         return Error(ErrorCode::QB_BAD_REPLY, fmt::format("qBittorrent on '{}' sent an unreadable version", m_settings.http.node));
     }
@@ -211,8 +214,13 @@ Result<TorrentProperties> Client::properties(const std::string& id) {
 }
 
 Result<std::vector<TorrentFile>> Client::files(const std::string& id) {
-    ARCHCTL_TRY_ASSIGN(auto array, call_json(get("torrents/files", {{"hash", id}}), id));
-    return parse_files(array);
+    const http::Request request = get("torrents/files", {{"hash", id}});
+    ARCHCTL_TRY_ASSIGN(auto response, call_ok(request, id));
+    auto files = parse_files_body(response.body);
+    if (!files) {
+        return Error(ErrorCode::QB_BAD_REPLY, fmt::format("qBittorrent on '{}': {} returned invalid JSON", m_settings.http.node, request.path));
+    }
+    return std::move(*files);
 }
 
 Result<std::string> Client::export_torrent(const std::string& id) {

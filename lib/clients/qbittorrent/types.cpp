@@ -157,6 +157,103 @@ std::vector<TorrentFile> parse_files(const nlohmann::json& array) {
     return files;
 }
 
+namespace {
+
+// SAX events of a torrents/files array into TorrentFile rows, as parse_files reads the document:
+// only the elements that are objects count, only their top-level keys are read, a field of
+// another type reads as its default, and a repeated key's last value wins.
+class FilesSax final : public nlohmann::json_sax<nlohmann::json> {
+public:
+    std::vector<TorrentFile> files;
+    bool top_is_array = false;
+
+    bool null() override { return scalar(Scalar{}); }
+    bool boolean(bool) override { return scalar(Scalar{}); }
+    bool number_integer(number_integer_t v) override { return scalar(Scalar{Kind::number, static_cast<std::int64_t>(v), static_cast<double>(v)}); }
+    bool number_unsigned(number_unsigned_t v) override {
+        return scalar(Scalar{Kind::number, static_cast<std::int64_t>(v), static_cast<double>(v)});
+    }
+    bool number_float(number_float_t v, const string_t&) override {
+        return scalar(Scalar{Kind::number, static_cast<std::int64_t>(v), static_cast<double>(v)});
+    }
+    bool string(string_t& v) override {
+        if (in_field()) {
+            m_key_string = std::move(v);
+            return scalar(Scalar{Kind::string, 0, 0.0});
+        }
+        return scalar(Scalar{});
+    }
+    bool binary(binary_t&) override { return scalar(Scalar{}); }
+    bool start_object(std::size_t) override {
+        if (m_depth == 1 && top_is_array) {
+            files.emplace_back();
+            m_in_file = true;
+        } else if (in_field()) {
+            reset_field();
+        }
+        ++m_depth;
+        return true;
+    }
+    bool key(string_t& k) override {
+        if (m_in_file && m_depth == 2) m_key = std::move(k);
+        return true;
+    }
+    bool end_object() override {
+        --m_depth;
+        if (m_depth == 1) m_in_file = false;
+        return true;
+    }
+    bool start_array(std::size_t) override {
+        if (m_depth == 0) top_is_array = true;
+        else if (in_field()) reset_field();
+        ++m_depth;
+        return true;
+    }
+    bool end_array() override {
+        --m_depth;
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+private:
+    enum class Kind { other, number, string };
+    struct Scalar {
+        Kind kind = Kind::other;
+        std::int64_t integer = 0;
+        double real = 0.0;
+    };
+
+    bool in_field() const { return m_in_file && m_depth == 2; }
+    // A nested array or object as a field's value: the field reads as its default.
+    void reset_field() { scalar(Scalar{}); }
+
+    bool scalar(const Scalar& v) {
+        if (!in_field()) return true;
+        TorrentFile& f = files.back();
+        const bool number = v.kind == Kind::number;
+        if (m_key == "index") f.index = static_cast<std::uint32_t>(std::max<std::int64_t>(number ? v.integer : 0, 0));
+        else if (m_key == "name") f.name = v.kind == Kind::string ? std::move(m_key_string) : std::string();
+        else if (m_key == "size") f.size = number ? v.integer : 0;
+        else if (m_key == "progress") f.progress = number ? v.real : 0.0;
+        else if (m_key == "priority") f.priority = static_cast<int>(number ? v.integer : 0);
+        return true;
+    }
+
+    std::size_t m_depth = 0;
+    bool m_in_file = false;
+    std::string m_key;
+    std::string m_key_string;
+};
+
+}  // namespace
+
+std::optional<std::vector<TorrentFile>> parse_files_body(std::string_view body) {
+    FilesSax sax;
+    if (!nlohmann::json::sax_parse(body, &sax, nlohmann::json::input_format_t::json, false)) return std::nullopt;
+    if (!sax.top_is_array) return std::vector<TorrentFile>{};
+    return std::move(sax.files);
+}
+
 TorrentProperties parse_properties(const nlohmann::json& o) {
     TorrentProperties p;
     if (!o.is_object()) return p;

@@ -6,7 +6,9 @@
 // selected and complete index sets (qBittorrent's file indices, which skip BEP 47 pad files).
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -122,6 +124,9 @@ struct BuildInfo {
 // missing fields (defaults) and never throw.
 [[nodiscard]] TorrentInfo parse_torrent_info(const nlohmann::json& object, const std::string& id = {});
 [[nodiscard]] std::vector<TorrentFile> parse_files(const nlohmann::json& array);
+// The same straight from a torrents/files body, without building a JSON document (a 100,000-file
+// torrent's list is tens of MB of JSON); nullopt when the body is not valid JSON.
+[[nodiscard]] std::optional<std::vector<TorrentFile>> parse_files_body(std::string_view body);
 [[nodiscard]] TorrentProperties parse_properties(const nlohmann::json& object);
 [[nodiscard]] BuildInfo parse_build_info(const nlohmann::json& object);
 

@@ -23,6 +23,25 @@ TEST_CASE("versions parse leniently and compare per component") {
     CHECK(*Version::parse("2.8.19") < *Version::parse("2.11.0"));
 }
 
+TEST_CASE("known_webapi: plain releases of the version map only") {
+    auto known = [](const char* app) {
+        auto w = known_webapi(*Version::parse(app));
+        return w ? w->text : std::string("-");
+    };
+    CHECK(known("v4.5.2") == "2.8.19");
+    CHECK(known("4.5.5") == "2.8.19");
+    CHECK(known("v4.6.7") == "2.9.3");
+    CHECK(known("v5.0.0") == "2.11.2");
+    CHECK(known("v5.1.4") == "2.11.4");
+    CHECK(known("v4.5.0") == "-");
+    CHECK(known("v4.6.0") == "-");
+    CHECK(known("v5.2.0") == "-");
+    CHECK(known("v5.0.0beta1") == "-");
+    CHECK(known("v4.5.2.1") == "-");
+    CHECK(known("v4.5") == "-");
+    CHECK(known("v4.5.2-custom") == "-");
+}
+
 TEST_CASE("capability table: 4.5.2 (WebAPI 2.8.19)") {
     const auto c = caps("v4.5.2", "2.8.19");
     CHECK(c.has(Feature::export_torrent));
@@ -99,6 +118,37 @@ TEST_CASE("file list: selected = priority > 0, complete = selected and progress 
     CHECK(files[0].size == 6303801);
     CHECK(selected_files(files) == std::vector<std::uint32_t>{0, 1, 2, 4, 5});
     CHECK(complete_files(files) == std::vector<std::uint32_t>{1, 2});
+}
+
+namespace {
+bool same_files(const std::vector<TorrentFile>& a, const std::vector<TorrentFile>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].index != b[i].index || a[i].name != b[i].name || a[i].size != b[i].size || a[i].progress != b[i].progress ||
+            a[i].priority != b[i].priority)
+            return false;
+    return true;
+}
+}  // namespace
+
+TEST_CASE("the file list read from the body without a document equals the document's") {
+    const nlohmann::json fixture = archctl::test::fixture_json("qb_files_hybrid.json");
+    auto streamed = parse_files_body(fixture.dump());
+    REQUIRE(streamed);
+    CHECK(same_files(*streamed, parse_files(fixture)));
+    for (const char* body : {
+             R"([])", R"({})", R"(5)", R"([1, "x", null, [ {"index": 3} ]])",
+             R"([{"index": "3", "name": 7, "size": 1.5e3, "progress": 1, "priority": true, "piece_range": [0, 4],
+                 "extra": {"index": 9, "name": "no"}, "availability": -1},
+                {"index": 2, "index": 4, "name": "a/b", "size": 18446744073709551615, "priority": 6, "progress": 0.5}])",
+             R"([{"name": ["x"], "index": {"a": 1}, "size": -3}])"}) {
+        CAPTURE(body);
+        auto s = parse_files_body(body);
+        REQUIRE(s);
+        CHECK(same_files(*s, parse_files(nlohmann::json::parse(body))));
+    }
+    CHECK_FALSE(parse_files_body("[{\"index\": 1"));
+    CHECK_FALSE(parse_files_body(""));
 }
 
 TEST_CASE("parsers tolerate junk") {

@@ -254,5 +254,24 @@ TEST_CASE("the password never reaches the request log") {
     REQUIRE(client.capabilities().ok());
     REQUIRE_FALSE(lines.empty());
     for (const auto& l : lines) CHECK(l.find(k_password) == std::string::npos);
-    CHECK(client.request_count() == 3);
+    CHECK(client.request_count() == 2);  // login, app/version (4.5.2's WebAPI is known)
+}
+
+TEST_CASE("capabilities: a release of the version map costs no app/webapiVersion; others ask it") {
+    for (const auto& [app, api, asked] : std::vector<std::tuple<std::string, std::string, bool>>{
+             {"v4.5.2", "2.8.19", false}, {"v5.1.4", "2.11.4", false}, {"v5.2.0", "2.15.1", true},
+             {"v5.0.0beta1", "2.10.9", true}, {"v4.5.0", "2.8.18", true}}) {
+        CAPTURE(app);
+        FakeQb fake;
+        fake.app = app;
+        fake.api = api;
+        CannedServer server(std::ref(fake));
+        Client client(settings_for(server.url()));
+        auto caps = client.capabilities();
+        REQUIRE(caps.ok());
+        CHECK(caps->webapi().text == api);
+        CHECK(calls_to(server, "/api/v2/app/webapiVersion").size() == (asked ? 1U : 0U));
+        REQUIRE(client.capabilities().ok());  // read once per client
+        CHECK(client.request_count() == (asked ? 3U : 2U));
+    }
 }

@@ -1,0 +1,132 @@
+// What `status` asks of each node, counted on the recording fakes: one torrent list per node
+// however many torrents and placement records there are (the probe reads it, the placements are
+// found in it), one capabilities read, and a file list only for a placement that is present.
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+#include "lib/jobs/status.hpp"
+#include "lib/session/node_session.hpp"
+#include "lib/state/placements.hpp"
+#include "lib/state/state_dir.hpp"
+#include "tests/support/fakes.hpp"
+#include "tests/support/scratch.hpp"
+
+using namespace archctl;
+using archctl::fakes::FakeQb;
+using archctl::fakes::FakeSyncthing;
+using archctl::fakes::FakeTransport;
+namespace qb = archctl::clients::qbittorrent;
+
+namespace {
+
+std::string v1_of(std::size_t i) { return fmt::format("{:040x}", i + 1); }
+std::string v2_of(std::size_t i) { return fmt::format("{:064x}", i + 0x1000); }
+
+// `n` hybrid torrents, one file each, complete.
+void fill(FakeQb& fake, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        qb::TorrentInfo t;
+        t.infohash_v1 = v1_of(i);
+        t.infohash_v2 = v2_of(i);
+        t.id = t.infohash_v1;
+        t.name = fmt::format("stub-{}", i);
+        t.save_path = "/q/stubs";
+        t.state = "pausedUP";
+        t.progress = 1;
+        qb::TorrentFile f;
+        f.name = t.name + ".bin";
+        f.size = 100;
+        f.progress = 1;
+        f.priority = 1;
+        fake.put(t, {f});
+    }
+}
+
+config::NodeConfig node_config(const std::string& name, config::Role role) {
+    config::NodeConfig n;
+    n.name = name;
+    n.role = role;
+    n.qb_root = "/q";
+    n.sync_root = "/s";
+    n.qbittorrent.url = "http://127.0.0.1:1";  // never dialled: the fakes answer
+    n.syncthing.url = "http://127.0.0.1:2";
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("status: one torrent list per node for 2,000 torrents; files only of recorded placements that are present") {
+    test::Scratch scratch;
+    config::Config cfg;
+    cfg.state_dir = (scratch / "state").string();
+    cfg.nodes["cache1"] = node_config("cache1", config::Role::cache);
+    cfg.nodes["archive1"] = node_config("archive1", config::Role::cache);
+    auto dir = state::StateDir::open(cfg.state_dir);
+    REQUIRE(dir.ok());
+
+    FakeQb cache_qb, archive_qb;
+    fill(cache_qb, 2000);
+    fill(archive_qb, 2000);
+    FakeSyncthing cache_st, archive_st;
+    FakeTransport cache_ops("cache1"), archive_ops("archive1");
+    session::NodeSessions nodes;
+    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("cache1"), clients::Tuning{},
+                                                     session::NodeSession::Injected{&cache_qb, &cache_st, &cache_ops}));
+    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
+                                                     session::NodeSession::Injected{&archive_qb, &archive_st, &archive_ops}));
+
+    SUBCASE("no records: the probe's list is the only torrent read") {
+        const jobs::Overview o = jobs::read_overview(cfg, &dir.value(), "", nodes);
+        REQUIRE(o.probes.size() == 2);
+        CHECK(o.probes[0].torrent_count == std::optional<std::size_t>(2000));
+        CHECK(o.resources.empty());
+        for (const FakeQb* fake : {&cache_qb, &archive_qb}) {
+            CHECK(fake->count("all_torrents") == 1);
+            CHECK(fake->count("torrents") == 0);
+            CHECK(fake->count("files") == 0);
+            CHECK(fake->count("capabilities") == 1);
+        }
+    }
+
+    SUBCASE("records of 3 resources, present on cache1 only: 3 file lists there, none on archive1") {
+        state::PlacementStore records(dir.value());
+        for (std::size_t i : {5U, 700U, 1999U})
+            REQUIRE(records.advance({v1_of(i), v2_of(i)}, "cache1", "fp", "job", {{"qb_id", v1_of(i)}}).ok());
+        archive_qb.torrent_list.clear();
+        const jobs::Overview o = jobs::read_overview(cfg, &dir.value(), "", nodes);
+        REQUIRE(o.resources.size() == 3);
+        for (const auto& r : o.resources) {
+            REQUIRE(r.placements.size() == 2);
+            for (const auto& p : r.placements) {
+                CHECK(p.present == (p.node == "cache1"));
+                if (p.node == "cache1") CHECK(p.record);
+            }
+            CHECK(r.name.rfind("stub-", 0) == 0);
+        }
+        CHECK(cache_qb.count("all_torrents") == 1);
+        CHECK(cache_qb.count("files") == 3);
+        CHECK(archive_qb.count("all_torrents") == 1);
+        CHECK(archive_qb.count("files") == 0);
+    }
+}
+
+TEST_CASE("a session's torrent list is read once, its error too") {
+    config::NodeConfig cfg = node_config("cache1", config::Role::cache);
+    FakeQb fake;
+    fill(fake, 3);
+    session::NodeSession s(cfg, clients::Tuning{}, session::NodeSession::Injected{&fake, nullptr, nullptr});
+    REQUIRE(s.torrent_list().ok());
+    CHECK(s.torrent_list()->size() == 3);
+    CHECK(fake.count("all_torrents") == 1);
+
+    FakeQb down;
+    down.fail_always("all_torrents", Error("HTTP_UNREACHABLE", "cannot reach qBittorrent on 'cache1'"));
+    session::NodeSession t(cfg, clients::Tuning{}, session::NodeSession::Injected{&down, nullptr, nullptr});
+    CHECK_FALSE(t.torrent_list().ok());
+    CHECK_FALSE(t.torrent_list().ok());
+    CHECK(down.count("all_torrents") == 1);
+}
