@@ -287,6 +287,7 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     for (std::size_t i = 0; i < needs.files.size() && i < tree->entries.size(); ++i) {
         const JobFile& f = needs.files[i];
         const node::TreeEntry& e = tree->entries[i];
+        if (e.type == "file" && (!e.stat || e.stat->size == f.size)) continue;  // the common case: nothing to say
         std::string shown = fmt::format("{}/{}", strip_trailing_slashes(needs.save_path), f.at_source());
         if (e.type == "refused" && e.error) return unreachable_path(*e.error);
         if (e.type == "absent")
@@ -353,40 +354,63 @@ Status check_target_partfile(NodeHandle& target, const std::string& save_path, c
                             files);
 }
 
-Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files) {
+namespace {
+
+// One tree read of the delta files' paths below the target save path.
+Result<node::TreeResult> target_tree(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files) {
     node::TreeRequest request{.base = save_path, .paths = {}};
+    request.paths.reserve(files.size());
     for (const auto& f : files) request.paths.push_back(f.at_target());
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
     auto tree = node::Ops(*transport).tree(request);
     if (!tree.ok()) return unreachable_path(tree.take_error());
-    for (std::size_t i = 0; i < files.size() && i < tree->entries.size(); ++i) {
-        const node::TreeEntry& e = tree->entries[i];
+    return std::move(tree).value();
+}
+
+Status target_paths_usable(const node::TreeResult& tree, NodeHandle& target, const std::string& save_path,
+                           const std::vector<JobFile>& files) {
+    for (std::size_t i = 0; i < files.size() && i < tree.entries.size(); ++i) {
+        const node::TreeEntry& e = tree.entries[i];
+        if (e.type == "absent" || e.type == "file") continue;
         std::string shown = fmt::format("{}/{}", strip_trailing_slashes(save_path), files[i].at_target());
         if (e.type == "refused" && e.error) return unreachable_path(*e.error);
         if (e.type == "symlink")
             return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}' on '{}': it is a symlink", shown, target.name()),
                          "archctl never follows symlinks below a node root; remove the symlink");
-        if (e.type != "absent" && e.type != "file")
-            return Error(ErrorCode::MERGE_CONFLICT,
-                         fmt::format("the target path '{}' on '{}' is a {}, where the torrent has a file", shown, target.name(), e.type),
-                         "move it out of the way");
+        return Error(ErrorCode::MERGE_CONFLICT,
+                     fmt::format("the target path '{}' on '{}' is a {}, where the torrent has a file", shown, target.name(), e.type),
+                     "move it out of the way");
     }
     return {};
 }
 
-Result<std::vector<JobFile>> preexisting_target_files(NodeHandle& target, const std::string& save_path,
-                                                     const std::vector<JobFile>& files) {
-    node::TreeRequest request{.base = save_path, .paths = {}};
-    for (const auto& f : files) request.paths.push_back(f.at_target());
-    ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
-    auto tree = node::Ops(*transport).tree(request);
-    if (!tree.ok()) return unreachable_path(tree.take_error());
+std::vector<JobFile> complete_files_in(const node::TreeResult& tree, const std::vector<JobFile>& files) {
     std::vector<JobFile> out;
-    for (std::size_t i = 0; i < files.size() && i < tree->entries.size(); ++i) {
-        const node::TreeEntry& e = tree->entries[i];
+    for (std::size_t i = 0; i < files.size() && i < tree.entries.size(); ++i) {
+        const node::TreeEntry& e = tree.entries[i];
         if (e.type == "file" && e.stat && e.stat->size == files[i].size) out.push_back(files[i]);
     }
     return out;
+}
+
+}  // namespace
+
+Status check_target_paths(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files) {
+    ARCHCTL_TRY_ASSIGN(auto tree, target_tree(target, save_path, files));
+    return target_paths_usable(tree, target, save_path, files);
+}
+
+Result<std::vector<JobFile>> preexisting_target_files(NodeHandle& target, const std::string& save_path,
+                                                     const std::vector<JobFile>& files) {
+    ARCHCTL_TRY_ASSIGN(auto tree, target_tree(target, save_path, files));
+    return complete_files_in(tree, files);
+}
+
+Result<std::vector<JobFile>> checked_preexisting_target_files(NodeHandle& target, const std::string& save_path,
+                                                             const std::vector<JobFile>& files) {
+    ARCHCTL_TRY_ASSIGN(auto tree, target_tree(target, save_path, files));
+    ARCHCTL_TRY_STATUS(target_paths_usable(tree, target, save_path, files));
+    return complete_files_in(tree, files);
 }
 
 Status check_source(JobRun& run) {

@@ -105,6 +105,9 @@ struct PartfileSourcing {
 // which were there before.
 [[nodiscard]] Result<std::vector<JobFile>> preexisting_target_files(NodeHandle& target, const std::string& save_path,
                                                                     const std::vector<JobFile>& files);
+// Both of the above from one tree read of the target (what a plan needs).
+[[nodiscard]] Result<std::vector<JobFile>> checked_preexisting_target_files(NodeHandle& target, const std::string& save_path,
+                                                                            const std::vector<JobFile>& files);
 
 // An existing v1 target that must verify the union's boundary pieces with its own bytes
 // (PartfileNeed::target_own): each boundary piece is in the target's part file, or every file

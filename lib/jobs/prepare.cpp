@@ -193,8 +193,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
         needs.sourcing_out = &sourcing;
         needs.layout = &p.plan.source_layout;
         ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, p.plan.union_set, p.plan), p.resource.name));
-        ARCHCTL_TRY_STATUS(check_target_paths(*dst, p.plan.target_save_path, needs.files));
-        ARCHCTL_TRY_ASSIGN(p.preexisting, preexisting_target_files(*dst, p.plan.target_save_path, needs.files));
+        ARCHCTL_TRY_ASSIGN(p.preexisting, checked_preexisting_target_files(*dst, p.plan.target_save_path, needs.files));
         SourceNeeds at_target = needs;
         at_target.layout = &p.plan.target_layout;
         ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), at_target));
