@@ -1,19 +1,21 @@
 // stage (source node): build the job directory of DESIGN.md §5 step 1.
 //
-// Per file: hard link, else reflink, else copy (the copy hashes xxh3-128 in the same pass); a
-// linked or cloned file is not read unless verify_transit asks for one hashing read. Each result
-// is journaled (append-only) with the evidence a rerun checks: size, inode, mtime of the staged
-// file and of its source. Link records are buffered and written and fsynced once per batch (and
-// before anything after the links is made durable): a crash loses at most the unwritten batch,
-// and a rerun adopts each of those links from its inode (same inode as its source) without
-// reading a byte. A record that is not a link's flushes the buffer with it, so it is durable
-// before the step after it. Copies go to a temp name, are fsynced and journaled, then renamed
-// into place (a rename keeps the inode, so the record stays valid). While a copy is written its
-// written part is pushed to the disk behind it (write-behind), so the final fsync finds little left. A budget or cancel stop lands
-// between chunks: the partial copy is fsynced and journaled with its length, and a rerun resumes
-// it after re-hashing that prefix. A copy holds the free-space floor (min_free) of the job
-// directory's filesystem: one that would cross it is not started, one that reaches it stops at
-// a chunk boundary like a budget stop ("disk"), and so does one that finds the filesystem full.
+// Per file (in source-inode order; the order changes nothing else): hard link, else reflink,
+// else copy (the copy hashes xxh3-128 in the same pass); a linked or cloned file is not read
+// unless verify_transit asks for one hashing read. Each result is journaled (append-only) with
+// the evidence a rerun checks: size, inode, mtime of the staged file and of its source. Records
+// a rerun can rebuild from evidence (a link, an adopted link, a hash added to a reused record)
+// are buffered and written and fsynced once per batch (k_link_record_batch) and at the end of
+// the loop, before anything after it: a crash loses at most the unwritten batch, and a rerun
+// adopts each of those links from its inode (same inode as its source) without reading a byte.
+// Copies and clones go to a temp name, are fsynced, journaled (flushing every buffered record
+// before theirs), then renamed into place (a rename keeps the inode, so the record stays valid).
+// While a copy is written, its written part is pushed to the disk behind it (write-behind), so
+// the final fsync finds little left. A budget or cancel stop lands between chunks: the partial
+// copy is fsynced and journaled with its length, and a rerun resumes it after re-hashing that
+// prefix. A copy holds the free-space floor (min_free) of the job directory's filesystem: one
+// that would cross it is not started, one that reaches it stops at a chunk boundary like a
+// budget stop ("disk"), and so does one that finds the filesystem full.
 // Then the auxiliary files, manifest.json (atomically) and READY, last.
 //
 // Crash points: stage.job_dir, stage.linked, stage.reflinked, stage.copied, stage.renamed,
