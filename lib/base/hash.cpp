@@ -1,7 +1,14 @@
 #include "lib/base/hash.hpp"
 
-#define XXH_INLINE_ALL
 #include <xxhash.h>
+#if defined(__x86_64__) || defined(__i386__)
+// libxxhash's runtime dispatch: the widest vector unit the CPU has (AVX2/AVX-512), not the SSE2
+// baseline this file is compiled for. Same digests.
+#include <xxh_x86dispatch.h>
+#define ARCHCTL_XXH3_128_UPDATE XXH3_128bits_update_dispatch
+#else
+#define ARCHCTL_XXH3_128_UPDATE XXH3_128bits_update
+#endif
 
 namespace archctl {
 
@@ -11,7 +18,7 @@ Xxh3Hasher::~Xxh3Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(m_state));
 void Xxh3Hasher::reset() { XXH3_128bits_reset(static_cast<XXH3_state_t*>(m_state)); }
 
 void Xxh3Hasher::update(const void* data, std::size_t size) {
-    XXH3_128bits_update(static_cast<XXH3_state_t*>(m_state), data, size);
+    ARCHCTL_XXH3_128_UPDATE(static_cast<XXH3_state_t*>(m_state), data, size);
 }
 
 std::string Xxh3Hasher::hex_digest() const {

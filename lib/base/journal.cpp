@@ -42,7 +42,9 @@ JournalWriter::JournalWriter(std::string path, UniqueFd fd, SyncPolicy policy, u
     : m_path(std::move(path)), m_fd(std::move(fd)), m_policy(policy), m_batch(batch ? batch : 1) {}
 
 JournalWriter::~JournalWriter() {
-    if (m_fd.valid() && m_pending > 0) ::fsync(m_fd.get());
+    if (!m_fd.valid() || m_pending == 0) return;
+    if (!m_buffer.empty() && !write_all(m_fd.get(), m_buffer, m_path).ok()) return;
+    ::fsync(m_fd.get());
 }
 
 Result<JournalWriter> JournalWriter::open(const std::string& path, const std::string& kind, int version,
@@ -65,9 +67,19 @@ Result<JournalWriter> JournalWriter::open(const std::string& path, const std::st
     return JournalWriter(path, std::move(fd), policy, batch_records);
 }
 
-Status JournalWriter::append(const nlohmann::json& record) {
-    std::string line = record.dump() + "\n";
-    ARCHCTL_TRY_STATUS(write_all(m_fd.get(), line, m_path));
+Status JournalWriter::append(const nlohmann::json& record) { return append_line(record.dump()); }
+
+Status JournalWriter::append_line(std::string_view json_line) {
+    if (m_policy == SyncPolicy::buffered) {
+        m_buffer.append(json_line);
+        m_buffer.push_back('\n');
+    } else {
+        std::string line;
+        line.reserve(json_line.size() + 1);
+        line.append(json_line);
+        line.push_back('\n');
+        ARCHCTL_TRY_STATUS(write_all(m_fd.get(), line, m_path));
+    }
     ++m_pending;
     if (m_policy == SyncPolicy::every_record || m_pending >= m_batch) ARCHCTL_TRY_STATUS(flush());
     return {};
@@ -75,6 +87,10 @@ Status JournalWriter::append(const nlohmann::json& record) {
 
 Status JournalWriter::flush() {
     if (m_pending == 0) return {};
+    if (!m_buffer.empty()) {
+        ARCHCTL_TRY_STATUS(write_all(m_fd.get(), m_buffer, m_path));
+        m_buffer.clear();
+    }
     if (::fsync(m_fd.get()) != 0) return errno_error("cannot fsync journal", m_path, errno);
     m_pending = 0;
     crash_point("journal.synced");

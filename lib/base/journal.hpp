@@ -2,13 +2,16 @@
 // Append-only JSON-lines journal (STYLE.md practice 8).
 //
 // Line 1 is a version record {"journal": <kind>, "version": N}; every later line is one JSON
-// record. Appends use O_APPEND; durability follows the sync policy (every record, or batched by
-// count). Reading drops a torn last line (a crash mid-append) with a warning and reports every
+// record. Appends use O_APPEND; durability follows the sync policy: every record, batched by count
+// (each record written at once, fsynced per batch), or buffered (records kept in memory and
+// written with one write and one fsync per batch: a crash, even of the process alone, loses the
+// unwritten batch, so only records the caller can rebuild from evidence may use it). Reading drops a torn last line (a crash mid-append) with a warning and reports every
 // complete record; opening for append cuts that torn line off first, so the next record starts on
 // a line of its own. Folding records into a ledger is the caller's atomic rewrite at a step boundary.
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +21,7 @@
 
 namespace archctl {
 
-enum class SyncPolicy { every_record, batched };
+enum class SyncPolicy { every_record, batched, buffered };
 
 struct JournalContents {
     int version = 0;
@@ -37,9 +40,12 @@ public:
     JournalWriter& operator=(JournalWriter&&) noexcept = default;
     ~JournalWriter();
 
-    // Append one record (one line). Durable on return under every_record; under batched, after
-    // the batch fills or flush().
+    // Append one record (one line). Durable on return under every_record; under batched and
+    // buffered, after the batch fills or flush().
     [[nodiscard]] Status append(const nlohmann::json& record);
+    // The same for a record the caller serialized itself: one JSON object, no newline.
+    [[nodiscard]] Status append_line(std::string_view json_line);
+    // Writes what is buffered and fsyncs everything appended so far.
     [[nodiscard]] Status flush();
 
     const std::string& path() const { return m_path; }
@@ -52,6 +58,7 @@ private:
     SyncPolicy m_policy = SyncPolicy::every_record;
     unsigned m_batch = 64;
     unsigned m_pending = 0;
+    std::string m_buffer;  // buffered policy: complete lines not yet written
 };
 
 // Read a journal. NOT_FOUND if absent; CORRUPT if a line other than the last is not JSON or the

@@ -110,3 +110,36 @@ TEST_CASE("records survive a kill between appends") {
     REQUIRE(c.ok());
     CHECK(c->records.size() == 3);
 }
+
+TEST_CASE("a buffered journal writes each batch with one write, and flush writes the rest") {
+    test::Scratch s;
+    std::string path = (s / "b.jsonl").string();
+    auto w = JournalWriter::open(path, "b", 1, SyncPolicy::buffered, 3);
+    REQUIRE(w.ok());
+    auto size = [&] { return read_file(path).value().size(); };
+    std::size_t header = size();
+    REQUIRE(w->append({{"i", 0}}).ok());
+    REQUIRE(w->append_line(R"({"i":1})").ok());
+    CHECK(size() == header);  // nothing written before the batch fills
+    REQUIRE(w->append({{"i", 2}}).ok());
+    CHECK(size() == header + 3 * std::string(R"({"i":0})" "\n").size());
+    REQUIRE(w->append_line(R"({"i":3})").ok());
+    CHECK(read_journal(path, "b")->records.size() == 3);
+    REQUIRE(w->flush().ok());
+    auto c = read_journal(path, "b");
+    REQUIRE(c->records.size() == 4);
+    CHECK(c->records[3]["i"] == 3);
+    CHECK(c->warnings.empty());
+}
+
+TEST_CASE("a buffered journal writes what it holds when it goes away") {
+    test::Scratch s;
+    std::string path = (s / "b.jsonl").string();
+    {
+        auto w = JournalWriter::open(path, "b", 1, SyncPolicy::buffered, 100);
+        REQUIRE(w->append_line(R"({"i":7})").ok());
+    }
+    auto c = read_journal(path, "b");
+    REQUIRE(c->records.size() == 1);
+    CHECK(c->records[0]["i"] == 7);
+}
