@@ -41,14 +41,17 @@ class Contract(unittest.TestCase):
             self.assertIn(f, fields)
 
     def test_validator(self):
-        self.assertEqual(jc.validate(envelope(jobs=[row()]), "job list"), [])
-        self.assertEqual(jc.validate(envelope(jobs=[row(failure={"code": "X", "message": "m"}, pid=12)]), "job list"), [])
-        bad = jc.validate(envelope(jobs=[row(percent="100%", extra=1)]), "job list")
+        paging = {"finished_shown": 1, "finished_hidden": 0, "limit": 20}
+        self.assertEqual(jc.validate(envelope(jobs=[row()], **paging), "job list"), [])
+        self.assertEqual(jc.validate(envelope(jobs=[row(failure={"code": "X", "message": "m"}, pid=12)], **paging), "job list"), [])
+        self.assertEqual(jc.validate(envelope(jobs=[row()]), "job list"),
+                         ["job list.finished_shown: missing", "job list.finished_hidden: missing", "job list.limit: missing"])
+        bad = jc.validate(envelope(jobs=[row(percent="100%", extra=1)], **paging), "job list")
         self.assertIn("job list.jobs[0].percent: str \"100%\" is not number", bad)
         self.assertIn("job list.jobs[0].extra: not documented", bad)
         r = row()
         del r["ended"]
-        self.assertEqual(jc.validate(envelope(jobs=[r]), "job list"), ["job list.jobs[0].ended: missing"])
+        self.assertEqual(jc.validate(envelope(jobs=[r], **paging), "job list"), ["job list.jobs[0].ended: missing"])
         # A run result carries the whole row or none of it.
         run = {"job": "j", "outcome": "done", "step": "done", "bytes_moved": 0}
         self.assertEqual(jc.validate(envelope(jobs=[run]), "resume"), [])
