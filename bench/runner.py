@@ -266,8 +266,11 @@ class Bench:
             r, resp = self._serve(request, qb, sync)
             io = resp.get("io", {})
             self.add(8, "copy staging: node serve's read_bytes | rchar per staged byte (source cache dropped)",
-                     f"{r.io['read_bytes'] / size:.3f} | {r.io['rchar'] / size:.3f}", "", "", "<= 1",
-                     r.io["read_bytes"] / size <= 1.0 and r.io["rchar"] / size <= 1.01,
+                     f"{r.io['read_bytes'] / size:.6f} | {r.io['rchar'] / size:.6f}", "", "",
+                     "<= 1 (+ 1 MiB fixed)",
+                     # A constant few KiB (the process's own metadata and binary pages) is not
+                     # a per-byte cost: allow 1 MiB once, never a second read of the payload.
+                     (r.io["read_bytes"] - (1 << 20)) / size <= 1.0 and (r.io["rchar"] - (1 << 20)) / size <= 1.0,
                      f"/proc/<pid>/io at exit; the response's io: read_bytes {io.get('read_bytes')}, "
                      f"rchar {io.get('rchar')}")
         shutil.rmtree(work)
