@@ -150,6 +150,31 @@ class Bench:
                  f"{cores} cores")
 
     # -- rows 3 and 4: staging through `archctl node serve`
+    def _stage_beside(self, label, work, qb, sync, tag, source_base, files, method, check, ref_name, ref_commands,
+                      ref_prefix, remove_ref):
+        """Runs a stage request through `node serve` and then the reference tool, self.repeat
+        times side by side, removing both outputs between runs; returns (archctl walls, reference walls)."""
+        ours, ref = [], []
+        for i in range(self.repeat):
+            request = os.path.join(work, f"req{tag}{i}.json")
+            job_dir = os.path.join(sync, "route", f"job{tag}{i}")
+            self._request(request, job_dir, source_base, files, method)
+            r, resp = self._serve(request, qb, sync)
+            check(resp)
+            copy = f"{ref_prefix}{i}"
+            t0 = time.monotonic()
+            for command in ref_commands(copy):
+                subprocess.run(command, check=True)
+            ref.append(time.monotonic() - t0)
+            ours.append(r.wall)
+            log(f"{label} run {i + 1}: archctl stage ({method}) {r.wall:.2f} s, {ref_name} {ref[-1]:.2f} s")
+            t0 = time.monotonic()
+            remove_ref(copy)
+            shutil.rmtree(job_dir)
+            os.sync()
+            log(f"{label}: outputs removed in {time.monotonic() - t0:.1f} s")
+        return ours, ref
+
     def _serve(self, request, qb, sync):
         r = measure.run([self.bin, "node", "serve", "--root", qb, "--root", sync], stdin_path=request)
         r.check("archctl node serve")
@@ -191,26 +216,12 @@ class Bench:
             t0 = time.monotonic()
             os.sync()  # the tree's own metadata must not land in archctl's first fsync
             log(f"row 3: sync after making the tree: {time.monotonic() - t0:.1f} s")
-            ours, ref = [], []
-            for i in range(self.repeat):
-                request = os.path.join(work, f"req{n}-{i}.json")
-                job_dir = os.path.join(sync, "route", f"job{n}-{i}")
-                self._request(request, job_dir, tree, files, "hardlink")
-                r, resp = self._serve(request, qb, sync)
+            def linked_all(resp, n=n):
                 if resp["result"].get("files_linked") != n:
                     raise RuntimeError(f"stage linked {resp['result'].get('files_linked')} of {n} files")
-                copy = os.path.join(qb, f"cp{n}-{i}")
-                t0 = time.monotonic()
-                subprocess.run(["cp", "-al", tree, copy], check=True)
-                ref.append(time.monotonic() - t0)
-                ours.append(r.wall)
-                log(f"row 3: {n} files run {i + 1}: archctl stage {r.wall:.2f} s, cp -al {ref[-1]:.2f} s")
-                t0 = time.monotonic()
-                shutil.rmtree(copy)
-                shutil.rmtree(job_dir)
-                os.sync()
-                log(f"row 3: links removed in {time.monotonic() - t0:.1f} s")
-            times[n] = (ours, ref)
+            times[n] = self._stage_beside(
+                f"row 3: {n} files", work, qb, sync, f"{n}-", tree, files, "hardlink", linked_all,
+                "cp -al", lambda copy, tree=tree: [["cp", "-al", tree, copy]], os.path.join(qb, f"cp{n}-"), shutil.rmtree)
         big, small = self.sizes["link_files"], self.sizes["link_files_small"]
         ours, ref = times[big]
         ratio = median([a / b for a, b in zip(ours, ref)])
@@ -235,24 +246,13 @@ class Bench:
         measure.warm([src])  # both sides start from a warm page cache
         os.sync()            # and with no dirty pages of the generated file left to throttle a writer
         if want4:
-            ours, ref = [], []
-            for i in range(self.repeat):
-                request = os.path.join(work, f"req-{i}.json")
-                job_dir = os.path.join(sync, "route", f"job-{i}")
-                self._request(request, job_dir, qb, files, "copy")
-                r, resp = self._serve(request, qb, sync)
+            def copied_all(resp):
                 if resp["result"].get("bytes_copied") != size:
                     raise RuntimeError(f"stage copied {resp['result'].get('bytes_copied')} of {size} bytes")
-                copy = os.path.join(sync, f"cp-{i}.bin")
-                t0 = time.monotonic()
-                subprocess.run(["cp", src, copy], check=True)
-                subprocess.run(["sync", copy], check=True)  # fsync of the copy
-                ref.append(time.monotonic() - t0)
-                ours.append(r.wall)
-                log(f"row 4: run {i + 1}: archctl stage (copy) {r.wall:.2f} s, cp + fsync {ref[-1]:.2f} s")
-                os.unlink(copy)
-                shutil.rmtree(job_dir)
-                os.sync()
+            # `sync FILE` is the fsync of the copy.
+            ours, ref = self._stage_beside(
+                "row 4: copy", work, qb, sync, "", qb, files, "copy", copied_all,
+                "cp + fsync", lambda copy: [["cp", src, copy], ["sync", copy]], os.path.join(sync, "cp-"), os.unlink)
             ratio = median([a / b for a, b in zip(ours, ref)])
             self.add(4, f"copy staging of {size // MIB} MiB incl. xxh3-128 + fsync (node serve) vs cp + fsync",
                      f"{median(ours):.2f} s", f"{median(ref):.2f} s", f"{ratio:.2f}x", "<= 1.15x", ratio <= 1.15,
