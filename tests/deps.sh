@@ -16,8 +16,14 @@
 # mktorrent with transmission-cli (transmission-create): tests/integration/test_creators.py
 # archives torrents made by the tools people use; zsh and fish
 # (tests/integration/test_shells.py drives the completion scripts in each real shell), tmux
-# (tests/integration/test_panel.py reads the progress panel at 80 and 120 columns) and dpkg-dev
-# (dpkg-shlibdeps: tests/integration/test_package.py builds the .deb with cpack).
+# (tests/integration/test_panel.py reads the progress panel at 80 and 120 columns), dpkg-dev
+# (dpkg-shlibdeps: tests/integration/test_package.py builds the .deb with cpack), file (cpack's
+# DEB generator runs `file` on every packaged file to find the binaries for dpkg-shlibdeps; a
+# minbase root has none and nothing above pulls it in) and procps (pgrep:
+# tests/integration/test_ssh.py checks that no ssh of a timed-out call is left behind).
+# tests/deps_programs.tsv lists every program the build, the package step, the suites and these
+# scripts call, with its package; ctest docs.deps (tests/docs/check_deps.py) fails when a called
+# program's package is neither in the list below nor part of a minbase root.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -26,7 +32,7 @@ packages=(
   doctest-dev libtomlplusplus-dev
   qbittorrent-nox syncthing python3 python3-libtorrent openssl e2fsprogs openssh-server openssh-client
   mktorrent transmission-cli
-  zsh fish tmux dpkg-dev
+  zsh fish tmux dpkg-dev file procps
 )
 missing=()
 for p in "${packages[@]}"; do
