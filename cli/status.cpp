@@ -233,7 +233,7 @@ Outcome run_focused(Context& ctx, const config::Config& config, const std::strin
     Output& out = ctx.out();
     if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
     jobs::Nodes nodes(config, tuning);
-    auto focus = jobs::read_focus(*state.value(), nodes, target);
+    auto focus = jobs::read_focus(*state.value(), nodes, target, config.count_shared_copies);
     if (!focus.ok()) return Outcome::failed(focus.take_error());
     const jobs::ResourceStatus& r = focus->resource;
     JobFilter filter{focus->qb_id, focus->job_id};

@@ -118,6 +118,7 @@ std::string render_plan(const jobs::Prepared& p) {
                        format_size(static_cast<std::uint64_t>(pl.delta_bytes)),
                        format_size(p.target_free > p.min_free ? p.target_free - p.min_free : 0), format_size(p.min_free),
                        pl.disk_ok ? "ok" : "INSUFFICIENT");
+    if (!p.share_limits_text.empty()) out += fmt::format("  share  {}\n", p.share_limits_text);
     // A built part file is printed only after the engine found every boundary piece's outside
     // bytes on the source and checked the pieces from disk (jobs::check_source_ready); otherwise
     // plan refused.

@@ -273,6 +273,7 @@ Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnin
     };
     set_default("transfer.min_free", ValueType::size, "2G", std::int64_t{2} << 30);
     set_default("transfer.verify_transit", ValueType::boolean, "false");
+    set_default("evict.count_shared_copies", ValueType::boolean, "false");
     set_default("transfer.outage_wait", ValueType::duration, "5m", 300);
     set_default("routes.policy", ValueType::string, "on_demand");
     set_default("routes.provision_timeout", ValueType::duration, "30m", 1800);
@@ -397,6 +398,22 @@ Result<NodeConfig> build_node(const Values& values, const std::string& name, std
     n.syncthing.ca_file = str(values, p + "syncthing.ca_file");
     n.syncthing.insecure_tls = flag(values, p + "syncthing.insecure_tls");
     if (values.count(p + "syncthing.addresses")) n.syncthing.addresses = values.at(p + "syncthing.addresses").items;
+    std::string limits = str(values, p + "share_limits", "none");
+    if (limits == "none") n.share_limits = ShareLimitsPolicy::none;
+    else if (limits == "global") n.share_limits = ShareLimitsPolicy::global;
+    else return Error(ErrorCode::CONFIG_INVALID,
+                      fmt::format("invalid config: {} '{}' is not 'none' or 'global' ({})", p + "share_limits", limits,
+                                  values.at(p + "share_limits").origin),
+                      "'none' gives each torrent archctl adds its own limits of none; 'global' leaves it to the node's global share limits");
+    std::string labels = str(values, p + "labels", "keep");
+    if (labels == "keep") n.labels = LabelsPolicy::keep;
+    else if (labels == "drop") n.labels = LabelsPolicy::drop;
+    else return Error(ErrorCode::CONFIG_INVALID,
+                      fmt::format("invalid config: {} '{}' is not 'keep' or 'drop' ({})", p + "labels", labels, values.at(p + "labels").origin),
+                      "'keep' gives each torrent archctl adds the source's category and tags; 'drop' gives it none");
+    const std::string map_prefix = p + "category_map.";
+    for (auto it = values.lower_bound(map_prefix); it != values.end() && it->first.rfind(map_prefix, 0) == 0; ++it)
+        n.category_map[it->first.substr(map_prefix.size())] = it->second.text;
     return n;
 }
 
@@ -576,6 +593,7 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     config.min_free = static_cast<std::uint64_t>(values.at("transfer.min_free").integer);
     config.outage_wait_s = values.at("transfer.outage_wait").integer;
     config.verify_transit = values.at("transfer.verify_transit").boolean || values.at("transfer.verify_transit").text == "true";
+    config.count_shared_copies = values.at("evict.count_shared_copies").boolean || values.at("evict.count_shared_copies").text == "true";
     std::string policy = values.at("routes.policy").text;
     if (policy == "on_demand") config.route_policy = RoutePolicy::on_demand;
     else if (policy == "eager_mesh") config.route_policy = RoutePolicy::eager_mesh;
@@ -627,6 +645,12 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
         if (!values.count(p + "timeout")) {
             config.display[p + "timeout"] = format_duration(node.timeout.count());
             config.origin[p + "timeout"] = "default";
+        }
+        for (const auto& [key, shown] : {std::pair{p + "share_limits", std::string(node.share_limits == ShareLimitsPolicy::none ? "none" : "global")},
+                                         std::pair{p + "labels", std::string(node.labels == LabelsPolicy::keep ? "keep" : "drop")}}) {
+            if (values.count(key)) continue;
+            config.display[key] = shown;
+            config.origin[key] = "default";
         }
         if (!node.qbittorrent.password.file.empty()) {
             config.display[p + "qbittorrent.password"] = node.qbittorrent.password.describe("password_file");

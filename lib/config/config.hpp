@@ -49,6 +49,14 @@ struct SyncthingSettings {
 enum class Role { cache, archive };
 std::string to_string(Role role);
 
+// nodes.<name>.share_limits: what a torrent archctl adds on the node gets. `none` (default): its
+// own limits set to none, so the node's global share limits never stop or remove it. `global`:
+// the global limits apply (a copy they would remove does not count as an archive copy).
+enum class ShareLimitsPolicy { none, global };
+// nodes.<name>.labels: whether a torrent archctl adds on the node gets the source torrent's
+// category and tags (`keep`, default; mapped through category_map) or none (`drop`).
+enum class LabelsPolicy { keep, drop };
+
 inline constexpr std::chrono::seconds k_default_node_timeout{20};
 
 struct NodeConfig {
@@ -62,6 +70,11 @@ struct NodeConfig {
     std::chrono::seconds timeout{k_default_node_timeout};
     QbittorrentSettings qbittorrent;
     SyncthingSettings syncthing;
+    ShareLimitsPolicy share_limits = ShareLimitsPolicy::none;
+    LabelsPolicy labels = LabelsPolicy::keep;
+    // nodes.<name>.category_map: source category → the category a torrent gets on this node
+    // ("" for none); a category not listed keeps its name.
+    std::map<std::string, std::string> category_map;
     bool local() const { return exec.empty(); }
 };
 
@@ -90,6 +103,9 @@ struct Config {
     std::uint64_t min_free = 2ull << 30;   // transfer.min_free, bytes; 0 disables the floor
     std::int64_t outage_wait_s = 300;      // transfer.outage_wait: how long a job waits for an unreachable service
     bool verify_transit = false;           // transfer.verify_transit
+    // evict.count_shared_copies: an archive copy whose files are also another torrent's files on
+    // that node counts as a copy (deleting that torrent with its files would delete it too).
+    bool count_shared_copies = false;
     RoutePolicy route_policy = RoutePolicy::on_demand;
     std::int64_t provision_timeout_s = 30 * 60;  // routes.provision_timeout
     std::int64_t route_check_max_age_s = 24 * 3600;  // routes.check_max_age

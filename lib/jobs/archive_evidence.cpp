@@ -1,8 +1,12 @@
 #include "lib/jobs/archive_evidence.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "lib/base/fs.hpp"
+#include "lib/clients/qbittorrent/share_limits.hpp"
+#include "lib/jobs/referenced.hpp"
 
 #include "lib/node/ops.hpp"
 #include "lib/state/placements.hpp"
@@ -57,20 +61,57 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
         d.type = entries[k].type;
         if (d.type != "file") continue;
         node::EntryStat st = entries[k].stat.value_or(node::EntryStat{});
-        d.stamp = {st.dev, st.ino, st.size, st.mtime_ns, st.btime_ns};
+        d.stamp = {st.dev, st.ino, st.size, st.mtime_ns, st.btime_ns, st.ctime_ns};
+    }
+    return out;
+}
+
+Result<std::vector<std::string>> torrents_sharing(NodeHandle& node, const std::string& self, const std::vector<std::string>& paths,
+                                                 const std::vector<qb::TorrentInfo>& torrents) {
+    std::vector<std::string> out;
+    std::set<std::string> mine(paths.begin(), paths.end());
+    if (mine.empty()) return out;
+    // Does `root` hold one of the paths (is one of them `root` or below it)? The first path not
+    // before `root` in order answers it.
+    auto holds = [&mine](const std::string& root) {
+        if (root.empty()) return false;
+        auto it = mine.lower_bound(root);
+        return it != mine.end() && (*it == root || (it->size() > root.size() && it->compare(0, root.size(), root) == 0 && (*it)[root.size()] == '/'));
+    };
+    for (const auto& t : torrents) {
+        if (t.id == self) continue;
+        std::string base = strip_trailing_slashes(t.save_path);
+        // While its content is in qBittorrent's incomplete-downloads folder, its files are there.
+        std::string download = strip_trailing_slashes(t.download_path);
+        if (!download.empty() && path_at_or_below(strip_trailing_slashes(t.content_path), download)) base = download;
+        std::string root = t.content_path.empty() ? base : strip_trailing_slashes(t.content_path);
+        if (!holds(root)) continue;
+        ARCHCTL_TRY_ASSIGN(auto files, node.qb().files(t.id));
+        for (const auto& f : files)
+            if (mine.count(base + "/" + f.name)) {
+                out.push_back(fmt::format("'{}' ({})", t.name, t.id.substr(0, 12)));
+                break;
+            }
     }
     return out;
 }
 
 Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const qb::TorrentInfo& info, const std::vector<qb::TorrentFile>& qb_files,
                                                const std::vector<plan::CoverageFile>& files, const CommittedFiles& committed,
-                                               plan::VerifyArchive verify) {
+                                               const EvidenceOptions& options) {
     plan::ArchiveEvidence a;
     a.view = placement_view(node.name(), info, qb_files);
     a.state = info.state;
     a.generation = committed.generation;
     a.committed = committed.stamps;
-    a.verify = verify;
+    a.verify = options.verify;
+    a.count_shared = options.count_shared;
+    ARCHCTL_TRY_ASSIGN(auto global, node.share_limits());
+    qb::EffectiveShareLimits limits = qb::effective_share_limits(info, global);
+    if (limits.removes())
+        a.will_not_stay = fmt::format("{} on '{}': the copy will not stay (give the torrent its own share limits of none in "
+                                      "qBittorrent)",
+                                      limits.text(), node.name());
     std::vector<std::string> paths(files.size());
     for (const auto& f : files)
         if (f.index < paths.size()) paths[f.index] = f.path;
@@ -81,13 +122,23 @@ Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const qb::Torre
         if (i < files.size() && files[i].size > 0 && !files[i].path.empty())
             held.push_back({files[i].index, layout.disk_path(files[i].index), files[i].size});
     ARCHCTL_TRY_ASSIGN(a.disk, stat_files(node, a.view.save_path, held, files.size()));
+    if (!held.empty()) {
+        std::vector<std::string> held_paths;
+        const std::string base = strip_trailing_slashes(a.view.save_path);
+        for (const auto& f : held) held_paths.push_back(base + "/" + f.path);
+        std::vector<qb::TorrentInfo> fresh;
+        if (!options.torrents) {
+            ARCHCTL_TRY_ASSIGN(fresh, node.qb().all_torrents());
+        }
+        ARCHCTL_TRY_ASSIGN(a.shared_with, torrents_sharing(node, info.id, held_paths, options.torrents ? *options.torrents : fresh));
+    }
     return a;
 }
 
 Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const qb::TorrentInfo& info, const std::vector<plan::CoverageFile>& files,
-                                               const CommittedFiles& committed, plan::VerifyArchive verify) {
+                                               const CommittedFiles& committed, const EvidenceOptions& options) {
     ARCHCTL_TRY_ASSIGN(auto qb_files, node.qb().files(info.id));
-    return archive_evidence(node, info, qb_files, files, committed, verify);
+    return archive_evidence(node, info, qb_files, files, committed, options);
 }
 
 std::map<std::uint32_t, plan::FileStamp> stamps_of(const std::vector<plan::DiskFile>& stats) {

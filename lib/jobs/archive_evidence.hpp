@@ -5,8 +5,14 @@
 // committed those files. Used by `plan evict`, `status`, evict's proof and its revalidation
 // before every deletion, so they can never disagree.
 //
+// Whether the copy will stay is part of the evidence: the torrent's effective share limits (the
+// node's global limits, read once per session) and the other torrents on the node whose files
+// are this copy's files (a torrent whose content path holds one of the copy's paths has its file
+// list read to confirm it).
+//
 // Cost per archive placement: one torrents/files request (the caller brings the torrent's info,
-// one torrents/info request) and one node `tree` batch for all its files.
+// one torrents/info request), one node `tree` batch for all its files, and the file list of each
+// other torrent whose content path holds one of its paths.
 
 #include <cstdint>
 #include <map>
@@ -39,6 +45,20 @@ struct CommittedFiles {
 [[nodiscard]] Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::string& base,
                                                              const std::vector<plan::CoverageFile>& files, std::size_t file_count);
 
+struct EvidenceOptions {
+    plan::VerifyArchive verify = plan::VerifyArchive::no;
+    bool count_shared = false;  // evict.count_shared_copies
+    // The node's torrents, for the shared-files check: a snapshot a plan or report already
+    // holds; null: read fresh (what a revalidation right before a deletion does).
+    const std::vector<clients::qbittorrent::TorrentInfo>* torrents = nullptr;
+};
+
+// Other torrents in `torrents` (the node's list) whose files include one of `paths` (absolute
+// node paths), each named "'name' (qB id 12)"; `self` is skipped.
+[[nodiscard]] Result<std::vector<std::string>> torrents_sharing(NodeHandle& node, const std::string& self,
+                                                                const std::vector<std::string>& paths,
+                                                                const std::vector<clients::qbittorrent::TorrentInfo>& torrents);
+
 // Everything judge_file needs about the placement `info` on `node`, given qBittorrent's file
 // list for it. `files` is the resource's file list (metainfo paths and sizes; a path "" for a
 // file not asked about); only files qBittorrent reports selected and complete are stat'ed, each
@@ -46,11 +66,11 @@ struct CommittedFiles {
 [[nodiscard]] Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const clients::qbittorrent::TorrentInfo& info,
                                                              const std::vector<clients::qbittorrent::TorrentFile>& qb_files,
                                                              const std::vector<plan::CoverageFile>& files,
-                                                             const CommittedFiles& committed, plan::VerifyArchive verify);
+                                                             const CommittedFiles& committed, const EvidenceOptions& options);
 // The same, reading qBittorrent's file list first.
 [[nodiscard]] Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const clients::qbittorrent::TorrentInfo& info,
                                                              const std::vector<plan::CoverageFile>& files,
-                                                             const CommittedFiles& committed, plan::VerifyArchive verify);
+                                                             const CommittedFiles& committed, const EvidenceOptions& options);
 
 // Stamps of the regular files among `stats` (for the record a commit writes).
 std::map<std::uint32_t, plan::FileStamp> stamps_of(const std::vector<plan::DiskFile>& stats);

@@ -178,9 +178,14 @@ Status restore_baseline(JobRun& run) {
                                                            fmt::join(diff, "; ")));
     }
     ARCHCTL_TRY_STATUS(restore_tags(run, tqb, infos[0]));
-    if (b.value("started", false)) ARCHCTL_TRY_STATUS(tqb.start({id}));
+    const bool started = b.value("started", false);
+    if (started) ARCHCTL_TRY_STATUS(start_and_confirm(run, tqb));
     run.ledger.target_touched = false;
-    run.record("baseline_restored", {{"node", run.def.target}});
+    run.record("baseline_restored", {{"node", run.def.target},
+                                     {"run_state", b.value("run_state", "")},
+                                     {"started", started},
+                                     {"selection", b.value("selected", "")},
+                                     {"partfile", b.value("partfile", nlohmann::json::object()).value("present", false)}});
     return {};
 }
 

@@ -68,6 +68,10 @@ struct Prepared {
     // read from the source's disk, and from its own part file.
     std::vector<std::uint32_t> partfile_from_disk, partfile_from_partfile;
     nlohmann::json partfile_bytes = nlohmann::json::array();  // [{piece, file, from: disk|partfile}]
+    // What the target qBittorrent's share limits will do to the copy: a line for the plan, and
+    // {node, global, effective, protected, removes, stops} for --json.
+    std::string share_limits_text;
+    nlohmann::json share_limits;
 
     nlohmann::json to_json() const;
     // Why the job would be refused before it starts because of the target's free space above

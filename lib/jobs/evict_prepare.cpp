@@ -166,7 +166,8 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::archive)) {
         auto it = p.resource.placements.find(n->name());
         if (it == p.resource.placements.end()) continue;
-        auto evidence = read_evidence(*n, it->second, in.files, m_state, p.resource.aliases(), request.verify_archive);
+        jobs::EvidenceOptions options{.verify = request.verify_archive, .count_shared = m_config.count_shared_copies, .torrents = nullptr};
+        auto evidence = read_evidence(*n, it->second, in.files, m_state, p.resource.aliases(), options);
         if (!evidence.ok()) {
             in.unreachable.push_back(fmt::format("{}: {}", n->name(), evidence.error().message));
             continue;

@@ -31,13 +31,14 @@ std::string failure_of(const nlohmann::json& f) {
     return why.empty() ? verdict : fmt::format("{}: {}", verdict, why);
 }
 
-// The piece verifier on the archive node's disk, for the files the proof names.
-Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const plan::ArchiveProof& proof) {
+// The piece verifier on the archive node's disk, for `files` of the proof (the ones its stamps do
+// not prove, or all of them with --verify-archive): only those files' pieces are read.
+Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const plan::ArchiveProof& proof, const torrent::Selection& files) {
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
     node::VerifyPiecesRequest request;
     request.save_path = strip_trailing_slashes(proof.save_path);
     request.torrent_b64 = base64_encode(run.metainfo);
-    request.files = proof.files.to_string();
+    request.files = files.to_string();
     for (const auto& p : proof.proven)
         if (!p.disk.empty() && p.disk != p.path) request.paths[p.index] = p.disk;
     ARCHCTL_TRY_ASSIGN(auto verified, node::Ops(*transport).verify_pieces(request));
@@ -64,26 +65,32 @@ std::vector<plan::CoverageFile> files_of(const plan::ArchiveProof& proof) {
 }
 
 // The proof against fresh evidence from its node: the torrent and its state in qBittorrent, each
-// file at 100% there, and the node's stat of each file equal to the stamp it was proven at (and,
-// with --verify-archive, a piece check once per run).
-Result<nlohmann::json> revalidate_proof(EvictRun& run, const plan::ArchiveProof& proof) {
+// file at 100% there, the copy still one that will stay (share limits, no other torrent's files),
+// and the node's stat of each file equal to the stamp it was proven at — except the files a
+// piece check proves (those the stamps did not prove, or every file with --verify-archive),
+// checked once per run.
+Result<nlohmann::json> revalidate_proof(EvictRun& run, const plan::ArchiveProof& proof, nlohmann::json& pieces_checked) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * n, run.node(proof.node));
     ARCHCTL_TRY_ASSIGN(auto infos, n->qb().torrents({proof.qb_id}));
-    bool pieces = run.verify_pieces() || proof.trust == plan::Trust::verify_pieces;
+    const bool all_pieces = run.verify_pieces() || proof.trust == plan::Trust::verify_pieces;
+    const torrent::Selection piece_files = all_pieces ? proof.files : proof.piece_files();
     std::optional<plan::ArchiveEvidence> live;
     if (!infos.empty()) {
-        ARCHCTL_TRY_ASSIGN(live, read_evidence(*n, infos[0], files_of(proof), run.env.state_dir, run.def.aliases,
-                                               pieces ? plan::VerifyArchive::yes : plan::VerifyArchive::no));
+        jobs::EvidenceOptions options{.verify = all_pieces ? plan::VerifyArchive::yes : plan::VerifyArchive::no,
+                                      .count_shared = run.env.config.count_shared_copies,
+                                      .torrents = nullptr};
+        ARCHCTL_TRY_ASSIGN(live, read_evidence(*n, infos[0], files_of(proof), run.env.state_dir, run.def.aliases, options));
     }
-    // With a piece check due now, the bytes are proven by it, whatever the stamps did since the
-    // proof; after it, the stamps it checked are the reference for the rest of the run.
+    // With a piece check due now, its files are proven by it, whatever their stamps did since
+    // the proof; after it, the stamps it checked are the reference for the rest of the run.
     plan::ArchiveProof reference = proof;
     auto checked = run.pieces_verified.find(proof.node);
-    bool check_now = pieces && checked == run.pieces_verified.end();
+    bool check_now = !piece_files.empty() && checked == run.pieces_verified.end();
     if (checked != run.pieces_verified.end()) reference.proven = checked->second;
     if (check_now && live)
         for (auto& f : reference.proven)
-            if (f.index < live->disk.size() && live->disk[f.index].type == "file") f.stamp = live->disk[f.index].stamp;
+            if (piece_files.contains(f.index) && f.index < live->disk.size() && live->disk[f.index].type == "file")
+                f.stamp = live->disk[f.index].stamp;
     std::string drift = plan::proof_drift(reference, live);
     if (!drift.empty()) {
         std::string kept = run.ledger.files_removed == 0 && !run.ledger.removed
@@ -96,8 +103,9 @@ Result<nlohmann::json> revalidate_proof(EvictRun& run, const plan::ArchiveProof&
     nlohmann::json verdict = {{"node", proof.node}, {"qb_id", proof.qb_id}, {"files", proof.files.to_string()},
                               {"generation", proof.generation}, {"state", live->state}, {"holds", true}};
     if (check_now) {
-        ARCHCTL_TRY_ASSIGN(verdict["pieces"], verify_proof(run, *n, proof));
+        ARCHCTL_TRY_ASSIGN(verdict["pieces"], verify_proof(run, *n, proof, piece_files));
         run.pieces_verified[proof.node] = reference.proven;
+        pieces_checked[proof.node] = piece_files.to_string();
     }
     return verdict;
 }
@@ -128,9 +136,10 @@ Result<plan::PlacementView> read_view(jobs::NodeHandle& node, const qb::TorrentI
 }
 
 Result<plan::ArchiveEvidence> read_evidence(jobs::NodeHandle& node, const qb::TorrentInfo& info, const std::vector<plan::CoverageFile>& files,
-                                            const state::StateDir& dir, const std::vector<std::string>& aliases, plan::VerifyArchive verify) {
+                                            const state::StateDir& dir, const std::vector<std::string>& aliases,
+                                            const jobs::EvidenceOptions& options) {
     ARCHCTL_TRY_ASSIGN(auto committed, jobs::committed_files(dir, aliases, node.name()));
-    return jobs::archive_evidence(node, info, files, committed, verify);
+    return jobs::archive_evidence(node, info, files, committed, options);
 }
 
 Result<std::optional<state::PlacementRecord>> committed_record(const state::StateDir& dir, const std::vector<std::string>& aliases,
@@ -146,12 +155,13 @@ Result<std::optional<state::PlacementRecord>> committed_record(const state::Stat
 Status revalidate(EvictRun& run) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, run.node(run.def.cache));
     if (!run.ledger.removed) ARCHCTL_TRY_STATUS(revalidate_cache(run, *cache));
-    nlohmann::json verdicts = nlohmann::json::array();
+    nlohmann::json verdicts = nlohmann::json::array(), pieces_checked = nlohmann::json::object();
     for (const auto& proof : run.def.proofs) {
-        ARCHCTL_TRY_ASSIGN(auto v, revalidate_proof(run, proof));
+        ARCHCTL_TRY_ASSIGN(auto v, revalidate_proof(run, proof, pieces_checked));
         verdicts.push_back(std::move(v));
     }
-    ARCHCTL_TRY_STATUS(run.event("revalidated", {{"proofs", verdicts}, {"pieces_verified", run.verify_pieces()}}));
+    ARCHCTL_TRY_STATUS(run.event("revalidated", {{"proofs", verdicts}, {"pieces_verified", run.verify_pieces()},
+                                                 {"pieces_checked", pieces_checked}}));
     crash_point("evict.revalidated");
     return {};
 }

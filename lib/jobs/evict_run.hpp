@@ -12,6 +12,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/clients/qbittorrent/types.hpp"
+#include "lib/jobs/archive_evidence.hpp"
 #include "lib/jobs/evict.hpp"
 #include "lib/jobs/kind.hpp"
 #include "lib/jobs/nodes.hpp"
@@ -32,7 +33,7 @@ namespace qb = clients::qbittorrent;
 // file stamps archctl committed there as this state directory records them.
 [[nodiscard]] Result<plan::ArchiveEvidence> read_evidence(jobs::NodeHandle& node, const clients::qbittorrent::TorrentInfo& info,
                                                           const std::vector<plan::CoverageFile>& files, const state::StateDir& dir,
-                                                          const std::vector<std::string>& aliases, plan::VerifyArchive verify);
+                                                          const std::vector<std::string>& aliases, const jobs::EvidenceOptions& options);
 
 // The placement record archctl committed for the resource on `node`, under any of its aliases.
 [[nodiscard]] Result<std::optional<state::PlacementRecord>> committed_record(const state::StateDir& dir,

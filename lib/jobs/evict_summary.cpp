@@ -73,13 +73,19 @@ std::string render_plan(const EvictPrepared& p) {
                    f.nodes.empty() ? "MISSING" : fmt::format("{}", fmt::join(f.nodes, ", "))});
     out += t.render() + "\n\n";
     out += fmt::format("  covered  {}", covered_line(c));
-    for (const auto& pr : c.proofs)
+    for (const auto& pr : c.proofs) {
+        std::size_t pieces = pr.piece_files().count();
         out += fmt::format("\n  proof    {}: {} files, {}", pr.node, pr.files.count(),
                            pr.trust == plan::Trust::verify_pieces
                                ? "qBittorrent 100%, regular files of the exact size; piece check on its disk before deleting"
-                               : fmt::format("qBittorrent 100%, the same files archctl's recheck verified (generation {}), "
+                           : pieces == 0
+                               ? fmt::format("qBittorrent 100%, the same files archctl's recheck verified (generation {}), "
                                              "checked again before every deletion",
-                                             pr.generation));
+                                             pr.generation)
+                               : fmt::format("qBittorrent 100%; {} the same files archctl's recheck verified (generation {}), "
+                                             "{} proven by a piece check of just those files on its disk before deleting",
+                                             pr.files.count() - pieces, pr.generation, pieces));
+    }
     for (const auto& n : c.notes) out += fmt::format("\n  note     {}", n);
     return out;
 }
@@ -100,17 +106,13 @@ Error incomplete_error(const EvictPrepared& p) {
                 most = pr.files.count();
                 to = pr.node;
             }
-    // Files an archive holds but archctl cannot vouch for (no stamp, or changed since its
-    // recheck) need a piece check, not another archive: that would find nothing to move.
+    // Files an archive holds but archctl's stamps cannot vouch for count already (evict checks
+    // their pieces): what is missing needs another archive copy.
     std::vector<std::uint32_t> to_archive;
     for (const auto& f : c.files)
-        if (f.nodes.empty() && !f.pieces_could_prove) to_archive.push_back(f.file.index);
-    std::string verify = fmt::format("archctl evict {} --from {} --verify-archive", p.resource.short_id(), p.cache);
-    if (to_archive.empty())
-        return Error(ErrorCode::NOT_COVERED, msg, verify + "   (a piece check on the archive's disk proves the copies archctl cannot vouch for)");
+        if (f.nodes.empty()) to_archive.push_back(f.file.index);
     std::string hint = fmt::format("archctl archive {} --from {} --to {} --files {}", p.resource.short_id(), p.cache, to,
                                    torrent::Selection::of(to_archive).to_string());
-    if (to_archive.size() < idx.size()) hint += fmt::format("; then {}", verify);
     return Error(ErrorCode::NOT_COVERED, msg, hint);
 }
 
@@ -153,7 +155,11 @@ std::string describe_event(const nlohmann::json& e) {
             parts.push_back(fmt::format("{} still holds {} ({}, qBittorrent {}, same files on disk){}", p.value("node", ""),
                                         p.value("files", ""), fmt::format("generation {}", p.value("generation", 0)),
                                         p.value("state", "?"), p.contains("pieces") ? ", pieces verified" : ""));
-        return fmt::format("revalidated live right before deleting: {}", fmt::join(parts, "; "));
+        std::vector<std::string> checked;
+        for (const auto& [node, files] : e.value("pieces_checked", nlohmann::json::object()).items())
+            checked.push_back(fmt::format("files {} on {}", files.is_string() ? files.get<std::string>() : files.dump(), node));
+        std::string pieces = checked.empty() ? "" : fmt::format("; piece-checked {}", fmt::join(checked, ", "));
+        return fmt::format("revalidated live right before deleting: {}{}", fmt::join(parts, "; "), pieces);
     }
     if (type == "removed")
         return fmt::format("{} torrent {} from qBittorrent on {}, data deletion disabled",

@@ -80,6 +80,10 @@ Status compensate(JobRun& run, const Error& why);
 // Undo what this job did to an existing target (after unmerge): selection, part file, per-file
 // progress (a recheck), tags, run state. Errors name what could not be restored.
 [[nodiscard]] Status restore_baseline(JobRun& run);
+// Start the job's torrent on the target and see it started: a check qBittorrent still had queued
+// stops it again when it ends, so a torrent seen stopped a while after the start is started once
+// more (15 s at most, then a warning).
+[[nodiscard]] Status start_and_confirm(JobRun& run, clients::qbittorrent::Api& tqb);
 // Drop the job's copy of the baseline part file (after commit or compensation).
 [[nodiscard]] Status drop_baseline_copy(JobRun& run);
 // Recheck a stopped torrent and wait for the result; an attempt to download fails.

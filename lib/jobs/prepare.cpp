@@ -10,6 +10,7 @@
 #include "lib/base/hash.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
+#include "lib/clients/qbittorrent/share_limits.hpp"
 #include "lib/jobs/engine.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/preflight.hpp"
@@ -27,6 +28,47 @@ using torrent::sha256_hex;
 
 config::Role source_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::cache : config::Role::archive; }
 config::Role target_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::archive : config::Role::cache; }
+
+// What the target's share limits will do to the copy the job makes (DESIGN: a copy counts only
+// while it will stay): a torrent archctl adds gets its own limits of none unless the node's
+// config leaves it to the global ones; an existing torrent keeps its own limits, and global
+// ones that would stop or remove it are replaced by none at the commit.
+void note_share_limits(Prepared& p, NodeHandle& dst) {
+    namespace qb = clients::qbittorrent;
+    const bool protect = dst.config().share_limits == config::ShareLimitsPolicy::none;
+    auto global = dst.share_limits();
+    if (!global.ok()) {
+        p.share_limits_text = fmt::format("unknown: cannot read qBittorrent's preferences on '{}': {}", p.target, global.error().message);
+        p.share_limits = {{"node", p.target}, {"error", global.error().message}};
+        return;
+    }
+    auto existing = p.resource.placements.find(p.target);
+    const bool is_new = existing == p.resource.placements.end() || !p.plan.extends_existing;
+    qb::EffectiveShareLimits eff = is_new ? (protect ? qb::EffectiveShareLimits{} : qb::new_torrent_limits(global.value()))
+                                          : qb::effective_share_limits(existing->second, global.value());
+    const bool cleared_at_commit = !is_new && protect && eff.global && (eff.removes() || eff.stops());
+    const std::string setting = fmt::format("nodes.{}.share_limits = \"{}\"", p.target, protect ? "none" : "global");
+    std::string text;
+    if (is_new && protect)
+        text = global->any() ? fmt::format("{}'s global share limits ({}) do not apply: the new torrent gets its own limits of none ({})",
+                                           p.target, global->text(), setting)
+                             : fmt::format("none on {} (the new torrent gets its own limits of none)", p.target);
+    else if (is_new)
+        text = global->any() ? fmt::format("{}'s global share limits apply to the new torrent ({}): {}", p.target, setting, global->text())
+                             : fmt::format("none on {} ({})", p.target, setting);
+    else
+        text = eff.limited() ? fmt::format("the torrent on {}: {}", p.target, eff.text()) : fmt::format("none for the torrent on {}", p.target);
+    if (cleared_at_commit) text += "; archctl gives it its own limits of none at the commit";
+    else if (eff.removes()) text += "; evict will not count this copy";
+    else if (eff.stops()) text += "; qBittorrent will stop it seeding";
+    p.share_limits_text = text;
+    p.share_limits = {{"node", p.target},
+                      {"global", global->text()},
+                      {"effective", cleared_at_commit || !eff.limited() ? "none" : eff.text()},
+                      {"protected", protect},
+                      {"removes", eff.removes() && !cleared_at_commit},
+                      {"stops", eff.stops() && !cleared_at_commit}};
+}
 
 Result<std::string> pick_source(Nodes& nodes, const TransferRequest& r, const Resource& res) {
     config::Role role = source_role(r.op);
@@ -176,6 +218,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     in.caps.target_free = p.target_free;
     in.caps.min_free = p.min_free = m_config.min_free;
     ARCHCTL_TRY_ASSIGN(p.plan, plan::compute(in));
+    if (!p.plan.empty_delta()) note_share_limits(p, *dst);
     torrent::FileModel model(meta);
     if (!p.plan.empty_delta()) {
         // Plan is a promise: what the job's preflight would refuse is refused here, by the same checks.
@@ -293,6 +336,7 @@ nlohmann::json Prepared::to_json() const {
         j["plan"]["partfile"].update(
             {{"from_disk", partfile_from_disk}, {"from_partfile", partfile_from_partfile}, {"bytes", partfile_bytes}});
     j["disk"] = {{"free", target_free}, {"floor", min_free}, {"ok", plan.disk_ok}};
+    if (!share_limits.is_null()) j["share_limits"] = share_limits;
     j["source_data_path"] = source_data_path;
     nlohmann::json pre = nlohmann::json::array();
     for (const auto& f : preexisting) pre.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}});

@@ -180,12 +180,12 @@ Overview read_overview(const config::Config& config, const state::StateDir* stat
     Inventory known;
     add_job_resources(known, o.jobs);
     add_recorded_resources(known, *state);
-    o.resources = resource_status(sessions, *state, known.take());
+    o.resources = resource_status(sessions, *state, known.take(), config.count_shared_copies);
     for (auto& r : o.resources) name_from_placements(r);
     return o;
 }
 
-Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target) {
+Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target, bool count_shared) {
     Focus f;
     ARCHCTL_TRY_ASSIGN(f.jobs, summarize_matching(state::JobStore(state), target));
     // A job id or a prefix only one job has; a prefix of several is refused like git refuses it.
@@ -211,7 +211,7 @@ Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const st
         f.resource.name = res->name;
         f.qb_id = res->identity.qb_id();
     }
-    f.resource = resource_status(sessions, state, {f.resource}).front();
+    f.resource = resource_status(sessions, state, {f.resource}, count_shared).front();
     name_from_placements(f.resource);
     return f;
 }

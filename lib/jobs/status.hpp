@@ -43,7 +43,8 @@ struct Focus {
     std::string job_id;   // set when a job id named it
     std::string qb_id;    // set when RES named it
 };
-[[nodiscard]] Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target);
+// `count_shared`: evict.count_shared_copies (the coverage counts copies other torrents share).
+[[nodiscard]] Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const std::string& target, bool count_shared = false);
 
 // What `status` says about one job beyond its row: the process driving it (the live holder of
 // its lock), its step and percent, and — for a job that needs a look or a rerun — the commands

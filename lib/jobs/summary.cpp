@@ -86,7 +86,8 @@ std::vector<std::string> aliases_of(const torrent::Identity& id) {
 // Per cache placement: which of its selected files an archive placement holds now, by the same
 // live test evict applies (plan::judge_file on jobs::archive_evidence). The cache's own file
 // list stands in for the metainfo (status exports no torrent).
-CoverageSummary coverage_of_cache(Nodes& nodes, const state::StateDir& dir, const ResourceStatus& r, const PlacementSummary& cache) {
+CoverageSummary coverage_of_cache(Nodes& nodes, const state::StateDir& dir, const ResourceStatus& r, const PlacementSummary& cache,
+                                  bool count_shared) {
     plan::CoverageInput in;
     in.cache = placement_view(cache.node, cache.info, cache.file_list);
     in.files.resize(cache.file_list.size());
@@ -97,7 +98,10 @@ CoverageSummary coverage_of_cache(Nodes& nodes, const state::StateDir& dir, cons
         auto evidence = [&]() -> Result<plan::ArchiveEvidence> {
             ARCHCTL_TRY_ASSIGN(NodeHandle * node, nodes.get(archive.node));
             ARCHCTL_TRY_ASSIGN(auto committed, committed_files(dir, aliases_of(r.identity), archive.node));
-            return archive_evidence(*node, archive.info, archive.file_list, in.files, committed, plan::VerifyArchive::no);
+            const auto& list = node->torrent_list();
+            EvidenceOptions options{.verify = plan::VerifyArchive::no, .count_shared = count_shared,
+                                    .torrents = list.ok() ? &list.value() : nullptr};
+            return archive_evidence(*node, archive.info, archive.file_list, in.files, committed, options);
         }();
         if (evidence.ok()) in.archives.push_back(std::move(evidence).value());
         else in.unreachable.push_back(fmt::format("{}: {}", archive.node, evidence.error().message));
@@ -369,7 +373,8 @@ nlohmann::json ResourceStatus::to_json() const {
     return {{"resource", identity.qb_id()}, {"identity", identity.to_json()}, {"name", name}, {"placements", ps}, {"coverage", cs}};
 }
 
-std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir& dir, const std::vector<ResourceStatus>& resources) {
+std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir& dir, const std::vector<ResourceStatus>& resources,
+                                            bool count_shared) {
     std::vector<ResourceStatus> out = resources;
     state::PlacementStore records(dir);
     if (out.empty()) return out;
@@ -398,7 +403,7 @@ std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir&
     }
     for (auto& r : out)
         for (const auto& p : r.placements)
-            if (p.role == "cache" && p.present && p.error.empty()) r.coverage.push_back(coverage_of_cache(nodes, dir, r, p));
+            if (p.role == "cache" && p.present && p.error.empty()) r.coverage.push_back(coverage_of_cache(nodes, dir, r, p, count_shared));
     return out;
 }
 

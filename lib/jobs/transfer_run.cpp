@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
@@ -298,12 +299,36 @@ Result<std::unique_ptr<KindRun>> load_transfer(RunEnv& env, const nlohmann::json
     return std::unique_ptr<KindRun>(std::make_unique<TransferRun>(env, std::move(def)));
 }
 
-std::string no_description(const nlohmann::json&) { return {}; }
+// `job show`'s words for the events that say what the job did to the target torrent.
+std::string describe_transfer_event(const nlohmann::json& e) {
+    std::string type = e.value("type", "");
+    std::string node = e.value("node", "");
+    if (type == "target_added") {
+        std::vector<std::string> tags = e.value("tags", std::vector<std::string>{});
+        std::string category = e.value("category", "");
+        return fmt::format("added to qBittorrent on {} at {}, category {}, tags {}, share limits {}", node, e.value("save_path", ""),
+                           category.empty() ? "none" : "'" + category + "'", tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")),
+                           e.value("share_limits", "global") == "none" ? "its own (none), not the global ones" : "the global ones");
+    }
+    if (type == "category_created") return fmt::format("category '{}' created on {} without a save path", e.value("category", ""), node);
+    if (type == "share_limits_cleared")
+        return fmt::format("the torrent on {} given its own share limits of none ({} before)", node, e.value("was", ""));
+    if (type == "baseline_restored") {
+        std::string selection = e.value("selection", "");
+        return fmt::format("restored the target on {} as it was before the job: {}, selection {}{}", node,
+                           e.value("started", false) ? "seeding again" : "stopped, as it was", selection.empty() ? "none" : selection,
+                           e.value("partfile", false) ? ", its part file put back" : "");
+    }
+    if (type == "restamped")
+        return fmt::format("the source files {} on {} stamped again after this job's hard links (their ctime changed)", e.value("files", ""),
+                           node);
+    return {};
+}
 
 }  // namespace
 
 const Kind& transfer_kind() {
-    static const Kind kind{"transfer", is_transfer_definition, load_transfer, summarize_transfer, no_description};
+    static const Kind kind{"transfer", is_transfer_definition, load_transfer, summarize_transfer, describe_transfer_event};
     return kind;
 }
 

@@ -4,11 +4,14 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
+#include "lib/clients/qbittorrent/share_limits.hpp"
 #include "lib/jobs/archive_evidence.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/resolve.hpp"
@@ -76,7 +79,79 @@ Result<std::vector<qb::TorrentFile>> recheck_and_wait(Clock& clock, qb::Api& cli
     }
 }
 
+// Started, and seen started (job_run.hpp).
+Status start_and_confirm(JobRun& run, qb::Api& tqb) {
+    const std::string& id = run.def.qb_id;
+    ARCHCTL_TRY_STATUS(tqb.start({id}));
+    auto last_start = run.clock().steady();
+    const auto deadline = last_start + std::chrono::seconds(15);
+    for (;;) {
+        ARCHCTL_TRY_ASSIGN(auto infos, tqb.torrents({id}));
+        if (infos.empty() || qb::is_started(infos[0].run_state)) return {};
+        auto now = run.clock().steady();
+        if (now > deadline) {
+            run.log(fmt::format("archctl: warning: qBittorrent on '{}' shows torrent {} {} after it was started; start it there",
+                                run.def.target, id.substr(0, 12), infos[0].state));
+            return {};
+        }
+        if (infos[0].run_state == qb::RunState::stopped && now - last_start > std::chrono::seconds(2)) {
+            ARCHCTL_TRY_STATUS(tqb.start({id}));
+            last_start = now;
+        }
+        run.clock().sleep_for(std::chrono::milliseconds(200));
+    }
+}
+
 namespace {
+
+// The source torrent's category and tags, read live from the source's qBittorrent (by the qB id
+// the job uses, else by any alias: a v1-only source torrent has its own id).
+Result<std::pair<std::string, std::vector<std::string>>> source_labels(JobRun& run) {
+    ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
+    ARCHCTL_TRY_ASSIGN(auto infos, src->qb().torrents({run.def.qb_id}));
+    if (infos.empty()) {
+        ARCHCTL_TRY_ASSIGN(auto all, src->qb().all_torrents());
+        for (const auto& t : all)
+            for (const auto& alias : run.def.aliases)
+                if (t.infohash_v1 == alias || t.infohash_v2 == alias) {
+                    infos.push_back(t);
+                    break;
+                }
+    }
+    if (infos.empty()) return std::pair<std::string, std::vector<std::string>>{};
+    return std::pair{infos[0].category, infos[0].tags};
+}
+
+// The category and tags a new target gets: the source's, through the target node's labels
+// setting (dropped, or the category mapped); the category is created on the target without a
+// save path when it is missing, so automatic management never moves the files.
+Result<std::pair<std::string, std::vector<std::string>>> target_labels(JobRun& run, NodeHandle& dst) {
+    const config::NodeConfig& node = dst.config();
+    if (node.labels == config::LabelsPolicy::drop) return std::pair<std::string, std::vector<std::string>>{};
+    ARCHCTL_TRY_ASSIGN(auto labels, source_labels(run));
+    auto& [category, tags] = labels;
+    if (auto mapped = node.category_map.find(category); !category.empty() && mapped != node.category_map.end()) category = mapped->second;
+    if (category.empty()) return labels;
+    ARCHCTL_TRY_ASSIGN(auto categories, dst.qb().categories());
+    bool exists = std::any_of(categories.begin(), categories.end(), [&](const auto& c) { return c.first == category; });
+    if (!exists) {
+        Status created = dst.qb().create_category(category, "");
+        // Created in the meantime by someone else: it exists, which is all the add needs.
+        if (!created.ok() && !created.error().is(ErrorCode::QB_CONFLICT)) return created.take_error();
+        if (created.ok()) ARCHCTL_TRY_STATUS(run.event("category_created", {{"node", run.def.target}, {"category", category}}));
+    }
+    return labels;
+}
+
+// A torrent this job added keeps its own share limits of none (unless the target node leaves it
+// to the global ones): qBittorrent's global limits would otherwise stop or remove the copy, with
+// its files, once it seeds.
+Status protect_from_share_limits(NodeHandle& dst, const qb::TorrentInfo& listed) {
+    if (dst.config().share_limits != config::ShareLimitsPolicy::none) return {};
+    if (listed.ratio_limit == -1 && listed.seeding_time_limit == -1 && listed.inactive_seeding_time_limit == -1) return {};
+    ARCHCTL_TRY_STATUS(dst.qb().clear_share_limits({listed.id}));
+    return {};
+}
 
 // New target: the torrent added stopped (after the part file it needs), its skipped files set to
 // priority 0. The intent is durable before the add, so a crash right after it is still
@@ -121,13 +196,22 @@ Status add_new_target(JobRun& run, NodeHandle& dst) {
                      : run.def.target_layout == torrent::ContentLayout::subfolder  ? qb::ContentLayout::subfolder
                                                                                    : qb::ContentLayout::original;
         if (!run.ledger.target_tag.empty()) add.tags = {run.ledger.target_tag};
+        ARCHCTL_TRY_ASSIGN(auto labels, target_labels(run, dst));
+        add.category = labels.first;
+        for (const auto& tag : labels.second)
+            if (std::find(add.tags.begin(), add.tags.end(), tag) == add.tags.end()) add.tags.push_back(tag);
+        add.no_share_limits = dst.config().share_limits == config::ShareLimitsPolicy::none;
         ARCHCTL_TRY_STATUS(tqb.add(add));
-        ARCHCTL_TRY_STATUS(
-            run.event("target_added", {{"node", run.def.target}, {"save_path", run.def.target_save_path}, {"tag", run.ledger.target_tag}}));
+        ARCHCTL_TRY_STATUS(run.event("target_added", {{"node", run.def.target},
+                                                      {"save_path", run.def.target_save_path},
+                                                      {"tag", run.ledger.target_tag},
+                                                      {"category", labels.first},
+                                                      {"tags", labels.second},
+                                                      {"share_limits", add.no_share_limits ? "none" : "global"}}));
         crash_point("verify.added");
     }
-    ARCHCTL_TRY_STATUS(wait_listed(run.clock(), tqb, id, std::chrono::seconds(60)));
-    return {};
+    ARCHCTL_TRY_ASSIGN(auto listed, wait_listed(run.clock(), tqb, id, std::chrono::seconds(60)));
+    return protect_from_share_limits(dst, listed);
 }
 
 // Existing target: its baseline recorded, then stopped with the delta selected. The intent is
@@ -308,14 +392,27 @@ Status check_verified(const JobRun& run, const std::vector<qb::TorrentFile>& fil
                  "nothing was committed; the target was restored");
 }
 
+// a+rx on the union's directories and a+r on its files (owner, write and special bits kept);
+// the node changes only what lacks them, so a second call changes no ctime.
+Status make_readable(JobRun& run, NodeHandle& dst) {
+    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
+    node::ChmodReadableRequest readable{.base = run.def.target_save_path, .paths = {}};
+    for (const auto& f : run.def.union_files) readable.paths.push_back(f.at_target());
+    ARCHCTL_TRY_STATUS(node::Ops(*transport).chmod_readable(readable));
+    return {};
+}
+
 // The commit: a new placement generation with each verified file as the disk shows it now
-// (device, inode, size, mtime) — evict later counts an archive file only while a fresh stat
+// (device, inode, size, mtime, ctime) — evict later counts an archive file only while a fresh stat
 // still shows this.
 Status commit(JobRun& run, NodeHandle& dst) {
     Resource res;
     res.identity = run.def.identity;
     auto view = read_placement(dst, res);
     if (!view.ok() || !view.value()) return Error(ErrorCode::STALE_STATE, "the target placement vanished after its recheck");
+    // The files readable before they are stamped: a chmod changes a file's ctime, and a stamp
+    // taken before it would no longer prove the file.
+    ARCHCTL_TRY_STATUS(make_readable(run, dst));
     ARCHCTL_TRY_ASSIGN(auto stamps, committed_stamps(run, dst));
     state::PlacementStore placements(run.env.state_dir);
     ARCHCTL_TRY_ASSIGN(std::uint64_t gen, placements.advance(run.def.aliases, run.def.target, fingerprint(*view.value()), run.def.id,
@@ -332,39 +429,27 @@ Status commit(JobRun& run, NodeHandle& dst) {
     return {};
 }
 
-// After the commit: the files readable, the add's tag dropped (its proof of ownership has served
-// its purpose), and the torrent started when it is new or was running before.
-// Started, and seen started: a check qBittorrent still had queued when it was started stops the
-// torrent again when it ends, so a torrent seen stopped (not checking) a while after the start is
-// started once more.
-Status start_and_confirm(JobRun& run, qb::Api& tqb) {
-    const std::string& id = run.def.qb_id;
-    ARCHCTL_TRY_STATUS(tqb.start({id}));
-    auto last_start = run.clock().steady();
-    const auto deadline = last_start + std::chrono::seconds(15);
-    for (;;) {
-        ARCHCTL_TRY_ASSIGN(auto infos, tqb.torrents({id}));
-        if (infos.empty() || qb::is_started(infos[0].run_state)) return {};
-        auto now = run.clock().steady();
-        if (now > deadline) {
-            run.log(fmt::format("archctl: warning: qBittorrent on '{}' shows torrent {} {} after it was started; start it there",
-                                run.def.target, id.substr(0, 12), infos[0].state));
-            return {};
-        }
-        if (infos[0].run_state == qb::RunState::stopped && now - last_start > std::chrono::seconds(2)) {
-            ARCHCTL_TRY_STATUS(tqb.start({id}));
-            last_start = now;
-        }
-        run.clock().sleep_for(std::chrono::milliseconds(200));
-    }
+// An existing target the node's global share limits would remove (with or without its files)
+// or stop gets its own limits of none once it holds this job's files, unless the target node
+// leaves torrents to the global limits. Limits the torrent has of its own are its owner's choice
+// and stay (evict does not count a copy they would remove).
+Status protect_existing_target(JobRun& run, NodeHandle& dst) {
+    if (run.def.new_target || dst.config().share_limits != config::ShareLimitsPolicy::none) return {};
+    ARCHCTL_TRY_ASSIGN(auto infos, dst.qb().torrents({run.def.qb_id}));
+    if (infos.empty()) return {};
+    ARCHCTL_TRY_ASSIGN(auto global, dst.share_limits());
+    qb::EffectiveShareLimits limits = qb::effective_share_limits(infos[0], global);
+    if (!limits.global || !(limits.removes() || limits.stops())) return {};
+    ARCHCTL_TRY_STATUS(dst.qb().clear_share_limits({infos[0].id}));
+    return run.event("share_limits_cleared", {{"node", run.def.target}, {"was", limits.text()}});
 }
 
+// After the commit: the add's tag dropped (its proof of ownership has served
+// its purpose), and the torrent started when it is new or was running before.
 Status start_target(JobRun& run, NodeHandle& dst) {
     qb::Api& tqb = dst.qb();
-    ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
-    node::ChmodReadableRequest readable{.base = run.def.target_save_path, .paths = {}};
-    for (const auto& f : run.def.union_files) readable.paths.push_back(f.at_target());
-    ARCHCTL_TRY_STATUS(node::Ops(*transport).chmod_readable(readable));
+    // The commit made the files readable before it stamped them.
+    ARCHCTL_TRY_STATUS(protect_existing_target(run, dst));
     if (!run.ledger.target_tag.empty()) ARCHCTL_TRY_STATUS(tqb.delete_tags({run.ledger.target_tag}));
     bool start = run.def.new_target || run.ledger.target_baseline.value("started", false);
     if (start) ARCHCTL_TRY_STATUS(start_and_confirm(run, tqb));

@@ -25,6 +25,7 @@ EntryStat entry_stat(const struct stat& st) {
     s.ino = static_cast<std::uint64_t>(st.st_ino);
     s.nlink = static_cast<std::uint64_t>(st.st_nlink);
     s.mtime_ns = mtime_ns(st);
+    s.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
     s.mode = static_cast<unsigned>(st.st_mode & 07777);
     return s;
 }

@@ -126,6 +126,7 @@ void to_json(json& j, const TreeEntry& v) {
         j["ino"] = v.stat->ino;
         j["nlink"] = v.stat->nlink;
         j["mtime_ns"] = v.stat->mtime_ns;
+        if (v.stat->ctime_ns != 0) j["ctime_ns"] = v.stat->ctime_ns;
         j["mode"] = v.stat->mode;
         if (v.stat->btime_ns != 0) j["btime_ns"] = v.stat->btime_ns;
     }
@@ -145,6 +146,7 @@ void from_json(const json& j, TreeEntry& v) {
         s.mtime_ns = j.value("mtime_ns", std::int64_t{0});
         s.mode = j.value("mode", 0u);
         s.btime_ns = j.value("btime_ns", std::int64_t{0});
+        s.ctime_ns = j.value("ctime_ns", std::int64_t{0});
         v.stat = s;
     }
     if (auto it = j.find("error"); it != j.end() && it->is_object())

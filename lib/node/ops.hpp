@@ -87,12 +87,13 @@ struct TreeRequest {
     std::vector<std::string> paths;  // relative to base
 };
 
-// lstat of an entry. Keys: size, dev, ino, nlink, mtime_ns, mode, btime_ns (when known).
+// lstat of an entry. Keys: size, dev, ino, nlink, mtime_ns, ctime_ns, mode, btime_ns (when known).
 struct EntryStat {
     std::uint64_t size = 0, dev = 0, ino = 0, nlink = 0;
     std::int64_t mtime_ns = 0;
     unsigned mode = 0;       // permission bits
     std::int64_t btime_ns = 0;  // birth time; 0: the filesystem does not say
+    std::int64_t ctime_ns = 0;  // inode change time; 0 from a node that does not send it
 };
 
 // Keys: path, type ("file", "dir", ..., "absent", "refused"), error {code, message} (refused

@@ -20,8 +20,12 @@ bool state_disproves(const std::string& run_state) {
            run_state == "metadata" || run_state == "unknown";
 }
 
-// What differs between the stamp archctl's recheck recorded and the file now.
-std::string stamp_difference(const FileStamp& was, const FileStamp& now) {
+// What differs between the stamp archctl's recheck recorded and the file now. `ctime`: how a
+// stamp without a ctime (an older record) is judged — as a difference (a committed record: only a
+// piece check proves the file) or not at all (an evict proof an older archctl made: its files
+// were proven then, and the rest of the stamp still must hold).
+enum class CtimeUnknown { differs, ignored };
+std::string stamp_difference(const FileStamp& was, const FileStamp& now, CtimeUnknown unknown = CtimeUnknown::differs) {
     if (was.dev != now.dev) return fmt::format("on device {} now, {} at archctl's recheck", now.dev, was.dev);
     if (was.ino != now.ino) return fmt::format("replaced since archctl's recheck (inode {}, was {})", now.ino, was.ino);
     if (was.size != now.size) return fmt::format("size {} now, {} at archctl's recheck", now.size, was.size);
@@ -29,10 +33,15 @@ std::string stamp_difference(const FileStamp& was, const FileStamp& now) {
     // A new file can get the old one's inode number; its birth time then differs.
     if (was.btime_ns != 0 && now.btime_ns != 0 && was.btime_ns != now.btime_ns)
         return fmt::format("replaced since archctl's recheck (a new file with the same inode {})", now.ino);
+    // A rewrite in place that puts the mtime back (rsync --inplace -t, a tag editor) leaves all of
+    // the above equal; the inode change time no writer can restore.
+    if (was.ctime_ns == 0)
+        return unknown == CtimeUnknown::ignored ? "" : "archctl's record has no ctime for it (committed by an older archctl)";
+    if (was.ctime_ns != now.ctime_ns) return "its ctime changed since archctl's recheck (rewritten in place, or its metadata changed)";
     return "";
 }
 
-constexpr const char* k_verify_hint = "--verify-archive checks its pieces";
+constexpr const char* k_piece_hint = "evict checks its pieces";
 
 // The note for one archive node: how many required files it does not prove, and the first why.
 std::string refused_note(const std::string& node, const std::vector<std::pair<CoverageFile, std::string>>& refused) {
@@ -45,15 +54,16 @@ std::string refused_note(const std::string& node, const std::vector<std::pair<Co
 
 nlohmann::json FileStamp::to_json() const {
     nlohmann::json j = nlohmann::json::array({dev, ino, size, mtime_ns});
-    if (btime_ns != 0) j.push_back(btime_ns);
+    if (btime_ns != 0 || ctime_ns != 0) j.push_back(btime_ns);
+    if (ctime_ns != 0) j.push_back(ctime_ns);
     return j;
 }
 
 Result<FileStamp> FileStamp::from_json(const nlohmann::json& j) {
-    if (!j.is_array() || j.size() < 4 || j.size() > 5) return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", j.dump()));
+    if (!j.is_array() || j.size() < 4 || j.size() > 6) return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", j.dump()));
     try {
         return FileStamp{j[0].get<std::uint64_t>(), j[1].get<std::uint64_t>(), j[2].get<std::uint64_t>(), j[3].get<std::int64_t>(),
-                         j.size() == 5 ? j[4].get<std::int64_t>() : 0};
+                         j.size() >= 5 ? j[4].get<std::int64_t>() : 0, j.size() >= 6 ? j[5].get<std::int64_t>() : 0};
     } catch (const nlohmann::json::exception& e) {
         return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", e.what()));
     }
@@ -74,7 +84,7 @@ Result<std::map<std::uint32_t, FileStamp>> stamps_from_json(const nlohmann::json
     if (j.is_null()) return out;
     if (!j.is_array()) return Error(ErrorCode::CORRUPT, "unreadable file stamps: not a list");
     for (const auto& row : j) {
-        if (!row.is_array() || row.size() < 5 || row.size() > 6 || !row[0].is_number_unsigned())
+        if (!row.is_array() || row.size() < 5 || row.size() > 7 || !row[0].is_number_unsigned())
             return Error(ErrorCode::CORRUPT, fmt::format("unreadable file stamp: {}", row.dump()));
         ARCHCTL_TRY_ASSIGN(FileStamp s, FileStamp::from_json(nlohmann::json(row.begin() + 1, row.end())));
         out[row[0].get<std::uint32_t>()] = s;
@@ -89,6 +99,11 @@ FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
     const PlacementView& v = a.view;
     const std::uint32_t i = f.index;
     if (state_disproves(v.run_state)) return no(fmt::format("qBittorrent reports the torrent {}", a.state.empty() ? v.run_state : a.state));
+    if (!a.will_not_stay.empty()) return no(a.will_not_stay);
+    if (!a.shared_with.empty() && !a.count_shared)
+        return no(fmt::format("shared with torrent {}: deleting it with its files deletes this copy (evict.count_shared_copies = true "
+                              "counts it anyway)",
+                              fmt::join(a.shared_with, ", ")));
     if (!v.selected.contains(i)) return no("skipped in qBittorrent");
     if (!v.complete.contains(i)) return no("not at 100% in qBittorrent");
     const std::string& expected = i < a.expected.size() && !a.expected[i].empty() ? a.expected[i] : f.path;
@@ -100,16 +115,24 @@ FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
     if (disk.type == "absent") return no("absent on disk");
     if (disk.type != "file") return no(fmt::format("a {} on disk, not a regular file", disk.type));
     if (disk.stamp.size != f.size) return no(fmt::format("size {} on disk, {} in the metainfo", disk.stamp.size, f.size));
-    if (a.verify == VerifyArchive::yes) return {FileProof::piece_check, ""};
-    auto by_pieces = [](std::string why) { return FileVerdict{FileProof::unproven, std::move(why), true}; };
+    if (a.verify == VerifyArchive::yes) return {FileProof::piece_check, "--verify-archive"};
+    // What the stamps cannot prove, evict's piece check on the archive's disk may: the copy
+    // counts, and nothing is deleted before those pieces (of just these files) verify.
+    auto by_pieces = [](std::string why) { return FileVerdict{FileProof::piece_check, fmt::format("{}; {}", why, k_piece_hint)}; };
     auto committed = a.committed.find(i);
     if (committed == a.committed.end()) {
-        if (a.generation == 0) return by_pieces(fmt::format("no recheck committed by archctl ({})", k_verify_hint));
-        return by_pieces(fmt::format("no file stamp from archctl's recheck (committed by an older archctl; {})", k_verify_hint));
+        if (a.generation == 0) return by_pieces("no recheck committed by archctl");
+        return by_pieces("no file stamp from archctl's recheck (committed by an older archctl)");
     }
-    if (std::string diff = stamp_difference(committed->second, disk.stamp); !diff.empty())
-        return by_pieces(fmt::format("{} ({})", diff, k_verify_hint));
+    if (std::string diff = stamp_difference(committed->second, disk.stamp); !diff.empty()) return by_pieces(diff);
     return {FileProof::proven, ""};
+}
+
+torrent::Selection ArchiveProof::piece_files() const {
+    std::vector<std::uint32_t> out;
+    for (const auto& p : proven)
+        if (trust == Trust::verify_pieces || p.pieces) out.push_back(p.index);
+    return torrent::Selection::of(std::move(out));
 }
 
 nlohmann::json ArchiveProof::to_json() const {
@@ -117,6 +140,7 @@ nlohmann::json ArchiveProof::to_json() const {
     for (const auto& p : proven) {
         nlohmann::json row = {{"i", p.index}, {"path", p.path}, {"size", p.size}, {"stamp", p.stamp.to_json()}};
         if (!p.disk.empty() && p.disk != p.path) row["disk"] = p.disk;
+        if (p.pieces) row["pieces"] = true;
         rows.push_back(std::move(row));
     }
     return {{"node", node},         {"qb_id", qb_id},          {"save_path", save_path}, {"files", files.to_json()},
@@ -138,6 +162,7 @@ Result<ArchiveProof> ArchiveProof::from_json(const nlohmann::json& j) {
             f.path = row.at("path");
             f.size = row.at("size");
             f.disk = row.value("disk", "");
+            f.pieces = row.value("pieces", false);
             ARCHCTL_TRY_ASSIGN(f.stamp, FileStamp::from_json(row.at("stamp")));
             p.proven.push_back(std::move(f));
         }
@@ -155,19 +180,17 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
                                               c.required.end() - 1, in.files.size()));
     std::vector<ArchiveEvidence> archives = in.archives;
     std::sort(archives.begin(), archives.end(), [](const auto& a, const auto& b) { return a.view.node < b.view.node; });
-    std::map<std::uint32_t, std::vector<std::string>> holders, refused;
-    std::set<std::uint32_t> by_pieces;
+    std::map<std::uint32_t, std::vector<std::string>> holders, refused, piece_checked;
     for (const auto& a : archives) {
         ArchiveProof proof{a.view.node, a.view.qb_id, a.view.save_path, {}, a.generation,
                            a.verify == VerifyArchive::yes ? Trust::verify_pieces : Trust::committed, {}};
         std::vector<std::uint32_t> held;
-        std::vector<std::pair<CoverageFile, std::string>> not_counted;
+        std::vector<std::pair<CoverageFile, std::string>> not_counted, by_pieces;
         for (std::uint32_t i : c.required.indices()) {
             const CoverageFile& f = in.files[i];
             FileVerdict verdict = judge_file(a, f);
             if (verdict.proof == FileProof::unproven) {
                 refused[i].push_back(fmt::format("{}: {}", a.view.node, verdict.why));
-                if (verdict.pieces_could_prove) by_pieces.insert(i);
                 not_counted.emplace_back(f, verdict.why);
                 continue;
             }
@@ -175,9 +198,18 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
             holders[i].push_back(a.view.node);
             FileStamp stamp = i < a.disk.size() ? a.disk[i].stamp : FileStamp{};
             std::string disk = i < a.expected.size() && a.expected[i] != f.path ? a.expected[i] : std::string();
-            proof.proven.push_back({i, f.path, f.size, stamp, disk});
+            bool pieces = verdict.proof == FileProof::piece_check;
+            proof.proven.push_back({i, f.path, f.size, stamp, disk, pieces});
+            if (pieces) piece_checked[i].push_back(a.view.node);
+            if (pieces && a.verify == VerifyArchive::no) by_pieces.emplace_back(f, verdict.why);
         }
         if (!not_counted.empty()) c.notes.push_back(refused_note(a.view.node, not_counted));
+        if (!by_pieces.empty()) {
+            const auto& [first, why] = by_pieces.front();
+            std::string more = by_pieces.size() > 1 ? fmt::format(" (and {} more)", by_pieces.size() - 1) : "";
+            c.notes.push_back(fmt::format("{}: {} file(s) count once evict's piece check proves them: file {} '{}': {}{}", a.view.node,
+                                          by_pieces.size(), first.index, first.path, why, more));
+        }
         if (held.empty()) continue;
         proof.files = torrent::Selection::of(std::move(held));
         c.proofs.push_back(std::move(proof));
@@ -187,7 +219,7 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
     for (std::uint32_t i : c.required.indices()) {
         const CoverageFile& f = in.files[i];
         c.required_bytes += f.size;
-        FileCoverage fc{f, holders[i], refused[i], by_pieces.count(i) > 0};
+        FileCoverage fc{f, holders[i], refused[i], piece_checked[i]};
         if (fc.nodes.empty()) {
             c.missing.push_back(f);
             c.missing_bytes += f.size;
@@ -196,7 +228,7 @@ Result<Coverage> compute_coverage(const CoverageInput& in) {
     }
     for (const auto& p : c.proofs) {
         facts += fmt::format("proof {} {} {} {} {}\n", p.node, p.qb_id, p.files.to_string(), p.generation, to_string(p.trust));
-        for (const auto& f : p.proven) facts += fmt::format("  {} {}\n", f.index, f.stamp.to_json().dump());
+        for (const auto& f : p.proven) facts += fmt::format("  {} {}{}\n", f.index, f.stamp.to_json().dump(), f.pieces ? " pieces" : "");
     }
     for (const auto& m : c.missing) facts += fmt::format("missing {}\n", m.index);
     c.digest = sha256_hex(facts);
@@ -217,7 +249,7 @@ std::string proof_drift(const ArchiveProof& proof, const std::optional<ArchiveEv
         std::string why = verdict.why;
         if (verdict.proof != FileProof::unproven && p.size > 0) {
             const DiskFile& now = p.index < live->disk.size() ? live->disk[p.index] : DiskFile{};
-            why = stamp_difference(p.stamp, now.stamp);
+            why = stamp_difference(p.stamp, now.stamp, CtimeUnknown::ignored);
             if (!why.empty()) why = "changed since it was proven: " + why;
         }
         if (!why.empty()) drifted.push_back(fmt::format("file {} '{}' on '{}': {}", p.index, p.path, proof.node, why));
@@ -229,7 +261,8 @@ std::string proof_drift(const ArchiveProof& proof, const std::optional<ArchiveEv
 nlohmann::json Coverage::to_json() const {
     nlohmann::json files_j = nlohmann::json::array();
     for (const auto& f : files)
-        files_j.push_back({{"index", f.file.index}, {"path", f.file.path}, {"size", f.file.size}, {"nodes", f.nodes}, {"refused", f.refused}});
+        files_j.push_back({{"index", f.file.index}, {"path", f.file.path}, {"size", f.file.size}, {"nodes", f.nodes}, {"refused", f.refused},
+                           {"piece_check", f.piece_checked}});
     nlohmann::json missing_j = nlohmann::json::array();
     for (const auto& m : missing) missing_j.push_back({{"index", m.index}, {"path", m.path}, {"size", m.size}});
     nlohmann::json proofs_j = nlohmann::json::array();

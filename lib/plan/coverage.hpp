@@ -51,14 +51,19 @@ struct FileStamp {
     std::uint64_t dev = 0, ino = 0, size = 0;
     std::int64_t mtime_ns = 0;
     std::int64_t btime_ns = 0;  // birth time; 0: unknown (the filesystem does not say, or an older record)
+    // Inode change time: what no writer can put back (a rewrite in place that restores the mtime
+    // still moves it). 0: unknown (an older record or node).
+    std::int64_t ctime_ns = 0;
 
     bool operator==(const FileStamp&) const = default;
-    nlohmann::json to_json() const;                        // [dev, ino, size, mtime_ns] and btime_ns when known
+    // [dev, ino, size, mtime_ns], then btime_ns when known, and ctime_ns (after btime_ns, 0 when
+    // unknown) when known.
+    nlohmann::json to_json() const;
     static Result<FileStamp> from_json(const nlohmann::json& j);
 };
 
 // Stamps by file index, as stored in a placement record and an evict proof:
-// [[index, dev, ino, size, mtime_ns], ...].
+// [[index, dev, ino, size, mtime_ns(, btime_ns(, ctime_ns))], ...].
 nlohmann::json stamps_to_json(const std::map<std::uint32_t, FileStamp>& stamps);
 [[nodiscard]] Result<std::map<std::uint32_t, FileStamp>> stamps_from_json(const nlohmann::json& j);
 
@@ -68,7 +73,7 @@ struct DiskFile {
     FileStamp stamp;               // when type == "file"
 };
 
-// How files are proven when the archive's recorded stamps are not enough.
+// --verify-archive: every file is proven by a piece check, whatever its stamps show.
 enum class VerifyArchive { no, yes };
 
 // One archive placement as its qBittorrent and its disk show it now.
@@ -82,19 +87,31 @@ struct ArchiveEvidence {
     // ("" or absent: its metainfo path). qBittorrent naming it otherwise is a rename.
     std::vector<std::string> expected;
     VerifyArchive verify = VerifyArchive::no;    // --verify-archive: a piece check proves the bytes
+    // Whether the copy will stay. Non-empty: why it will not — the torrent's effective share
+    // limit would remove it or its files ("a global share limit (ratio 0) would remove the
+    // torrent and its files"); none of its files then counts.
+    std::string will_not_stay;
+    // Other torrents on the node whose files are this copy's files (same paths): deleting one
+    // of them with its files deletes the copy. "'name' (qB id 12)" each.
+    std::vector<std::string> shared_with;
+    bool count_shared = false;                   // evict.count_shared_copies
 };
 
 // How one file is held by one archive placement.
 enum class FileProof {
     proven,       // live evidence equals what archctl's recheck committed
-    piece_check,  // counts once a piece check on the archive's disk proves it (--verify-archive)
+    // counts once evict's piece check on the archive's disk proves it: the file is where it
+    // belongs at its size, but archctl has no stamp of it or its stamp changed (or
+    // --verify-archive asks for every file)
+    piece_check,
     unproven,     // does not count
 };
 
 struct FileVerdict {
     FileProof proof = FileProof::unproven;
-    std::string why;  // for unproven: what differs ("absent on disk", "size 9 on disk, 12 in the metainfo")
-    bool pieces_could_prove = false;  // unproven only for want of a stamp: --verify-archive may prove it
+    // unproven: what differs ("absent on disk", "size 9 on disk, 12 in the metainfo");
+    // piece_check: why the stamps do not prove it ("its ctime changed since archctl's recheck").
+    std::string why;
 };
 
 // The one decision: does archive placement `a` hold `f` now? (DESIGN.md §7)
@@ -111,7 +128,7 @@ struct FileCoverage {
     CoverageFile file;
     std::vector<std::string> nodes;    // archive nodes holding it, sorted
     std::vector<std::string> refused;  // "nas: absent on disk" for placements that do not count
-    bool pieces_could_prove = false;   // missing, but some archive copy awaits only a piece check
+    std::vector<std::string> piece_checked;  // nodes in `nodes` whose copy evict proves by a piece check
 };
 
 // What one proof relies on for one file: its path and the stamp seen when it was proven.
@@ -121,6 +138,7 @@ struct ProvenFile {
     std::uint64_t size = 0;
     FileStamp stamp;
     std::string disk = {};  // its path below the save path on the archive's disk ("": `path`)
+    bool pieces = false;    // proven by evict's piece check, not by its stamp
 };
 
 // How an archive node proves its files.
@@ -139,6 +157,10 @@ struct ArchiveProof {
     std::uint64_t generation = 0;
     Trust trust = Trust::committed;
     std::vector<ProvenFile> proven;  // one per file in `files`, with the stamp it was proven at
+
+    // The files evict's piece check must prove: every file under Trust::verify_pieces, else the
+    // ones whose stamps do not prove them.
+    torrent::Selection piece_files() const;
 
     nlohmann::json to_json() const;
     static Result<ArchiveProof> from_json(const nlohmann::json& j);

@@ -61,6 +61,13 @@ const Result<NodeSession::TorrentList>& NodeSession::torrent_list() {
     return *m_torrents;
 }
 
+Result<clients::qbittorrent::GlobalShareLimits> NodeSession::share_limits() {
+    if (m_share_limits) return *m_share_limits;
+    ARCHCTL_TRY_ASSIGN(auto prefs, qb().preferences());
+    m_share_limits = clients::qbittorrent::GlobalShareLimits::from_preferences(prefs);
+    return *m_share_limits;
+}
+
 NodeSessions::NodeSessions(const config::Config& config, const clients::Tuning& tuning) {
     for (const auto& [name, node] : config.nodes) m_nodes[name] = std::make_unique<NodeSession>(node, tuning);
 }

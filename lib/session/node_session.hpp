@@ -24,6 +24,7 @@
 #include "lib/base/result.hpp"
 #include "lib/clients/node_clients.hpp"
 #include "lib/clients/qbittorrent/api.hpp"
+#include "lib/clients/qbittorrent/share_limits.hpp"
 #include "lib/clients/syncthing/api.hpp"
 #include "lib/config/config.hpp"
 #include "lib/node/transport.hpp"
@@ -67,6 +68,9 @@ public:
     // torrents asks qb() for a fresh list instead.
     using TorrentList = std::vector<clients::qbittorrent::TorrentInfo>;
     [[nodiscard]] const Result<TorrentList>& torrent_list();
+    // The node's global share limits (app/preferences), read once per session: what plans and
+    // proofs judge a copy's future by. Errors are not kept: the next call asks again.
+    [[nodiscard]] Result<clients::qbittorrent::GlobalShareLimits> share_limits();
 
 private:
     const config::NodeConfig& m_config;
@@ -77,6 +81,7 @@ private:
     std::unique_ptr<node::Transport> m_ops;
     std::vector<std::unique_ptr<node::Transport>> m_retired;  // broken ones, see ops()
     std::optional<Result<TorrentList>> m_torrents;            // see torrent_list()
+    std::optional<clients::qbittorrent::GlobalShareLimits> m_share_limits;  // see share_limits()
 };
 
 class NodeSessions {

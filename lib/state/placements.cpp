@@ -53,6 +53,19 @@ Result<std::uint64_t> PlacementStore::advance(const std::vector<std::string>& al
     return next;
 }
 
+Status PlacementStore::update_detail(const std::vector<std::string>& aliases, const std::string& node, std::uint64_t generation,
+                                     const nlohmann::json& detail) {
+    for (const auto& alias : aliases) {
+        ARCHCTL_TRY_ASSIGN(auto rec, get(alias, node));
+        if (!rec || rec->generation != generation) continue;
+        nlohmann::json j = {{"generation", rec->generation}, {"fingerprint", rec->fingerprint}, {"job_id", rec->job_id},
+                            {"committed_at", rec->committed_at}, {"detail", detail}};
+        ARCHCTL_TRY_STATUS(write_file_atomic(path_of(alias, node), j.dump() + "\n"));
+        crash_point("placement.restamped");
+    }
+    return {};
+}
+
 Status PlacementStore::forget(const std::vector<std::string>& aliases, const std::string& node) {
     for (const auto& alias : aliases) {
         std::string path = path_of(alias, node);

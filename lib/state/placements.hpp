@@ -35,6 +35,12 @@ public:
                                   const std::string& fingerprint, const std::string& job_id,
                                   const nlohmann::json& detail);
 
+    // Replace the detail of the record at `generation` for every alias that has it (the
+    // generation, fingerprint and committing job stay): a re-stamp after a change archctl made
+    // to the committed files itself. A record that moved on to another generation is left alone.
+    Status update_detail(const std::vector<std::string>& aliases, const std::string& node, std::uint64_t generation,
+                         const nlohmann::json& detail);
+
     Status forget(const std::vector<std::string>& aliases, const std::string& node);
 
 private:

@@ -144,6 +144,8 @@ Status FakeQb::add(const qb::AddTorrent& torrent) {
                                 {"started", torrent.start == qb::AddStart::started},
                                 {"skip_checking", torrent.skip_checking},
                                 {"tags", torrent.tags},
+                                {"category", torrent.category},
+                                {"no_share_limits", torrent.no_share_limits},
                                 {"bytes", torrent.metainfo.size()}}))
         return *e;
     if (on_add) return on_add(torrent);
@@ -211,6 +213,30 @@ Status FakeQb::delete_tags(const std::vector<std::string>& tags) {
     if (auto e = record("delete_tags", {{"tags", tags}})) return *e;
     for (auto& t : torrent_list)
         std::erase_if(t.info.tags, [&](const std::string& x) { return std::find(tags.begin(), tags.end(), x) != tags.end(); });
+    return ok_status();
+}
+
+Status FakeQb::clear_share_limits(const std::vector<std::string>& ids) {
+    if (auto e = record("clear_share_limits", {{"ids", ids}})) return *e;
+    for (auto& t : torrent_list)
+        if (std::find(ids.begin(), ids.end(), t.info.id) != ids.end()) {
+            t.info.ratio_limit = -1;
+            t.info.seeding_time_limit = -1;
+            t.info.inactive_seeding_time_limit = -1;
+        }
+    return ok_status();
+}
+
+Result<qb::Categories> FakeQb::categories() {
+    if (auto e = record("categories")) return *e;
+    return category_list;
+}
+
+Status FakeQb::create_category(const std::string& name, const std::string& save_path) {
+    if (auto e = record("create_category", {{"name", name}, {"save_path", save_path}})) return *e;
+    for (const auto& c : category_list)
+        if (c.first == name) return Error("QB_CONFLICT", fmt::format("category '{}' exists", name));
+    category_list.emplace_back(name, save_path);
     return ok_status();
 }
 

@@ -119,7 +119,12 @@ public:
     Status add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
     Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) override;
     Status delete_tags(const std::vector<std::string>& tags) override;
+    Status clear_share_limits(const std::vector<std::string>& ids) override;
+    Result<clients::qbittorrent::Categories> categories() override;
+    Status create_category(const std::string& name, const std::string& save_path) override;
     Status sync(clients::qbittorrent::MainData& data) override;
+    // What categories() answers; create_category adds to it (a conflict when present).
+    clients::qbittorrent::Categories category_list;
     // Indices set_file_priority leaves unselected whatever it is asked (as qBittorrent would for
     // a file it refuses).
     std::set<std::uint32_t> refuse_select;

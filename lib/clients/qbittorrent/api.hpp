@@ -35,6 +35,12 @@ public:
     [[nodiscard]] virtual Status add_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) = 0;
     [[nodiscard]] virtual Status remove_tags(const std::vector<std::string>& ids, const std::vector<std::string>& tags) = 0;
     [[nodiscard]] virtual Status delete_tags(const std::vector<std::string>& tags) = 0;
+    // torrents/setShareLimits: the torrents' own limits set to none (ratio, seeding time and,
+    // on 4.6+, inactive seeding time), so the global limits no longer apply to them.
+    [[nodiscard]] virtual Status clear_share_limits(const std::vector<std::string>& ids) = 0;
+    [[nodiscard]] virtual Result<Categories> categories() = 0;
+    // torrents/createCategory with the given save path ("" for none).
+    [[nodiscard]] virtual Status create_category(const std::string& name, const std::string& save_path) = 0;
     [[nodiscard]] virtual Status sync(MainData& data) = 0;
     // app/preferences as qBittorrent sends it (the keys archctl reads: excluded_file_names_enabled,
     // excluded_file_names, incomplete_files_ext).

@@ -250,6 +250,12 @@ Status Client::add(const AddTorrent& torrent) {
               {"useDownloadPath", "false"}};
     if (!torrent.rename.empty()) r.form.emplace_back("rename", torrent.rename);
     if (!torrent.tags.empty()) r.form.emplace_back("tags", join_tags(torrent.tags));
+    if (!torrent.category.empty()) r.form.emplace_back("category", torrent.category);
+    if (torrent.no_share_limits) {
+        r.form.emplace_back("ratioLimit", "-1");
+        r.form.emplace_back("seedingTimeLimit", "-1");
+        r.form.emplace_back("inactiveSeedingTimeLimit", "-1");
+    }
     ++m_uploads;
     r.files.push_back({"torrents", fmt::format("archctl-{}-{}.torrent", ::getpid(), m_uploads),
                        "application/x-bittorrent", torrent.metainfo});
@@ -326,6 +332,35 @@ Status Client::remove_tags(const std::vector<std::string>& ids, const std::vecto
 Status Client::delete_tags(const std::vector<std::string>& tags) {
     if (tags.empty()) return ok_status();
     return action("torrents/deleteTags", {{"tags", join_tags(tags)}});
+}
+
+Status Client::clear_share_limits(const std::vector<std::string>& ids) {
+    // 4.6+ requires the inactive seeding limit as well; 4.5 ignores a parameter it does not know.
+    for (const auto& batch : chunks(ids))
+        ARCHCTL_TRY_STATUS(action("torrents/setShareLimits", {{"hashes", join_ids(batch)},
+                                                              {"ratioLimit", "-1"},
+                                                              {"seedingTimeLimit", "-1"},
+                                                              {"inactiveSeedingTimeLimit", "-1"}}));
+    return ok_status();
+}
+
+Result<Categories> Client::categories() {
+    ARCHCTL_TRY_ASSIGN(auto object, call_json(get("torrents/categories")));
+    Categories out;
+    if (!object.is_object()) return out;
+    for (const auto& [name, c] : object.items()) {
+        std::string save_path;
+        if (c.is_object()) {
+            auto it = c.find("savePath");
+            if (it != c.end() && it->is_string()) save_path = it->get<std::string>();
+        }
+        out.emplace_back(name, save_path);
+    }
+    return out;
+}
+
+Status Client::create_category(const std::string& name, const std::string& save_path) {
+    return action("torrents/createCategory", {{"category", name}, {"savePath", save_path}});
 }
 
 Result<nlohmann::json> Client::add_peers(const std::vector<std::string>& ids, const std::vector<std::string>& peers) {

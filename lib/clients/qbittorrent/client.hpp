@@ -83,6 +83,10 @@ public:
     // torrents/deleteTags: removes the tags from every torrent and from qBittorrent's tag list
     // (deleting a tag that does not exist is not an error).
     [[nodiscard]] Status delete_tags(const std::vector<std::string>& tags) override;
+    [[nodiscard]] Status clear_share_limits(const std::vector<std::string>& ids) override;
+    [[nodiscard]] Result<Categories> categories() override;
+    // QB_CONFLICT (409) when the category exists already.
+    [[nodiscard]] Status create_category(const std::string& name, const std::string& save_path) override;
     // torrents/addPeers ("host:port" each); returns qBittorrent's per-torrent counts.
     [[nodiscard]] Result<nlohmann::json> add_peers(const std::vector<std::string>& ids,
                                                    const std::vector<std::string>& peers);

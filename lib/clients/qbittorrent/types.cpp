@@ -129,6 +129,14 @@ TorrentInfo parse_torrent_info(const nlohmann::json& o, const std::string& id) {
     t.last_activity = positive(o, "last_activity");
     t.seeding_time = positive(o, "seeding_time");
     t.ratio = real(o, "ratio");
+    auto limit = [&o](const char* key, double missing) {
+        auto it = o.find(key);
+        return it != o.end() && it->is_number() ? it->get<double>() : missing;
+    };
+    t.ratio_limit = limit("ratio_limit", -2);
+    t.seeding_time_limit = static_cast<std::int64_t>(limit("seeding_time_limit", -2));
+    t.inactive_seeding_time_limit = static_cast<std::int64_t>(limit("inactive_seeding_time_limit", -1));
+    t.share_limit_action = str(o, "share_limit_action");
     std::string tags = str(o, "tags");
     for (std::size_t start = 0; start < tags.size();) {
         std::size_t comma = tags.find(',', start);

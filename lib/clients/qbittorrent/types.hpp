@@ -61,6 +61,16 @@ struct TorrentInfo {
     std::int64_t last_activity = 0;
     std::int64_t seeding_time = 0;  // seconds spent seeding
     double ratio = 0;
+    // The torrent's own share limits: -2 follows the global limit, -1 none, else the limit
+    // (a ratio; minutes of seeding, or of inactive seeding on 4.6+). A field qBittorrent does not
+    // send is -1 (the limit does not exist in that version), except the ratio and seeding-time
+    // limits, which every supported version sends and which are -2 when missing.
+    double ratio_limit = -2;
+    std::int64_t seeding_time_limit = -2;
+    std::int64_t inactive_seeding_time_limit = -1;
+    // 5.2+: the torrent's own action when a limit is reached ("Default" follows the global one);
+    // "" when not sent.
+    std::string share_limit_action;
 };
 
 struct TorrentProperties {
@@ -108,7 +118,14 @@ struct AddTorrent {
     bool skip_checking = false;  // never true in archctl's own flows
     std::string rename;          // optional display name
     std::vector<std::string> tags;  // set by the add itself (no comma in a tag)
+    std::string category;           // "" for none; must exist in qBittorrent (create_category)
+    // The torrent's own share limits set to "none" by the add itself, so the node's global
+    // limits never remove, stop or pause it.
+    bool no_share_limits = false;
 };
+
+// torrents/categories: name → save path ("" when the category has none).
+using Categories = std::vector<std::pair<std::string, std::string>>;
 
 struct BuildInfo {
     std::string qt;

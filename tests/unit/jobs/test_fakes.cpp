@@ -247,7 +247,7 @@ TEST_CASE("archive_evidence: qBittorrent's view, the committed record and a stat
 
     auto listed = fake.torrents({k_id});
     REQUIRE(listed.ok());
-    auto evidence = archive_evidence(node, listed->front(), files, committed, plan::VerifyArchive::no);
+    auto evidence = archive_evidence(node, listed->front(), files, committed, EvidenceOptions{});
     REQUIRE(evidence.ok());
     CHECK(fake.count("files") == 1);
     CHECK(evidence->view.node == "nas");
@@ -269,7 +269,7 @@ TEST_CASE("archive_evidence: qBittorrent's view, the committed record and a stat
     SUBCASE("with qBittorrent's file list given, it is not read again") {
         auto qb_files = fake.files(k_id);
         REQUIRE(qb_files.ok());
-        auto again = archive_evidence(node, listed->front(), *qb_files, files, committed, plan::VerifyArchive::yes);
+        auto again = archive_evidence(node, listed->front(), *qb_files, files, committed, EvidenceOptions{.verify = plan::VerifyArchive::yes});
         REQUIRE(again.ok());
         CHECK(again->verify == plan::VerifyArchive::yes);
         CHECK(fake.count("files") == 2);
@@ -277,7 +277,7 @@ TEST_CASE("archive_evidence: qBittorrent's view, the committed record and a stat
     }
     SUBCASE("the node unreachable") {
         ops.fail_next("tree", Error("NODE_UNREACHABLE", "node 'nas' went away"));
-        auto failed = archive_evidence(node, listed->front(), files, committed, plan::VerifyArchive::no);
+        auto failed = archive_evidence(node, listed->front(), files, committed, EvidenceOptions{});
         REQUIRE_FALSE(failed.ok());
         CHECK(failed.error().code == "NODE_UNREACHABLE");
     }

@@ -33,7 +33,9 @@ PlacementView view(const std::string& node, const Selection& selected, const Sel
     return v;
 }
 
-FileStamp stamp_of(std::uint32_t i) { return {7, 1000 + i, five_files()[i].size, 1'700'000'000'000'000'000 + i}; }
+FileStamp stamp_of(std::uint32_t i) {
+    return {7, 1000 + i, five_files()[i].size, 1'700'000'000'000'000'000 + i, 0, 1'700'000'000'500'000'000 + i};
+}
 
 // An archive placement holding `sel`, committed by archctl with every file still as committed.
 ArchiveEvidence archive(const std::string& node, const std::string& sel) {
@@ -72,18 +74,33 @@ TEST_CASE("judge_file: the ways an archive copy stops being one") {
         {"deleted on the archive's disk", [](ArchiveEvidence& a) { a.disk[3] = {"absent", {}}; }, FileProof::unproven, "absent on disk"},
         {"replaced by a file of another size", [](ArchiveEvidence& a) { a.disk[3].stamp.size = 9; }, FileProof::unproven,
          "size 9 on disk, 400 in the metainfo"},
-        {"replaced by a file of the same size", [](ArchiveEvidence& a) { a.disk[3].stamp.ino = 5; }, FileProof::unproven,
+        {"replaced by a file of the same size", [](ArchiveEvidence& a) { a.disk[3].stamp.ino = 5; }, FileProof::piece_check,
          "replaced since archctl's recheck (inode 5, was 1003)"},
-        {"rewritten in place", [](ArchiveEvidence& a) { a.disk[3].stamp.mtime_ns += 1; }, FileProof::unproven, "modified since"},
+        {"rewritten in place", [](ArchiveEvidence& a) { a.disk[3].stamp.mtime_ns += 1; }, FileProof::piece_check, "modified since"},
+        {"rewritten in place, its mtime put back", [](ArchiveEvidence& a) { a.disk[3].stamp.ctime_ns += 1; }, FileProof::piece_check,
+         "its ctime changed since archctl's recheck"},
+        {"a record without ctime (an older archctl)", [](ArchiveEvidence& a) { a.committed[3].ctime_ns = 0; }, FileProof::piece_check,
+         "no ctime"},
+        {"a share limit would remove the torrent",
+         [](ArchiveEvidence& a) { a.will_not_stay = "a global share limit (ratio 0) would remove the torrent and its files"; },
+         FileProof::unproven, "share limit"},
+        {"another torrent's files", [](ArchiveEvidence& a) { a.shared_with = {"'other' (0123456789ab)"}; }, FileProof::unproven,
+         "shared with torrent 'other' (0123456789ab)"},
+        {"another torrent's files, counted by the config",
+         [](ArchiveEvidence& a) {
+             a.shared_with = {"'other' (0123456789ab)"};
+             a.count_shared = true;
+         },
+         FileProof::proven, ""},
         {"replaced by a new file that reuses the inode number, its mtime restored",
          [](ArchiveEvidence& a) {
              a.committed[3].btime_ns = 1'700'000'000'000'000'000;
              a.disk[3].stamp.btime_ns = 1'700'000'000'000'000'001;
          },
-         FileProof::unproven, "replaced since archctl's recheck (a new file with the same inode 1003)"},
+         FileProof::piece_check, "replaced since archctl's recheck (a new file with the same inode 1003)"},
         {"a birth time known on one side only proves nothing either way",
          [](ArchiveEvidence& a) { a.disk[3].stamp.btime_ns = 1'700'000'000'000'000'001; }, FileProof::proven, ""},
-        {"on another device", [](ArchiveEvidence& a) { a.disk[3].stamp.dev = 8; }, FileProof::unproven, "on device 8"},
+        {"on another device", [](ArchiveEvidence& a) { a.disk[3].stamp.dev = 8; }, FileProof::piece_check, "on device 8"},
         {"a directory now", [](ArchiveEvidence& a) { a.disk[3] = {"directory", {}}; }, FileProof::unproven, "a directory on disk"},
         {"not read on the node", [](ArchiveEvidence& a) { a.disk[3] = {}; }, FileProof::unproven, "not read"},
         {"torrent missingFiles (re-added with skip_checking)",
@@ -116,9 +133,9 @@ TEST_CASE("judge_file: the ways an archive copy stops being one") {
              a.expected[3] = "d.bin";
          },
          FileProof::unproven, "renamed"},
-        {"never committed by archctl", [](ArchiveEvidence& a) { a.committed.clear(); a.generation = 0; }, FileProof::unproven,
+        {"never committed by archctl", [](ArchiveEvidence& a) { a.committed.clear(); a.generation = 0; }, FileProof::piece_check,
          "no recheck committed by archctl"},
-        {"committed by an older archctl (no stamps)", [](ArchiveEvidence& a) { a.committed.clear(); }, FileProof::unproven,
+        {"committed by an older archctl (no stamps)", [](ArchiveEvidence& a) { a.committed.clear(); }, FileProof::piece_check,
          "no file stamp"},
         {"--verify-archive: a replaced file is piece-checked",
          [](ArchiveEvidence& a) {
@@ -214,7 +231,7 @@ TEST_CASE("a file deleted on the archive is missing, named with the node and wha
     CHECK(c->missing[0].path == "pay/sub/c.bin");
     CHECK(c->missing_bytes == 300);
     CHECK(c->files[2].refused == std::vector<std::string>{"nas: absent on disk"});
-    CHECK_FALSE(c->files[2].pieces_could_prove);
+    CHECK(c->files[2].piece_checked.empty());
     REQUIRE(c->notes.size() == 1);
     CHECK(c->notes[0] == "nas: 1 file(s) do not count: file 2 'pay/sub/c.bin': absent on disk");
 }
@@ -242,15 +259,17 @@ TEST_CASE("a second archive node covers what the first one lost") {
     CHECK(c->files[2].refused == std::vector<std::string>{"nas: absent on disk"});
 }
 
-TEST_CASE("--verify-archive: a placement archctl never committed counts, to be piece-checked") {
+TEST_CASE("a placement archctl never committed counts, its files to be piece-checked; --verify-archive checks every file") {
     auto in = input();
     in.archives = {archive("nas", "0-4")};
     in.archives[0].committed.clear();
     in.archives[0].generation = 0;
     auto without = compute_coverage(in);
     REQUIRE(without.ok());
-    CHECK(without->missing.size() == 4);  // the empty file needs no proof
-    CHECK(without->files[0].pieces_could_prove);
+    CHECK(without->complete());
+    CHECK(without->files[0].piece_checked == std::vector<std::string>{"nas"});
+    CHECK(without->proofs[0].trust == Trust::committed);
+    CHECK(without->proofs[0].piece_files().to_string() == "0-3");  // the empty file needs no proof
     in.archives[0].verify = VerifyArchive::yes;
     auto with = compute_coverage(in);
     REQUIRE(with.ok());
@@ -351,6 +370,35 @@ TEST_CASE("proof_drift: a proof without file stamps never holds") {
     ArchiveProof old = c->proofs[0];
     old.proven.clear();
     CHECK(proof_drift(old, in.archives[0]).find("names no file stamps") != std::string::npos);
+}
+
+TEST_CASE("proof_drift: a proof an older archctl made without ctimes still holds on the rest of its stamps") {
+    auto in = input();
+    in.archives = {archive("nas", "0-4")};
+    auto c = compute_coverage(in);
+    REQUIRE(c.ok());
+    ArchiveProof old = c->proofs[0];
+    for (auto& f : old.proven) f.stamp.ctime_ns = 0;
+    CHECK(proof_drift(old, in.archives[0]) == "");
+    ArchiveEvidence moved = in.archives[0];
+    moved.disk[1].stamp.mtime_ns += 1;
+    CHECK(proof_drift(old, moved).find("changed since it was proven") != std::string::npos);
+}
+
+TEST_CASE("a changed ctime alone makes a file a piece check, noted, and the proof names it") {
+    auto in = input();
+    in.archives = {archive("nas", "0-4")};
+    in.archives[0].disk[2].stamp.ctime_ns += 7;
+    auto c = compute_coverage(in);
+    REQUIRE(c.ok());
+    CHECK(c->complete());
+    CHECK(c->proofs[0].piece_files().to_string() == "2");
+    CHECK(c->files[2].piece_checked == std::vector<std::string>{"nas"});
+    REQUIRE(c->notes.size() == 1);
+    CHECK(c->notes[0].find("file 2 'pay/sub/c.bin': its ctime changed") != std::string::npos);
+    auto back = ArchiveProof::from_json(c->proofs[0].to_json());
+    REQUIRE(back.ok());
+    CHECK(back->piece_files().to_string() == "2");
 }
 
 TEST_CASE("proofs and stamps round-trip through JSON") {
