@@ -39,6 +39,9 @@ Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const
     request.save_path = strip_trailing_slashes(proof.save_path);
     request.torrent_b64 = base64_encode(run.metainfo);
     request.files = files.to_string();
+    // A v1 piece at a file boundary also holds bytes of its neighbours: those of the proof's
+    // other files are read where such a piece needs them (and fail the check if they are wrong).
+    request.readable = proof.files.to_string();
     for (const auto& p : proof.proven)
         if (!p.disk.empty() && p.disk != p.path) request.paths[p.index] = p.disk;
     ARCHCTL_TRY_ASSIGN(auto verified, node::Ops(*transport).verify_pieces(request));

@@ -156,7 +156,8 @@ std::string describe_event(const nlohmann::json& e) {
                                         p.value("files", ""), fmt::format("generation {}", p.value("generation", 0)),
                                         p.value("state", "?"), p.contains("pieces") ? ", pieces verified" : ""));
         std::vector<std::string> checked;
-        for (const auto& [node, files] : e.value("pieces_checked", nlohmann::json::object()).items())
+        const nlohmann::json pieces_checked = e.value("pieces_checked", nlohmann::json::object());
+        for (const auto& [node, files] : pieces_checked.items())
             checked.push_back(fmt::format("files {} on {}", files.is_string() ? files.get<std::string>() : files.dump(), node));
         std::string pieces = checked.empty() ? "" : fmt::format("; piece-checked {}", fmt::join(checked, ", "));
         return fmt::format("revalidated live right before deleting: {}{}", fmt::join(parts, "; "), pieces);

@@ -39,6 +39,9 @@ Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
     if (request.files) {
         ARCHCTL_TRY_ASSIGN(options.files, torrent::Selection::parse(*request.files));
     }
+    if (request.readable) {
+        ARCHCTL_TRY_ASSIGN(options.readable, torrent::Selection::parse(*request.readable));
+    }
     for (const auto& [index, path] : request.paths) {
         auto elements = split_relative(path);  // relative, no "." or ".." elements
         if (!elements.ok()) return elements.take_error();

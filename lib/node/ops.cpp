@@ -669,6 +669,7 @@ void to_json(json& j, const VerifyPiecesRequest& v) {
     put_optional(j, "torrent_b64", v.torrent_b64);
     put_optional(j, "torrent_path", v.torrent_path);
     put_optional(j, "files", v.files);
+    put_optional(j, "readable", v.readable);
     if (!v.paths.empty()) {
         json paths = json::array();
         for (const auto& [index, path] : v.paths) paths.push_back({index, path});
@@ -683,6 +684,8 @@ void from_json(const json& j, VerifyPiecesRequest& v) {
     get_optional(j, "torrent_b64", v.torrent_b64);
     if (!v.torrent_b64) v.torrent_path = j.at("torrent_path").get<std::string>();
     get_optional(j, "files", v.files);
+    v.readable.reset();
+    get_optional(j, "readable", v.readable);
     v.paths.clear();
     for (const auto& row : j.value("paths", json::array())) v.paths[row.at(0).get<std::uint32_t>()] = row.at(1).get<std::string>();
 }

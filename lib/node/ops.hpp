@@ -492,6 +492,8 @@ struct VerifyPiecesRequest {
     // File index → its path below save_path on disk, for files a content layout puts elsewhere
     // than their metainfo path (torrent/layout.hpp).
     std::map<std::uint32_t, std::string> paths = {};
+    // Files outside `files` whose bytes boundary pieces may read (torrent::VerifyOptions::readable).
+    std::optional<std::string> readable = std::nullopt;
 };
 
 // lib/torrent's VerifyReport JSON plus save_path.

@@ -144,6 +144,7 @@ private:
 // What is known about one payload file before hashing.
 struct FileState {
     bool selected = false;
+    bool readable = false;  // selected, or its bytes may be read for another file's pieces
     OpenFailure failure = OpenFailure::none;
     std::int64_t actual = 0;
     std::string detail;
@@ -179,7 +180,8 @@ private:
                 m_disk[f.native_index] = split_path(m_options.disk_paths[f.index]);
             FileState& s = m_state[f.index];
             s.selected = m_selection.contains(f.index);
-            if (!s.selected) continue;
+            s.readable = s.selected || (m_options.readable && m_options.readable->contains(f.index));
+            if (!s.readable) continue;
             OpenedFile opened = open_below(root, m_disk[f.native_index]);
             s.failure = opened.failure;
             s.actual = opened.size;
@@ -207,7 +209,7 @@ private:
                 if (e.pad || e.size == 0) continue;
                 if (!m_owner.empty()) m_owner[static_cast<std::size_t>(p)] = static_cast<std::uint32_t>(i);
                 const FileState& s = m_state[static_cast<std::size_t>(m_native_to_index[i])];
-                if (!s.selected) {
+                if (!s.readable) {
                     skipped = true;
                     continue;
                 }

@@ -62,6 +62,10 @@ struct VerifyOptions {
     // By file index: the file's path below the save path on disk, when its placement's content
     // layout puts it elsewhere than the metainfo path (torrent/layout.hpp); "" or absent: there.
     std::vector<std::string> disk_paths = {};
+    // Files outside `files` whose bytes a boundary piece of a checked file may read (v1 pieces
+    // span files): they are opened and read where such a piece needs them, never checked or
+    // reported themselves. Default: none (such a piece is "needs skipped file").
+    std::optional<Selection> readable = std::nullopt;
 };
 
 struct VerifyReport {

@@ -166,6 +166,23 @@ TEST_CASE("verifier: symlinks below the save path are refused") {
     CHECK(file(run(m, s3.path()), 4).verdict == FileVerdict::unsafe);
 }
 
+TEST_CASE("verifier: readable neighbours let a selection's boundary pieces verify, and only what they need is read") {
+    Scratch s;
+    MemTorrent t = payload(MemKind::v1);
+    t.write_payload(s.path());
+    Metainfo m = meta_of(t);
+    VerifyOptions o;
+    o.files = *Selection::parse("3");
+    o.readable = Selection::all(FileModel(m).file_count());
+    o.pieces = PieceDetail::all;
+    VerifyReport r = run(m, s.path(), o);
+    REQUIRE(r.files.size() == 1);
+    CHECK(file(r, 3).verdict == FileVerdict::complete);
+    CHECK(r.pieces[1] == PieceVerdict::ok);
+    CHECK(r.pieces[5] == PieceVerdict::ok);
+    CHECK(r.pieces[0] == PieceVerdict::not_checked);
+}
+
 TEST_CASE("verifier: selections never read skipped files; shared pieces need them") {
     Scratch s;
     MemTorrent t = payload(MemKind::v1);
