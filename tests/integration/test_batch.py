@@ -231,8 +231,10 @@ class Batch(unittest.TestCase):
         self.assertIn("[tier.seedbox]", err)
 
     def test_g_evict_never_removes_an_unproven_copy(self):
-        """The pinned keep torrent is complete on the archive, but placed there outside archctl:
-        its copy is unproven, so a batch evict refuses it (exit 1) and evicts the proven ones."""
+        """The pinned keep torrent is complete on the archive, placed there outside archctl, and
+        then one of its files grew on the archive's disk (qBittorrent still says 100%): its copy
+        is unproven — no piece check can prove a file of the wrong size — so a batch evict refuses
+        it (exit 1) and evicts the proven ones."""
         keep = ids_of("keep")
         pinned = [tid for tid in keep if "pinned" in BY_ID[tid]["tags"]][0]
         for tid in keep:
@@ -248,6 +250,9 @@ class Batch(unittest.TestCase):
         aq.recheck(pinned)
         flows.wait(lambda: (lambda t: t and t[0]["progress"] == 1 and t[0]["state"] == "pausedUP")(aq.info([pinned])),
                    what="archive recheck complete")
+        largest = max(rels(pinned), key=lambda rel: BY_ID[pinned]["layout"][rel])
+        with open(os.path.join(target, largest), "ab") as f:
+            f.write(b"x")
         rc, outcomes, doc, err = batch_run("evict", "--category", "keep", "--yes")
         self.assertEqual(rc, 1, err)
         self.assertEqual(set(outcomes), set(keep))

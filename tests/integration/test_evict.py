@@ -283,21 +283,22 @@ class Evict(unittest.TestCase):
         reval = [e for e in events if e["type"] == "revalidated"][0]
         self.assertTrue(all(p["pieces"]["verified"] for p in reval["proofs"]))
 
-    def test_h_archive_placement_not_committed_by_archctl_does_not_count(self):
-        # An archive copy qBittorrent verified on its own, never through archctl.
+    def test_h_archive_placement_not_committed_by_archctl_counts_by_a_piece_check(self):
+        # An archive copy qBittorrent verified on its own, never through archctl: no stamp of
+        # archctl's proves it, so evict checks its pieces itself before deleting anything.
         tid, name, save = new_resource()
         tfile = os.path.join(LAB.dir, f"{name}.torrent")
         dest = os.path.join(LAB.node("archive2")["qb_root"], name)
         flows.write_payload(dest, LAYOUT, seed=500 + COUNTER[0])
         flows.seed_cache(LAB, "archive2", tfile, dest)
-        rc, out, err = evict(tid)
-        self.assertEqual(rc, 1, err)
-        self.assertIn("no recheck committed by archctl", err)
-        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--verify-archive", "--json")
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1")
         self.assertEqual(rc, 0, err)
-        rc, out, err = evict(tid, "--verify-archive")
+        self.assertIn("no recheck committed by archctl; evict checks its pieces", out + err)
+        rc, out, err = evict(tid)
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(LAB.qb("cache1").info([tid]), [])
+        reval = [e for e in events_of(evict_job(tid)["id"]) if e["type"] == "revalidated"][0]
+        self.assertEqual(reval["pieces_checked"], {"archive2": "0-1,3-4"})  # the empty file needs no check
 
     def test_h2_an_archive_copy_that_is_the_same_file_is_refused(self):
         # The "archive copy" is the cache's own files (hard links: same device and inode), as two
@@ -439,6 +440,16 @@ class LiveProof(unittest.TestCase):
         self.assertNotIn("every file has one", out)
         self.assertIn(needle, out)
 
+    def assert_piece_check_due(self, tid, needle):
+        """plan evict counts the file, noting that evict checks its pieces first, and why."""
+        rc, out, err = archctl("plan", "evict", tid[:12], "--from", "cache1", "--json")
+        self.assertEqual(rc, 0, err + out)
+        doc = json.loads(out)
+        self.assertTrue(doc["coverage"]["complete"], doc)
+        notes = json.dumps(doc["coverage"]["notes"])
+        self.assertIn(needle, notes)
+        self.assertIn("evict checks its pieces", notes)
+
     def test_a_an_archive_file_deleted_on_disk(self):
         tid, name, save = new_resource()
         archive(tid)
@@ -468,9 +479,10 @@ class LiveProof(unittest.TestCase):
         with open(path, "wb") as f:
             f.write(b"\0" * st.st_size)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-        self.assert_not_covered(tid, "replaced since archctl's recheck")
-        self.assert_refused(tid, save, before, "pay/sub/b.bin", "replaced since archctl's recheck")
-        # A piece check reads the bytes: the zeros are not the payload.
+        # Its stamp no longer proves it: it counts only once evict's own piece check reads its
+        # bytes, and the zeros are not the payload.
+        self.assert_piece_check_due(tid, "replaced since archctl's recheck")
+        self.assert_refused(tid, save, before, "PROOF_FAILED", "pay/sub/b.bin")
         self.assert_refused(tid, save, before, "PROOF_FAILED", "pay/sub/b.bin", args=("--verify-archive",))
 
     def test_d_archive_torrent_re_added_with_skip_checking_over_a_missing_file(self):
@@ -568,7 +580,7 @@ class LiveProof(unittest.TestCase):
         failed = [e for e in events_of(job["id"]) if e["type"] == "failed"][-1]
         self.assertEqual(len(failed["gone"]), 2, failed)
 
-    def test_h_a_placement_committed_without_stamps_counts_only_by_a_piece_check(self):
+    def test_h_a_placement_committed_without_stamps_counts_by_evicts_piece_check(self):
         tid, name, save = new_resource()
         archive(tid)
         before = content(save)
@@ -580,12 +592,12 @@ class LiveProof(unittest.TestCase):
                 record["detail"].pop("stamps", None)
                 with open(path, "w") as f:
                     json.dump(record, f)
-        self.assert_not_covered(tid, "no file stamp from archctl's recheck")
-        self.assert_refused(tid, save, before, "no file stamp from archctl's recheck",
-                            f"archctl evict {tid[:12]} --from cache1 --verify-archive")
-        rc, out, err = evict(tid, "--verify-archive")
+        self.assert_piece_check_due(tid, "no file stamp from archctl's recheck")
+        rc, out, err = evict(tid)
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(LAB.qb("cache1").info([tid]), [])
+        reval = [e for e in events_of(evict_job(tid)["id"]) if e["type"] == "revalidated"][0]
+        self.assertEqual(reval["pieces_checked"], {"archive1": "0-1,3-4"})
 
 
 class CrashMatrix(unittest.TestCase):

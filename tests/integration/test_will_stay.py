@@ -294,6 +294,27 @@ class ShareLimits(unittest.TestCase):
             self.assertEqual(digests(save), before, "every cache file must stay byte-identical")
 
 
+    def test_e_tier_under_a_remove_with_files_limit_leaves_a_copy(self):
+        # The nightly policy archives and evicts; the archive's global limit removes torrents
+        # with their files at ratio 0. The copy tier made must still be there afterwards.
+        qb = LAB.qb("cache1")
+        tid, name, save, _ = new_resource("tier")
+        original = digests(save)
+        qb.post("torrents/createCategory", category="tier-stay", savePath="")
+        qb.post("torrents/setCategory", hashes=tid, category="tier-stay")
+        policy = "\n".join(["[tier.stay]", 'cache = "cache1"', 'archive = ["archive1"]', 'keep_free = "1B"',
+                            'archive_when = { categories = ["tier-stay"] }', 'evict = "always"', ""])
+        with state_config(policy), archive_limits(max_ratio_enabled=True, max_ratio=0, max_ratio_act=3):
+            rc, out, err = LAB.archctl("tier", "stay", "--yes", timeout=600)
+            self.assertEqual(rc, 0, f"tier: {err}{out}")
+            self.assertIsNone(qb.torrent(tid), f"tier evicted the cache copy: {err}")
+            time.sleep(30)
+            t = archive_torrent(tid)
+            self.assertIsNotNone(t, "the archive torrent tier placed is still listed 30 s later")
+            self.assertEqual(t["progress"], 1, "archive torrent progress")
+            self.assertEqual(digests(archive_save(name)), original, "the archive files keep the original bytes")
+
+
 class SharedFiles(unittest.TestCase):
     """The archive copy's files are also another torrent's on the archive node (a v1 torrent of
     the same payload): that torrent may remove them, so they do not count unless configured."""
