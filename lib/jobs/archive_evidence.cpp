@@ -106,7 +106,12 @@ Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const qb::Torre
     a.committed = committed.stamps;
     a.verify = options.verify;
     a.count_shared = options.count_shared;
-    ARCHCTL_TRY_ASSIGN(auto global, node.share_limits());
+    // The node's preferences (the global limits and the action) are read only for a torrent some
+    // limit may apply to: a torrent archctl added has its own limits of none.
+    qb::GlobalShareLimits global;
+    if (qb::may_be_limited(info)) {
+        ARCHCTL_TRY_ASSIGN(global, node.share_limits());
+    }
     qb::EffectiveShareLimits limits = qb::effective_share_limits(info, global);
     if (limits.removes())
         a.will_not_stay = fmt::format("{} on '{}': the copy will not stay (give the torrent its own share limits of none in "

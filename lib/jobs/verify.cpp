@@ -146,10 +146,13 @@ Result<std::pair<std::string, std::vector<std::string>>> target_labels(JobRun& r
 // A torrent this job added keeps its own share limits of none (unless the target node leaves it
 // to the global ones): qBittorrent's global limits would otherwise stop or remove the copy, with
 // its files, once it seeds.
-Status protect_from_share_limits(NodeHandle& dst, const qb::TorrentInfo& listed) {
+Status protect_from_share_limits(JobRun& run, NodeHandle& dst, const qb::TorrentInfo& listed) {
     if (dst.config().share_limits != config::ShareLimitsPolicy::none) return {};
-    if (listed.ratio_limit == -1 && listed.seeding_time_limit == -1 && listed.inactive_seeding_time_limit == -1) return {};
-    ARCHCTL_TRY_STATUS(dst.qb().clear_share_limits({listed.id}));
+    if (listed.ratio_limit != -1 || listed.seeding_time_limit != -1 || listed.inactive_seeding_time_limit != -1)
+        ARCHCTL_TRY_STATUS(dst.qb().clear_share_limits({listed.id}));
+    if (auto global = dst.share_limits(); global.ok() && global->any())
+        run.log(fmt::format("archctl: {}'s global share limits ({}) do not apply to torrent {}: its own limits are none", run.def.target,
+                            global->text(), listed.id.substr(0, 12)));
     return {};
 }
 
@@ -211,7 +214,7 @@ Status add_new_target(JobRun& run, NodeHandle& dst) {
         crash_point("verify.added");
     }
     ARCHCTL_TRY_ASSIGN(auto listed, wait_listed(run.clock(), tqb, id, std::chrono::seconds(60)));
-    return protect_from_share_limits(dst, listed);
+    return protect_from_share_limits(run, dst, listed);
 }
 
 // Existing target: its baseline recorded, then stopped with the delta selected. The intent is

@@ -97,6 +97,13 @@ EffectiveShareLimits effective_share_limits(const TorrentInfo& t, const GlobalSh
     return e;
 }
 
+bool may_be_limited(const TorrentInfo& t) {
+    if (t.max_ratio && t.max_seeding_time)
+        return *t.max_ratio >= 0 || *t.max_seeding_time >= 0 || (t.max_inactive_seeding_time && *t.max_inactive_seeding_time >= 0);
+    auto may = [](double own) { return own == -2 || own >= 0; };
+    return may(t.ratio_limit) || may(static_cast<double>(t.seeding_time_limit)) || may(static_cast<double>(t.inactive_seeding_time_limit));
+}
+
 EffectiveShareLimits new_torrent_limits(const GlobalShareLimits& g) {
     TorrentInfo t;
     t.ratio_limit = -2;

@@ -59,6 +59,12 @@ struct EffectiveShareLimits {
 
 [[nodiscard]] EffectiveShareLimits effective_share_limits(const TorrentInfo& torrent, const GlobalShareLimits& global);
 
+// Whether any share limit may apply to the torrent, from its own fields alone: the limits in
+// force as qBittorrent resolved them when it sends them (max_ratio, max_seeding_time, ...), else
+// its own limits (one that follows the global setting may apply). False: no limit applies, and
+// the node's preferences need not be read.
+[[nodiscard]] bool may_be_limited(const TorrentInfo& torrent);
+
 // The limits a torrent added now would get, when it follows the global ones.
 [[nodiscard]] EffectiveShareLimits new_torrent_limits(const GlobalShareLimits& global);
 

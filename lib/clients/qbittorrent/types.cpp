@@ -137,6 +137,10 @@ TorrentInfo parse_torrent_info(const nlohmann::json& o, const std::string& id) {
     t.seeding_time_limit = static_cast<std::int64_t>(limit("seeding_time_limit", -2));
     t.inactive_seeding_time_limit = static_cast<std::int64_t>(limit("inactive_seeding_time_limit", -1));
     t.share_limit_action = str(o, "share_limit_action");
+    if (auto it = o.find("max_ratio"); it != o.end() && it->is_number()) t.max_ratio = it->get<double>();
+    if (auto it = o.find("max_seeding_time"); it != o.end() && it->is_number()) t.max_seeding_time = static_cast<std::int64_t>(it->get<double>());
+    if (auto it = o.find("max_inactive_seeding_time"); it != o.end() && it->is_number())
+        t.max_inactive_seeding_time = static_cast<std::int64_t>(it->get<double>());
     std::string tags = str(o, "tags");
     for (std::size_t start = 0; start < tags.size();) {
         std::size_t comma = tags.find(',', start);

@@ -71,6 +71,10 @@ struct TorrentInfo {
     // 5.2+: the torrent's own action when a limit is reached ("Default" follows the global one);
     // "" when not sent.
     std::string share_limit_action;
+    // The limits in force as qBittorrent resolves them (max_ratio, max_seeding_time and 4.6+
+    // max_inactive_seeding_time: the torrent's own, else the global one; -1 none), when sent.
+    std::optional<double> max_ratio;
+    std::optional<std::int64_t> max_seeding_time, max_inactive_seeding_time;
 };
 
 struct TorrentProperties {
