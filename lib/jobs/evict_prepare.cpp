@@ -166,7 +166,13 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::archive)) {
         auto it = p.resource.placements.find(n->name());
         if (it == p.resource.placements.end()) continue;
-        jobs::EvidenceOptions options{.verify = request.verify_archive, .count_shared = m_config.count_shared_copies, .torrents = nullptr};
+        // The node's one torrent list of this command finds the torrents sharing the copy's
+        // files (a batch or tier plans many resources on it); the revalidation right before
+        // every deletion reads a fresh one.
+        const auto& list = n->torrent_list();
+        jobs::EvidenceOptions options{.verify = request.verify_archive,
+                                      .count_shared = m_config.count_shared_copies,
+                                      .torrents = list.ok() ? &list.value() : nullptr};
         auto evidence = read_evidence(*n, it->second, in.files, m_state, p.resource.aliases(), options);
         if (!evidence.ok()) {
             in.unreachable.push_back(fmt::format("{}: {}", n->name(), evidence.error().message));
