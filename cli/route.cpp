@@ -4,8 +4,10 @@
 //   archctl route show ID                    one route with its provisioning record
 //   archctl route ensure CACHE ARCHIVE       make sure a ready route joins the pair
 //   archctl route ensure --rollback ID       undo what an unfinished attempt created
+//   archctl route ensure --repair ID         set the valve settings on both folders, verify
 //   archctl route check ID                   nonce exchange in both directions now
 //   archctl route mesh                       provision every missing online pair
+//   archctl route rm ID                      remove a route archctl created
 //
 // The work is in lib/routes; this file parses and renders.
 
@@ -28,6 +30,8 @@ struct RouteOptions {
     std::string check_id;
     std::vector<std::string> pair;  // ensure CACHE ARCHIVE
     std::string rollback_id;
+    std::string repair_id;
+    std::string rm_id;
     double max_minutes = 0;
     double mesh_max_minutes = 0;
 };
@@ -86,6 +90,9 @@ std::string render_list(const routes::Listing& l, int verbose) {
         for (const auto& f : l.discovery.ignored)
             out += fmt::format("\n  {}  {}  {}  {}", f.node, f.folder_id, f.path, f.reason);
     }
+    for (const auto& e : l.routes)
+        if (!e.valve.empty())
+            out += fmt::format("\nunsafe: {}: {}\n  fix: {}", e.id, routes::valve_text(e.valve), routes::valve_fix(e.id));
     for (const auto& u : l.unreachable) out += "\nunreachable: " + u;
     for (const auto& p : l.problems) out += "\nunreadable record: " + p;
     return out;
@@ -130,6 +137,7 @@ Outcome run_show(Context& ctx, const RouteOptions& o) {
                                    e.cache_path.empty() ? "-" : e.cache_path, e.archive,
                                    e.archive_path.empty() ? "-" : e.archive_path);
     if (!e.health.empty()) text += "\n  health   " + e.health;
+    if (!e.valve.empty()) text += fmt::format("\n  valve    {}\n  fix      {}", routes::valve_text(e.valve), routes::valve_fix(e.id));
     if (e.record) text += "\n" + render_record(*e.record);
     ctx.out().result(text);
     return Outcome::done({{"route", routes::to_json(e)}});
@@ -151,16 +159,30 @@ Outcome run_rollback(Context& ctx, const RouteOptions& o, Setup& s) {
                            result);
 }
 
+Outcome run_repair(Context& ctx, const RouteOptions& o, Setup& s) {
+    auto report = routes::repair_route(*s.env, o.repair_id, ensure_options(o.max_minutes));
+    if (!report.ok()) return stopped_or_failed(report.take_error());
+    const auto& r = report.value();
+    std::string text = fmt::format("route {}: valve settings hold on both sides; verified", r.id);
+    for (const auto& f : r.folders)
+        text += fmt::format("\n  {} folder on {}{}", f.status == "repaired" ? "repaired" : "already right", f.node,
+                            f.note.empty() ? "" : " (" + f.note + ")");
+    ctx.out().result(text);
+    return Outcome::done({{"repair", routes::to_json(r)}});
+}
+
 Outcome run_ensure(Context& ctx, const RouteOptions& o) {
     Setup s;
     if (auto p = prepare(ctx, s); !p.ok()) return Outcome::failed(p.take_error());
-    if (!o.rollback_id.empty()) {
-        if (!o.pair.empty() && o.pair.size() != 2)
-            return Outcome::usage(Error(ErrorCode::USAGE, "route ensure takes CACHE ARCHIVE", "see 'archctl route ensure --help'"));
-        return run_rollback(ctx, o, s);
+    if (!o.rollback_id.empty() || !o.repair_id.empty()) {
+        if (!o.pair.empty() || (!o.rollback_id.empty() && !o.repair_id.empty()))
+            return Outcome::usage(Error(ErrorCode::USAGE, "route ensure takes CACHE ARCHIVE, --rollback ID or --repair ID (one of them)",
+                                        "see 'archctl route ensure --help'"));
+        return o.repair_id.empty() ? run_rollback(ctx, o, s) : run_repair(ctx, o, s);
     }
     if (o.pair.size() != 2)
-        return Outcome::usage(Error(ErrorCode::USAGE, "route ensure needs CACHE ARCHIVE (or --rollback ID)", "see 'archctl route ensure --help'"));
+        return Outcome::usage(Error(ErrorCode::USAGE, "route ensure needs CACHE ARCHIVE (or --rollback ID, --repair ID)",
+                                    "see 'archctl route ensure --help'"));
     auto route = routes::ensure_route(*s.env, o.pair[0], o.pair[1], ensure_options(o.max_minutes));
     if (!route.ok()) return stopped_or_failed(route.take_error());
     const auto& r = route.value();
@@ -179,6 +201,24 @@ Outcome run_check(Context& ctx, const RouteOptions& o) {
     const auto& r = report.value();
     ctx.out().result(fmt::format("route {}: nonce seen in both directions ({:.1f} s)", r.id, r.seconds));
     return Outcome::done({{"check", routes::to_json(r)}});
+}
+
+Outcome run_rm(Context& ctx, const RouteOptions& o) {
+    Setup s;
+    if (auto p = prepare(ctx, s); !p.ok()) return Outcome::failed(p.take_error());
+    auto report = routes::remove_route(*s.env, o.rm_id);
+    if (!report.ok()) return stopped_or_failed(report.take_error());
+    const auto& r = report.value();
+    std::string text = fmt::format("route {} removed", r.id);
+    for (const auto& t : r.objects)
+        text += fmt::format("\n  {} {} {} on {}{}", t.status, routes::to_string(t.kind),
+                            t.kind == routes::ObjectKind::device ? t.id.substr(0, 7) : t.id, t.node,
+                            t.note.empty() ? "" : " (" + t.note + ")");
+    std::string files;
+    for (const auto& [node, path] : r.files_left) files += fmt::format("{}{}:{}", files.empty() ? "" : ", ", node, path);
+    text += "\nfiles on disk were left in place: " + files;
+    ctx.out().result(text);
+    return Outcome::done({{"removed", routes::to_json(r)}});
 }
 
 Outcome run_mesh(Context& ctx, const RouteOptions& o) {
@@ -213,6 +253,9 @@ Runner register_route(CLI::App& app) {
     ensure->add_option("NODES", o->pair, "CACHE ARCHIVE: the two node names")->expected(0, 2);
     ensure->add_option("--rollback", o->rollback_id, "remove the config an unfinished attempt created, while still archctl's")
         ->type_name("ID");
+    ensure->add_option("--repair", o->repair_id,
+                       "set the valve settings (versioning off, permissions ignored, deletes applied) on both folders, then verify")
+        ->type_name("ID");
     ensure->add_option("--max-minutes", o->max_minutes, "stop cleanly (exit 10) after N minutes; a rerun continues")
         ->type_name("N");
     CLI::App* check = app.add_subcommand("check", "exchange nonce files in both directions now");
@@ -220,14 +263,17 @@ Runner register_route(CLI::App& app) {
     CLI::App* mesh = app.add_subcommand("mesh", "provision a route for every missing online cache/archive pair");
     mesh->add_option("--max-minutes", o->mesh_max_minutes, "stop cleanly (exit 10) after N minutes; a rerun continues")
         ->type_name("N");
-    for (CLI::App* sub : {list, show, ensure, check, mesh}) sub->group("Subcommands");
+    CLI::App* rm = app.add_subcommand("rm", "remove a route archctl created, once no unfinished job uses it (files stay on disk)");
+    rm->add_option("ID", o->rm_id, "route (Syncthing folder) ID")->required();
+    for (CLI::App* sub : {list, show, ensure, check, mesh, rm}) sub->group("Subcommands");
     app.footer("Exit status: 0 done, 10 stopped cleanly (rerun continues), 1 error, 2 usage.");
-    return [o, list, show, ensure, check, mesh](Context& ctx) {
+    return [o, list, show, ensure, check, mesh, rm](Context& ctx) {
         if (list->parsed()) return run_list(ctx);
         if (show->parsed()) return run_show(ctx, *o);
         if (ensure->parsed()) return run_ensure(ctx, *o);
         if (check->parsed()) return run_check(ctx, *o);
         if (mesh->parsed()) return run_mesh(ctx, *o);
+        if (rm->parsed()) return run_rm(ctx, *o);
         return Outcome::usage(Error(ErrorCode::USAGE, "missing route subcommand", "see 'archctl route --help'"));
     };
 }

@@ -103,7 +103,14 @@ std::string render_routes(const jobs::Overview& o, nlohmann::json& out) {
         std::string checked = r.record && !r.record->verified_at.empty() ? "checked " + r.record->verified_at : "";
         t.add_row({r.id, fmt::format("{} ⇄ {}", r.cache, r.archive), r.state, checked});
     }
-    return "routes" + (t.empty() ? std::string("\n  (none)") : "\n" + t.render());
+    std::string text = "routes" + (t.empty() ? std::string("\n  (none)") : "\n" + t.render());
+    for (const auto& r : o.routes->routes) {
+        if (!r.valve.empty())
+            text += fmt::format("\n  unsafe: {}: {}; fix: {}", r.id, routes::valve_text(r.valve), routes::valve_fix(r.id));
+        else if (r.state == "unreachable")
+            text += fmt::format("\n  unreachable: {}: {}", r.id, r.health);
+    }
+    return text;
 }
 
 // The `jobs` block: every unfinished job (with the pid that drives it, or the command that goes

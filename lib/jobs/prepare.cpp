@@ -164,9 +164,24 @@ Status Engine::route_for(Prepared& p, const TransferRequest& request) {
     ARCHCTL_TRY_ASSIGN(routes::Listing listing, routes::list_routes(env));
     for (const auto& e : listing.routes)
         if (e.cache == cache && e.archive == arch && e.discovered) {
-            use(e.id, e.cache_path, e.archive_path, e.state);
+            // A folder whose settings break the valve is named with its fix (docs/routes.md).
+            use(e.id, e.cache_path, e.archive_path,
+                e.valve.empty() ? e.state
+                                : fmt::format("unsafe: {}; fix: {}", routes::valve_text(e.valve), routes::valve_fix(e.id)));
             return {};
         }
+    // Unreachable is not missing: with a node's Syncthing silent nothing is known about the
+    // pair, and the job waits for it (transfer.outage_wait) rather than provision a second route.
+    if (std::string down = routes::unreachable_text(listing.discovery, cache, arch); !down.empty()) {
+        std::string state = fmt::format("unreachable: {}; the job waits for it", down);
+        for (const auto& e : listing.routes)
+            if (e.cache == cache && e.archive == arch && e.state == "unreachable") {
+                use(e.id, e.cache_path, e.archive_path, std::move(state));
+                return {};
+            }
+        p.route_state = std::move(state);
+        return {};
+    }
     p.route_state = m_config.route_policy == config::RoutePolicy::on_demand ? "missing: provisioned on demand by the job"
                                                                             : "missing: provisioned by eager_mesh";
     return {};

@@ -37,7 +37,11 @@ st::Folder planned_folder(const std::string& id, const std::string& path, const 
     f.fs_watcher_enabled = true;
     f.fs_watcher_delay_s = 1;
     f.rescan_interval_s = 3600;
-    f.versioning_type = "";  // deleted staging must not linger in .stversions
+    // The valve (docs/routes.md): no versioning, so deleted staging never lingers in
+    // .stversions; the far side's deletes are applied. (syncOwnership and syncXattrs are off by
+    // default on the Syncthings that know them; 1.19 does not.)
+    f.versioning_type = "";
+    f.raw["ignoreDelete"] = false;
     return f;
 }
 
@@ -125,25 +129,48 @@ Status Attempt::configure(config::Role role) {
     ARCHCTL_TRY_STATUS(set_step("configure " + s.node));
     for (;;) {
         std::string seen;
-        auto done = try_configure(s, seen);
+        Down down;
+        auto done = try_configure(s, seen, down);
         if (!done.ok()) {
             if (!transient(done.error())) return fail(done.take_error());
             seen = done.error().message;
+            down = {s.node, seen};
         } else if (done.value()) {
             return ok_status();
         }
         ARCHCTL_TRY_STATUS(set_seen(seen));
         if (auto end = wait_end(m_d); end != WaitEnd::keep_waiting) return give_up(end, "configuring " + s.node);
+        if (auto over = outage_end(down)) return *over;
         nap(m_d, k_poll);
     }
 }
 
-Result<bool> Attempt::try_configure(const SideRef& s, std::string& seen) {
+std::optional<Error> Attempt::outage_end(const Down& down) {
+    if (down.node.empty()) return std::nullopt;
+    const std::string hint = m_r.verified_at.empty()
+                                 ? fmt::format("rerun when it answers: the attempt continues under route ID '{}' ('archctl route show {}')",
+                                               m_r.id, m_r.id)
+                                 : "rerun when it answers";
+    return m_s.outage_seen(down.node, down.why, fmt::format("route '{}' was at step '{}'", m_r.id, m_r.step), hint);
+}
+
+Attempt::Down Attempt::syncthing_down() {
+    for (const std::string* node : {&m_r.cache, &m_r.archive}) {
+        auto link = m_s.link(*node);
+        if (!link.ok()) continue;
+        auto status = (*link)->st().status();
+        if (!status.ok() && transient(status.error())) return {*node, status.error().message};
+    }
+    return {};
+}
+
+Result<bool> Attempt::try_configure(const SideRef& s, std::string& seen, Down& down) {
     ARCHCTL_TRY_ASSIGN(session::NodeSession * link, m_s.link(s.node));
     ARCHCTL_TRY_ASSIGN(session::NodeSession * peer, m_s.link(s.peer));
     auto status = link->st().status();
     if (!status.ok()) {
         seen = fmt::format("{}: Syncthing unreachable: {}", s.node, status.error().message);
+        down = {s.node, status.error().message};
         return false;
     }
     if (s.device->empty()) *s.device = status->my_id;
@@ -155,6 +182,7 @@ Result<bool> Attempt::try_configure(const SideRef& s, std::string& seen) {
         auto snap = read_snapshot(peer->st(), peer->config());
         if (!snap.reachable) {
             seen = fmt::format("{}: Syncthing unreachable (needed for its device ID and addresses): {}", s.peer, snap.error);
+            down = {s.peer, snap.error};
             return false;
         }
         if (s.peer_device->empty()) *s.peer_device = snap.device_id;
@@ -260,12 +288,15 @@ Status Attempt::wait_healthy() {
         ARCHCTL_TRY_STATUS(set_seen(h.summary()));
         if (h.blocker) return fail(*h.blocker);  // no wait fixes it
         if (auto end = wait_end(m_d); end != WaitEnd::keep_waiting) return give_up(end, "waiting for route health");
+        const Down down = !c.reachable ? Down{c.node, c.error} : !a.reachable ? Down{a.node, a.error} : Down{};
+        if (auto over = outage_end(down)) return *over;
         nap(m_d, k_poll);
     }
 }
 
 Status Attempt::observe(session::NodeSession& reader, const std::string& reader_name, const NonceFile& nonce,
                         const std::string& what) {
+    auto next_probe = std::chrono::steady_clock::now() + k_poll;
     for (;;) {
         auto seen = observe_nonce(reader, nonce);
         if (seen.ok() && seen.value()) return ok_status();
@@ -273,6 +304,12 @@ Status Attempt::observe(session::NodeSession& reader, const std::string& reader_
         ARCHCTL_TRY_STATUS(set_seen(seen.ok() ? fmt::format("{}: nonce {} not there yet", reader_name, nonce.name)
                                               : seen.error().message));
         if (auto end = wait_end(m_d); end != WaitEnd::keep_waiting) return give_up(end, what);
+        // A nonce cannot travel while a Syncthing is down: that wait is an outage (asked twice a
+        // second at most, not at every look).
+        if (std::chrono::steady_clock::now() >= next_probe) {
+            next_probe = std::chrono::steady_clock::now() + k_poll;
+            if (auto over = outage_end(syncthing_down())) return *over;
+        }
         nap(m_d, k_nonce_poll);
     }
 }

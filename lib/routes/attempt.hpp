@@ -13,6 +13,7 @@
 //   route.timed_out / route.failed / route.check.recorded
 //   route.rollback.deleted / route.rollback.recorded / route.rolled_back
 
+#include <optional>
 #include <string>
 
 #include "lib/routes/nonce.hpp"
@@ -46,9 +47,20 @@ private:
     [[nodiscard]] Error give_up(WaitEnd end, const std::string& what);
     [[nodiscard]] Error fail(Error error);
 
+    // A node whose Syncthing did not answer during one look of a wait ("" node: none).
+    struct Down {
+        std::string node, why;
+    };
+    // The wait sees `down`: once the call's outage window is over, the ROUTE_WAITING error that
+    // ends it (the record stays as it is, so a rerun continues under the same route ID).
+    [[nodiscard]] std::optional<Error> outage_end(const Down& down);
+    // The first of the two Syncthings that does not answer now, if any.
+    [[nodiscard]] Down syncthing_down();
+
     [[nodiscard]] Status configure(config::Role role);
-    // true: done; false: not possible yet (seen says why); error: hard failure.
-    [[nodiscard]] Result<bool> try_configure(const SideRef& side, std::string& seen);
+    // true: done; false: not possible yet (seen says why, down names an unanswering Syncthing);
+    // error: hard failure.
+    [[nodiscard]] Result<bool> try_configure(const SideRef& side, std::string& seen, Down& down);
     [[nodiscard]] Result<bool> ensure_device(session::NodeSession& link, const SideRef& side, std::vector<std::string> addresses);
     [[nodiscard]] Result<bool> ensure_folder(session::NodeSession& link, const SideRef& side);
     [[nodiscard]] Status wait_healthy();

@@ -26,6 +26,7 @@ bool clean_absolute(const std::string& path) {
 
 struct Side {
     std::string id, node, peer, path, peer_device;
+    std::vector<ValveProblem> valve;
 };
 
 // Why folder `f` on `self` is no route side, or "" when it is one (then `peer` names the node).
@@ -72,12 +73,48 @@ const DiscoveredRoute* Discovery::find(const std::string& id) const {
     return nullptr;
 }
 
+std::string valve_text(const std::vector<NodeValve>& valve) {
+    std::string out;
+    for (const auto& v : valve) out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", v.node, valve_summary(v.problems));
+    return out;
+}
+
+std::string unreachable_text(const Discovery& d, const std::string& cache, const std::string& archive) {
+    for (const std::string* node : {&cache, &archive}) {
+        if (d.answered.contains(*node)) continue;
+        auto it = d.unreachable.find(*node);
+        return fmt::format("Syncthing of '{}' does not answer ({})", *node, it == d.unreachable.end() ? "not read" : it->second);
+    }
+    return "";
+}
+
+PairStatus look_up_pair(const Discovery& d, const std::string& cache, const std::string& archive) {
+    PairStatus out;
+    out.routes = d.between(cache, archive);
+    if (!out.routes.empty()) {
+        out.look = PairLook::found;
+        return out;
+    }
+    for (const std::string* node : {&cache, &archive}) {
+        if (d.answered.contains(*node)) continue;
+        out.look = PairLook::unreachable;
+        out.down = *node;
+        auto it = d.unreachable.find(*node);
+        out.why = it == d.unreachable.end() ? "not read" : it->second;
+        return out;
+    }
+    out.look = PairLook::absent;
+    return out;
+}
+
 Discovery classify(const std::vector<NodeSnapshot>& snapshots, const std::map<std::string, std::string>& known_devices) {
     Discovery out;
     std::map<std::string, const NodeSnapshot*> by_device, by_name;
     for (const auto& s : snapshots) {
         by_name[s.node] = &s;
         if (s.reachable && !s.device_id.empty()) by_device[s.device_id] = &s;
+        if (s.reachable) out.answered.insert(s.node);
+        else out.unreachable[s.node] = s.error.empty() ? std::string("not read") : s.error;
     }
     std::map<std::pair<std::string, std::string>, Side> sides;  // (node, folder id) → side
     for (const auto& s : snapshots) {
@@ -89,7 +126,7 @@ Discovery classify(const std::vector<NodeSnapshot>& snapshots, const std::map<st
                 out.ignored.push_back({s.node, f.id, f.path, f.type, reason});
                 continue;
             }
-            sides[{s.node, f.id}] = Side{f.id, s.node, peer, f.path, {}};
+            sides[{s.node, f.id}] = Side{f.id, s.node, peer, f.path, {}, valve_problems(f)};
         }
     }
     std::set<std::string> paired;
@@ -109,7 +146,9 @@ Discovery classify(const std::vector<NodeSnapshot>& snapshots, const std::map<st
             continue;
         }
         if (self->role != config::Role::cache) continue;  // each pair once, from its cache side
-        DiscoveredRoute r{side.id, side.node, side.peer, side.path, other->second.path, self->device_id, peer->device_id};
+        DiscoveredRoute r{side.id, side.node, side.peer, side.path, other->second.path, self->device_id, peer->device_id, {}};
+        if (!side.valve.empty()) r.valve.push_back({side.node, side.valve});
+        if (!other->second.valve.empty()) r.valve.push_back({side.peer, other->second.valve});
         out.routes.push_back(std::move(r));
     }
     std::sort(out.routes.begin(), out.routes.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
@@ -124,6 +163,7 @@ NodeSnapshot read_snapshot(clients::syncthing::Api& client, const config::NodeCo
     auto status = client.status();
     if (!status.ok()) {
         s.error = status.error().message;
+        s.error_code = status.error().code;
         return s;
     }
     s.device_id = status->my_id;
@@ -131,9 +171,9 @@ NodeSnapshot read_snapshot(clients::syncthing::Api& client, const config::NodeCo
     auto devices = client.devices();
     auto options = client.options();
     if (!folders.ok() || !devices.ok() || !options.ok()) {
-        s.error = !folders.ok() ? folders.error().message
-                  : !devices.ok() ? devices.error().message
-                                  : options.error().message;
+        const Error& e = !folders.ok() ? folders.error() : !devices.ok() ? devices.error() : options.error();
+        s.error = e.message;
+        s.error_code = e.code;
         return s;
     }
     s.folders = std::move(folders).value();

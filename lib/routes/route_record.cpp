@@ -1,6 +1,8 @@
 #include "lib/routes/route_record.hpp"
 
+#include <unistd.h>
 
+#include <cerrno>
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -208,6 +210,15 @@ Status RouteStore::save(RouteRecord& record, std::string_view crash_name) const 
     ARCHCTL_TRY_STATUS(make_dirs(m_dir));
     ARCHCTL_TRY_STATUS(write_file_atomic(path_of(record.id), to_json(record).dump(2) + "\n"));
     crash_point(fmt::format("route.{}", crash_name));
+    return ok_status();
+}
+
+Status RouteStore::remove(const std::string& id) const {
+    if (!valid_route_id(id)) return Error(ErrorCode::INVALID, fmt::format("cannot remove route record '{}': invalid id", id));
+    const std::string path = path_of(id);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("cannot remove", path, errno);
+    ARCHCTL_TRY_STATUS(fsync_dir(m_dir));
+    crash_point("route.rm.record");
     return ok_status();
 }
 

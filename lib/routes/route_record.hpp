@@ -102,6 +102,9 @@ public:
     [[nodiscard]] Result<std::optional<RouteRecord>> load(const std::string& id) const;
     // Stamp updated_at, write atomically, then pass crash point "route.<crash_name>".
     [[nodiscard]] Status save(RouteRecord& record, std::string_view crash_name) const;
+    // Remove the record of `id` durably (unlink, fsync the directory), then pass crash point
+    // "route.rm.record". No record is no error.
+    [[nodiscard]] Status remove(const std::string& id) const;
 
 private:
     std::string m_dir;

@@ -24,6 +24,16 @@
 // rolls back what the attempt created and marks it failed.
 //
 // Under policy eager_mesh, ensure_route first provisions every other missing online pair.
+//
+// Unreachable is not missing (docs/routes.md): step 2 runs only when both Syncthings answered
+// and no folder pair joins the nodes. While a node's Syncthing does not answer, ensure_route
+// re-reads discovery with short naps for up to transfer.outage_wait (an existing route found
+// meanwhile is used), then stops cleanly with ROUTE_WAITING. The waits of steps 3–5 that wait
+// only because a Syncthing does not answer end the same way, within the same window, leaving the
+// record `provisioning` for a rerun to continue under the same route ID.
+//
+// remove_route (`route rm`) removes a route archctl created, once no unfinished job uses it;
+// repair_route (`route ensure --repair`) sets the valve settings (valve.hpp) on both folders.
 
 #include <chrono>
 #include <functional>
@@ -90,13 +100,27 @@ struct RouteEntry {
     std::string cache, archive;
     std::string cache_path, archive_path;
     // ready | stale (verified longer ago than routes.check_max_age) | unverified | unhealthy |
+    // unsafe (a folder's settings break the valve: `valve` says which) |
     // provisioning | timed_out | failed | rolled_back | missing (a ready record whose folders
-    // are gone) | half (one side configured)
+    // are gone from the config of two Syncthings that answered) | unreachable (a node's
+    // Syncthing does not answer, so its folders cannot be checked) | half (one side configured)
     std::string state;
     std::string health;         // Health::summary(), or "" when not probed
     bool discovered = false;    // found in live config on both nodes
     std::optional<RouteRecord> record;
+    std::vector<NodeValve> valve;  // discovered: the sides whose settings break the valve
 };
+
+// The one-line fix of a route whose folder settings break the valve.
+[[nodiscard]] std::string valve_fix(const std::string& route_id);
+
+// The state of a discovered route (pure): unsafe, unhealthy, unverified, stale or ready.
+[[nodiscard]] std::string discovered_state(bool valve_holds, bool healthy, const std::optional<RouteRecord>& record,
+                                           bool fresh);
+// The state of a recorded route discovery did not find on both nodes (pure): `unreachable` for
+// a ready record while one of its nodes did not answer, `missing` when both did, else the
+// record's own state.
+[[nodiscard]] std::string recorded_state(const RouteRecord& record, const Discovery& discovery);
 
 struct Listing {
     std::vector<RouteEntry> routes;
@@ -144,6 +168,39 @@ struct MeshReport {
 // Provision every missing cache/archive pair whose nodes are both online.
 [[nodiscard]] Result<MeshReport> ensure_mesh(Env& env, const EnsureOptions& options = {});
 
+// One config object `route rm` or `route ensure --repair` looked at.
+struct TouchedObject {
+    std::string node;
+    ObjectKind kind = ObjectKind::folder;
+    std::string id;
+    std::string status;  // rm: removed | absent | kept; repair: repaired | holds
+    std::string note;    // why it was kept, or what was changed
+};
+
+struct RemoveReport {
+    std::string id;
+    std::vector<TouchedObject> objects;
+    std::vector<std::pair<std::string, std::string>> files_left;  // (node, folder path): never touched
+};
+
+// `route rm ID`: remove the route archctl created under `id` — its folder on both Syncthings and,
+// on each, the peer device when no other folder there shares it — then its record. Files on disk
+// are never touched. Refuses (ROUTE_CONFLICT) a route archctl did not create, (ROUTE_IN_USE) one
+// an unfinished job uses, and stops cleanly (ROUTE_WAITING) while a Syncthing does not answer.
+// A verified route may be removed this way; a rerun after a crash finishes the removal.
+[[nodiscard]] Result<RemoveReport> remove_route(Env& env, const std::string& id);
+
+struct RepairReport {
+    std::string id;
+    std::vector<TouchedObject> folders;  // one per side
+    std::string verified_at;             // the nonce exchange after the repair
+};
+
+// `route ensure --repair ID`: PATCH each side's folder with valve_repair() (only the valve keys),
+// read it back, then verify the route by a nonce exchange. ROUTE_WAITING while a Syncthing does
+// not answer; ROUTE_CONFIG_REFUSED when Syncthing did not keep the settings.
+[[nodiscard]] Result<RepairReport> repair_route(Env& env, const std::string& id, const EnsureOptions& options = {});
+
 [[nodiscard]] nlohmann::json to_json(const Route& route);
 [[nodiscard]] nlohmann::json to_json(const RouteEntry& entry);
 [[nodiscard]] nlohmann::json to_json(const IgnoredFolder& folder);
@@ -151,5 +208,8 @@ struct MeshReport {
 [[nodiscard]] nlohmann::json to_json(const RollbackReport& report);
 [[nodiscard]] nlohmann::json to_json(const CheckReport& report);
 [[nodiscard]] nlohmann::json to_json(const MeshReport& report);
+[[nodiscard]] nlohmann::json to_json(const RemoveReport& report);
+[[nodiscard]] nlohmann::json to_json(const RepairReport& report);
+[[nodiscard]] nlohmann::json to_json(const NodeValve& valve);
 
 }  // namespace archctl::routes

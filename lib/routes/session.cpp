@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/fs.hpp"
 #include "lib/base/signals.hpp"
 
 namespace archctl::routes {
@@ -75,6 +76,14 @@ std::vector<RouteRecord> Session::records() {
     return m_store.load_all(m_problems);
 }
 
+Result<LockFile> Session::lock(const std::string& purpose) {
+    ARCHCTL_TRY_STATUS(make_dirs(m_store.dir()));
+    std::vector<std::string> notices;
+    auto lock = LockFile::acquire(m_store.dir(), purpose, notices);
+    for (const auto& n : notices) say(n);
+    return lock;
+}
+
 Deadlines Session::deadlines(const EnsureOptions& options) const {
     Deadlines d;
     d.timeout_s = std::max<std::int64_t>(1, m_env.config.provision_timeout_s);
@@ -86,6 +95,21 @@ Deadlines Session::deadlines(const EnsureOptions& options) const {
 
 void Session::say(const std::string& text) const {
     if (m_env.info) m_env.info(text);
+}
+
+std::optional<Error> Session::outage_seen(const std::string& node, const std::string& why, const std::string& doing,
+                                          const std::string& hint) {
+    const auto now = std::chrono::steady_clock::now();
+    const std::int64_t window_s = std::max<std::int64_t>(0, m_env.config.outage_wait_s);
+    if (!m_outage_since) {
+        m_outage_since = now;
+        if (window_s > 0)
+            say(fmt::format("archctl: waiting: Syncthing of '{}' does not answer ({}); waiting up to {} s (transfer.outage_wait)", node,
+                            why, window_s));
+    }
+    if (now - *m_outage_since < std::chrono::seconds(window_s)) return std::nullopt;
+    return Error(ErrorCode::ROUTE_WAITING,
+                 fmt::format("waiting: Syncthing of '{}' unreachable for {} s while {}: {}", node, window_s, doing, why), hint);
 }
 
 }  // namespace archctl::routes

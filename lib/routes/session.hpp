@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/base/clock.hpp"
+#include "lib/base/lock_file.hpp"
 #include "lib/routes/discovery.hpp"
 #include "lib/session/node_session.hpp"
 #include "lib/routes/route_record.hpp"
@@ -52,14 +53,24 @@ public:
     [[nodiscard]] std::vector<RouteRecord> records();
     [[nodiscard]] const std::vector<std::string>& problems() const { return m_problems; }
 
+    // The routes lock (<state>/routes/lock): one routes call that may write at a time.
+    [[nodiscard]] Result<LockFile> lock(const std::string& purpose);
+
     [[nodiscard]] Deadlines deadlines(const EnsureOptions& options) const;
     void say(const std::string& text) const;
+
+    // Node `node`'s Syncthing did not answer (`why`) while this call was `doing` something. The
+    // first sight starts the call's outage window (transfer.outage_wait); once the window is
+    // over, the ROUTE_WAITING error that ends the wait (a clean stop), with `hint`.
+    [[nodiscard]] std::optional<Error> outage_seen(const std::string& node, const std::string& why, const std::string& doing,
+                                                   const std::string& hint);
 
 private:
     Env& m_env;
     RouteStore m_store;
     std::unique_ptr<session::NodeSessions> m_own_nodes;  // when Env::nodes is null
     std::vector<std::string> m_problems;
+    std::optional<SteadyTime> m_outage_since;  // first sight of an unanswering Syncthing in this call
 };
 
 // Current time as RFC 3339.

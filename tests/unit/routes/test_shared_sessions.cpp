@@ -31,6 +31,7 @@ void share(FakeSyncthing& fake, const std::string& self, const std::string& peer
     f.id = k_route;
     f.path = path;
     f.devices = {self, peer};
+    f.ignore_perms = true;  // the valve holds (a folder without it is listed `unsafe`)
     fake.folder_map[k_route] = f;
     st::Device d;
     d.device_id = peer;
