@@ -2,6 +2,10 @@
 // node's cleanup, the paths that node's torrents reference below the job directory are read
 // fresh: a staged file some torrent uses is kept (lib/node/keep_rule.hpp) and recorded.
 
+#include <chrono>
+
+#include <fmt/format.h>
+
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/archive_evidence.hpp"
 #include "lib/jobs/job_run.hpp"
@@ -54,6 +58,54 @@ Status restamp_source(JobRun& run) {
     return run.event("restamped", {{"node", run.def.source}, {"files", torrent::Selection::of(std::move(restamped)).to_string()}});
 }
 
+// The far side changed source inodes through the staged links (a `touch` on its copy of a staged
+// file travels back as a metadata change) and cleanup put the stage's stamps back: said on the log
+// and as a `source_restored` event, with the first files by name.
+Status record_restored(JobRun& run, const node::CleanupResult& r) {
+    if (!r.replaced.empty())
+        run.log(fmt::format("archctl: job {}: {} source file{} on '{}' no longer the inode the stage linked (first: {}); left as {}", run.def.id,
+                            r.replaced.size(), r.replaced.size() == 1 ? " is" : "s are", run.def.source, r.replaced.front(),
+                            r.replaced.size() == 1 ? "it is" : "they are"));
+    if (r.restored.empty()) return {};
+    constexpr std::size_t k_listed = 100;
+    nlohmann::json files = nlohmann::json::array();
+    for (std::size_t i = 0; i < r.restored.size() && i < k_listed; ++i) files.push_back(r.restored[i]);
+    run.log(fmt::format("archctl: job {}: the far side of route {} changed the metadata of {} source file{} on '{}' through the staged "
+                        "links (first: {}); restored",
+                        run.def.id, run.def.route.id, r.restored.size(), r.restored.size() == 1 ? "" : "s", run.def.source,
+                        r.restored.front().path));
+    return run.event("source_restored", {{"node", run.def.source}, {"count", r.restored.size()}, {"files", files}});
+}
+
+// Syncthing may bring an emptied staging directory back for a moment: a pull of the job that was
+// under way when cleanup removed the files makes their parent directory again. Both sides scan
+// the job's prefix now (the deletions are indexed at once, not after the watcher's delay), and a
+// job directory that is still or again there is cleaned again — empty directories only, since the
+// journal that names the job's files is gone — for a few seconds at most.
+Status settle_staging(JobRun& run) {
+    constexpr int k_rounds = 8;
+    constexpr auto k_pause = std::chrono::milliseconds(750);
+    const std::pair<std::string, std::string> sides[] = {{run.def.source, run.def.route.source_path}, {run.def.target, run.def.route.target_path}};
+    for (int round = 0; round < k_rounds; ++round) {
+        bool left = false;
+        for (const auto& [node_name, folder] : sides) {
+            ARCHCTL_TRY_ASSIGN(NodeHandle * node, run.env.nodes.get(node_name));
+            (void)node->st().scan(run.def.route.id, {run.def.id});
+            ARCHCTL_TRY_ASSIGN(node::Transport * transport, node->ops());
+            node::Ops ops(*transport);
+            const std::string dir = job_dir(folder, run.def.id);
+            ARCHCTL_TRY_ASSIGN(auto tree, ops.tree({.base = folder, .paths = {run.def.id}}));
+            if (tree.entries.empty() || tree.entries[0].type == "absent") continue;
+            if (tree.entries[0].type != "dir") continue;  // not archctl's to remove; the cleanup said so
+            left = true;
+            ARCHCTL_TRY_STATUS(ops.cleanup({.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt}));
+        }
+        if (!left) return {};
+        run.clock().sleep_for(k_pause);
+    }
+    return {};
+}
+
 }  // namespace
 
 StepResult step_cleanup(JobRun& run) {
@@ -67,12 +119,14 @@ StepResult step_cleanup(JobRun& run) {
         std::string dir = job_dir(folder, run.def.id);
         auto used = referenced_paths_below(*node.value(), dir);
         if (!used.ok()) return StepResult::failed(used.take_error());
-        node::CleanupRequest request{.job_dir = dir, .referenced = {}, .save_path = std::nullopt};
+        node::CleanupRequest request{.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt};
         for (const auto& p : used.value().paths)
             if (path_at_or_below(p, dir)) request.referenced.push_back(p);
         if (node_name == run.def.target) request.save_path = run.def.target_save_path;  // drops the merge record
+        if (node_name == run.def.source) request.source_base = run.def.source_files_path();  // restores what came through the links
         auto r = node::Ops(*transport.value()).cleanup(request);
         if (!r.ok()) return StepResult::failed(r.take_error());
+        if (node_name == run.def.source) ARCHCTL_TRY_STATUS(record_restored(run, r.value()));
         for (const auto& kept : r.value().kept) {
             nlohmann::json k = kept;
             // Files the keep rule kept; unknown content and directories are only reported.
@@ -87,6 +141,9 @@ StepResult step_cleanup(JobRun& run) {
     if (run.ledger.committed) {
         ARCHCTL_TRY_STATUS(drop_baseline_copy(run));
     }
+    if (Status settled = settle_staging(run); !settled.ok())
+        run.log(fmt::format("archctl: warning: job {}: staging directories may be left in route folder {}: {}", run.def.id,
+                            run.def.route.id, settled.error().message));
     ARCHCTL_TRY_STATUS(restamp_source(run));
     run.ledger.cleaned = true;
     ARCHCTL_TRY_STATUS(run.event("cleaned", {{"kept", kept_all}}));

@@ -96,7 +96,6 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
 
 Status compensate(JobRun& run, const Error& why) {
     run.record("compensating", {{"reason", why.message}});
-    release_before_run(run);  // a hold a stop left in the target's Syncthing (transfer_hold.cpp)
     auto dst = run.target();
     if (!dst.ok()) return dst.take_error();
     Status first;
@@ -113,6 +112,9 @@ Status compensate(JobRun& run, const Error& why) {
     run.record_ledger();
     StepResult c = step_cleanup(run);
     if (c.kind == StepResult::fail) keep(c.error);
+    // A hold a stop left in the target's Syncthing goes after the staging: lifted before, it lets
+    // the target pull the job's files again while cleanup removes them (transfer_hold.cpp).
+    release_before_run(run);
     if (std::string kept = kept_text(run.ledger.kept); !kept.empty())
         run.log(fmt::format("archctl: job {}: {} (see 'archctl job show {}')", run.def.id, kept, run.def.id));
     if (!first.ok()) return first;

@@ -2,6 +2,7 @@
 // Internal to lib/jobs: the state of one job being driven, shared by the step files.
 
 #include <chrono>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,9 @@ struct JobRun {
     std::string metainfo;  // exported .torrent bytes: the job directory's copy (resource.torrent)
     bool metainfo_checked = false;  // this run checked `metainfo` is the job's resource (job_metainfo)
     bool released = false;  // this run checked that the target holds no transfer of the job
+    // Payload files this run's byte budget leaves on the source: the target ignores them until
+    // the next run (limit_transfer, transfer_hold.cpp).
+    std::set<std::uint32_t> budget_held;
     std::string waiting_on;  // why the sync step waits ("" = nothing known), for the progress panel
     std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
     Clock& clock() const { return *env.io.clock; }
@@ -97,12 +101,19 @@ Status compensate(JobRun& run, const Error& why);
 // job's transfer into the target (ignore patterns for the job's directory on the target's
 // Syncthing, marked with the job id, so the hold is its own durable record); release_transfer()
 // lifts it. Both are idempotent; release reads the target live, so it needs no record of ours.
-// Release is due before the job moves bytes again (begin of a run, the sync step) and before
-// compensation or cancel removes the job's staging.
+// Release is due before the job moves bytes again (begin of a run, the sync step) and after
+// compensation or cancel removed the job's staging (before, the target would pull it again).
 [[nodiscard]] Status hold_transfer(JobRun& run, const std::string& reason);
 [[nodiscard]] Status release_transfer(JobRun& run);
 // Whether .stignore `ignore_lines` hold the transfer of `job_id`.
 [[nodiscard]] bool holds_transfer(const std::vector<std::string>& ignore_lines, const std::string& job_id);
+// A run never lets Syncthing carry a job past its byte budget: before the stage links anything,
+// and when the sync step starts, the target's hold covers every payload file beyond the first
+// ones (in index order, not yet on the target) whose sizes reach the budget left — so a run moves
+// at most the one file that crosses the cap past it. Without --max-bytes, or with every file
+// within it, this is release_transfer(). `before_staging`: nothing of the job can be in a pull
+// yet, so the folder needs no restart. Sets run.budget_held.
+[[nodiscard]] Status limit_transfer(JobRun& run, const std::set<std::uint32_t>& present, bool before_staging);
 // For the driver's session end: after a stop (budget, deadline, disk, interrupt, waiting), hold;
 // a hold that cannot be written is a warning on the log, never a failure of the stop. A
 // --no-wait run that ends waiting does not hold: the user asked Syncthing to carry on alone.

@@ -13,6 +13,7 @@
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/resolve.hpp"
 #include "lib/node/ops.hpp"
+#include "lib/routes/valve.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/partfile.hpp"
 
@@ -516,8 +517,24 @@ Status job_metainfo(JobRun& run) {
     return {};
 }
 
+// The route must be a one-way valve until merge has moved the payload out of the target's route
+// folder (lib/routes/valve.hpp): until then the source's staged links are in the folder, and a
+// versioner, a permission or ownership sync, or ignored deletes would carry the far side's
+// actions to the source's inodes. Checked on both Syncthings before every step up to merge.
+Status check_valve(JobRun& run) {
+    for (const std::string* name : {&run.def.source, &run.def.target}) {
+        ARCHCTL_TRY_ASSIGN(NodeHandle * node, run.env.nodes.get(*name));
+        ARCHCTL_TRY_ASSIGN(auto folder, node->st().folder(run.def.route.id));
+        if (!folder) continue;  // the sync step says a missing folder, with the cause
+        auto problems = routes::valve_problems(*folder);
+        if (!problems.empty()) return routes::valve_error(run.def.route.id, *name, problems);
+    }
+    return {};
+}
+
 StepResult step_preflight(JobRun& run) {
     if (run.ledger.committed) return StepResult::ok();  // a changed source no longer matters
+    if (!run.ledger.merged) ARCHCTL_TRY_STATUS(check_valve(run));
     Status source = check_source(run);
     if (!source.ok()) return StepResult::failed(source.take_error());
     ARCHCTL_TRY_STATUS(job_metainfo(run));

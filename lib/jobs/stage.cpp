@@ -142,6 +142,12 @@ StepResult step_stage(JobRun& run) {
         if (carried.kind != StepResult::next) return carried;
         request.aux.push_back(node::StageAux::already_present(node::k_partfile_aux));
     }
+    // The target holds what this run's byte budget does not cover before anything is linked.
+    // Without it (the target's Syncthing refused the patterns) the sync step still stops at the
+    // budget, later by what Syncthing carried in between: a warning, not a stop.
+    if (run.env.budgets.max_bytes)
+        if (Status limited = limit_transfer(run, {}, true); !limited.ok())
+            run.log(fmt::format("archctl: warning: {}; the run may move more than --max-bytes", limited.error().message));
     if (run.env.budgets.max_bytes) {
         std::uint64_t used = run.env.budgets.moved_before + run.session_bytes();
         request.budget_bytes = *run.env.budgets.max_bytes > used ? *run.env.budgets.max_bytes - used : 1;

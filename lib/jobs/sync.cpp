@@ -122,6 +122,20 @@ std::optional<std::uint64_t> target_free(JobRun& run, node::Ops& ops) {
     return node::free_bytes_at(info.value(), run.def.route.target_path);
 }
 
+// Something in the target's staging area that archctl did not stage ends the wait at once: no
+// Syncthing setting or wait turns a symlink or a foreign file into the job's payload.
+Error foreign_error(const JobRun& run, const std::vector<node::ForeignEntry>& foreign) {
+    const node::ForeignEntry& first = foreign.front();
+    const std::string name = first.name.rfind(run.def.id, 0) == 0 ? first.name : run.def.id + "/" + first.name;
+    std::string more = foreign.size() > 1 ? fmt::format(" (and {} more)", foreign.size() - 1) : "";
+    return Error(ErrorCode::STAGING_FOREIGN,
+                 fmt::format("the staging area of job {} on '{}' holds '{}' in route folder {}: {}{}", run.def.id, run.def.target, name,
+                             run.def.route.id, first.what, more),
+                 fmt::format("something other than archctl (the partner device, a user, a program) changed it; remove it from "
+                             "'{}/{}' on '{}', then rerun — this job is undone and a new one starts clean",
+                             run.def.route.target_path, name, run.def.target));
+}
+
 }  // namespace
 
 Blockage blockage_of(const SyncFacts& f) {
@@ -151,13 +165,25 @@ StepResult step_sync(JobRun& run) {
     auto dst = run.target();
     if (!src.ok()) return StepResult::failed(src.take_error());
     if (!dst.ok()) return StepResult::failed(dst.take_error());
-    // Ask the sender to scan the job prefix now instead of waiting for its watcher.
-    ARCHCTL_TRY_STATUS(src.value()->st().scan(run.def.route.id, {run.def.id}));
-    // A stop held the rest of the job on the target (transfer_hold.cpp): lift it before waiting.
-    if (Status released = release_transfer(run); !released.ok()) return StepResult::stopped("waiting", released.error().message);
     auto transport = dst.value()->ops();
     if (!transport.ok()) return StepResult::failed(transport.take_error());
     node::Ops ops(*transport.value());
+    // A stop held the rest of the job on the target (transfer_hold.cpp): lift it before waiting —
+    // as far as this run's byte budget reaches, counting what is on the target already.
+    std::set<std::uint32_t> present_at_start;
+    if (run.env.budgets.max_bytes) {
+        auto before = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                         .files = node::file_entries(run.def.files),
+                                         .indexed = std::nullopt,
+                                         .verify_transit = false});
+        if (before.ok())
+            for (const auto& f : before.value().files)
+                if (f.index && f.state == "present") present_at_start.insert(*f.index);
+    }
+    if (Status limited = limit_transfer(run, present_at_start, false); !limited.ok())
+        return StepResult::stopped("waiting", limited.error().message);
+    // Ask the sender to scan the job prefix now instead of waiting for its watcher.
+    ARCHCTL_TRY_STATUS(src.value()->st().scan(run.def.route.id, {run.def.id}));
     std::vector<std::string> names = job_names(run);
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
     std::uint64_t seen_at_start = run.ledger.bytes_present;
@@ -191,7 +217,12 @@ StepResult step_sync(JobRun& run) {
                                         .files = node::file_entries(run.def.files),
                                         .indexed = std::move(indexed),
                                         .verify_transit = run.def.verify_transit});
-        if (!check.ok()) return StepResult::failed(check.take_error());
+        if (!check.ok()) {
+            if (check.error().is(ErrorCode::PATH_SYMLINK) || check.error().is(ErrorCode::NOT_A_DIRECTORY))
+                return StepResult::failed(foreign_error(run, {{run.def.id, "not the directory archctl staged: " + check.error().message}}));
+            return StepResult::failed(check.take_error());
+        }
+        if (!check.value().foreign.empty()) return StepResult::failed(foreign_error(run, check.value().foreign));
         std::uint64_t present = check.value().bytes_present;
         if (present > run.ledger.bytes_present) {
             run.session.bytes_synced += present - std::max(run.ledger.bytes_present, seen_at_start);
@@ -210,6 +241,17 @@ StepResult step_sync(JobRun& run) {
                 return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH, fmt::format("received file '{}' of job {} does not match the manifest{}",
                                                                                 f.name, run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
         if (check.value().complete && indexed_count == names.size()) break;
+        // Every file this run's budget released is there; the rest waits for the next run.
+        if (!run.budget_held.empty()) {
+            bool released_here = std::all_of(check.value().files.begin(), check.value().files.end(), [&](const node::ReceivedFile& f) {
+                return !f.index || run.budget_held.count(*f.index) || f.state == "present" || f.state == "verified";
+            });
+            if (released_here)
+                return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {}); {} file{} of job {} wait for the next run",
+                                                                 format_size(run.env.budgets.moved_before + run.session_bytes()),
+                                                                 format_size(*run.env.budgets.max_bytes), run.budget_held.size(),
+                                                                 run.budget_held.size() == 1 ? "" : "s", run.def.id));
+        }
         if (run.clock().steady() - last_probe >= k_probe_every) {
             last_probe = run.clock().steady();
             std::int64_t need = probed_need;

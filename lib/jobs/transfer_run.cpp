@@ -87,7 +87,7 @@ const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge"
 class TransferRun final : public KindRun {
 public:
     TransferRun(RunEnv& env, JobDefinition def)
-        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, false, {}} {}
+        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, false, {}, {}} {}
 
     std::string summary() const override { return m_run.def.summary(); }
     std::uint64_t bytes_moved() const override { return m_run.session_bytes(); }
@@ -126,7 +126,9 @@ public:
         m_run.session.pid = ::getpid();
         auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/" + k_job_metainfo);
         if (torrent.ok()) m_run.metainfo = torrent.value();
-        release_before_run(m_run);  // a stop held the job's transfer in Syncthing (transfer_hold.cpp)
+        // A stop held the job's transfer in Syncthing (transfer_hold.cpp). Under a byte budget
+        // the sync step replaces that hold by the budget's own in one write instead.
+        if (!m_run.env.budgets.max_bytes || m_run.ledger.synced) release_before_run(m_run);
         return {};
     }
 

@@ -159,6 +159,11 @@ Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned
     auto dir = open_dir_below(job, std::vector<std::string>{sub}, job_dir);
     if (!dir.ok()) {
         if (dir.error().is(ErrorCode::NOT_FOUND)) return {};
+        // Something else took the directory's place (a symlink, a file): never followed, never removed.
+        if (dir.error().is(ErrorCode::PATH_SYMLINK) || dir.error().is(ErrorCode::NOT_A_DIRECTORY)) {
+            sweep.kept.push_back(KeptEntry{display, "not the directory archctl staged: " + dir.error().message, ""});
+            return {};
+        }
         return dir.take_error();
     }
     for (const auto& name : list_names(dir.value().get())) {
@@ -181,7 +186,7 @@ Status remove_dir_if_empty(int parent, const std::string& name, const std::strin
         sweep.removed.push_back(display);
         return {};
     }
-    if (errno == ENOENT) return {};
+    if (errno == ENOENT || errno == ENOTDIR) return {};  // gone, or not a directory (kept by the sweep)
     if (errno == ENOTEMPTY || errno == EEXIST) {
         sweep.kept.push_back(KeptEntry{display, "directory is not empty", ""});
         return {};
@@ -198,6 +203,20 @@ Status drop_merge_record(const RootSet& roots, const std::string& save_path, con
     return unlink_in(parent.value().dir.get(), parent.value().name, record, sweep);
 }
 
+std::string job_id_of_dir(const std::string& job_dir) {
+    auto slash = job_dir.find_last_of('/');
+    return slash == std::string::npos ? job_dir : job_dir.substr(slash + 1);
+}
+
+// Puts back the source metadata the stage recorded, where the far side changed it through a
+// staged link (source_stamps.hpp).
+Status restore_stamps(OpContext& ctx, const std::string& source_base, const std::string& job_id, CleanupResult& out) {
+    ARCHCTL_TRY_ASSIGN(RestoreReport report, restore_source_stamps(ctx.roots(), source_base, job_id));
+    out.restored = std::move(report.restored);
+    out.replaced = std::move(report.replaced);
+    return {};
+}
+
 }  // namespace
 
 Result<json> op_cleanup(OpContext& ctx, const json& args) {
@@ -205,15 +224,21 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     const std::string& job_dir = request.job_dir;
     Sweep sweep;
     auto route = ctx.roots().open_parent(job_dir);
-    if (!route.ok()) return route.error().is(ErrorCode::NOT_FOUND) ? Result<json>(json(CleanupResult{"absent", {}, {}}))
-                                                              : Result<json>(route.take_error());
+    if (!route.ok()) {
+        if (!route.error().is(ErrorCode::NOT_FOUND)) return route.take_error();
+        CleanupResult absent{"absent", {}, {}, {}, {}};
+        if (request.source_base) ARCHCTL_TRY_STATUS(restore_stamps(ctx, *request.source_base, job_id_of_dir(job_dir), absent));
+        return json(absent);
+    }
     const std::string job_id = route.value().name;
     sweep.referenced.insert(request.referenced.begin(), request.referenced.end());
     if (request.save_path) ARCHCTL_TRY_STATUS(drop_merge_record(ctx.roots(), *request.save_path, job_id, sweep));
     auto job = open_dir_below(route.value().dir.get(), std::vector<std::string>{job_id}, job_dir);
     if (!job.ok()) {
         if (!job.error().is(ErrorCode::NOT_FOUND)) return job.take_error();
-        return json(CleanupResult{"absent", sweep.removed, sweep.kept});
+        CleanupResult absent{"absent", sweep.removed, sweep.kept, {}, {}};
+        if (request.source_base) ARCHCTL_TRY_STATUS(restore_stamps(ctx, *request.source_base, job_id, absent));
+        return json(absent);
     }
     int jfd = job.value().get();
     Owned owned = owned_names(jfd, job_dir);
@@ -234,7 +259,10 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     ARCHCTL_TRY_STATUS(remove_dir_if_empty(route.value().dir.get(), job_id, job_dir, sweep));
     ARCHCTL_TRY_STATUS(fsync_fd_dir(route.value().dir.get(), job_dir));
     bool gone = !path_exists(fd_path(route.value().dir.get(), job_id));
-    return json(CleanupResult{gone ? "removed" : "kept", sweep.removed, sweep.kept});
+    CleanupResult out{gone ? "removed" : "kept", sweep.removed, sweep.kept, {}, {}};
+    // The staged links are gone: nothing the far side does reaches the source's inodes any more.
+    if (request.source_base) ARCHCTL_TRY_STATUS(restore_stamps(ctx, *request.source_base, job_id, out));
+    return json(out);
 }
 
 Result<json> op_unlink_owned(OpContext& ctx, const json& args) {

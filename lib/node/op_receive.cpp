@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -159,6 +160,61 @@ std::vector<Expected> expected_entries(const std::vector<FileEntry>& files, cons
     return out;
 }
 
+// An atomic write's temp file of `target` ("<dot><target>.tmp.<suffix>", lib/base/atomic_file.hpp):
+// archctl's own, seen for a moment while the stage writes the manifest or the journal.
+bool is_own_temp(const std::string& name, const std::string& target) {
+    const std::string prefix = "." + target + ".tmp.";
+    return name.rfind(prefix, 0) == 0 && name.size() > prefix.size();
+}
+
+// What `st` is, for a message: "a symlink", "a directory", "a file".
+std::string what_is(const struct stat& st) {
+    if (S_ISLNK(st.st_mode)) return "a symlink";
+    if (S_ISDIR(st.st_mode)) return "a directory";
+    if (S_ISREG(st.st_mode)) return "a file";
+    return "a " + std::string(file_type_name(st.st_mode));
+}
+
+// Everything in the job directory that archctl did not stage and does not expect (docs/staging.md
+// "The staging area is archctl's"): in the job directory only the manifest, READY, the journal and
+// the directories p/ and a/; in p/ only the job's payload indices as regular files; in a/ only
+// auxiliary names. Syncthing's temp files and conflict copies, and archctl's own atomic-write temp
+// files, are expected anywhere.
+void collect_foreign(const std::map<std::string, std::map<std::string, struct stat>>& listings, const std::set<std::string>& payload,
+                     const std::set<std::string>& aux, std::vector<ForeignEntry>& out) {
+    auto expected_anywhere = [](const std::string& name, const std::set<std::string>& names) {
+        if (is_syncthing_artifact(name)) return true;
+        return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return is_own_temp(name, n); });
+    };
+    if (auto root = listings.find(""); root != listings.end()) {
+        const std::set<std::string> files = {k_manifest_name, k_ready_name, k_stage_journal_name};
+        for (const auto& [name, st] : root->second) {
+            if (name == k_payload_dir || name == k_aux_dir) {
+                if (!S_ISDIR(st.st_mode)) out.push_back({name, what_is(st) + " where archctl staged a directory"});
+                continue;
+            }
+            if (files.count(name)) {
+                if (!S_ISREG(st.st_mode)) out.push_back({name, what_is(st) + " where archctl wrote a file"});
+                continue;
+            }
+            if (!expected_anywhere(name, files)) out.push_back({name, what_is(st) + " archctl did not stage"});
+        }
+    }
+    for (const auto& [sub, names] : {std::pair<std::string, const std::set<std::string>*>{k_payload_dir, &payload},
+                                     std::pair<std::string, const std::set<std::string>*>{k_aux_dir, &aux}}) {
+        auto listing = listings.find(sub);
+        if (listing == listings.end()) continue;
+        for (const auto& [name, st] : listing->second) {
+            const std::string shown = sub + "/" + name;
+            if (names->count(name)) {
+                if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) out.push_back({shown, what_is(st) + " where archctl staged a file"});
+                continue;
+            }
+            if (!expected_anywhere(name, *names)) out.push_back({shown, what_is(st) + " archctl did not stage"});
+        }
+    }
+}
+
 // Temp files and conflict copies in a listing: never payload, reported.
 void collect_ignored(const std::string& prefix, const std::map<std::string, struct stat>& listing, std::vector<std::string>& ignored) {
     for (const auto& [name, st] : listing)
@@ -184,6 +240,8 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
     if (job.ok()) {
         listings[""] = list_with_stats(job.value().get());
         for (const char* sub : {k_payload_dir, k_aux_dir}) {
+            auto entry = listings[""].find(sub);
+            if (entry == listings[""].end() || !S_ISDIR(entry->second.st_mode)) continue;  // a symlink is never followed
             auto fd = open_dir_below(job.value().get(), std::vector<std::string>{sub}, job_dir);
             if (!fd.ok()) continue;
             listings[sub] = list_with_stats(fd.value().get());
@@ -223,6 +281,12 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
         ctx.progress(progress);
     }
     for (const auto& [sub, listing] : listings) collect_ignored(sub, listing, out.ignored);
+    std::set<std::string> payload, aux = {k_torrent_aux, k_partfile_aux};
+    for (const auto& f : request.files) payload.insert(std::to_string(f.index));
+    if (manifest)
+        for (const auto& a : manifest->aux) aux.insert(a.name);
+    collect_foreign(listings, payload, aux, out.foreign);
+    if (!out.foreign.empty()) out.complete = false;
     out.complete = complete;
     out.bytes_hashed = c.bytes_hashed;
     return json(out);

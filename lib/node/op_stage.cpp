@@ -40,6 +40,7 @@
 #include "lib/node/job_layout.hpp"
 #include "lib/node/operation.hpp"
 #include "lib/node/ops.hpp"
+#include "lib/node/source_stamps.hpp"
 
 namespace archctl::node {
 namespace {
@@ -650,6 +651,16 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_ASSIGN(s.payload, open_job_subdir(s.job.get(), k_payload_dir, args.job_dir + "/" + k_payload_dir));
     crash_point("stage.job_dir");
     ARCHCTL_TRY_STATUS(load_journal(s));
+    // Before the first link: what the source's inodes look like now, outside every Syncthing
+    // folder, so cleanup can undo what the far side does to them through the links.
+    if (args.method != MethodChoice::reflink && args.method != MethodChoice::copy) {
+        std::vector<SourceStamp> stamps;
+        stamps.reserve(args.files.size());
+        for (std::size_t i = 0; i < args.files.size(); ++i)
+            stamps.push_back({args.files[i].index, args.files[i].path, static_cast<std::uint64_t>(s.source_stats[i].st_ino),
+                              mtime_ns(s.source_stats[i]), static_cast<std::uint32_t>(s.source_stats[i].st_mode & 07777)});
+        ARCHCTL_TRY_STATUS(write_source_stamps(ctx.roots(), args.source_base, route.name, stamps));
+    }
 
     Stop stop = Stop::none;
     for (std::size_t i : inode_order(s.source_stats)) {

@@ -264,13 +264,21 @@ void from_json(const json& j, ReceivedFile& v) {
     v.detail = j.value("detail", "");
 }
 
+void to_json(json& j, const ForeignEntry& v) { j = {{"name", v.name}, {"what", v.what}}; }
+void from_json(const json& j, ForeignEntry& v) {
+    v.name = j.value("name", "");
+    v.what = j.value("what", "");
+}
+
 void to_json(json& j, const ReceiveCheckResult& v) {
     j = {{"complete", v.complete}, {"stopped", v.stopped}};
     if (!v.stopped.empty()) return;  // a stopped check reports nothing else
     j.update({{"job_exists", v.job_exists},       {"manifest", v.manifest},         {"index_evidence", v.index_evidence},
               {"files", v.files},                 {"ignored", v.ignored},           {"bytes_present", v.bytes_present},
+
               {"bytes_total", v.bytes_total},     {"files_present", v.files_present}, {"files_total", v.files_total},
               {"bytes_hashed", v.bytes_hashed}});
+    if (!v.foreign.empty()) j["foreign"] = v.foreign;
 }
 void from_json(const json& j, ReceiveCheckResult& v) {
     v.complete = j.value("complete", false);
@@ -280,6 +288,7 @@ void from_json(const json& j, ReceiveCheckResult& v) {
     v.index_evidence = j.value("index_evidence", false);
     v.files = get_list<ReceivedFile>(j, "files");
     v.ignored = get_list<std::string>(j, "ignored");
+    v.foreign = get_list<ForeignEntry>(j, "foreign");
     v.bytes_present = j.value("bytes_present", std::uint64_t{0});
     v.bytes_total = j.value("bytes_total", std::uint64_t{0});
     v.files_present = j.value("files_present", std::uint64_t{0});
@@ -430,19 +439,42 @@ void from_json(const json& j, ChmodReadableResult& v) {
 void to_json(json& j, const CleanupRequest& v) {
     j = {{"job_dir", v.job_dir}, {"referenced", v.referenced}};
     put_optional(j, "save_path", v.save_path);
+    put_optional(j, "source_base", v.source_base);
 }
 void from_json(const json& j, CleanupRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
     v.referenced = get_list<std::string>(j, "referenced");
     v.save_path.reset();
     get_optional(j, "save_path", v.save_path);
+    v.source_base.reset();
+    get_optional(j, "source_base", v.source_base);
 }
 
-void to_json(json& j, const CleanupResult& v) { j = {{"job_dir", v.job_dir}, {"removed", v.removed}, {"kept", v.kept}}; }
+void to_json(json& j, const RestoredStamp& v) {
+    j = {{"index", v.index},           {"path", v.path},
+         {"mtime_found", v.mtime_found}, {"mtime_restored", v.mtime_restored},
+         {"mode_found", fmt::format("{:04o}", v.mode_found)}, {"mode_restored", fmt::format("{:04o}", v.mode_restored)}};
+}
+void from_json(const json& j, RestoredStamp& v) {
+    v.index = j.value("index", std::uint32_t{0});
+    v.path = j.value("path", "");
+    v.mtime_found = j.value("mtime_found", std::int64_t{0});
+    v.mtime_restored = j.value("mtime_restored", std::int64_t{0});
+    v.mode_found = static_cast<std::uint32_t>(std::stoul(j.value("mode_found", std::string("0")), nullptr, 8));
+    v.mode_restored = static_cast<std::uint32_t>(std::stoul(j.value("mode_restored", std::string("0")), nullptr, 8));
+}
+
+void to_json(json& j, const CleanupResult& v) {
+    j = {{"job_dir", v.job_dir}, {"removed", v.removed}, {"kept", v.kept}};
+    if (!v.restored.empty()) j["restored"] = v.restored;
+    if (!v.replaced.empty()) j["replaced"] = v.replaced;
+}
 void from_json(const json& j, CleanupResult& v) {
     v.job_dir = j.value("job_dir", "");
     v.removed = get_list<std::string>(j, "removed");
     v.kept = get_list<KeptEntry>(j, "kept");
+    v.restored = get_list<RestoredStamp>(j, "restored");
+    v.replaced = get_list<std::string>(j, "replaced");
 }
 
 void to_json(json& j, const OwnedFile& v) {

@@ -20,6 +20,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/node/protocol.hpp"
+#include "lib/node/source_stamps.hpp"
 #include "lib/node/transport.hpp"
 
 namespace archctl::node {
@@ -182,8 +183,16 @@ struct ReceivedFile {
     std::string detail;
 };
 
+// Something in a job directory archctl did not stage: its name below the job directory ("p",
+// "p/evil") and what it is ("a symlink where archctl staged a directory"). Keys: name, what.
+struct ForeignEntry {
+    std::string name;
+    std::string what;
+};
+
 // Keys: complete, stopped; unless stopped ("cancel"): job_exists, manifest, index_evidence,
-// files, ignored, bytes_present, bytes_total, files_present, files_total, bytes_hashed.
+// files, ignored, foreign, bytes_present, bytes_total, files_present, files_total, bytes_hashed.
+// A job directory with a foreign entry is never complete.
 struct ReceiveCheckResult {
     bool complete = false;
     std::string stopped;
@@ -192,6 +201,7 @@ struct ReceiveCheckResult {
     bool index_evidence = false;
     std::vector<ReceivedFile> files;
     std::vector<std::string> ignored;
+    std::vector<ForeignEntry> foreign;
     std::uint64_t bytes_present = 0, bytes_total = 0, files_present = 0, files_total = 0, bytes_hashed = 0;
 };
 
@@ -316,13 +326,20 @@ struct CleanupRequest {
     std::string job_dir;
     std::vector<std::string> referenced;
     std::optional<std::string> save_path;
+    // The source save path of the job (on the source node): once the staged links are removed,
+    // the metadata the stage recorded is restored where the far side changed it
+    // (source_stamps.hpp).
+    std::optional<std::string> source_base;
 };
 
-// Keys: job_dir ("absent", "removed", "kept"), removed, kept.
+// Keys: job_dir ("absent", "removed", "kept"), removed, kept; restored and replaced (only when
+// not empty: the source files whose metadata was put back, and those no longer on their inode).
 struct CleanupResult {
     std::string job_dir;
     std::vector<std::string> removed;
     std::vector<KeptEntry> kept;
+    std::vector<RestoredStamp> restored;
+    std::vector<std::string> replaced;
 };
 
 // A path to unlink, with what was recorded about it. Keys: the path as a string, or an object
@@ -559,8 +576,12 @@ void to_json(nlohmann::json& j, const ChmodReadableRequest& v);
 void from_json(const nlohmann::json& j, ChmodReadableRequest& v);
 void to_json(nlohmann::json& j, const ChmodReadableResult& v);
 void from_json(const nlohmann::json& j, ChmodReadableResult& v);
+void to_json(nlohmann::json& j, const ForeignEntry& v);
+void from_json(const nlohmann::json& j, ForeignEntry& v);
 void to_json(nlohmann::json& j, const CleanupRequest& v);
 void from_json(const nlohmann::json& j, CleanupRequest& v);
+void to_json(nlohmann::json& j, const RestoredStamp& v);
+void from_json(const nlohmann::json& j, RestoredStamp& v);
 void to_json(nlohmann::json& j, const CleanupResult& v);
 void from_json(const nlohmann::json& j, CleanupResult& v);
 void to_json(nlohmann::json& j, const OwnedFile& v);

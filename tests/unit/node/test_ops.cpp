@@ -88,9 +88,11 @@ TEST_CASE("request structs write the keys the handlers read") {
     round_trip(UnmergeRequest{"/qb/save", "/sync/r/job", std::nullopt, {"/qb/save/x"}, json::array()},
                json{{"save_path", "/qb/save"}, {"job_dir", "/sync/r/job"}, {"referenced", {"/qb/save/x"}}, {"provenance", json::array()}});
     round_trip(ChmodReadableRequest{"/qb/save", {"a", "b/c"}}, json{{"base", "/qb/save"}, {"paths", {"a", "b/c"}}});
-    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt}, json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}});
-    round_trip(CleanupRequest{"/sync/r/job", {"/sync/r/job/p/1"}, "/qb/save"},
+    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt, std::nullopt}, json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}});
+    round_trip(CleanupRequest{"/sync/r/job", {"/sync/r/job/p/1"}, "/qb/save", std::nullopt},
                json{{"job_dir", "/sync/r/job"}, {"referenced", {"/sync/r/job/p/1"}}, {"save_path", "/qb/save"}});
+    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt, "/cache/qb/done"},
+               json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}, {"source_base", "/cache/qb/done"}});
     // A path without a record is a plain string; with one, an object.
     round_trip(UnlinkOwnedRequest{{{"/qb/x/a", std::nullopt, std::nullopt}, {"/qb/x/b", 12, 99}}, {}, "/qb/x"},
                json{{"paths", json::array({"/qb/x/a", {{"path", "/qb/x/b"}, {"size", 12}, {"ino", 99}}})}, {"stop_at", "/qb/x"}});
@@ -280,8 +282,14 @@ TEST_CASE("result structs write the keys the handlers answered with") {
                json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}, {"preexisting", json::array()}});
     round_trip(ChmodReadableResult{2, 1, {"gone"}}, json{{"files_changed", 2}, {"dirs_changed", 1}, {"missing", {"gone"}}});
     // Unknown content is kept without a code.
-    round_trip(CleanupResult{"kept", {"/j/READY"}, {KeptEntry{"/j/other", "not a file of this job", ""}}},
+    round_trip(CleanupResult{"kept", {"/j/READY"}, {KeptEntry{"/j/other", "not a file of this job", ""}}, {}, {}},
                json{{"job_dir", "kept"}, {"removed", {"/j/READY"}}, {"kept", {{{"path", "/j/other"}, {"reason", "not a file of this job"}}}}});
+    // Source metadata the cleanup put back, with modes as octal text.
+    round_trip(CleanupResult{"removed", {}, {}, {RestoredStamp{3, "d/f", 978307200000000000, 1700000000123456789, 0644, 0644}}, {"d/g"}},
+               json{{"job_dir", "removed"}, {"removed", json::array()}, {"kept", json::array()},
+                    {"restored", {{{"index", 3}, {"path", "d/f"}, {"mtime_found", 978307200000000000}, {"mtime_restored", 1700000000123456789},
+                                   {"mode_found", "0644"}, {"mode_restored", "0644"}}}},
+                    {"replaced", {"d/g"}}});
     round_trip(UnlinkOwnedResult{{"/qb/x/a"}, {KeptEntry{"/qb/x/b", "referenced by another torrent", "referenced"}}},
                json{{"removed", {"/qb/x/a"}},
                     {"kept", {{{"path", "/qb/x/b"}, {"reason", "referenced by another torrent"}, {"code", "referenced"}}}}});
