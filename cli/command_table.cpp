@@ -13,7 +13,7 @@ const std::vector<CommandSpec>& command_table() {
         {"tier", Group::porcelain, "keep a cache node below a free-space goal: archive, prove, evict (config [tier.NAME])", register_tier, Needs::nodes},
         {"resume", Group::porcelain, "drive every unfinished job under this run's budgets", register_resume, Needs::nodes},
         {"status", Group::porcelain, "nodes, routes, placements and jobs", register_status, Needs::config},
-        {"route", Group::porcelain, "list, check and provision Syncthing routes", register_route, Needs::state},
+        {"route", Group::porcelain, "list, check, provision and remove Syncthing routes", register_route, Needs::state},
         {"job", Group::porcelain, "list, show, cancel, clear and remove jobs", register_job, Needs::state},
         {"config", Group::porcelain, "print every effective setting and the layer that set it", register_config, Needs::nothing},
         {"node", Group::plumbing, "node operations (the exec transport's far end)", register_node, Needs::nothing},

@@ -5,7 +5,7 @@
 _archctl_subs() {
     case "$1" in
         "") local commands="plan archive unarchive evict tier resume status route job config node torrent completion"; echo "$commands" ;;
-        "route") echo "list show ensure check mesh" ;;
+        "route") echo "list show ensure check mesh rm" ;;
         "job") echo "list show cancel clear rm" ;;
         "node") echo "serve info check" ;;
         "torrent") echo "show verify create" ;;
@@ -23,7 +23,7 @@ _archctl_descs() {
             'tier:keep a cache node below a free-space goal: archive, prove, evict (config [tier.NAME])' \
             'resume:drive every unfinished job under this run'\''s budgets' \
             'status:nodes, routes, placements and jobs' \
-            'route:list, check and provision Syncthing routes' \
+            'route:list, check, provision and remove Syncthing routes' \
             'job:list, show, cancel, clear and remove jobs' \
             'config:print every effective setting and the layer that set it' \
             'node:node operations (the exec transport'\''s far end)' \
@@ -34,7 +34,8 @@ _archctl_descs() {
             'show:one route, with its provisioning step, what was seen and what was created' \
             'ensure:make sure a ready route joins CACHE and ARCHIVE, provisioning it if needed' \
             'check:exchange nonce files in both directions now' \
-            'mesh:provision a route for every missing online cache/archive pair' ;;
+            'mesh:provision a route for every missing online cache/archive pair' \
+            'rm:remove a route archctl created, once no unfinished job uses it (files stay on disk)' ;;
         "job") printf '%s\n' \
             'list:unfinished jobs and the newest finished ones, with their state' \
             'show:one job: definition, state and events' \
@@ -66,9 +67,10 @@ _archctl_opts() {
         "route") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "route list") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "route show") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
-        "route ensure") echo "--rollback --max-minutes -h --help --config --state --json -q --quiet -v --verbose" ;;
+        "route ensure") echo "--rollback --repair --max-minutes -h --help --config --state --json -q --quiet -v --verbose" ;;
         "route check") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "route mesh") echo "--max-minutes -h --help --config --state --json -q --quiet -v --verbose" ;;
+        "route rm") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "job") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
         "job list") echo "--limit --all --rebuild-index -h --help --config --state --json -q --quiet -v --verbose" ;;
         "job show") echo "-h --help --config --state --json -q --quiet -v --verbose" ;;
@@ -125,12 +127,14 @@ _archctl_kind() {
         "route show|--config") echo "files" ;;
         "route ensure|--state") echo "dirs" ;;
         "route ensure|--config") echo "files" ;;
-        "route ensure|--rollback"|"route ensure|--max-minutes") echo "text" ;;
+        "route ensure|--rollback"|"route ensure|--repair"|"route ensure|--max-minutes") echo "text" ;;
         "route check|--state") echo "dirs" ;;
         "route check|--config") echo "files" ;;
         "route mesh|--state") echo "dirs" ;;
         "route mesh|--config") echo "files" ;;
         "route mesh|--max-minutes") echo "text" ;;
+        "route rm|--state") echo "dirs" ;;
+        "route rm|--config") echo "files" ;;
         "job|--state") echo "dirs" ;;
         "job|--config") echo "files" ;;
         "job list|--state") echo "dirs" ;;
@@ -184,6 +188,7 @@ _archctl_pos() {
         "route show|1") echo "text" ;;
         "route ensure|1"|"route ensure|"*) echo "nodes" ;;
         "route check|1") echo "text" ;;
+        "route rm|1") echo "text" ;;
         "job show|1") echo "jobs" ;;
         "job cancel|1") echo "jobs" ;;
         "job rm|1") echo "jobs" ;;

@@ -6,7 +6,7 @@ function __archctl_subs
         case ''
             printf '%s\n' plan archive unarchive evict tier resume status route job config node torrent completion
         case 'route'
-            printf '%s\n' list show ensure check mesh
+            printf '%s\n' list show ensure check mesh rm
         case 'job'
             printf '%s\n' list show cancel clear rm
         case 'node'
@@ -41,11 +41,13 @@ function __archctl_valued
         case 'route show'
             printf '%s\n' --config --state
         case 'route ensure'
-            printf '%s\n' --rollback --max-minutes --config --state
+            printf '%s\n' --rollback --repair --max-minutes --config --state
         case 'route check'
             printf '%s\n' --config --state
         case 'route mesh'
             printf '%s\n' --max-minutes --config --state
+        case 'route rm'
+            printf '%s\n' --config --state
         case 'job'
             printf '%s\n' --config --state
         case 'job list'
@@ -163,7 +165,7 @@ complete -c archctl -n '__archctl_at "" 1' -a evict -d 'remove a cache copy once
 complete -c archctl -n '__archctl_at "" 1' -a tier -d 'keep a cache node below a free-space goal: archive, prove, evict (config [tier.NAME])'
 complete -c archctl -n '__archctl_at "" 1' -a resume -d 'drive every unfinished job under this run'\''s budgets'
 complete -c archctl -n '__archctl_at "" 1' -a status -d 'nodes, routes, placements and jobs'
-complete -c archctl -n '__archctl_at "" 1' -a route -d 'list, check and provision Syncthing routes'
+complete -c archctl -n '__archctl_at "" 1' -a route -d 'list, check, provision and remove Syncthing routes'
 complete -c archctl -n '__archctl_at "" 1' -a job -d 'list, show, cancel, clear and remove jobs'
 complete -c archctl -n '__archctl_at "" 1' -a config -d 'print every effective setting and the layer that set it'
 complete -c archctl -n '__archctl_at "" 1' -a node -d 'node operations (the exec transport'\''s far end)'
@@ -319,6 +321,7 @@ complete -c archctl -n '__archctl_at "route" 1' -a show -d 'one route, with its 
 complete -c archctl -n '__archctl_at "route" 1' -a ensure -d 'make sure a ready route joins CACHE and ARCHIVE, provisioning it if needed'
 complete -c archctl -n '__archctl_at "route" 1' -a check -d 'exchange nonce files in both directions now'
 complete -c archctl -n '__archctl_at "route" 1' -a mesh -d 'provision a route for every missing online cache/archive pair'
+complete -c archctl -n '__archctl_at "route" 1' -a rm -d 'remove a route archctl created, once no unfinished job uses it (files stay on disk)'
 complete -c archctl -n '__archctl_at "route"' -s h -l help -d 'Print this help message and exit'
 complete -c archctl -n '__archctl_at "route"' -l config -r -F -d 'use FILE instead of the user config file'
 complete -c archctl -n '__archctl_at "route"' -l state -r -F -d 'state directory (default $XDG_STATE_HOME/archctl)'
@@ -338,6 +341,7 @@ complete -c archctl -n '__archctl_at "route show"' -l json -d 'print one JSON do
 complete -c archctl -n '__archctl_at "route show"' -s q -l quiet -d 'print only results and errors'
 complete -c archctl -n '__archctl_at "route show"' -s v -l verbose -d 'more detail (repeatable)'
 complete -c archctl -n '__archctl_at "route ensure"' -l rollback -r -f -d 'remove the config an unfinished attempt created, while still archctl'\''s'
+complete -c archctl -n '__archctl_at "route ensure"' -l repair -r -f -d 'set the valve settings (versioning off, permissions ignored, deletes applied) on both folders, then verify'
 complete -c archctl -n '__archctl_at "route ensure"' -l max-minutes -r -f -d 'stop cleanly (exit 10) after N minutes; a rerun continues'
 complete -c archctl -n '__archctl_at "route ensure"' -s h -l help -d 'Print this help message and exit'
 complete -c archctl -n '__archctl_at "route ensure"' -l config -r -F -d 'use FILE instead of the user config file'
@@ -359,6 +363,12 @@ complete -c archctl -n '__archctl_at "route mesh"' -l state -r -F -d 'state dire
 complete -c archctl -n '__archctl_at "route mesh"' -l json -d 'print one JSON document on stdout (human text goes to stderr)'
 complete -c archctl -n '__archctl_at "route mesh"' -s q -l quiet -d 'print only results and errors'
 complete -c archctl -n '__archctl_at "route mesh"' -s v -l verbose -d 'more detail (repeatable)'
+complete -c archctl -n '__archctl_at "route rm"' -s h -l help -d 'Print this help message and exit'
+complete -c archctl -n '__archctl_at "route rm"' -l config -r -F -d 'use FILE instead of the user config file'
+complete -c archctl -n '__archctl_at "route rm"' -l state -r -F -d 'state directory (default $XDG_STATE_HOME/archctl)'
+complete -c archctl -n '__archctl_at "route rm"' -l json -d 'print one JSON document on stdout (human text goes to stderr)'
+complete -c archctl -n '__archctl_at "route rm"' -s q -l quiet -d 'print only results and errors'
+complete -c archctl -n '__archctl_at "route rm"' -s v -l verbose -d 'more detail (repeatable)'
 complete -c archctl -n '__archctl_at "job" 1' -a list -d 'unfinished jobs and the newest finished ones, with their state'
 complete -c archctl -n '__archctl_at "job" 1' -a show -d 'one job: definition, state and events'
 complete -c archctl -n '__archctl_at "job" 1' -a cancel -d 'stop a job: compensate before commit, clean up after'

@@ -122,6 +122,8 @@ class Contract(unittest.TestCase):
         self.document("route list", ["route", "list"])
         self.document("route show", ["route", "show", LAB.route])
         self.document("route check", ["route", "check", LAB.route])
+        repair = self.document("route ensure --repair", ["route", "ensure", "--repair", LAB.route])
+        self.assertEqual([f["status"] for f in repair["repair"]["folders"]], ["holds", "holds"])
         config = self.document("config", ["config"])
         values = {s["key"]: s["value"] for s in config["settings"]}
         self.assertIsInstance(values["notify.exec"], list)
