@@ -51,8 +51,8 @@ CLI::Validator positive_check() {
 }  // namespace
 
 void add_budget_options(CLI::App& app, BudgetOptions& o) {
-    app.add_option("--max-gb", o.max_gb, "stop cleanly once this many GiB moved this run (at most the one file that crosses it moves past it)")->type_name("N")->check(positive_check());
-    app.add_option("--max-bytes", o.max_bytes, "stop cleanly once this many bytes moved this run (500M, 20G); files past it stay on the source, held until the next run, so at most the one file that crosses it moves past it")->type_name("SIZE")->check(size_check());
+    app.add_option("--max-gb", o.max_gb, "stop cleanly once this many GiB moved this run (overshoot: at most the one file crossing it)")->type_name("N")->check(positive_check());
+    app.add_option("--max-bytes", o.max_bytes, "stop cleanly once this many bytes moved this run (500M, 20G; overshoot: at most the one file crossing it)")->type_name("SIZE")->check(size_check());
     app.add_option("--max-minutes", o.max_minutes, "stop cleanly after N minutes")->type_name("N")->check(positive_check());
     app.add_option("--min-free", o.min_free, "pause when destination free space falls below SIZE (0 disables)")->type_name("SIZE")->check(size_check());
     app.add_flag("--no-wait", o.no_wait, "do what can be done now, exit 10 instead of waiting for Syncthing");
