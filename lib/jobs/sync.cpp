@@ -169,17 +169,20 @@ StepResult step_sync(JobRun& run) {
     if (!transport.ok()) return StepResult::failed(transport.take_error());
     node::Ops ops(*transport.value());
     // A stop held the rest of the job on the target (transfer_hold.cpp): lift it before waiting —
-    // as far as this run's byte budget reaches, counting what is on the target already.
+    // as far as this run's byte budget reaches, counting what is on the target already. What the
+    // target holds is looked at before the hold is lifted: lifted, Syncthing would first repair
+    // (or carry to the source) what someone else put in the staging area.
     std::set<std::uint32_t> present_at_start;
-    if (run.env.budgets.max_bytes) {
-        auto before = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
-                                         .files = node::file_entries(run.def.files),
-                                         .indexed = std::nullopt,
-                                         .verify_transit = false});
-        if (before.ok())
-            for (const auto& f : before.value().files)
-                if (f.index && f.state == "present") present_at_start.insert(*f.index);
-    }
+    auto before = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                     .files = node::file_entries(run.def.files),
+                                     .indexed = std::nullopt,
+                                     .verify_transit = false});
+    if (!before.ok() && (before.error().is(ErrorCode::PATH_SYMLINK) || before.error().is(ErrorCode::NOT_A_DIRECTORY)))
+        return StepResult::failed(foreign_error(run, {{run.def.id, "not the directory archctl staged: " + before.error().message}}));
+    if (before.ok() && !before.value().foreign.empty()) return StepResult::failed(foreign_error(run, before.value().foreign));
+    if (before.ok())
+        for (const auto& f : before.value().files)
+            if (f.index && f.state == "present") present_at_start.insert(*f.index);
     if (Status limited = limit_transfer(run, present_at_start, false); !limited.ok())
         return StepResult::stopped("waiting", limited.error().message);
     // Ask the sender to scan the job prefix now instead of waiting for its watcher.

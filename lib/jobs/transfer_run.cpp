@@ -126,9 +126,11 @@ public:
         m_run.session.pid = ::getpid();
         auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/" + k_job_metainfo);
         if (torrent.ok()) m_run.metainfo = torrent.value();
-        // A stop held the job's transfer in Syncthing (transfer_hold.cpp). Under a byte budget
-        // the sync step replaces that hold by the budget's own in one write instead.
-        if (!m_run.env.budgets.max_bytes || m_run.ledger.synced) release_before_run(m_run);
+        // A stop held the job's transfer in Syncthing (transfer_hold.cpp). Until the job is synced
+        // the sync step lifts it, after it looked at the target's staging area and in one write
+        // with the budget's own hold; a synced job's hold (a ledger rebuilt from evidence may say
+        // synced while the target still holds one) goes now.
+        if (m_run.ledger.synced) release_before_run(m_run);
         return {};
     }
 
