@@ -10,6 +10,7 @@
 #include "lib/jobs/archive_evidence.hpp"
 #include "lib/jobs/job_run.hpp"
 #include "lib/jobs/referenced.hpp"
+#include "lib/node/job_layout.hpp"
 #include "lib/node/ops.hpp"
 #include "lib/state/placements.hpp"
 
@@ -77,11 +78,13 @@ Status record_restored(JobRun& run, const node::CleanupResult& r) {
     return run.event("source_restored", {{"node", run.def.source}, {"count", r.restored.size()}, {"files", files}});
 }
 
+}  // namespace
+
 // Syncthing may bring an emptied staging directory back for a moment: a pull of the job that was
 // under way when cleanup removed the files makes their parent directory again. Both sides scan
 // the job's prefix now (the deletions are indexed at once, not after the watcher's delay), and a
-// job directory that is still or again there is cleaned again — empty directories only, since the
-// journal that names the job's files is gone — for a few seconds at most.
+// job directory that is still or again there is cleaned again — the job's own names and
+// Syncthing's temp files of them, never anything else — for a few seconds at most.
 Status settle_staging(JobRun& run) {
     constexpr int k_rounds = 8;
     constexpr auto k_pause = std::chrono::milliseconds(750);
@@ -98,15 +101,20 @@ Status settle_staging(JobRun& run) {
             if (tree.entries.empty() || tree.entries[0].type == "absent") continue;
             if (tree.entries[0].type != "dir") continue;  // not archctl's to remove; the cleanup said so
             left = true;
-            ARCHCTL_TRY_STATUS(ops.cleanup({.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt}));
+            // The referenced paths are read fresh, as for the first pass.
+            ARCHCTL_TRY_ASSIGN(auto used, referenced_paths_below(*node, dir));
+            node::CleanupRequest again{.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt, .files = {}, .aux = {}};
+            for (const auto& p : used.paths)
+                if (path_at_or_below(p, dir)) again.referenced.push_back(p);
+            for (const auto& f : run.def.files) again.files.push_back(f.index);
+            again.aux = {node::k_torrent_aux, node::k_partfile_aux};
+            ARCHCTL_TRY_STATUS(ops.cleanup(again));
         }
         if (!left) return {};
         run.clock().sleep_for(k_pause);
     }
     return {};
 }
-
-}  // namespace
 
 StepResult step_cleanup(JobRun& run) {
     if (run.ledger.cleaned) return StepResult::ok();
@@ -119,11 +127,13 @@ StepResult step_cleanup(JobRun& run) {
         std::string dir = job_dir(folder, run.def.id);
         auto used = referenced_paths_below(*node.value(), dir);
         if (!used.ok()) return StepResult::failed(used.take_error());
-        node::CleanupRequest request{.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt};
+        node::CleanupRequest request{.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt, .files = {}, .aux = {}};
         for (const auto& p : used.value().paths)
             if (path_at_or_below(p, dir)) request.referenced.push_back(p);
         if (node_name == run.def.target) request.save_path = run.def.target_save_path;  // drops the merge record
         if (node_name == run.def.source) request.source_base = run.def.source_files_path();  // restores what came through the links
+        for (const auto& f : run.def.files) request.files.push_back(f.index);
+        request.aux = {node::k_torrent_aux, node::k_partfile_aux};
         auto r = node::Ops(*transport.value()).cleanup(request);
         if (!r.ok()) return StepResult::failed(r.take_error());
         if (node_name == run.def.source) ARCHCTL_TRY_STATUS(record_restored(run, r.value()));

@@ -113,8 +113,14 @@ Status compensate(JobRun& run, const Error& why) {
     StepResult c = step_cleanup(run);
     if (c.kind == StepResult::fail) keep(c.error);
     // A hold a stop left in the target's Syncthing goes after the staging: lifted before, it lets
-    // the target pull the job's files again while cleanup removes them (transfer_hold.cpp).
-    release_before_run(run);
+    // the target pull the job's files again while cleanup removes them (transfer_hold.cpp). The
+    // target rescans the folder when the hold goes: what that brings back is settled too.
+    if (!run.released) {
+        release_before_run(run);
+        if (Status settled = settle_staging(run); !settled.ok())
+            run.log(fmt::format("archctl: warning: job {}: staging directories may be left in route folder {}: {}", run.def.id,
+                                run.def.route.id, settled.error().message));
+    }
     if (std::string kept = kept_text(run.ledger.kept); !kept.empty())
         run.log(fmt::format("archctl: job {}: {} (see 'archctl job show {}')", run.def.id, kept, run.def.id));
     if (!first.ok()) return first;

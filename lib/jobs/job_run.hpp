@@ -114,6 +114,10 @@ Status compensate(JobRun& run, const Error& why);
 // within it, this is release_transfer(). `before_staging`: nothing of the job can be in a pull
 // yet, so the folder needs no restart. Sets run.budget_held.
 [[nodiscard]] Status limit_transfer(JobRun& run, const std::set<std::uint32_t>& present, bool before_staging);
+// After the staging is removed: Syncthing may bring an emptied job directory back for a moment;
+// both sides scan the job's prefix and what came back is cleaned again, for a few seconds at
+// most (cleanup.cpp).
+[[nodiscard]] Status settle_staging(JobRun& run);
 // For the driver's session end: after a stop (budget, deadline, disk, interrupt, waiting), hold;
 // a hold that cannot be written is a warning on the log, never a failure of the stop. A
 // --no-wait run that ends waiting does not hold: the user asked Syncthing to carry on alone.

@@ -310,7 +310,7 @@ Status remove_damaged_staging(Nodes& nodes, const JobSummary& row) {
         Status s = [&]() -> Status {
             ARCHCTL_TRY_ASSIGN(NodeHandle * handle, nodes.get(node));
             ARCHCTL_TRY_ASSIGN(node::Transport * transport, handle->ops());
-            ARCHCTL_TRY_STATUS(node::Ops(*transport).cleanup({.job_dir = path, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt}));
+            ARCHCTL_TRY_STATUS(node::Ops(*transport).cleanup({.job_dir = path, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt, .files = {}, .aux = {}}));
             return {};
         }();
         if (!s.ok() && first.ok())

@@ -44,6 +44,12 @@ std::vector<std::string> list_names(int dirfd) {
     return names.ok() ? std::move(names).value() : std::vector<std::string>{};
 }
 
+// Syncthing's temp file of `target` (a pull of it that did not finish): ".syncthing.<target>.tmp"
+// or "~syncthing~<target>.tmp".
+bool is_syncthing_temp_of(const std::string& name, const std::string& target) {
+    return name == syncthing_temp_name(target) || name == "~syncthing~" + target + ".tmp";
+}
+
 bool is_atomic_temp_of(const std::string& name, const std::string& target) {
     return name.rfind("." + target + ".tmp.", 0) == 0;
 }
@@ -106,8 +112,10 @@ struct Owned {
     std::set<std::string> aux;      // names in a/
 };
 
-Owned owned_names(int job, const std::string& job_dir) {
+Owned owned_names(int job, const std::string& job_dir, const CleanupRequest& request) {
     Owned o;
+    for (std::uint32_t i : request.files) o.payload.insert(std::to_string(i));
+    for (const auto& a : request.aux) o.aux.insert(a);
     auto text = read_small_in(job, k_manifest_name, job_dir + "/" + k_manifest_name);
     if (text.ok()) {
         auto parsed = json::parse(text.value(), nullptr, false);
@@ -168,8 +176,9 @@ Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned
     }
     for (const auto& name : list_names(dir.value().get())) {
         std::string shown = fmt::format("{}/{}", display, name);
-        bool mine = owned.count(name) > 0 ||
-                    std::any_of(owned.begin(), owned.end(), [&](const std::string& o) { return is_atomic_temp_of(name, o); });
+        bool mine = owned.count(name) > 0 || std::any_of(owned.begin(), owned.end(), [&](const std::string& o) {
+                        return is_atomic_temp_of(name, o) || is_syncthing_temp_of(name, o);
+                    });
         if (mine) {
             ARCHCTL_TRY_STATUS(unlink_in(dir.value().get(), name, shown, sweep));
         } else {
@@ -241,7 +250,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
         return json(absent);
     }
     int jfd = job.value().get();
-    Owned owned = owned_names(jfd, job_dir);
+    Owned owned = owned_names(jfd, job_dir, request);
     ARCHCTL_TRY_STATUS(sweep_subdir(jfd, k_payload_dir, owned.payload, job_dir, sweep));
     ARCHCTL_TRY_STATUS(sweep_subdir(jfd, k_aux_dir, owned.aux, job_dir, sweep));
     ARCHCTL_TRY_STATUS(remove_dir_if_empty(jfd, k_payload_dir, job_dir + "/" + k_payload_dir, sweep));
@@ -249,7 +258,8 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     // The journal goes last: until then it still names every payload file.
     for (const char* name : {k_ready_name, k_manifest_name, k_stage_journal_name}) {
         for (const auto& entry : list_names(jfd))
-            if (is_atomic_temp_of(entry, name)) ARCHCTL_TRY_STATUS(unlink_in(jfd, entry, job_dir + "/" + entry, sweep));
+            if (is_atomic_temp_of(entry, name) || is_syncthing_temp_of(entry, name))
+                ARCHCTL_TRY_STATUS(unlink_in(jfd, entry, job_dir + "/" + entry, sweep));
         ARCHCTL_TRY_STATUS(unlink_in(jfd, name, job_dir + "/" + name, sweep));
     }
     std::set<std::string> known = {k_payload_dir, k_aux_dir};

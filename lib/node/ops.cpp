@@ -440,6 +440,8 @@ void to_json(json& j, const CleanupRequest& v) {
     j = {{"job_dir", v.job_dir}, {"referenced", v.referenced}};
     put_optional(j, "save_path", v.save_path);
     put_optional(j, "source_base", v.source_base);
+    if (!v.files.empty()) j["files"] = v.files;
+    if (!v.aux.empty()) j["aux"] = v.aux;
 }
 void from_json(const json& j, CleanupRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
@@ -448,6 +450,8 @@ void from_json(const json& j, CleanupRequest& v) {
     get_optional(j, "save_path", v.save_path);
     v.source_base.reset();
     get_optional(j, "source_base", v.source_base);
+    v.files = get_list<std::uint32_t>(j, "files");
+    v.aux = get_list<std::string>(j, "aux");
 }
 
 void to_json(json& j, const RestoredStamp& v) {

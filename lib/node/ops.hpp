@@ -330,6 +330,11 @@ struct CleanupRequest {
     // the metadata the stage recorded is restored where the far side changed it
     // (source_stamps.hpp).
     std::optional<std::string> source_base;
+    // The job's payload indices and auxiliary names as its definition has them: owned like those
+    // the manifest and journal name (a target whose copy of the journal never arrived still knows
+    // its files), with Syncthing's temp files of them.
+    std::vector<std::uint32_t> files;
+    std::vector<std::string> aux;
 };
 
 // Keys: job_dir ("absent", "removed", "kept"), removed, kept; restored and replaced (only when

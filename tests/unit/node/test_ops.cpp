@@ -88,11 +88,12 @@ TEST_CASE("request structs write the keys the handlers read") {
     round_trip(UnmergeRequest{"/qb/save", "/sync/r/job", std::nullopt, {"/qb/save/x"}, json::array()},
                json{{"save_path", "/qb/save"}, {"job_dir", "/sync/r/job"}, {"referenced", {"/qb/save/x"}}, {"provenance", json::array()}});
     round_trip(ChmodReadableRequest{"/qb/save", {"a", "b/c"}}, json{{"base", "/qb/save"}, {"paths", {"a", "b/c"}}});
-    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt, std::nullopt}, json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}});
-    round_trip(CleanupRequest{"/sync/r/job", {"/sync/r/job/p/1"}, "/qb/save", std::nullopt},
+    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt, std::nullopt, {}, {}}, json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}});
+    round_trip(CleanupRequest{"/sync/r/job", {"/sync/r/job/p/1"}, "/qb/save", std::nullopt, {}, {}},
                json{{"job_dir", "/sync/r/job"}, {"referenced", {"/sync/r/job/p/1"}}, {"save_path", "/qb/save"}});
-    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt, "/cache/qb/done"},
-               json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}, {"source_base", "/cache/qb/done"}});
+    round_trip(CleanupRequest{"/sync/r/job", {}, std::nullopt, "/cache/qb/done", {1, 4}, {"resource.torrent"}},
+               json{{"job_dir", "/sync/r/job"}, {"referenced", json::array()}, {"source_base", "/cache/qb/done"}, {"files", {1, 4}},
+                    {"aux", {"resource.torrent"}}});
     // A path without a record is a plain string; with one, an object.
     round_trip(UnlinkOwnedRequest{{{"/qb/x/a", std::nullopt, std::nullopt}, {"/qb/x/b", 12, 99}}, {}, "/qb/x"},
                json{{"paths", json::array({"/qb/x/a", {{"path", "/qb/x/b"}, {"size", 12}, {"ino", 99}}})}, {"stop_at", "/qb/x"}});
