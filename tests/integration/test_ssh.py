@@ -222,7 +222,8 @@ class Ssh(unittest.TestCase):
         try:
             flows.wait(lambda: os.path.exists(gate + ".paused") or proc.poll() is not None, timeout=120,
                        what="the far end's merge to pause")
-            self.assertIsNone(proc.poll(), "archctl ended before the merge paused")
+            if proc.poll() is not None:
+                self.fail(f"archctl ended before the merge paused: {proc.communicate()[1]}")
             time.sleep(5)
             with open(gate, "w"):
                 pass
