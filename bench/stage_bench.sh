@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# stage benchmarks (DESIGN.md §11), driven through the real node protocol:
+# stage benchmarks (docs/design.md "Performance rules"), driven through the real node protocol:
 #   1. hard-link staging of a 100,000-file tree vs `cp -al` of the same tree (target <= 1.3x)
 #   2. the same for 10,000 files: time per file must stay flat (100k/10k target <= 11)
 #   3. copy staging of a 1 GiB file (read + xxh3-128 + write in one pass, then fsync)

@@ -1,5 +1,6 @@
 #pragma once
-// Many resources at once (DESIGN.md §8a): the selection every porcelain command shares — several
+// Many resources at once (docs/design.md "Many resources and tier policies"): the selection every
+// porcelain command shares — several
 // RES and filters over the source node's live torrent list — and the batch that plans or runs one
 // ordinary job per chosen resource, unfinished jobs first, under shared budgets, past failures.
 //

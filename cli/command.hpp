@@ -1,5 +1,5 @@
 #pragma once
-// The command interface every cli/<cmd>.cpp implements (STYLE.md practices 1, 2, 5).
+// The command interface every cli/<cmd>.cpp implements (docs/style.md "Practices" 1, 2, 5).
 //
 // A command file defines an options struct, `Runner register_<cmd>(CLI::App& app)` that adds its
 // options/subcommands to `app` and returns the runner bound to them, and `run_<cmd>(Context&,
@@ -23,7 +23,7 @@ namespace archctl::state { class StateDir; }
 
 namespace archctl::cli {
 
-// Flags common to every command (DESIGN.md §10).
+// Flags common to every command (docs/design.md "Configuration").
 struct GlobalOptions {
     std::string config_file;  // --config: replaces the user-file layer
     std::string state_dir;    // --state

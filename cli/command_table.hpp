@@ -1,5 +1,5 @@
 #pragma once
-// The one command table (STYLE.md practice 2): every command of DESIGN.md §3, its group, its
+// The one command table (docs/style.md "Practices" 2): every command of docs/design.md "Commands", its group, its
 // one-line summary and its registration function. Help, completions and the man-page check all
 // read it, so a command exists in one place.
 

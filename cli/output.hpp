@@ -1,5 +1,5 @@
 #pragma once
-// Output discipline (STYLE.md practice 5): results to stdout, chatter and progress to stderr;
+// Output discipline (docs/style.md "Practices" 5): results to stdout, chatter and progress to stderr;
 // with --json exactly one JSON document on stdout (written by main.cpp), human text to stderr.
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// archctl route: list, show, check and provision Syncthing routes (DESIGN.md §6).
+// archctl route: list, show, check and provision Syncthing routes (docs/routes.md).
 //
 //   archctl route list                       every route: id, nodes, paths, state, last check
 //   archctl route show ID                    one route with its provisioning record

@@ -53,7 +53,7 @@ std::string torrents_cell(const session::NodeProbe& p) {
     return fmt::format("{} torrent{}", *p.torrent_count, *p.torrent_count == 1 ? "" : "s");
 }
 
-// The `nodes` block of UX.md's status sketch.
+// The `nodes` block of `status` (docs/design.md "What the user sees").
 // `free` maps a node to the free space at its qBittorrent root, when its node operations answer.
 std::string render_nodes(const std::vector<session::NodeProbe>& probes, const std::map<std::string, std::uint64_t>& free) {
     if (probes.empty()) return "nodes\n  (none configured)";

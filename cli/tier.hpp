@@ -1,6 +1,6 @@
 #pragma once
 // archctl tier [NAME] and plan tier [NAME]: a cache node kept below a free-space goal by its
-// [tier.NAME] policy (DESIGN.md §8a).
+// [tier.NAME] policy (docs/design.md "Many resources and tier policies").
 
 #include <string>
 

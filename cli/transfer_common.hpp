@@ -45,7 +45,7 @@ void add_budget_options(CLI::App& app, BudgetOptions& o);
 Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o);
 Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& config);
 
-// The plan as UX.md sketches it (without the confirmation line).
+// The plan as docs/design.md "What the user sees" describes it (without the confirmation line).
 std::string render_plan(const jobs::Prepared& p);
 // A run result as an Outcome: done 0, stopped 10 with reason and hint, failed 1.
 Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& rerun_hint, nlohmann::json result);

@@ -1,5 +1,5 @@
 #pragma once
-// AtomicFile: the one way archctl replaces a file durably (STYLE.md practice 7).
+// AtomicFile: the one way archctl replaces a file durably (docs/style.md "Practices" 7).
 //
 //   auto f = AtomicFile::create(path);   // opens "<dir>/.<name>.tmp.<pid>.<n>" in the same directory
 //   f->write(bytes);                      // any number of times

@@ -1,5 +1,5 @@
 #pragma once
-// Error codes: the stable, machine-readable part of an Error (STYLE.md practice 3). The enum is
+// Error codes: the stable, machine-readable part of an Error (docs/style.md "Practices" 3). The enum is
 // what the library compares; the string form ("LOCKED") is what --json prints and what node
 // operations carry over the wire, and it never changes for a code once released.
 

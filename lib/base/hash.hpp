@@ -1,5 +1,5 @@
 #pragma once
-// Content hashes that are not torrent hashes: xxh3-128 for transit checks (DESIGN.md §5 step 1),
+// Content hashes that are not torrent hashes: xxh3-128 for transit checks (docs/design.md "Step 1: stage"),
 // streaming so a copy can hash in the same pass. Hex helpers.
 
 #include <cstdint>

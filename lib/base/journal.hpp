@@ -1,5 +1,5 @@
 #pragma once
-// Append-only JSON-lines journal (STYLE.md practice 8).
+// Append-only JSON-lines journal (docs/style.md "Practices" 8).
 //
 // Line 1 is a version record {"journal": <kind>, "version": N}; every later line is one JSON
 // record. Appends use O_APPEND; durability follows the sync policy: every record, batched by count

@@ -1,6 +1,6 @@
 #pragma once
 // LockFile: one holder at a time for a directory (a job, the state directory), with a record that
-// names the holder (STYLE.md practice 7; DESIGN.md §4).
+// names the holder (docs/style.md "Practices" 7; docs/design.md "State on disk").
 //
 // The lock is `<dir>/lock`, created O_CREAT|O_EXCL, holding JSON: pid, process start time (from
 // /proc/<pid>/stat, so a reused pid is not mistaken for the holder), host, started_at and the

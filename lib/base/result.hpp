@@ -1,5 +1,5 @@
 #pragma once
-// Result<T>: errors are values inside the library (STYLE.md practice 3).
+// Result<T>: errors are values inside the library (docs/style.md "Practices" 3).
 //
 // A Result holds either a value or an Error. Error carries a stable machine code (used by
 // --json and by callers that branch on it), a one-line human message already in the project's

@@ -1,5 +1,5 @@
 #pragma once
-// Layered configuration (DESIGN.md §10).
+// Layered configuration (docs/design.md "Configuration").
 //
 // Layers, later wins: built-in defaults → user file ($ARCHCTL_CONFIG, else
 // $XDG_CONFIG_HOME/archctl/config.toml, else ~/.config/archctl/config.toml; --config replaces this
@@ -81,7 +81,7 @@ struct NodeConfig {
 enum class RoutePolicy { on_demand, eager_mesh };
 
 // [tier.NAME]: keep a cache node's qB root filesystem at a goal by archiving the torrents
-// `archive_when` selects to the archive nodes and evicting proven copies (DESIGN.md §8a).
+// `archive_when` selects to the archive nodes and evicting proven copies (docs/design.md "Many resources and tier policies").
 enum class TierOrder { oldest, largest, least_active };
 enum class TierEvict { to_goal, always, never };
 std::string to_string(TierOrder order);

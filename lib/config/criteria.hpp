@@ -1,5 +1,5 @@
 #pragma once
-// Which torrents a batch command or a tier policy chooses (DESIGN.md §8a), as plain data.
+// Which torrents a batch command or a tier policy chooses (docs/design.md "Many resources and tier policies"), as plain data.
 //
 // Conditions combine with AND unless `any` is set (then one condition suffices); exclusions win
 // over every condition; a torrent still downloading is never chosen. lib/select evaluates them.

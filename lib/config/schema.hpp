@@ -1,5 +1,5 @@
 #pragma once
-// The config schema (DESIGN.md §10) as data: every known key, its type, and the known tables, so
+// The config schema (docs/design.md "Configuration") as data: every known key, its type, and the known tables, so
 // validation, unknown-key warnings ("did you mean") and `archctl config` share one list.
 
 #include <string>

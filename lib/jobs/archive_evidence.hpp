@@ -1,5 +1,5 @@
 #pragma once
-// Live evidence about archive placements (DESIGN.md §7): what plan::judge_file decides on, read
+// Live evidence about archive placements (docs/evict-proof.md): what plan::judge_file decides on, read
 // fresh from the node — qBittorrent's state and file list for the torrent, the archive node's
 // own stat of each file at its metainfo path, and the stamps archctl recorded when its recheck
 // committed those files. Used by `plan evict`, `status`, evict's proof and its revalidation

@@ -1,4 +1,4 @@
-// The baseline of an existing target (DESIGN.md §5, verify): what the target was before this job
+// The baseline of an existing target (docs/design.md "Step 4: verify"): what the target was before this job
 // touched it, recorded durably before merge, and restored by compensation before the commit.
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Step 5, cleanup: remove the job's staging on both nodes (DESIGN.md §5). Right before each
+// Step 5, cleanup: remove the job's staging on both nodes (docs/design.md "Step 5: cleanup"). Right before each
 // node's cleanup, the paths that node's torrents reference below the job directory are read
 // fresh: a staged file some torrent uses is kept (lib/node/keep_rule.hpp) and recorded.
 

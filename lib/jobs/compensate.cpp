@@ -1,5 +1,5 @@
 // Compensation: a failure before commit restores the target baseline and removes only what this
-// job created that nothing references (DESIGN.md §5). Every part is attempted; the first error
+// job created that nothing references (docs/design.md "Failure before commit"). Every part is attempted; the first error
 // is reported.
 //
 // Order on the target: the new target's torrent goes first, and only when the live torrent

@@ -1,5 +1,6 @@
 #pragma once
-// The job driver: run, cancel, list and summarize jobs of every kind (DESIGN.md §4, §5, §7, §8).
+// The job driver: run, cancel, list and summarize jobs of every kind (docs/design.md "State on disk",
+// "The job", "Evict", "Budgets, outages and stops").
 //
 // Commands create a job with the kind's planner (Engine for archive/unarchive, Evictor for
 // evict) and then drive it here; `resume` and `job` use nothing else. The driver finds the kind
@@ -82,7 +83,7 @@ private:
     std::uint64_t m_moved = 0;
 };
 
-// Display retention (DESIGN.md §4): hide a finished job, keeping a tombstone so a rerun of the
+// Display retention (docs/design.md "State on disk"): hide a finished job, keeping a tombstone so a rerun of the
 // same command is still recognised. JOB_ACTIVE for a job that is not finished.
 [[nodiscard]] Status hide_job(const state::StateDir& dir, const JobSummary& row);
 // Hide every finished job except a failed one that had merged files (it still needs a look),

@@ -1,5 +1,6 @@
 #pragma once
-// The job engine: plan, create, and drive archive/unarchive jobs (DESIGN.md §3–§5, §8).
+// The job engine: plan, create, and drive archive/unarchive jobs (docs/design.md "Commands" to
+// "The job", "Budgets, outages and stops").
 //
 // Call order for a command:
 //   Engine engine(config, state, nodes, io);

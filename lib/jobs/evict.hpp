@@ -1,6 +1,6 @@
 #pragma once
 // Eviction: remove a cache placement once archive placements are proven to hold every file it
-// holds (DESIGN.md §7). The one operation that deletes payload: it proves, revalidates right
+// holds (docs/design.md "Evict"). The one operation that deletes payload: it proves, revalidates right
 // before deleting, and deletes only what it owns.
 //
 // Call order for a command:

@@ -1,5 +1,5 @@
 #pragma once
-// An evict job's records (DESIGN.md §4, §7): the immutable definition — the cache placement as
+// An evict job's records (docs/design.md "State on disk", "Evict"): the immutable definition — the cache placement as
 // proven (fingerprint, generation, the files it owns with their size and inode) and the archive
 // proofs (node, qB id, file set, generation, fingerprint, time) — and the mutable ledger of what
 // is durably done. They live in the same JobStore as archive jobs (<state>/jobs/<id>/) with

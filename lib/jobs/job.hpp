@@ -1,6 +1,6 @@
 #pragma once
-// A job: one operation on one resource from one source node to one target node (DESIGN.md §4,
-// §5). The definition is immutable (written once at creation); the ledger is the mutable record
+// A job: one operation on one resource from one source node to one target node (docs/design.md "State on disk",
+// "The job"). The definition is immutable (written once at creation); the ledger is the mutable record
 // of what is durably true, replaced atomically at step boundaries. Every fact in the ledger can
 // be re-derived from evidence (node journals, qBittorrent, Syncthing), so losing it is slow,
 // never lossy.

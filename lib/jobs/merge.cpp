@@ -1,4 +1,4 @@
-// Step 3, merge: move the received files into place below the target's qB root (DESIGN.md §5).
+// Step 3, merge: move the received files into place below the target's qB root (docs/design.md "Step 3: merge").
 // A copy across filesystems holds the free-space floor (--min-free): the node stops before the
 // floor and the run ends as a clean 'disk' stop (exit 10) that `resume` continues. A copy that
 // finds the filesystem full (no floor, or something else filled it) stops the same way.

@@ -1,4 +1,4 @@
-// Preflight: the external state a job relies on, recomputed before every step (DESIGN.md §5).
+// Preflight: the external state a job relies on, recomputed before every step (docs/design.md "Preflight").
 // A change is an explicit STALE_STATE failure (compensated by the caller), never adapted to.
 
 #include "lib/jobs/preflight.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // The checks a job's preflight makes of the real source and target before it moves anything
-// (DESIGN.md §5 "Preflight", §9): one place decides, for `plan`, for the command that creates
+// (docs/design.md "Preflight", "Partfiles and piece boundaries"): one place decides, for `plan`, for the command that creates
 // the job and for the job's preflight before staging, so plan never promises what the job would
 // refuse and both say it in the same words.
 //
@@ -46,7 +46,7 @@ struct SourceNeeds {
     const torrent::PlacementLayout* layout = nullptr;
 };
 
-// Where the bytes of a built part file come from on the source (DESIGN.md §9): for every
+// Where the bytes of a built part file come from on the source (docs/design.md "Partfiles and piece boundaries"): for every
 // boundary piece, the ranges of the files outside the union, each read from that file on the
 // source's disk (present there at its full size, and the piece verifies with it) or from the
 // slot of that piece in the source's own part file.

@@ -1,5 +1,5 @@
 // Engine::prepare and Engine::create: the one service function every creation path shares
-// (DESIGN.md §5 "Creation").
+// (docs/design.md "Creation").
 
 #include <algorithm>
 
@@ -29,8 +29,8 @@ using torrent::sha256_hex;
 config::Role source_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::cache : config::Role::archive; }
 config::Role target_role(plan::Operation op) { return op == plan::Operation::archive ? config::Role::archive : config::Role::cache; }
 
-// What the target's share limits will do to the copy the job makes (DESIGN: a copy counts only
-// while it will stay): a torrent archctl adds gets its own limits of none unless the node's
+// What the target's share limits will do to the copy the job makes (docs/evict-proof.md "Will the copy
+// stay?": a copy counts only while it will stay): a torrent archctl adds gets its own limits of none unless the node's
 // config leaves it to the global ones; an existing torrent keeps its own limits, and global
 // ones that would stop or remove it are replaced by none at the commit.
 void note_share_limits(Prepared& p, NodeHandle& dst) {
@@ -130,7 +130,7 @@ Result<std::uint64_t> free_space_at(NodeHandle& node, const std::string& path) {
 }  // namespace
 
 // The route the job travels over: looked up for plan (read-only), ensured — discovered, verified
-// by a nonce exchange, or provisioned on demand — for archive/unarchive (DESIGN.md §6).
+// by a nonce exchange, or provisioned on demand — for archive/unarchive (docs/routes.md).
 Status Engine::route_for(Prepared& p, const TransferRequest& request) {
     bool archive = request.op == plan::Operation::archive;
     const std::string& cache = archive ? p.source : p.target;

@@ -1,4 +1,4 @@
-// Rebuilding a lost or corrupt ledger from evidence (DESIGN.md §4): the placement records, the
+// Rebuilding a lost or corrupt ledger from evidence (docs/design.md "State on disk"): the placement records, the
 // job's append-only events, the target's merge record and the target node's disk. Slower than
 // reading the ledger, never lossy: every step it cannot prove done is run again, and every step
 // is idempotent.

@@ -1,5 +1,5 @@
 #pragma once
-// The paths a node's qBittorrent references now (DESIGN.md §5 "nothing is checked live", §7):
+// The paths a node's qBittorrent references now (docs/design.md "Failure before commit", "Evict"):
 // the one snapshot every unlink on a node is checked against. It is read fresh right before the
 // unlink — one torrent list, then each torrent's file list — and never kept across steps.
 //

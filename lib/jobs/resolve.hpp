@@ -46,7 +46,7 @@ enum class Lists { fresh, session };
 [[nodiscard]] Status check_data_path_served(const plan::PlacementView& view, const config::NodeConfig& node,
                                             const std::string& torrent_name);
 
-// Digest of what a job relies on about a placement (DESIGN.md §1 "fingerprint").
+// Digest of what a job relies on about a placement (docs/design.md "Words" (fingerprint)).
 [[nodiscard]] std::string fingerprint(const plan::PlacementView& view);
 
 }  // namespace archctl::jobs

@@ -43,7 +43,7 @@ Error partfile_unsupported(const JobRun& run, const std::string& why) {
                  "the pieces shared by selected and skipped files cannot be verified without it; nothing was committed");
 }
 
-// The part file the target needs, built on the source into the job (DESIGN.md §9): for every
+// The part file the target needs, built on the source into the job (docs/design.md "Partfiles and piece boundaries"): for every
 // boundary piece, the bytes of the files outside the union, from those files on the source's
 // disk or from the source's own part file, each piece checked against its SHA-1 first. The
 // source torrent is stopped (and its run state restored) only while its part file is read.

@@ -1,5 +1,5 @@
 #pragma once
-// What `archctl status` reports, read live (DESIGN.md §3): every node probed, the free space at
+// What `archctl status` reports, read live (docs/design.md "Commands"): every node probed, the free space at
 // its qBittorrent root, the routes in live Syncthing config, every job, and the placements and
 // coverage of each resource a job names — or, for one resource or job, that resource alone.
 // Nothing here fails because a node is down: an unreadable node is reported in its row.

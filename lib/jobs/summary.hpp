@@ -81,7 +81,7 @@ struct PlacementSummary {
 };
 
 // How much of one cache placement's selected files archive placements hold now, by the live
-// test evict applies before it deletes anything (DESIGN.md §7, plan::judge_file).
+// test evict applies before it deletes anything (docs/evict-proof.md "The per-file judgement").
 struct CoverageSummary {
     std::string cache;
     std::size_t files = 0, covered = 0;

@@ -1,4 +1,4 @@
-// Step 2, sync: wait until the target's Syncthing holds every file of the job (DESIGN.md §5).
+// Step 2, sync: wait until the target's Syncthing holds every file of the job (docs/design.md "Step 2: sync").
 // No silent waits: while it waits it reads both Syncthings (paused folders, the target's folder
 // and pull errors, its connection to the source, the source's remote state) and says why nothing
 // moves, on the log and in the progress panel; a known cause that holds k_stall_limit with nothing

@@ -1,5 +1,5 @@
 #pragma once
-// A tier policy's plan (DESIGN.md §8a): from one read of the cache's and each archive node's
+// A tier policy's plan (docs/design.md "Many resources and tier policies"): from one read of the cache's and each archive node's
 // torrent lists and the cache's free space, which torrents the policy chooses, in its order,
 // what each needs (evict only, archive then evict, archive only), which are skipped or blocked
 // and why, and the free space projected once the chosen evictions are done. Pure: no node is

@@ -1,4 +1,4 @@
-// Holding a stopped job's transfer (DESIGN.md §8 "A stop stops the bytes").
+// Holding a stopped job's transfer (docs/design.md "A stop stops the bytes").
 //
 // Mechanism: ignore patterns for the job's directory in the route folder on the target's
 // Syncthing (the receiver), written at the top of its .stignore through db/ignores:

@@ -1,5 +1,5 @@
 // The transfer kind (archive, unarchive): its steps stage → sync → merge → verify → cleanup, and
-// what failing or cancelling means before and after the commit (DESIGN.md §5, §8).
+// what failing or cancelling means before and after the commit (docs/design.md "The job", "Budgets, outages and stops").
 
 #include <unistd.h>
 

@@ -173,7 +173,7 @@ Status add_new_target(JobRun& run, NodeHandle& dst) {
         return stale(fmt::format("the target '{}' (it now has the torrent, not added by this job)", run.def.target), run);
     if (present.empty() && run.def.partfile == plan::PartfileNeed::carry_source) {
         // libtorrent reads the slot table when the torrent is added: the part file must be in the
-        // save path before torrents/add (flow-facts §1.3).
+        // save path before torrents/add (docs/torrent-format.md "A carried part file on a new target").
         ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
         std::string partfile = run.def.target_save_path + "/" + torrent::partfile_name(id);
         auto placed = node::Ops(*transport).partfile_copy(

@@ -101,7 +101,7 @@ private:
 [[nodiscard]] Result<std::optional<struct stat>> stat_in(int dirfd, const std::string& name, const std::string& display);
 
 // True for names Syncthing uses for temporary or conflict files, and other never-payload names
-// (torrent-format.md §9): ".syncthing.*.tmp", "~syncthing~*.tmp", "*.sync-conflict-*", ".stfolder",
+// (docs/torrent-format.md "Path safety"): ".syncthing.*.tmp", "~syncthing~*.tmp", "*.sync-conflict-*", ".stfolder",
 // ".stignore", ".stversions".
 [[nodiscard]] bool is_syncthing_artifact(std::string_view name);
 // ".syncthing.<name>.tmp", the temp name Syncthing pulls `name` into.

@@ -1,5 +1,5 @@
 #pragma once
-// The job directory a stage builds inside a route folder (DESIGN.md §5 step 1), and its manifest.
+// The job directory a stage builds inside a route folder (docs/design.md "Step 1: stage"), and its manifest.
 //
 //   <route folder>/<job-id>/
 //     p/<index>                payload, named by qB file index (never by torrent path)
@@ -31,7 +31,7 @@ inline constexpr const char* k_stage_journal_name = ".archctl-stage.jsonl";
 inline constexpr const char* k_stage_journal_kind = "archctl-stage";
 inline constexpr int k_manifest_version = 1;
 // The auxiliary files of an archctl job: the exported .torrent, and the part file a new v1 target
-// needs, built on the source (DESIGN.md §9).
+// needs, built on the source (docs/design.md "Partfiles and piece boundaries").
 inline constexpr const char* k_torrent_aux = "resource.torrent";
 inline constexpr const char* k_partfile_aux = "partfile";
 

@@ -1,6 +1,6 @@
 #pragma once
 // The one rule that decides whether a file archctl is about to unlink on a node must stay
-// (DESIGN.md §5 "Failure before commit", §7): unmerge (compensation takes back what merge
+// (docs/design.md "Failure before commit", "Evict"): unmerge (compensation takes back what merge
 // placed), cleanup (staging in a route folder) and unlink_owned (evict) ask it for every path
 // right before they unlink it, with a fresh lstat and the paths other torrents reference now.
 //

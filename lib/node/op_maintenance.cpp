@@ -1,13 +1,13 @@
 // chmod_readable, cleanup and unlink_owned: the operations that end a job or a placement.
 //
 // chmod_readable: a+rx on the resource's directories below the save path, a+r on its files;
-//   owner, write bits and special bits are kept (DESIGN.md §5 step 4).
+//   owner, write bits and special bits are kept (docs/design.md "Step 4: verify").
 // cleanup: removes only job-owned staging artifacts — payload and auxiliary files named by the
 //   manifest or the stage journal, READY, the manifest, the journal, temp files archctl itself
 //   writes — then rmdir of the emptied directories; anything else is kept and reported, and so
 //   is every file the keep rule keeps (`referenced`: paths other torrents reference now). With
 //   save_path it also drops this job's merge record.
-// unlink_owned (evict, DESIGN.md §7): unlinks only the given paths that no other torrent
+// unlink_owned (evict, docs/design.md "Evict"): unlinks only the given paths that no other torrent
 //   references and that are still what was recorded (the keep rule, lib/node/keep_rule.hpp;
 //   other hard links are allowed), then non-recursive rmdir from the deepest
 //   owned directory upward, keeping any directory with unknown content.

@@ -1,4 +1,4 @@
-// merge / unmerge (target node): move received files into the qB save path (DESIGN.md §5 step 3)
+// merge / unmerge (target node): move received files into the qB save path (docs/design.md "Step 3: merge")
 // and, before a commit, take back exactly what this job placed.
 //
 // merge first removes this job's temp files a stopped or failed run may have left beside the
@@ -9,7 +9,8 @@
 // other link), else copies it into a temp file beside the destination (hashing in the same pass,
 // checked against the manifest's xxh3 when it has one), renames that into place and removes the
 // received file. A placed file therefore never shares an inode with anything in a Syncthing
-// folder (flow-facts §3). A same-size regular file already at a delta path is reused untouched
+// folder (docs/torrent-format.md "Hard links through Syncthing"). A same-size regular file already
+// at a delta path is reused untouched
 // (provenance "preexisting"). Every move is preceded by an intent record with the inode that
 // will appear at the destination, so a rerun (or unmerge) recognises the job's own files.
 //

@@ -1,9 +1,11 @@
-// partfile_read / partfile_copy: libtorrent part files (torrent-format.md §6, DESIGN.md §9).
+// partfile_read / partfile_copy: libtorrent part files (docs/torrent-format.md "Part files",
+// docs/design.md "Partfiles and piece boundaries").
 //
 // The header is parsed with lib/torrent/partfile.hpp, whose refusal rules apply: piece count or
 // size differing from the torrent, a slot index out of range, a slot used twice, a file shorter
 // than its header, and a slot that runs past the end of the file. libtorrent's part file ends
-// at the last byte it wrote (flow-facts §1.2: 19954 bytes = header + one slot + 2546 bytes), so a
+// at the last byte it wrote (docs/torrent-format.md "A part file as libtorrent writes it": 19954
+// bytes = header + one slot + 2546 bytes), so a
 // caller may accept exactly one short slot, the last one in the file, with
 // "allow_short_last_slot": true; every other rule stays strict. Reading must only happen while
 // the torrent is stopped (the caller's duty). partfile_copy writes a temp file beside the

@@ -1,4 +1,4 @@
-// receive_check (target node): how much of a job has arrived (DESIGN.md §5 step 2).
+// receive_check (target node): how much of a job has arrived (docs/design.md "Step 2: sync").
 //
 // Per expected entry (the request's payload files, and the manifest's auxiliary files once the
 // manifest is there): absent; in_transit (a Syncthing temp file for it exists, its size is not
@@ -176,7 +176,7 @@ std::string what_is(const struct stat& st) {
 }
 
 // Everything in the job directory that archctl did not stage and does not expect (docs/staging.md
-// "The staging area is archctl's"): in the job directory only the manifest, READY, the journal and
+// "The valve", item 3): in the job directory only the manifest, READY, the journal and
 // the directories p/ and a/; in p/ only the job's payload indices as regular files; in a/ only
 // auxiliary names. Syncthing's temp files and conflict copies, and archctl's own atomic-write temp
 // files, are expected anywhere.

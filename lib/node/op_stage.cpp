@@ -1,4 +1,4 @@
-// stage (source node): build the job directory of DESIGN.md §5 step 1.
+// stage (source node): build the job directory of docs/design.md "Step 1: stage".
 //
 // Per file (in source-inode order; the order changes nothing else): hard link, else reflink,
 // else copy (the copy hashes xxh3-128 in the same pass); a linked or cloned file is not read

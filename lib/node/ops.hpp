@@ -454,8 +454,8 @@ struct PartfileCopyResult {
     std::optional<std::uint64_t> bytes;
 };
 
-// partfile_build: a libtorrent part file written from bytes the node holds (torrent-format.md
-// §6): one slot per listed piece that has a kept range, in request order. Each range is `length`
+// partfile_build: a libtorrent part file written from bytes the node holds (docs/torrent-format.md
+// "Part files"): one slot per listed piece that has a kept range, in request order. Each range is `length`
 // bytes at piece-relative offset `at`, read from the regular file `path` at `offset`, or (with
 // `from_partfile`) from the piece's slot of `source_partfile` at `at`. Kept ranges (the files
 // outside the target's selection) are written into the slot; the others (the selected files)

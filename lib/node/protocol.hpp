@@ -1,5 +1,5 @@
 #pragma once
-// The node protocol (DESIGN.md §2): JSON lines over a byte stream.
+// The node protocol (docs/design.md "Where things run"): JSON lines over a byte stream.
 //
 // A connection opens with one `hello` line from the node: protocol version, archctl version,
 // pid, and per root its filesystem type and id and the proven capabilities (hard link, reflink,
@@ -25,7 +25,7 @@
 //   node → caller  {"type":"response","id":7,"ok":false,"error":{"code":"PATH_OUTSIDE_ROOT","message":".."}}
 //
 // Every response carries the node process's own read counters for the operation (`io`), so tests
-// and benchmarks can check the payload read budget of DESIGN.md §11 on either transport.
+// and benchmarks can check the payload read budget of docs/design.md "Performance rules" on either transport.
 
 #include <cstdint>
 #include <functional>

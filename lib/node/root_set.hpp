@@ -1,5 +1,5 @@
 #pragma once
-// Path confinement for node operations (DESIGN.md §2; torrent-format.md §9 "at use time").
+// Path confinement for node operations (docs/design.md "Where things run"; docs/torrent-format.md "At use time").
 //
 // A node serves a fixed set of root directories. Every path in a request is a node path: an
 // absolute, lexically clean path ("/srv/a/x/y", no ".", "..", empty or NUL components) that lies

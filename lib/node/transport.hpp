@@ -1,5 +1,5 @@
 #pragma once
-// Transports: how the control side reaches a node (DESIGN.md §2). One interface, two kinds:
+// Transports: how the control side reaches a node (docs/design.md "Where things run"). One interface, two kinds:
 //
 //   local  the node's operations run in this process, through the same JSON request, progress
 //          and response lines as the wire (each message is encoded and decoded), so behaviour is

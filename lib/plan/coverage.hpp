@@ -1,5 +1,5 @@
 #pragma once
-// Archive coverage of a cache placement (pure; DESIGN.md §7, seeds/workflows.md "Evict cache").
+// Archive coverage of a cache placement (pure; docs/evict-proof.md, docs/design.md "Evict").
 //
 // Evicting a cache placement is safe only when every file the cache holds is held elsewhere
 // *now*. The required set is the cache placement's selected files (files skipped there hold no
@@ -114,7 +114,7 @@ struct FileVerdict {
     std::string why;
 };
 
-// The one decision: does archive placement `a` hold `f` now? (DESIGN.md §7)
+// The one decision: does archive placement `a` hold `f` now? (docs/evict-proof.md "The per-file judgement")
 [[nodiscard]] FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f);
 
 struct CoverageInput {

@@ -1,7 +1,7 @@
 #pragma once
 // The transfer plan (pure): live source and target views of one resource → the exact selection
 // arithmetic and the preflight verdicts that `archctl plan` prints and `archive`/`unarchive`
-// execute (DESIGN.md §5, seeds/workflows.md "Job creation").
+// execute (docs/design.md "The job", "Creation").
 //
 //   requested = the request expanded against the source (default: every selected-complete file)
 //   baseline  = target files that are selected and complete (verified by the target's qB)

@@ -1,5 +1,5 @@
 #pragma once
-// Discovery: which Syncthing folders are routes (DESIGN.md §6), from each node's live config.
+// Discovery: which Syncthing folders are routes (docs/routes.md), from each node's live config.
 //
 // On a node N, a folder is one side of a route to node M when it lies below N's sync root, its
 // type is `sendreceive`, and its device list is exactly {N's device, M's device} where M is a

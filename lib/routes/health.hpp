@@ -1,5 +1,5 @@
 #pragma once
-// Route health (DESIGN.md §6): both folders configured, shared with the peer, not paused,
+// Route health (docs/routes.md): both folders configured, shared with the peer, not paused,
 // without folder or file errors, their marker present, and the peer device connected on both
 // sides. judge_health() is pure; probe_side() gathers the facts of one side.
 //

@@ -1,4 +1,4 @@
-// Rollback: remove what a provisioning attempt created, and only that (DESIGN.md §6).
+// Rollback: remove what a provisioning attempt created, and only that (docs/routes.md).
 
 #include <algorithm>
 

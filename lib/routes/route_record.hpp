@@ -1,6 +1,6 @@
 #pragma once
 // Route records: `<state>/routes/<route-id>.json`, one per route archctl provisioned or verified
-// (DESIGN.md §4, §6).
+// (docs/design.md "State on disk"; docs/routes.md).
 //
 // Live Syncthing config is the authority for whether a route exists (see discovery.hpp); a record
 // adds what config cannot say: which provisioning step an attempt reached and what it saw there,

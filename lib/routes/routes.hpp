@@ -1,6 +1,6 @@
 #pragma once
 // archctl::routes — discover, verify and provision the Syncthing routes between cache and
-// archive nodes (DESIGN.md §6). The functions here are what `archctl route` and the job engine
+// archive nodes (docs/routes.md). The functions here are what `archctl route` and the job engine
 // call; each reads live Syncthing config first (the authority) and keeps its own evidence in
 // `<state>/routes/<id>.json` (route_record.hpp).
 //

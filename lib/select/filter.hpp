@@ -1,5 +1,5 @@
 #pragma once
-// Choosing torrents from a node's live torrent list by config::Criteria (DESIGN.md §8a): the
+// Choosing torrents from a node's live torrent list by config::Criteria (docs/design.md "Many resources and tier policies"): the
 // batch options of plan/archive/unarchive/evict and a tier policy's archive_when + exclude.
 //
 // Pure: one torrent as qBittorrent listed it, the criteria and the time; no requests.

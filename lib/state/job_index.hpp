@@ -1,6 +1,6 @@
 #pragma once
 // The job index: which jobs are still active, and a compact log of the finished ones, so that
-// `status`, `resume` and `job list` never read every job's records (DESIGN.md §4, §11).
+// `status`, `resume` and `job list` never read every job's records (docs/design.md "State on disk", "Performance rules").
 //
 //   <state>/index/active/<job-id>   an empty marker: the job may still need something
 //   <state>/index/finished.jsonl    journal "finished" v1: one line per job that ended cleanly,

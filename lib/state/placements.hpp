@@ -1,7 +1,7 @@
 #pragma once
 // Placement generations: per resource alias and node, the generation counter archctl advances at
 // each commit and the fingerprint it verified then. A fingerprint seen later that differs from
-// the recorded one is stale external state (DESIGN.md §1), never silently adopted.
+// the recorded one is stale external state (docs/design.md "Words"), never silently adopted.
 
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// The control state directory (DESIGN.md §4):
+// The control state directory (docs/design.md "State on disk"):
 //
 //   <state>/
 //     jobs/<job-id>/definition.json   immutable, written once

@@ -4,7 +4,8 @@
 // qBittorrent's file index counts payload files only (pad files hidden), in libtorrent's native
 // order: the v2 file tree order for v2 and hybrid torrents, the `files` list order for v1. For
 // each file the model knows its byte range in piece space and the pieces it touches; for each
-// piece, the files it touches. That answers the partfile question of DESIGN.md §9: which pieces
+// piece, the files it touches. That answers the partfile question of docs/design.md "Partfiles and
+// piece boundaries": which pieces
 // overlap both a selected and a skipped file (only possible in v1 torrents, where pieces cross
 // file boundaries; hybrids and v2 align every file to a piece).
 

@@ -1,5 +1,5 @@
 #pragma once
-// Identity of a resource (DESIGN.md §1): its v1 and/or v2 info hash.
+// Identity of a resource (docs/design.md "Words"): its v1 and/or v2 info hash.
 //
 // v1 = SHA-1 of the exact bencoded `info` bytes, v2 = SHA-256 of the same bytes (present when
 // `meta version` is 2); a hybrid has both. The qB id is qBittorrent's own key for a torrent

@@ -1,5 +1,5 @@
 #pragma once
-// BEP 52 merkle trees (torrent-format.md §4.1).
+// BEP 52 merkle trees (docs/torrent-format.md "Merkle rules").
 //
 // B = 16 KiB blocks; leaf = SHA-256 of one block (the file's last block hashed at its real
 // length); node = SHA-256(left ‖ right); Z = 32 zero bytes.

@@ -1,5 +1,5 @@
 #pragma once
-// Metainfo: a parsed, validated .torrent (v1 BEP 3, v2 BEP 52, hybrid), torrent-format.md §1–5.
+// Metainfo: a parsed, validated .torrent (v1 BEP 3, v2 BEP 52, hybrid), docs/torrent-format.md "Identity" to "Hybrid torrents".
 //
 // parse_metainfo() decodes strictly (bencode.hpp), computes the identity over the exact `info`
 // bytes, and checks everything later code relies on: piece length and count, file sizes, the

@@ -1,5 +1,5 @@
 #pragma once
-// libtorrent part file header (torrent-format.md §6): `<save path>/.<qB id>.parts`.
+// libtorrent part file header (docs/torrent-format.md "Part files"): `<save path>/.<qB id>.parts`.
 //
 // Layout (big-endian u32): num_pieces, piece_size, slot[num_pieces] (0xFFFFFFFF = piece not in
 // the file, else its slot index), zero padding up to a multiple of 1024 bytes. Slot s holds

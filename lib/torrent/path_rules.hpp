@@ -1,5 +1,5 @@
 #pragma once
-// Path safety for torrent payload paths (torrent-format.md §9).
+// Path safety for torrent payload paths (docs/torrent-format.md "Path safety").
 //
 // Every path element of a torrent is validated before any use. archctl refuses what libtorrent
 // would silently rewrite on disk (so the on-disk path would differ from the metainfo) and

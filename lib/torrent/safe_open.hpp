@@ -1,6 +1,6 @@
 #pragma once
-// Opening payload files below a save path without following symlinks (torrent-format.md §9,
-// "at use time").
+// Opening payload files below a save path without following symlinks (docs/torrent-format.md
+// "At use time").
 //
 // The save path itself is opened normally (symlinks above the root are the operator's choice);
 // every component below it is opened with openat(O_NOFOLLOW), directories with O_DIRECTORY, so

@@ -2,7 +2,7 @@
 // Unicode canonical normalisation (NFC) for torrent path elements.
 //
 // archctl keeps every name byte for byte as the metainfo spells it; NFC is only the key under
-// which two names are compared (torrent-format.md §9 rule 5). The normaliser is the full UAX #15
+// which two names are compared (docs/torrent-format.md "Path safety" rule 5). The normaliser is the full UAX #15
 // algorithm (canonical decomposition, canonical ordering, canonical composition) over tables
 // generated from the Unicode database (gen_unicode_tables.py): the Latin, Greek, Cyrillic,
 // letterlike-symbol and kana blocks, plus algorithmic Hangul. Canonical ordering uses the

@@ -1,5 +1,5 @@
 #pragma once
-// Progress: one model, several renderers (STYLE.md practice 5; DESIGN.md §8).
+// Progress: one model, several renderers (docs/style.md "Practices" 5; docs/design.md "Progress").
 //
 // A long operation feeds ProgressSnapshot values (job-scoped: bytes and files of the whole job,
 // not of one file). RateMeter smooths the rate and keeps a slow sparkline (one cell per ~5 s).

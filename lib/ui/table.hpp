@@ -1,5 +1,5 @@
 #pragma once
-// Plain-text tables with steady columns (UX.md: "keep columns steady"). Columns are padded to
+// Plain-text tables with steady columns (docs/design.md "What the user sees"). Columns are padded to
 // the widest cell by display width (UTF-8 code points), the last column is never padded.
 
 #include <string>

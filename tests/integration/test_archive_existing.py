@@ -17,7 +17,7 @@ import flows  # noqa: E402
 LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")],
                      extra_qb=1)
 setUpModule = LAB.set_up
-# flow-facts §1.1: piece 6 holds a|b, piece 9 holds b|c, pieces 7–8 only b.
+# docs/torrent-format.md "The three-file v1 torrent": piece 6 holds a|b, piece 9 holds b|c, pieces 7–8 only b.
 V1_LAYOUT = {"pay1/a.bin": 100001, "pay1/b.bin": 50001, "pay1/c.bin": 70001}
 HYBRID_LAYOUT = {"pay/a.bin": 2 * 1024 * 1024 + 5, "pay/sub/b.bin": 300000, "pay/c.txt": 12}
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""v1 boundary pieces (DESIGN.md §9): a genuinely partial cache copy — a third qBittorrent seeds,
+"""v1 boundary pieces (docs/design.md "Partfiles and piece boundaries"): a genuinely partial cache
+copy — a third qBittorrent seeds,
 the cache downloads with the middle file skipped, so libtorrent writes a real part file — is
 archived to a new target that reaches 100% on the selected files by carrying the part file; an
 unusable part file fails with PARTFILE_UNSUPPORTED, never a download. Also a budget stop during
@@ -19,7 +20,7 @@ import flows  # noqa: E402
 LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")],
                      extra_qb=1)
 setUpModule = LAB.set_up
-# flow-facts §1.1: piece 6 holds a|b, piece 9 holds b|c, pieces 7–8 only b.
+# docs/torrent-format.md "The three-file v1 torrent": piece 6 holds a|b, piece 9 holds b|c, pieces 7–8 only b.
 LAYOUT = {"pay1/a.bin": 100001, "pay1/b.bin": 50001, "pay1/c.bin": 70001}
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Compensation never removes a used file, on real services (DESIGN.md §5, "Failure before
-commit"). An archive killed after merge leaves placed files that someone else may then use: the
+"""Compensation never removes a used file, on real services (docs/design.md
+"Failure before commit"). An archive killed after merge leaves placed files that someone else may then use: the
 user adds the same torrent over them on the archive qBittorrent, or a second state directory
 (a root cron beside a user shell) archives the same resource, reuses them as pre-existing and
 commits. When the first job is then cancelled or found stale, compensation reads every path the

@@ -35,7 +35,7 @@ def new_resource(kind="hybrid", layout=LAYOUT, skip=()):
 
 
 def partfile_header(pieces, piece_size):
-    """A libtorrent part file header with no slot in use (torrent-format.md §6)."""
+    """A libtorrent part file header with no slot in use (docs/torrent-format.md "Part files")."""
     data = pieces.to_bytes(4, "big") + piece_size.to_bytes(4, "big") + b"\xff\xff\xff\xff" * pieces
     return data + b"\0" * (-len(data) % 1024)
 

@@ -2,7 +2,7 @@
 """File names as real torrents spell them, on real services: a decomposed (NFD) name such as
 macOS writes ("cafe" + U+0301) is archived byte for byte under that very name — staging is by
 file index, so Syncthing's NFC normalisation never touches it — and a torrent that holds the same
-name twice, once NFC and once NFD, is refused naming both (torrent-format.md §9 rule 5)."""
+name twice, once NFC and once NFD, is refused naming both (docs/torrent-format.md "Path safety" rule 5)."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""v1 boundary pieces without a source part file (DESIGN.md §9, issue 15 item 4): a v1 torrent
+"""v1 boundary pieces without a source part file (docs/design.md "Partfiles and piece boundaries", issue 15 item 4): a v1 torrent
 complete on the cache has no part file, because the files that share pieces with the request
 are complete on the cache's disk. archctl builds the part file the new target needs from those
 files' bytes (each piece checked by SHA-1 on the cache first), carries it, and the target's

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ssh as a deployment runs it: both nodes are exec nodes in DESIGN.md §10's short form,
+"""ssh as a deployment runs it: both nodes are exec nodes in the short form of docs/design.md "Configuration",
 `exec = ["ssh", "nas", "archctl", "node", "serve"]` (no --root: the roots come from the control
 side), through an sshd this suite starts on 127.0.0.1 (tests/lab/sshd.py). An archive, an evict
 and an unarchive complete over it; `archctl node check` proves a node end to end and names the

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The route is a one-way valve (DESIGN.md §6, §8 "A stop stops the bytes"; issue 26), on real
+"""The route is a one-way valve (docs/routes.md "The valve", docs/design.md "A stop stops the bytes"; issue 26), on real
 qBittorrent and Syncthing: nothing the far side of a route does reaches a source inode, and a
 stop stops the bytes in every command that runs jobs.
 

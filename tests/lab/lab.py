@@ -3,8 +3,8 @@
 
 Every node gets one qBittorrent and one Syncthing, each with its own free ports, profile/home
 directory, distinctive random credentials (tests assert they never leak) and a qb_root and
-sync_root under the lab directory. The lab writes an archctl config for the nodes (DESIGN.md
-§10 schema, secrets in 0600 *_file files) and a lab.json describing everything: ports, pids,
+sync_root under the lab directory. The lab writes an archctl config for the nodes (docs/design.md
+"Configuration" schema, secrets in 0600 *_file files) and a lab.json describing everything: ports, pids,
 directories, device ids, config path.
 
 Processes are stopped by recorded PID only, never by name: SIGTERM, wait with a deadline,

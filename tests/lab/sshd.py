@@ -4,7 +4,7 @@ its own host key, sshd_config, authorized key and a free port (key login only).
     sshd = Sshd(os.path.join(lab_dir, "sshd"), bin_dir=dir_with_archctl)
     skip = sshd.prepare()          # None, or why sshd cannot run here (then skip the suite)
     sshd.ssh()                     # ["ssh", "-F", "/dev/null", "-p", PORT, ..., "user@127.0.0.1"]
-    sshd.alias("nas")              # ["ssh", "-F", <ssh_config>, "nas"]: DESIGN.md §10's short form
+    sshd.alias("nas")              # ["ssh", "-F", <ssh_config>, "nas"]: the short form of docs/design.md "Configuration"
     sshd.stop() / sshd.start()
 
 `bin_dir` goes first on the PATH of every session (sshd_config SetEnv), so the short form

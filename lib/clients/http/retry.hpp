@@ -1,5 +1,5 @@
 #pragma once
-// Retry as a wrapper around one HTTP attempt (STYLE.md: restic's backend retry).
+// Retry as a wrapper around one HTTP attempt (docs/style.md "Retry").
 //
 // An attempt ends in a transport failure (the request never produced a status) or a response.
 // classify() sorts it into success, transient (worth another try: connection refused or reset,

@@ -22,7 +22,8 @@ std::string be32(std::uint32_t v) {
     return out;
 }
 
-// A part file like flow-facts §1.2: 14 pieces of 16384, piece 6 in slot 1, piece 9 in slot 0.
+// A part file like docs/torrent-format.md "A part file as libtorrent writes it": 14 pieces of 16384,
+// piece 6 in slot 1, piece 9 in slot 0.
 std::string partfile(std::size_t total_size, std::uint32_t piece6_slot = 1) {
     std::string h = be32(14) + be32(16384);
     for (std::uint32_t p = 0; p < 14; ++p) h += be32(p == 6 ? piece6_slot : p == 9 ? 0 : 0xFFFFFFFFu);

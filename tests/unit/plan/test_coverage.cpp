@@ -1,5 +1,5 @@
 // Archive coverage and the one decision behind it, plan::judge_file: a table of the ways an
-// archive copy stops being one (DESIGN.md §7), each a case evict, plan evict and status share.
+// archive copy stops being one (docs/evict-proof.md), each a case evict, plan evict and status share.
 
 #include <doctest/doctest.h>
 

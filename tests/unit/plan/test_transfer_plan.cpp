@@ -10,7 +10,8 @@ using torrent::Selection;
 
 namespace {
 
-// A v1 torrent with three files straddling pieces (as flow-facts §1) or a hybrid of the same.
+// A v1 torrent with three files straddling pieces (as docs/torrent-format.md "The three-file v1
+// torrent") or a hybrid of the same.
 torrent::Metainfo make(const test::Scratch& s, torrent::Kind kind) {
     s.write("pay1/a.bin", std::string(100001, 'a'));
     s.write("pay1/b.bin", std::string(50001, 'b'));
@@ -131,7 +132,7 @@ TEST_CASE("v1 boundary pieces: a new target with a skipped middle file needs the
     auto p = compute(input(meta, Selection::of({0, 2})));
     REQUIRE(p.ok());
     CHECK(p->partfile == PartfileNeed::carry_source);
-    // a.bin|b.bin share piece 6, b.bin|c.bin share piece 9 (flow-facts §1.1).
+    // a.bin|b.bin share piece 6, b.bin|c.bin share piece 9 (docs/torrent-format.md "The three-file v1 torrent").
     CHECK(p->boundary_pieces == std::vector<std::int64_t>{6, 9});
     auto hybrid = make(s, torrent::Kind::hybrid);
     CHECK(compute(input(hybrid, Selection::of({0, 2})))->partfile == PartfileNeed::none);
