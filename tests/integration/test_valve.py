@@ -561,13 +561,13 @@ class Budgets(unittest.TestCase):
         self.assertEqual(max(samples), before,
                          f"{what}: bytes went on arriving on the target after the stop: {before} then {samples}")
 
-    def budget_runs(self, argv, names, budget, largest, done, what, runs=8):
-        """Run `argv` until exit 0: every run moves at most budget + the largest file, and after
+    def budget_runs(self, run, names, budget, largest, done, what, runs=8):
+        """Call `run` (one archctl run: rc, document, stderr) until exit 0: every run moves at most budget + the largest file, and after
         every exit 10 nothing moves for 10 s. Returns the exit codes seen."""
         codes = []
         for n in range(1, runs + 1):
             before = target_bytes(names)
-            rc, doc, err = archctl_json(*argv, timeout=600)
+            rc, doc, err = run()
             moved = target_bytes(names) - before
             codes.append(rc)
             print(f"  {what} run {n}: exit {rc}, {moved / MIB:.1f} MiB arrived on the target", file=sys.stderr)
@@ -592,7 +592,7 @@ class Budgets(unittest.TestCase):
         ids = collection.seed_collection(LAB, "cache1", spec, seed=26)
         names = [e["name"] for e in spec]
         largest = max(s for e in spec for s in e["layout"].values())
-        codes = self.budget_runs(["archive", "--category", "night", "--max-bytes", "30M", "--yes"], names,
+        codes = self.budget_runs(lambda: archctl_json("archive", "--category", "night", "--max-bytes", "30M", "--yes", timeout=600), names,
                                  30 * MIB, largest, ids, "batch archive --max-bytes 30M")
         self.assertGreaterEqual(len(codes), 3, f"80 MiB under a 30 MiB budget takes three runs at least: {codes}")
 
@@ -610,7 +610,7 @@ class Budgets(unittest.TestCase):
             jobs.append(job)
             self.addCleanup(cancel_if_unfinished, job)
             self.assert_still(names, f"archive {tid[:12]} --max-bytes {STOP_BUDGET}")
-        codes = self.budget_runs(["resume", *jobs, "--max-bytes", "10M"], names, 10 * MIB, largest, ids,
+        codes = self.budget_runs(lambda: archctl_json("resume", *jobs, "--max-bytes", "10M", timeout=600), names, 10 * MIB, largest, ids,
                                  "resume --max-bytes 10M")
         self.assertGreaterEqual(len(codes), 2, codes)
 
