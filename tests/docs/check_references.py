@@ -36,10 +36,26 @@ TITLE = re.compile(GAP + r'"([^"\n]+)"')
 MORE = re.compile(r'(?:,[ \t]*|[ \t]+to[ \t]+)' + GAP + r'"([^"\n]+)"')
 
 
+def exported(root):
+    """Every file below `root` but build output: a checkout exported without .git (tests/bare_root.sh
+    copies `git archive HEAD`) holds exactly the tracked files, plus what the build wrote."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        if rel == ".":
+            dirnames[:] = [d for d in dirnames if not d.startswith("build")]
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            out.append(os.path.normpath(os.path.join(rel, name)))
+    return sorted(out)
+
+
 def tracked(root):
     """The paths in the git index of `root` (what `git ls-files` lists), read without running git,
     which a minbase root does not have: index versions 2, 3 and 4."""
     gitdir = os.path.join(root, ".git")
+    if not os.path.exists(gitdir):
+        return exported(root)
     if os.path.isfile(gitdir):  # a linked work tree: "gitdir: PATH"
         with open(gitdir, encoding="utf-8") as f:
             gitdir = os.path.join(root, f.read().split(":", 1)[1].strip())
