@@ -13,8 +13,8 @@
 #include "cli/commands.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
-#include "lib/node/server.hpp"
-#include "lib/node/transport.hpp"
+#include "lib/node/server/server.hpp"
+#include "lib/node/client/transport.hpp"
 #include "lib/session/node_probe.hpp"
 #include "lib/session/node_session.hpp"
 

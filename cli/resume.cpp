@@ -7,7 +7,7 @@
 #include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
 #include "lib/base/clock.hpp"
-#include "lib/jobs/status.hpp"
+#include "lib/jobs/report/status.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::cli {

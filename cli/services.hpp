@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "lib/config/config.hpp"
-#include "lib/jobs/driver.hpp"
-#include "lib/jobs/engine.hpp"
-#include "lib/jobs/evict.hpp"
-#include "lib/jobs/nodes.hpp"
+#include "lib/jobs/core/driver.hpp"
+#include "lib/jobs/transfer/planner.hpp"
+#include "lib/jobs/evict/evictor.hpp"
+#include "lib/jobs/core/nodes.hpp"
 #include "lib/state/state_dir.hpp"
 #include "lib/ui/progress.hpp"
 

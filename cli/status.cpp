@@ -22,7 +22,7 @@
 #include "lib/config/config.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
-#include "lib/jobs/status.hpp"
+#include "lib/jobs/report/status.hpp"
 #include "lib/ui/table.hpp"
 
 namespace archctl::cli {

@@ -10,7 +10,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/base/units.hpp"
 #include "lib/config/config.hpp"
-#include "lib/jobs/status.hpp"
+#include "lib/jobs/report/status.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/ui/table.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
-#include "lib/jobs/engine.hpp"
+#include "lib/jobs/transfer/planner.hpp"
 
 namespace archctl::cli {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/node/ops.hpp"
+#include "lib/node/wire/ops.hpp"
 
 namespace archctl::routes {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/clients/syncthing/api.hpp"
-#include "lib/node/transport.hpp"
+#include "lib/node/client/transport.hpp"
 
 namespace archctl::routes {
 

@@ -27,7 +27,7 @@
 #include "lib/clients/qbittorrent/share_limits.hpp"
 #include "lib/clients/syncthing/api.hpp"
 #include "lib/config/config.hpp"
-#include "lib/node/transport.hpp"
+#include "lib/node/client/transport.hpp"
 
 namespace archctl::session {
 

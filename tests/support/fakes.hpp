@@ -39,7 +39,7 @@
 #include "lib/base/result.hpp"
 #include "lib/clients/qbittorrent/api.hpp"
 #include "lib/clients/syncthing/api.hpp"
-#include "lib/node/transport.hpp"
+#include "lib/node/client/transport.hpp"
 
 namespace archctl::fakes {
 

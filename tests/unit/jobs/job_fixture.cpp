@@ -2,10 +2,10 @@
 
 #include <memory>
 
-#include "lib/jobs/archive_evidence.hpp"
-#include "lib/jobs/resolve.hpp"
-#include "lib/node/job_layout.hpp"
-#include "lib/node/ops.hpp"
+#include "lib/jobs/evidence/archive_evidence.hpp"
+#include "lib/jobs/evidence/resolve.hpp"
+#include "lib/node/wire/job_layout.hpp"
+#include "lib/node/wire/ops.hpp"
 #include "lib/session/node_session.hpp"
 #include "lib/state/placements.hpp"
 #include "lib/state/reservations.hpp"

@@ -14,7 +14,7 @@
 //   auto r = e.run();
 //
 // Each node's FakeTransport answers the operations a step asks for with what the real operation
-// would answer (lib/node/ops.hpp); a test changes a handler, or runs something just before one
+// would answer (lib/node/wire/ops.hpp); a test changes a handler, or runs something just before one
 // (before()), to put the world into the state it needs.
 
 #include <functional>
@@ -26,9 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/config/config.hpp"
-#include "lib/jobs/driver.hpp"
-#include "lib/jobs/evict_job.hpp"
-#include "lib/jobs/job.hpp"
+#include "lib/jobs/core/driver.hpp"
+#include "lib/jobs/evict/job.hpp"
+#include "lib/jobs/transfer/job.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/state_dir.hpp"
 #include "tests/support/fakes.hpp"

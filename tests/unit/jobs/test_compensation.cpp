@@ -6,9 +6,9 @@
 
 #include <mutex>
 
-#include "lib/jobs/job.hpp"
-#include "lib/jobs/referenced.hpp"
-#include "lib/jobs/summary.hpp"
+#include "lib/jobs/transfer/job.hpp"
+#include "lib/jobs/evidence/referenced.hpp"
+#include "lib/jobs/report/summary.hpp"
 #include "tests/unit/clients/canned_server.hpp"
 
 using namespace archctl;

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "lib/jobs/driver.hpp"
-#include "lib/jobs/evict.hpp"
-#include "lib/jobs/evict_job.hpp"
+#include "lib/jobs/core/driver.hpp"
+#include "lib/jobs/evict/evictor.hpp"
+#include "lib/jobs/evict/job.hpp"
 #include "lib/state/job_store.hpp"
 #include "tests/support/scratch.hpp"
 

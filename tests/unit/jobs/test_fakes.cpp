@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/jobs/archive_evidence.hpp"
-#include "lib/jobs/job_run.hpp"
-#include "lib/jobs/referenced.hpp"
+#include "lib/jobs/evidence/archive_evidence.hpp"
+#include "lib/jobs/transfer/job_run.hpp"
+#include "lib/jobs/evidence/referenced.hpp"
 #include "lib/session/node_session.hpp"
 #include "tests/support/fakes.hpp"
 

@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "lib/jobs/driver.hpp"
-#include "lib/jobs/engine.hpp"
-#include "lib/jobs/job.hpp"
-#include "lib/jobs/resolve.hpp"
+#include "lib/jobs/core/driver.hpp"
+#include "lib/jobs/transfer/planner.hpp"
+#include "lib/jobs/transfer/job.hpp"
+#include "lib/jobs/evidence/resolve.hpp"
 #include "lib/state/job_store.hpp"
 #include "tests/support/scratch.hpp"
 

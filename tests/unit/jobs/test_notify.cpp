@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "lib/jobs/notify.hpp"
-#include "lib/jobs/summary.hpp"
+#include "lib/jobs/core/notify.hpp"
+#include "lib/jobs/report/summary.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/unit/clients/canned_server.hpp"
 

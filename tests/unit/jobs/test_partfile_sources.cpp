@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/jobs/preflight.hpp"
+#include "lib/jobs/transfer/preflight.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "tests/support/fakes.hpp"
 

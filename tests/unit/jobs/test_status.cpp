@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "lib/base/lock_file.hpp"
-#include "lib/jobs/driver.hpp"
-#include "lib/jobs/status.hpp"
+#include "lib/jobs/core/driver.hpp"
+#include "lib/jobs/report/status.hpp"
 #include "lib/state/job_store.hpp"
 #include "tests/support/scratch.hpp"
 

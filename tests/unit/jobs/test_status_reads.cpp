@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "lib/jobs/status.hpp"
+#include "lib/jobs/report/status.hpp"
 #include "lib/session/node_session.hpp"
 #include "lib/state/placements.hpp"
 #include "lib/state/state_dir.hpp"

@@ -18,8 +18,8 @@
 
 #include "lib/base/fs.hpp"
 #include "lib/base/signals.hpp"
-#include "lib/jobs/job_run.hpp"
-#include "lib/node/ops.hpp"
+#include "lib/jobs/transfer/job_run.hpp"
+#include "lib/node/wire/ops.hpp"
 #include "tests/unit/jobs/job_fixture.hpp"
 
 using namespace archctl;

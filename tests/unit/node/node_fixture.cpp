@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "lib/node/protocol.hpp"
+#include "lib/node/wire/protocol.hpp"
 
 namespace archctl::node::test {
 

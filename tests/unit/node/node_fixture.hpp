@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/node/transport.hpp"
+#include "lib/node/client/transport.hpp"
 #include "tests/support/scratch.hpp"
 
 namespace archctl::node::test {

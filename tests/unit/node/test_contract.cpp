@@ -7,7 +7,7 @@
 #include <atomic>
 #include <sstream>
 
-#include "lib/node/root_set.hpp"
+#include "lib/node/server/root_set.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;

@@ -15,8 +15,8 @@
 #include <doctest/doctest.h>
 
 #include "lib/base/process.hpp"
-#include "lib/node/protocol.hpp"
-#include "lib/node/transport.hpp"
+#include "lib/node/wire/protocol.hpp"
+#include "lib/node/client/transport.hpp"
 
 using namespace archctl;
 using namespace archctl::node;

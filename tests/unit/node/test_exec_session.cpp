@@ -8,7 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "lib/config/config.hpp"
-#include "lib/node/protocol.hpp"
+#include "lib/node/wire/protocol.hpp"
 #include "lib/session/node_session.hpp"
 #include "tests/support/scratch.hpp"
 

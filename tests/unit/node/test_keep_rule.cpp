@@ -1,4 +1,4 @@
-// The keep rule (lib/node/keep_rule.hpp): one table of "must this path stay" for unmerge,
+// The keep rule (lib/node/server/keep_rule.hpp): one table of "must this path stay" for unmerge,
 // cleanup and unlink_owned, then the same rule seen through each operation.
 
 #include <doctest/doctest.h>
@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "lib/node/keep_rule.hpp"
+#include "lib/node/server/keep_rule.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;

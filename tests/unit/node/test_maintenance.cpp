@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "lib/base/base64.hpp"
-#include "lib/node/file_ops.hpp"
+#include "lib/node/server/file_ops.hpp"
 #include "lib/torrent/creator.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 

@@ -1,4 +1,4 @@
-// The typed node operations (lib/node/ops.hpp): every struct writes the keys the handlers read
+// The typed node operations (lib/node/wire/ops.hpp): every struct writes the keys the handlers read
 // and answer with, reads them back unchanged, and the facade reaches the handlers through a
 // transport.
 
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/node/ops.hpp"
+#include "lib/node/wire/ops.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;

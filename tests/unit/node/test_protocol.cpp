@@ -2,9 +2,9 @@
 
 #include <doctest/doctest.h>
 
-#include "lib/node/file_ops.hpp"
-#include "lib/node/protocol.hpp"
-#include "lib/node/root_set.hpp"
+#include "lib/node/server/file_ops.hpp"
+#include "lib/node/wire/protocol.hpp"
+#include "lib/node/server/root_set.hpp"
 #include "tests/support/scratch.hpp"
 
 using namespace archctl;

@@ -11,9 +11,9 @@
 
 #include <doctest/doctest.h>
 
-#include "lib/node/protocol.hpp"
-#include "lib/node/server.hpp"
-#include "lib/node/transport.hpp"
+#include "lib/node/wire/protocol.hpp"
+#include "lib/node/server/server.hpp"
+#include "lib/node/client/transport.hpp"
 #include "lib/session/node_probe.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/unit/node/node_fixture.hpp"

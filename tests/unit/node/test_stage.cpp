@@ -8,8 +8,8 @@
 
 #include "lib/base/hash.hpp"
 #include "lib/base/base64.hpp"
-#include "lib/node/file_ops.hpp"
-#include "lib/node/protocol.hpp"
+#include "lib/node/server/file_ops.hpp"
+#include "lib/node/wire/protocol.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;

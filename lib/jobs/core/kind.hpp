@@ -1,0 +1,158 @@
+#pragma once
+// Internal to lib/jobs: what the one job driver (driver.cpp) asks of a kind of job.
+//
+// A kind — transfer (archive, unarchive) or evict — owns its definition and ledger shapes, its
+// steps, and what failing or cancelling means for it. The driver owns everything they share:
+// load the definition, take the job's lock, open (or rebuild) the ledger, run the steps in order
+// with a durable ledger write and a crash point after each, stop cleanly, and finish.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/clock.hpp"
+#include "lib/base/result.hpp"
+#include "lib/jobs/transfer/planner.hpp"
+#include "lib/jobs/transfer/job.hpp"
+#include "lib/jobs/report/summary.hpp"
+#include "lib/plan/coverage.hpp"
+#include "lib/state/job_store.hpp"
+
+namespace archctl::jobs {
+
+// What a step ended with. A step returning StepResult may use ARCHCTL_TRY_STATUS and
+// ARCHCTL_TRY_ASSIGN: an error converts into a failure.
+struct StepResult {
+    enum Kind { next, stop, fail } kind = next;
+    std::string reason;  // stop: budget|deadline|disk|interrupt|waiting; fail: error code
+    std::string text;    // stop: human reason
+    Error error;         // fail
+
+    StepResult() = default;
+    StepResult(Error e) : kind(fail), reason(e.code), error(std::move(e)) {}
+    StepResult(Kind k, std::string r, std::string t) : kind(k), reason(std::move(r)), text(std::move(t)) {}
+
+    static StepResult ok() { return {}; }
+    static StepResult stopped(std::string reason, std::string text) { return {stop, std::move(reason), std::move(text)}; }
+    static StepResult failed(Error e) { return StepResult(std::move(e)); }
+    static StepResult of(Status s) { return s.ok() ? StepResult() : StepResult(s.take_error()); }
+};
+
+// An error that says a service or node could not be reached (refused, reset, timed out, a 5xx
+// while it starts, an exec child that died): a wait, never a verdict on the job.
+[[nodiscard]] bool is_outage(const Error& e);
+
+// Everything a run of any kind works with.
+struct RunEnv {
+    const config::Config& config;
+    const state::StateDir& state_dir;
+    Nodes& nodes;
+    state::JobStore& store;
+    EngineIo& io;
+    Budgets budgets;
+    plan::VerifyArchive verify_archive = plan::VerifyArchive::no;
+
+    void log(const std::string& line) const {
+        if (io.log) io.log(line);
+    }
+};
+
+// One job of a kind, loaded from its definition. The driver holds the job's lock around every
+// call that changes it.
+class KindRun {
+public:
+    virtual ~KindRun() = default;
+
+    // "archive 1838bf9a70c1 seedbox → nas": the lock's owner text.
+    virtual std::string summary() const = 0;
+    // Take the stored ledger (NOT_FOUND before the first step boundary, CORRUPT when unreadable)
+    // or rebuild it from evidence, to run the job.
+    [[nodiscard]] virtual Status open(Result<nlohmann::json> ledger) = 0;
+    // After an outage interrupted a step: forget what the step did in memory and take the stored
+    // ledger again (as a rerun after a crash would); by default open().
+    [[nodiscard]] virtual Status reload(Result<nlohmann::json> ledger) { return open(std::move(ledger)); }
+    // Take the stored ledger as it is (a lost one reads as a fresh ledger), to cancel the job.
+    virtual void read(const Result<nlohmann::json>& ledger) = 0;
+    virtual JobState state() const = 0;
+    // The next step to run (one of steps(), or "done").
+    virtual const std::string& step() const = 0;
+    virtual void set_step(std::string step) = 0;
+    virtual std::vector<std::string> steps() const = 0;
+    // The prefix of the crash point after each step's ledger write: "job.step.", "evict.step.".
+    virtual const char* crash_prefix() const = 0;
+
+    // A new session of this process: its record, and whatever every run restores first.
+    [[nodiscard]] virtual Status begin() = 0;
+    // Before each step: the live checks and the stops (budgets, deadline, Ctrl-C).
+    virtual StepResult before_step() = 0;
+    virtual StepResult run_step(const std::string& name) = 0;
+    // Durable records: the ledger and one event.
+    [[nodiscard]] virtual Status save() = 0;
+    [[nodiscard]] virtual Status event(const std::string& type, nlohmann::json fields) = 0;
+    // Close this session's record in the ledger (saved with the next save()).
+    virtual void end_session(const std::string& reason) = 0;
+    // The last step ran: mark the job done; returns the "done" event's fields.
+    virtual nlohmann::json mark_done() = 0;
+    // After the "done" record: give the resource back (release the job's reservation).
+    virtual void release() = 0;
+    // A failure: compensate or leave an explicit cleanup-required state, record it.
+    virtual RunResult fail(const Error& e) = 0;
+    // A job left `compensating` (its compensation could not finish): finish it now. Done: the
+    // job ends in the state its failure or cancel decided; an outage leaves it compensating.
+    virtual RunResult finish_compensation() { return fail(Error(ErrorCode::INTERNAL, "this kind of job never compensates later")); }
+    // Cancel (under the lock): compensate before the point of no return, finish after it.
+    virtual RunResult cancel() = 0;
+    // True when cancelling can only mean finishing the job (evict after the removal), and why.
+    virtual bool cancel_finishes() const { return false; }
+    virtual std::string cancel_finishes_text() const { return {}; }
+    // What this kind reports with a run's result (evict: files removed, bytes freed).
+    virtual nlohmann::json detail() const { return nlohmann::json::object(); }
+    // Payload bytes this run moved for the job (copied and synced).
+    virtual std::uint64_t bytes_moved() const { return 0; }
+};
+
+// Waits out an outage: sleeps with backoff (1 s doubling to 15 s) while the window lasts, in
+// slices so that Ctrl-C and the run's deadline still stop it. One per run; cleared by progress.
+class OutageWait {
+public:
+    explicit OutageWait(const RunEnv& env);
+    // `e` happened. next: try again now; stop: the window is over (reason 'waiting'), or Ctrl-C
+    // or the deadline came first.
+    StepResult wait(const Error& e);
+    // Something worked: the next outage starts a new window.
+    void clear();
+    [[nodiscard]] bool waiting() const { return m_since.has_value(); }
+
+private:
+    const RunEnv& m_env;
+    std::optional<SteadyTime> m_since;
+    SteadyTime m_run_started;
+    int m_tries = 0;
+};
+
+// A kind's step table: {name, function} in order. The names, for steps().
+template <class Table>
+std::vector<std::string> step_names(const Table& table) {
+    std::vector<std::string> names;
+    for (const auto& s : table) names.emplace_back(s.name);
+    return names;
+}
+
+// A kind of job.
+struct Kind {
+    const char* name;
+    bool (*owns)(const nlohmann::json& definition);
+    Result<std::unique_ptr<KindRun>> (*load)(RunEnv& env, const nlohmann::json& definition);
+    // One row for `job list` and `status`.
+    JobSummary (*summarize)(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
+    // One line of `job show` for an event (empty: the type alone says it).
+    std::string (*describe_event)(const nlohmann::json& event);
+};
+
+const Kind& transfer_kind();
+const Kind& evict_kind();
+
+}  // namespace archctl::jobs

@@ -1,0 +1,105 @@
+#include "lib/jobs/evict/job.hpp"
+
+#include <fmt/format.h>
+
+namespace archctl::evict {
+
+bool is_evict(const nlohmann::json& definition) { return definition.is_object() && definition.value("op", "") == "evict"; }
+
+std::string EvictDefinition::summary() const { return fmt::format("evict {} from {}", qb_id.substr(0, 12), cache); }
+
+nlohmann::json EvictDefinition::to_json() const {
+    nlohmann::json files_j = nlohmann::json::array();
+    for (const auto& f : files) files_j.push_back({{"index", f.index}, {"path", f.path}, {"size", f.size}, {"dev", f.dev}, {"ino", f.ino}});
+    nlohmann::json proofs_j = nlohmann::json::array();
+    for (const auto& p : proofs) proofs_j.push_back(p.to_json());
+    return {{"version", 1},
+            {"id", id},
+            {"op", "evict"},
+            {"created_at", created_at},
+            {"resource", identity.to_json()},
+            {"name", name},
+            {"qb_id", qb_id},
+            {"aliases", aliases},
+            {"source", {{"node", cache}, {"save_path", save_path}, {"fingerprint", cache_fingerprint}, {"generation", cache_generation}}},
+            {"target", {{"node", ""}}},
+            {"required", required.to_json()},
+            {"required_bytes", required_bytes},
+            {"files", files_j},
+            {"proofs", proofs_j},
+            {"proved_at", proved_at},
+            {"verify_archive", verify_archive},
+            {"piece_count", piece_count},
+            {"piece_length", piece_length},
+            {"request_digest", request_digest},
+            {"coverage_digest", coverage_digest}};
+}
+
+Result<EvictDefinition> EvictDefinition::from_json(const nlohmann::json& j) {
+    try {
+        if (!is_evict(j)) return Error(ErrorCode::CORRUPT, "not an evict job definition");
+        EvictDefinition d;
+        d.id = j.at("id");
+        d.created_at = j.value("created_at", "");
+        ARCHCTL_TRY_ASSIGN(d.identity, torrent::Identity::from_json(j.at("resource")));
+        d.name = j.value("name", "");
+        d.qb_id = j.at("qb_id");
+        d.aliases = j.at("aliases").get<std::vector<std::string>>();
+        const auto& src = j.at("source");
+        d.cache = src.at("node");
+        d.save_path = src.at("save_path");
+        d.cache_fingerprint = src.value("fingerprint", "");
+        d.cache_generation = src.value("generation", std::uint64_t{0});
+        ARCHCTL_TRY_ASSIGN(d.required, torrent::Selection::from_json(j.at("required")));
+        d.required_bytes = j.value("required_bytes", std::uint64_t{0});
+        for (const auto& f : j.at("files"))
+            d.files.push_back({f.at("index").get<std::uint32_t>(), f.at("path").get<std::string>(), f.at("size").get<std::uint64_t>(),
+                               f.value("ino", std::uint64_t{0}), f.value("dev", std::uint64_t{0})});
+        for (const auto& p : j.at("proofs")) {
+            ARCHCTL_TRY_ASSIGN(plan::ArchiveProof proof, plan::ArchiveProof::from_json(p));
+            d.proofs.push_back(std::move(proof));
+        }
+        d.proved_at = j.value("proved_at", "");
+        d.verify_archive = j.value("verify_archive", false);
+        d.piece_count = j.value("piece_count", std::int64_t{0});
+        d.piece_length = j.value("piece_length", std::int64_t{0});
+        d.request_digest = j.value("request_digest", "");
+        d.coverage_digest = j.value("coverage_digest", "");
+        return d;
+    } catch (const nlohmann::json::exception& e) {
+        return Error(ErrorCode::CORRUPT, fmt::format("unreadable evict job definition: {}", e.what()));
+    }
+}
+
+nlohmann::json EvictLedger::to_json() const {
+    return {{"version", 1},
+            {"op", "evict"},
+            {"state", jobs::to_string(state)},
+            {"step", step},
+            {"removed", removed},
+            {"files_removed", files_removed},
+            {"bytes_freed", bytes_freed},
+            {"dirs_removed", dirs_removed},
+            {"kept", kept},
+            {"partfile", partfile},
+            {"failure", failure},
+            {"sessions", sessions}};
+}
+
+EvictLedger EvictLedger::from_json(const nlohmann::json& j) {
+    EvictLedger l;
+    if (!j.is_object()) return l;
+    l.state = jobs::parse_job_state(j.value("state", "running"));
+    l.step = j.value("step", "hold");
+    l.removed = j.value("removed", false);
+    l.files_removed = j.value("files_removed", std::uint64_t{0});
+    l.bytes_freed = j.value("bytes_freed", std::uint64_t{0});
+    l.dirs_removed = j.value("dirs_removed", std::uint64_t{0});
+    l.kept = j.value("kept", nlohmann::json::array());
+    l.partfile = j.value("partfile", "");
+    l.failure = j.value("failure", nlohmann::json());
+    l.sessions = j.value("sessions", nlohmann::json::array());
+    return l;
+}
+
+}  // namespace archctl::evict

@@ -1,0 +1,145 @@
+#include "lib/jobs/evidence/resolve.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "lib/base/fs.hpp"
+#include "lib/base/hash.hpp"
+
+namespace archctl::jobs {
+namespace {
+
+namespace qb = clients::qbittorrent;
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+bool matches(const qb::TorrentInfo& t, const std::string& prefix) {
+    return lower(t.infohash_v1).rfind(prefix, 0) == 0 || lower(t.infohash_v2).rfind(prefix, 0) == 0 ||
+           lower(t.id).rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> Resource::aliases() const {
+    std::vector<std::string> out;
+    if (identity.has_v1()) out.push_back(identity.v1_hex());
+    if (identity.has_v2()) out.push_back(identity.v2_hex());
+    return out;
+}
+
+Result<Resource> resolve(Nodes& nodes, const std::string& res_in, Lists lists) {
+    std::string res = lower(res_in);
+    if (res.size() < 8 || res.size() > 64 || !is_hex(res))
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", res_in));
+    std::vector<Resource> found;
+    std::vector<std::string> unreachable;
+    for (NodeHandle* node : nodes.all()) {
+        const Result<NodeHandle::TorrentList> list = lists == Lists::session ? node->torrent_list() : node->qb().all_torrents();
+        if (!list.ok()) {
+            unreachable.push_back(fmt::format("{}: {}", node->name(), list.error().message));
+            continue;
+        }
+        for (const auto& t : list.value()) {
+            if (!matches(t, res)) continue;
+            auto id = torrent::Identity::from_qb(t.infohash_v1, t.infohash_v2);
+            if (!id.ok()) continue;
+            bool joined = false;
+            for (auto& r : found) {
+                if (!r.identity.same_resource(id.value())) continue;
+                auto merged = r.identity.join(id.value());
+                if (!merged.ok()) return merged.take_error();
+                r.identity = merged.value();
+                r.placements[node->name()] = t;
+                joined = true;
+                break;
+            }
+            if (!joined) {
+                Resource r;
+                r.identity = id.value();
+                r.name = t.name;
+                r.placements[node->name()] = t;
+                found.push_back(std::move(r));
+            }
+        }
+    }
+    if (found.empty()) {
+        std::string where = unreachable.empty() ? "" : fmt::format(" (unreachable: {})", fmt::join(unreachable, "; "));
+        return Error(ErrorCode::NOT_FOUND, fmt::format("no node has a torrent matching '{}'{}", res_in, where),
+                     "RES is a v1 or v2 info hash or a prefix of one; see 'archctl status'");
+    }
+    if (found.size() > 1) {
+        std::string list;
+        for (const auto& r : found) list += fmt::format("\n  {}  {}", r.short_id(), r.name);
+        return Error(ErrorCode::AMBIGUOUS, fmt::format("'{}' matches {} resources:{}", res_in, found.size(), list),
+                     "give more hex characters");
+    }
+    found[0].unreachable = std::move(unreachable);
+    return found[0];
+}
+
+Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, const Resource& resource) {
+    std::string id = resource.identity.qb_id();
+    ARCHCTL_TRY_ASSIGN(auto infos, node.qb().torrents({id}));
+    if (infos.empty()) return std::optional<plan::PlacementView>();
+    ARCHCTL_TRY_ASSIGN(auto files, node.qb().files(id));
+    plan::PlacementView v;
+    v.node = node.name();
+    v.qb_id = infos[0].id;
+    v.save_path = infos[0].save_path;
+    v.content_path = infos[0].content_path;
+    v.download_path = infos[0].download_path;
+    v.run_state = qb::to_string(infos[0].run_state);
+    v.selected = torrent::Selection::of(qb::selected_files(files));
+    v.complete = torrent::Selection::of(qb::complete_files(files));
+    v.names.resize(files.size());
+    for (const auto& f : files)
+        if (f.index < v.names.size()) v.names[f.index] = f.name;
+    return std::optional<plan::PlacementView>(v);
+}
+
+namespace {
+
+// `path` is `dir` or below it, component-wise.
+bool at_or_below(const std::string& path_in, const std::string& dir_in) {
+    std::string path = strip_trailing_slashes(path_in), dir = strip_trailing_slashes(dir_in);
+    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+}  // namespace
+
+std::string data_path(const plan::PlacementView& v) {
+    const bool in_download_path = !v.download_path.empty() && !v.content_path.empty() && v.content_path.front() == '/' &&
+                                  at_or_below(v.content_path, v.download_path) && !at_or_below(v.content_path, v.save_path);
+    return strip_trailing_slashes(in_download_path ? v.download_path : v.save_path);
+}
+
+Status check_data_path_served(const plan::PlacementView& view, const config::NodeConfig& node, const std::string& name) {
+    std::string data = data_path(view);
+    if (data == strip_trailing_slashes(view.save_path) || at_or_below(data, node.qb_root)) return {};
+    return Error(ErrorCode::BAD_PATH,
+                 fmt::format("the files of '{}' on '{}' are in qBittorrent's incomplete-downloads folder '{}', outside the node's "
+                             "qb_root '{}'",
+                             name, view.node, data, node.qb_root),
+                 fmt::format("set nodes.{}.qb_root in the config to a directory that holds both '{}' and the save path '{}'",
+                             view.node, data, strip_trailing_slashes(view.save_path)));
+}
+
+std::string fingerprint(const plan::PlacementView& v) {
+    std::string facts = fmt::format("{}\n{}\n{}\n{}\n{}", v.qb_id, v.save_path, v.selected.to_string(), v.complete.to_string(),
+                                    v.names.size());
+    // Files in the incomplete-downloads folder: where they are is part of what a job relies on
+    // (added only then, so the fingerprint of every other placement is what it always was).
+    if (std::string data = data_path(v); data != strip_trailing_slashes(v.save_path)) facts += "\ndata " + data;
+    unsigned char out[32];
+    unsigned len = 0;
+    EVP_Digest(facts.data(), facts.size(), out, &len, EVP_sha256(), nullptr);
+    return to_hex(std::string_view(reinterpret_cast<const char*>(out), 16));
+}
+
+}  // namespace archctl::jobs

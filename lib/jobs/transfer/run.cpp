@@ -1,0 +1,354 @@
+// The transfer kind (archive, unarchive): its steps stage → sync → merge → verify → cleanup, and
+// what failing or cancelling means before and after the commit (docs/design.md "The job", "Budgets, outages and stops").
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
+#include "lib/base/lock_file.hpp"
+#include "lib/base/signals.hpp"
+#include "lib/base/units.hpp"
+#include "lib/jobs/transfer/job_run.hpp"
+#include "lib/state/reservations.hpp"
+
+namespace archctl::jobs {
+
+Error stale(const std::string& what, const JobRun& run) {
+    return Error(ErrorCode::STALE_STATE, fmt::format("{} changed since job {} was created", what, run.def.id),
+                 "archctl never adapts silently to external changes; the job was stopped and compensated");
+}
+
+Status JobRun::save() { return env.store.write_ledger(def.id, ledger.to_json()); }
+
+Status JobRun::event(const std::string& type, nlohmann::json fields) { return env.store.append_event(def.id, type, std::move(fields)); }
+
+void JobRun::record(const std::string& type, nlohmann::json fields) {
+    Status s = event(type, std::move(fields));
+    if (!s.ok()) log(fmt::format("archctl: warning: the '{}' event of job {} was not recorded: {}", type, def.id, s.error().message));
+}
+
+void JobRun::record_ledger() {
+    Status s = save();
+    if (!s.ok()) log(fmt::format("archctl: warning: the ledger of job {} was not written: {}", def.id, s.error().message));
+}
+
+void JobRun::note_kept(const std::string& node, nlohmann::json entry, const std::string& step) {
+    for (const auto& have : ledger.kept)
+        if (have.value("node", "") == node && have.value("path", "") == entry.value("path", "")) return;
+    entry["node"] = node;
+    entry["step"] = step;
+    ledger.kept.push_back(std::move(entry));
+}
+
+std::optional<StepResult> JobRun::should_stop() const {
+    if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
+    const std::uint64_t moved = env.budgets.moved_before + session_bytes();
+    if (env.budgets.max_bytes && moved >= *env.budgets.max_bytes)
+        return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(moved),
+                                                         format_size(*env.budgets.max_bytes)));
+    if (env.budgets.max_duration && clock().steady() - env.budgets.run_started.value_or(started) >= *env.budgets.max_duration)
+        return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(env.budgets.max_duration->count())));
+    return std::nullopt;
+}
+
+void JobRun::progress(const std::string& step, int number, std::uint64_t done, std::uint64_t total, std::uint64_t files_done,
+                      const std::string& current) const {
+    if (!env.io.progress) return;
+    ui::ProgressSnapshot s;
+    s.job_id = def.id;
+    s.step = step;
+    s.step_number = number;
+    s.done_bytes = done;
+    s.total_bytes = total;
+    s.files_done = files_done;
+    s.files_total = def.files.size();
+    s.current = current;
+    s.stopping = stop_requested();
+    s.why = waiting_on;
+    env.io.progress->update(s);
+}
+
+namespace {
+
+using StepFn = StepResult (*)(JobRun&);
+
+struct StepSpec {
+    const char* name;
+    StepFn fn;
+};
+
+const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge", step_merge}, {"verify", step_verify},
+                            {"cleanup", step_cleanup}};
+
+// An archive or unarchive job, as the driver runs it.
+class TransferRun final : public KindRun {
+public:
+    TransferRun(RunEnv& env, JobDefinition def)
+        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, false, {}, {}} {}
+
+    std::string summary() const override { return m_run.def.summary(); }
+    std::uint64_t bytes_moved() const override { return m_run.session_bytes(); }
+
+    Status open(Result<nlohmann::json> ledger) override {
+        m_run.ledger = Ledger{};
+        if (ledger.ok()) {
+            m_run.ledger = Ledger::from_json(ledger.value());
+            return {};
+        }
+        // A job that never reached a step boundary has no ledger yet; one that did and lost it
+        // (deleted, corrupt) is rebuilt from evidence.
+        // A job whose events are lost too may have done anything: only the evidence can say.
+        auto events = m_run.env.store.events(m_run.def.id);
+        bool worked = events.ok() && events->records.size() > 1;
+        bool events_lost = !events.ok() || events->records.empty();
+        if (ledger.error().is(ErrorCode::NOT_FOUND) && !worked && !events_lost) return {};
+        m_run.log(fmt::format("archctl: warning: ledger of job {} {}; rebuilding it from evidence", m_run.def.id,
+                              ledger.error().is(ErrorCode::NOT_FOUND) ? "is missing" : "is unreadable"));
+        return rebuild_ledger(m_run);
+    }
+
+    void read(const Result<nlohmann::json>& ledger) override {
+        m_run.ledger = ledger.ok() ? Ledger::from_json(ledger.value()) : Ledger{};
+    }
+
+    JobState state() const override { return m_run.ledger.state; }
+    const std::string& step() const override { return m_run.ledger.step; }
+    void set_step(std::string step) override { m_run.ledger.step = std::move(step); }
+    std::vector<std::string> steps() const override { return step_names(k_steps); }
+    const char* crash_prefix() const override { return "job.step."; }
+
+    Status begin() override {
+        m_run.session.started = format_rfc3339(m_run.clock().now());
+        m_run.session.host = host_name();
+        m_run.session.pid = ::getpid();
+        auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/" + k_job_metainfo);
+        if (torrent.ok()) m_run.metainfo = torrent.value();
+        // A stop held the job's transfer in Syncthing (hold.cpp). Until the job is synced
+        // the sync step lifts it, after it looked at the target's staging area and in one write
+        // with the budget's own hold; a synced job's hold (a ledger rebuilt from evidence may say
+        // synced while the target still holds one) goes now.
+        if (m_run.ledger.synced) release_before_run(m_run);
+        return {};
+    }
+
+    // External state is recomputed before every step, not only before the first.
+    StepResult before_step() override {
+        StepResult r = step_preflight(m_run);
+        if (r.kind != StepResult::next) return r;
+        if (auto stop = m_run.should_stop()) return *stop;
+        return {};
+    }
+
+    StepResult run_step(const std::string& name) override {
+        for (const auto& s : k_steps)
+            if (name == s.name) return s.fn(m_run);
+        return Error(ErrorCode::INTERNAL, fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
+    }
+
+    Status save() override { return m_run.save(); }
+    Status event(const std::string& type, nlohmann::json fields) override { return m_run.event(type, std::move(fields)); }
+
+    void end_session(const std::string& reason) override {
+        hold_after_stop(m_run, reason);  // a stop stops the bytes (hold.cpp)
+        m_run.session.ended = format_rfc3339(m_run.clock().now());
+        m_run.session.end_reason = reason;
+        m_run.ledger.sessions.push_back(m_run.session);
+    }
+
+    nlohmann::json mark_done() override {
+        m_run.ledger.state = JobState::done;
+        m_run.ledger.step = "done";
+        return {{"generation", m_run.ledger.generation}};
+    }
+    void release() override { release_reservation(); }
+
+    // Before commit: compensate (restore the target, remove what this job created) and release
+    // the reservation. After: the target is verified, so the job waits for its cleanup.
+    RunResult fail(const Error& e) override {
+        RunResult r;
+        r.outcome = RunOutcome::failed;
+        r.error = e;
+        r.job_id = m_run.def.id;
+        r.step = m_run.ledger.step;
+        r.bytes_moved = m_run.session_bytes();
+        if (!m_run.ledger.committed) {
+            m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+            Status comp = compensate_waiting(e);
+            if (comp.ok()) {
+                m_run.ledger.state = JobState::failed;
+                release_reservation();
+            } else {
+                // The job keeps its reservation and says what finishes it.
+                m_run.ledger.state = JobState::compensating;
+                m_run.ledger.compensation_ends = JobState::failed;
+                m_run.ledger.failure["compensation"] = comp.error().message;
+                r.error = Error(e.code, e.message,
+                                fmt::format("undoing it is not finished ({}); 'archctl resume {}' finishes it once that is fixed",
+                                            comp.error().message, m_run.def.id));
+            }
+        } else {
+            m_run.ledger.state = JobState::cleanup_required;
+            r.error = Error(ErrorCode::CLEANUP_REQUIRED, fmt::format("job {} committed, but finishing it failed: {}", m_run.def.id, e.message),
+                            fmt::format("the target placement is verified; rerun 'archctl resume {}' to finish", m_run.def.id));
+        }
+        if (m_run.ledger.committed) m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+        end_session("error");
+        warn_unrecorded(m_run.save(), "the failure");
+        warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}}), "the failure event");
+        return r;
+    }
+
+    // Before commit, compensate; after commit, only finish cleanup.
+    RunResult cancel() override {
+        RunResult result;
+        result.job_id = m_run.def.id;
+        result.step = m_run.ledger.step;
+        warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
+        Status s = m_run.ledger.committed
+                       ? (step_cleanup(m_run).kind == StepResult::fail ? Status(Error(ErrorCode::CLEANUP_REQUIRED, "cleanup failed")) : Status())
+                       : compensate_waiting(Error(ErrorCode::CANCELLED, "cancelled by the user"));
+        if (!s.ok()) {
+            result.outcome = RunOutcome::failed;
+            result.error = s.error();
+            if (!m_run.ledger.committed) {
+                // Not cancelled yet: the job says so, and the next cancel or resume finishes it.
+                m_run.ledger.state = JobState::compensating;
+                m_run.ledger.compensation_ends = JobState::cancelled;
+                m_run.ledger.failure = {{"code", "CANCELLED"}, {"message", "cancelled by the user"}, {"compensation", s.error().message}};
+                result.error = Error(ErrorCode::ROLLBACK_INCOMPLETE,
+                                     fmt::format("job {} is not cancelled yet: undoing it is not finished: {}", m_run.def.id, s.error().message),
+                                     fmt::format("once that is fixed, 'archctl job cancel {}' (or 'archctl resume') finishes it", m_run.def.id));
+            }
+            warn_unrecorded(m_run.save(), "the ledger");
+            return result;
+        }
+        m_run.ledger.state = m_run.ledger.committed ? JobState::done : JobState::cancelled;
+        if (Status saved = m_run.save(); !saved.ok()) {
+            result.outcome = RunOutcome::failed;
+            result.error = saved.take_error();
+            return result;
+        }
+        warn_unrecorded(m_run.event(m_run.ledger.committed ? "done" : "cancelled"), "the cancel event");
+        release_reservation();
+        result.outcome = RunOutcome::done;
+        return result;
+    }
+
+    // An earlier failure or cancel whose compensation could not finish: finish it now. An
+    // outage that outlasts the wait stops the run (exit 10) with the job still compensating.
+    RunResult finish_compensation() override {
+        RunResult r;
+        r.job_id = m_run.def.id;
+        r.step = m_run.ledger.step;
+        const nlohmann::json& f = m_run.ledger.failure;
+        Error why(f.is_object() ? f.value("code", "FAILED") : "FAILED", f.is_object() ? f.value("message", "") : "");
+        Status comp = compensate_waiting(why);
+        if (!comp.ok()) {
+            m_run.ledger.failure["compensation"] = comp.error().message;
+            warn_unrecorded(m_run.save(), "the ledger");
+            if (is_outage(comp.error()) || stop_requested()) {
+                r.outcome = RunOutcome::stopped;
+                r.stop_reason = stop_requested() ? "interrupt" : "waiting";
+                r.stop_text = fmt::format("undoing job {} waits: {}", m_run.def.id, comp.error().message);
+                return r;
+            }
+            r.outcome = RunOutcome::failed;
+            r.error = Error(ErrorCode::ROLLBACK_INCOMPLETE, fmt::format("undoing job {} is not finished: {}", m_run.def.id, comp.error().message),
+                            fmt::format("fix that, then 'archctl resume {}'", m_run.def.id));
+            return r;
+        }
+        m_run.ledger.state = m_run.ledger.compensation_ends;
+        m_run.ledger.failure.erase("compensation");
+        if (Status saved = m_run.save(); !saved.ok()) {
+            r.outcome = RunOutcome::failed;
+            r.error = saved.take_error();
+            return r;
+        }
+        warn_unrecorded(m_run.event(to_string(m_run.ledger.state)), "the end of its compensation");
+        release_reservation();
+        r.outcome = RunOutcome::done;
+        r.compensated = true;
+        r.ended = to_string(m_run.ledger.state);
+        return r;
+    }
+
+private:
+    // Compensation, waiting out outages within the window (a restart of the target's
+    // qBittorrent or Syncthing does not leave a half-undone job).
+    Status compensate_waiting(const Error& why) {
+        OutageWait outage(m_run.env);
+        for (;;) {
+            Status s = compensate(m_run, why);
+            if (s.ok() || !is_outage(s.error())) return s;
+            if (outage.wait(s.error()).kind != StepResult::next) return s;
+        }
+    }
+
+    void warn_unrecorded(const Status& s, const std::string& what) const {
+        if (!s.ok()) m_run.log(fmt::format("archctl: warning: {} of job {} was not recorded: {}", what, m_run.def.id, s.error().message));
+    }
+    // A reservation left behind is released as stale by the next planner; say so, go on.
+    void release_reservation() {
+        warn_unrecorded(state::release(m_run.env.state_dir, m_run.def.aliases, m_run.def.id), "the release of its reservation");
+    }
+
+    JobRun m_run;
+};
+
+Result<std::unique_ptr<KindRun>> load_transfer(RunEnv& env, const nlohmann::json& definition) {
+    ARCHCTL_TRY_ASSIGN(auto def, JobDefinition::from_json(definition));
+    return std::unique_ptr<KindRun>(std::make_unique<TransferRun>(env, std::move(def)));
+}
+
+// `job show`'s words for the events that say what the job did to the target torrent.
+std::string describe_transfer_event(const nlohmann::json& e) {
+    std::string type = e.value("type", "");
+    std::string node = e.value("node", "");
+    if (type == "target_added") {
+        std::vector<std::string> tags = e.value("tags", std::vector<std::string>{});
+        std::string category = e.value("category", "");
+        return fmt::format("added to qBittorrent on {} at {}, category {}, tags {}, share limits {}", node, e.value("save_path", ""),
+                           category.empty() ? "none" : "'" + category + "'", tags.empty() ? "none" : fmt::format("{}", fmt::join(tags, ", ")),
+                           e.value("share_limits", "global") == "none" ? "its own (none), not the global ones" : "the global ones");
+    }
+    if (type == "category_created") return fmt::format("category '{}' created on {} without a save path", e.value("category", ""), node);
+    if (type == "share_limits_cleared")
+        return fmt::format("the torrent on {} given its own share limits of none ({} before)", node, e.value("was", ""));
+    if (type == "baseline_restored") {
+        std::string selection = e.value("selection", "");
+        return fmt::format("restored the target on {} as it was before the job: {}, selection {}{}", node,
+                           e.value("started", false) ? "seeding again" : "stopped, as it was", selection.empty() ? "none" : selection,
+                           e.value("partfile", false) ? ", its part file put back" : "");
+    }
+    if (type == "restamped")
+        return fmt::format("the source files {} on {} stamped again after this job's hard links (their ctime changed)", e.value("files", ""),
+                           node);
+    return {};
+}
+
+}  // namespace
+
+const Kind& transfer_kind() {
+    static const Kind kind{"transfer", is_transfer_definition, load_transfer, summarize_transfer, describe_transfer_event};
+    return kind;
+}
+
+nlohmann::json RunResult::to_json() const {
+    nlohmann::json j = {{"job", job_id}, {"step", step}, {"bytes_moved", bytes_moved}};
+    j["outcome"] = outcome == RunOutcome::done ? "done" : outcome == RunOutcome::stopped ? "stopped" : "failed";
+    if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
+    if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};
+    if (!ended.empty()) j["already_ended"] = ended;
+    if (compensated) j["compensated"] = true;
+    // The job row as it stands after the run (JobSummary::to_json): op, resource, numeric
+    // progress, timestamps, failure. What the run itself says above comes first.
+    if (row.is_object())
+        for (const auto& [key, value] : row.items())
+            if (!j.contains(key)) j[key] = value;
+    return j;
+}
+
+}  // namespace archctl::jobs

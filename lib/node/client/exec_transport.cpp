@@ -1,0 +1,337 @@
+// The exec transport: a spawned `archctl node serve` (locally or through ssh), JSON lines on
+// its stdin/stdout, stderr captured for error messages.
+//
+// It never waits without bound: the child runs in a process group of its own (a Ctrl-C reaches
+// archctl only, which cancels the running operation instead), a far end that exits or stops
+// reading is an error within a second, and one that stays silent longer than the node's
+// timeout — before its hello, while a request is written, or between two lines of a call
+// (`node serve` sends keepalives while an operation runs) — is killed with its process group.
+// After either the transport is broken(): every later call fails at once, and NodeSession
+// connects anew.
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <mutex>
+#include <poll.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/signals.hpp"
+#include "lib/base/units.hpp"
+#include "lib/node/client/transport.hpp"
+
+namespace archctl::node {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t k_stderr_tail_bytes = 8192;
+constexpr int k_poll_ms = 200;  // how often a waiting call looks at Ctrl-C
+constexpr std::chrono::seconds k_exit_grace{1};           // a far end that hung up gets this to exit
+constexpr std::chrono::seconds k_close_grace{5};          // one told to finish (end of input) gets this
+constexpr std::chrono::milliseconds k_cancel_write{1000};  // a cancel line that cannot be written is dropped
+
+enum class WriteOutcome { written, closed, timed_out };
+
+// Writes all of `data` to the non-blocking `fd` by `deadline`.
+WriteOutcome write_until(int fd, std::string_view data, Clock::time_point deadline) {
+    if (fd < 0) return WriteOutcome::closed;
+    while (!data.empty()) {
+        ssize_t n = ::write(fd, data.data(), data.size());
+        if (n > 0) {
+            data.remove_prefix(static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return WriteOutcome::closed;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) return WriteOutcome::timed_out;
+        pollfd p{fd, POLLOUT, 0};
+        int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), k_poll_ms)));
+        if (r < 0 && errno != EINTR) return WriteOutcome::closed;
+        if (r > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return WriteOutcome::closed;
+    }
+    return WriteOutcome::written;
+}
+
+class ExecTransport final : public Transport {
+public:
+    ExecTransport(std::string name, Subprocess child, std::chrono::seconds timeout)
+        : m_name(std::move(name)), m_child(std::move(child)), m_timeout(timeout) {
+        // Writes wait with a deadline (poll), never in write() itself.
+        if (int fd = m_child.stdin_fd(); fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+        m_stderr_thread = std::thread([this] { drain_stderr(); });
+    }
+
+    ~ExecTransport() override {
+        // The far end exits at end of input; one that lingers (a hung ssh) is killed.
+        if (!m_ended) (void)end_child(k_close_grace);
+    }
+
+    const std::string& node_name() const override { return m_name; }
+    const Hello& hello() const override { return m_hello; }
+    bool broken() const override { return m_broken; }
+
+    Status read_hello() {
+        ARCHCTL_TRY_ASSIGN(std::string line, read_line("hello"));
+        auto msg = decode(line);
+        if (!msg.ok() || !std::holds_alternative<Hello>(msg.value()))
+            return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' did not greet with a hello line: '{}'", m_name, line.substr(0, 200))));
+        m_hello = std::get<Hello>(std::move(msg).value());
+        if (m_hello.protocol != k_protocol_version)
+            return fail(Error(ErrorCode::PROTOCOL_MISMATCH,
+                              fmt::format("node '{}' speaks node protocol {}, this archctl speaks {}", m_name,
+                                          m_hello.protocol, k_protocol_version),
+                              fmt::format("install the same archctl version on '{}' (it runs {})", m_name, m_hello.archctl_version)));
+        return {};
+    }
+
+    // Names the node's roots to the far end; its answer (the probed roots) replaces the hello's.
+    Status open_roots(const std::vector<std::string>& roots) {
+        Request request;
+        request.op = "open_roots";
+        request.args = {{"roots", roots}};
+        ARCHCTL_TRY_ASSIGN(Response response, call(request, nullptr));
+        if (!response.ok) {
+            // A far end from before open_roots, started with --root, serves those as it always did.
+            if (response.error.is(ErrorCode::UNKNOWN_OPERATION) && !m_hello.roots.empty()) return {};
+            Error e = response.error;
+            e.message = fmt::format("node '{}' refused its roots: {}", m_name, e.message);
+            return e;
+        }
+        m_hello.roots.clear();
+        for (const auto& r : response.result.value("roots", nlohmann::json::array())) m_hello.roots.push_back(root_info_from_json(r));
+        return {};
+    }
+
+    Result<Response> call(const Request& request, ProgressSink* sink) override {
+        std::lock_guard call_lock(m_call_mutex);
+        if (m_dead) return *m_dead;
+        Request sent = request;
+        if (sent.id == 0) sent.id = ++m_next_id;
+        m_current = sent.id;
+        m_cancel_sent = false;
+        struct Reset {
+            std::atomic<std::uint64_t>& id;
+            ~Reset() { id = 0; }
+        } reset{m_current};
+        ARCHCTL_TRY_STATUS(write_line(encode(Message{sent}), sent.op));
+        for (;;) {
+            ARCHCTL_TRY_ASSIGN(std::string line, read_line(sent.op));
+            auto msg = decode(line);
+            if (!msg.ok()) return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' sent an invalid line: {}", m_name, msg.error().message)));
+            if (auto* p = std::get_if<Progress>(&msg.value())) {
+                if (p->id == sent.id && sink && !p->keepalive) sink->on_progress(*p);
+            } else if (auto* r = std::get_if<Response>(&msg.value())) {
+                if (r->id == sent.id) return std::move(*r);
+                if (r->id == 0 && !r->ok)
+                    return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' rejected a line: {}", m_name, r->error.message)));
+            }
+        }
+    }
+
+    void cancel() override {
+        std::uint64_t id = m_current;
+        if (id == 0) return;
+        std::lock_guard lock(m_write_mutex);
+        (void)write_until(m_child.stdin_fd(), encode(Message{Cancel{id}}) + "\n", Clock::now() + k_cancel_write);
+    }
+
+private:
+    bool exited() {
+        siginfo_t info{};
+        if (::waitid(P_PID, static_cast<id_t>(m_child.pid()), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return true;
+        return info.si_pid != 0;
+    }
+
+    Status write_line(const std::string& line, const std::string& op) {
+        WriteOutcome outcome;
+        {
+            std::lock_guard lock(m_write_mutex);
+            outcome = write_until(m_child.stdin_fd(), line + "\n", Clock::now() + m_timeout);
+        }
+        if (outcome == WriteOutcome::timed_out) return fail(silence_error(op));
+        if (outcome == WriteOutcome::closed) return fail(death_error(op));
+        return {};
+    }
+
+    // Next line from the child's stdout. A closed stream is the far end's death; no byte for
+    // the timeout is its silence.
+    Result<std::string> read_line(const std::string& op) {
+        auto deadline = Clock::now() + m_timeout;
+        for (;;) {
+            if (auto nl = m_buffer.find('\n'); nl != std::string::npos) {
+                std::string line = m_buffer.substr(0, nl);
+                m_buffer.erase(0, nl + 1);
+                if (!line.empty()) return line;
+                continue;
+            }
+            // The child has a process group of its own, so a Ctrl-C does not reach it: the
+            // running operation is cancelled here instead, and stops at its next chunk boundary.
+            if (stop_requested() && !m_cancel_sent) {
+                m_cancel_sent = true;
+                cancel();
+            }
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            if (left.count() <= 0) return fail(silence_error(op));
+            pollfd p{m_child.stdout_fd(), POLLIN, 0};
+            int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), k_poll_ms)));
+            if (r < 0 && errno == EINTR) continue;
+            if (r == 0) continue;
+            char chunk[65536];
+            ssize_t n = ::read(m_child.stdout_fd(), chunk, sizeof chunk);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (n <= 0) return fail(death_error(op));
+            m_buffer.append(chunk, static_cast<std::size_t>(n));
+            deadline = Clock::now() + m_timeout;
+        }
+    }
+
+    struct Ending {
+        int status = -1;
+        std::string said;  // the tail of what the far end wrote on stderr
+    };
+
+    // Ends the child: closes its input, gives it `grace` to exit, then kills its process group
+    // (so a dying ssh never leaves this run waiting); reaps it and collects its stderr.
+    Ending end_child(std::chrono::milliseconds grace) {
+        m_ended = true;
+        {
+            std::lock_guard lock(m_write_mutex);
+            m_child.close_stdin();
+        }
+        auto deadline = Clock::now() + grace;
+        while (!exited() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (!exited()) kill_group();
+        Ending out;
+        out.status = m_child.wait();
+        m_child_reaped = true;
+        if (m_stderr_thread.joinable()) m_stderr_thread.join();
+        std::lock_guard lock(m_stderr_mutex);
+        out.said = m_stderr_tail;
+        return out;
+    }
+
+    // The far end is gone (its output ended, or it stopped reading).
+    Error death_error(const std::string& op) {
+        Ending end = end_child(k_exit_grace);
+        return Error(ErrorCode::NODE_UNREACHABLE,
+                     fmt::format("node '{}' closed the connection during '{}': exit status {}", m_name, op, end.status),
+                     stderr_tail_hint(m_name, end.said));
+    }
+
+    // The far end said nothing for the whole timeout: it is killed, and the setting named.
+    Error silence_error(const std::string& op) {
+        Ending end = end_child(std::chrono::milliseconds(0));
+        std::string setting = fmt::format("nodes.{}.timeout", m_name);
+        std::string hint = fmt::format("check that node '{}' is reachable through its exec command; if it is only slow, raise {}",
+                                       m_name, setting);
+        if (std::string said = stderr_tail_hint(m_name, end.said); !said.empty()) hint = said + "\n" + hint;
+        return Error(ErrorCode::NODE_UNREACHABLE,
+                     fmt::format("node '{}' did not answer for {} during '{}' ({})", m_name,
+                                 format_duration(m_timeout.count()), op, setting),
+                     hint);
+    }
+
+    // The child and whatever it started in its process group.
+    void kill_group() {
+        ::kill(-static_cast<pid_t>(m_child.pid()), SIGKILL);
+        ::kill(static_cast<pid_t>(m_child.pid()), SIGKILL);
+    }
+
+    Error fail(Error e) {
+        m_dead = e;
+        m_broken = true;
+        return e;
+    }
+
+    // Keeps the last bytes of the child's stderr. Once the child is reaped it reads what is
+    // left and stops, even if something outside the process group (a detached ssh control
+    // master) still holds the pipe open.
+    void drain_stderr() {
+        int fd = m_child.stderr_fd();
+        if (fd < 0) return;
+        char chunk[4096];
+        for (;;) {
+            pollfd p{fd, POLLIN, 0};
+            int r = ::poll(&p, 1, m_child_reaped ? 50 : k_poll_ms);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return;
+            if (r == 0) {
+                if (m_child_reaped) return;
+                continue;
+            }
+            ssize_t n = ::read(fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return;
+            std::lock_guard lock(m_stderr_mutex);
+            m_stderr_tail.append(chunk, static_cast<std::size_t>(n));
+            if (m_stderr_tail.size() > k_stderr_tail_bytes)
+                m_stderr_tail.erase(0, m_stderr_tail.size() - k_stderr_tail_bytes);
+        }
+    }
+
+    std::string m_name;
+    Subprocess m_child;
+    std::chrono::seconds m_timeout;
+    Hello m_hello;
+    std::string m_buffer;
+    std::thread m_stderr_thread;
+    std::mutex m_stderr_mutex;
+    std::string m_stderr_tail;
+    std::mutex m_call_mutex;
+    std::mutex m_write_mutex;
+    std::atomic<std::uint64_t> m_current{0};
+    std::uint64_t m_next_id = 0;
+    std::optional<Error> m_dead;
+    std::atomic<bool> m_broken{false};
+    std::atomic<bool> m_child_reaped{false};
+    bool m_ended = false;
+    bool m_cancel_sent = false;
+};
+
+}  // namespace
+
+std::string stderr_tail_hint(const std::string& node_name, std::string_view said, std::size_t max_lines,
+                             std::size_t max_bytes) {
+    if (said.size() > max_bytes) {
+        said.remove_prefix(said.size() - max_bytes);
+        if (auto nl = said.find('\n'); nl != std::string_view::npos) said.remove_prefix(nl + 1);  // a whole first line
+    }
+    std::vector<std::string_view> lines;
+    while (!said.empty()) {
+        auto nl = said.find('\n');
+        std::string_view line = said.substr(0, nl);
+        said.remove_prefix(nl == std::string_view::npos ? said.size() : nl + 1);
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+        if (!line.empty()) lines.push_back(line);
+    }
+    if (lines.empty()) return "";
+    if (lines.size() > max_lines) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max_lines));
+    if (lines.size() == 1) return fmt::format("node '{}' said: {}", node_name, lines.front());
+    std::string out = fmt::format("node '{}' said:", node_name);
+    for (auto line : lines) out += fmt::format("\n  {}", line);
+    return out;
+}
+
+Result<std::unique_ptr<Transport>> connect_exec(const ExecOptions& options) {
+    SpawnOptions spawn;
+    spawn.stderr_mode = StderrMode::capture;
+    spawn.extra_env = options.extra_env;
+    spawn.own_process_group = true;
+    auto child = Subprocess::spawn(options.argv, spawn);
+    if (!child.ok())
+        return Error(ErrorCode::NODE_UNREACHABLE, fmt::format("cannot reach node '{}': {}", options.node_name, child.error().message));
+    auto t = std::make_unique<ExecTransport>(options.node_name, std::move(child).value(), options.timeout);
+    ARCHCTL_TRY_STATUS(t->read_hello());
+    if (!options.roots.empty()) ARCHCTL_TRY_STATUS(t->open_roots(options.roots));
+    return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace archctl::node

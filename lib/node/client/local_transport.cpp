@@ -1,0 +1,78 @@
+// The local transport: the node's server in this process, every message through its JSON line.
+
+#include <atomic>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "lib/node/server/server.hpp"
+#include "lib/node/client/transport.hpp"
+
+namespace archctl::node {
+namespace {
+
+// Encodes and decodes one message, exactly as the wire would carry it.
+template <class T>
+T round_trip(const T& message) {
+    auto decoded = decode(encode(Message{message}));
+    return std::get<T>(std::move(decoded).value());
+}
+
+class LocalTransport final : public Transport {
+public:
+    LocalTransport(std::string name, RootSet roots) : m_name(std::move(name)), m_server(std::move(roots)) {
+        m_hello = round_trip(m_server.hello());
+    }
+
+    const std::string& node_name() const override { return m_name; }
+    const Hello& hello() const override { return m_hello; }
+
+    Result<Response> call(const Request& request, ProgressSink* sink) override {
+        std::lock_guard lock(m_call_mutex);
+        Request sent = request;
+        if (sent.id == 0) sent.id = ++m_next_id;
+        auto decoded = decode(encode(Message{sent}));
+        if (!decoded.ok()) return decoded.take_error();
+        const Request& received = std::get<Request>(decoded.value());
+        m_cancel = false;
+        m_running = true;
+        Response response = m_server.handle(received, [&](const Progress& p) {
+            if (sink) sink->on_progress(round_trip(p));
+        }, m_cancel);
+        m_running = false;
+        return round_trip(response);
+    }
+
+    void cancel() override {
+        if (m_running) m_cancel = true;
+    }
+
+private:
+    std::string m_name;
+    Server m_server;
+    Hello m_hello;
+    std::mutex m_call_mutex;
+    std::uint64_t m_next_id = 0;
+    std::atomic<bool> m_cancel{false};
+    std::atomic<bool> m_running{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> connect_local(std::string node_name, const std::vector<std::string>& roots) {
+    ARCHCTL_TRY_ASSIGN(RootSet set, RootSet::open(roots));
+    return std::unique_ptr<Transport>(std::make_unique<LocalTransport>(std::move(node_name), std::move(set)));
+}
+
+Result<nlohmann::json> call_operation(Transport& transport, const std::string& op, nlohmann::json args,
+                                      ProgressSink* sink) {
+    Request request;
+    request.op = op;
+    request.args = std::move(args);
+    ARCHCTL_TRY_ASSIGN(Response response, transport.call(request, sink));
+    if (!response.ok) return response.error;
+    response.result["io"] = {{"rchar", response.io.rchar}, {"read_bytes", response.io.read_bytes}};
+    return std::move(response.result);
+}
+
+}  // namespace archctl::node

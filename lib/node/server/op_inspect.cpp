@@ -1,0 +1,123 @@
+// info and tree: what a node has, without changing anything (apart from the capability probe
+// files, created and removed again in the probed directory).
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/version.hpp"
+#include "lib/node/server/file_ops.hpp"
+#include "lib/node/server/operation.hpp"
+#include "lib/node/wire/ops.hpp"
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+EntryStat entry_stat(const struct stat& st) {
+    EntryStat s;
+    s.size = static_cast<std::uint64_t>(st.st_size);
+    s.dev = static_cast<std::uint64_t>(st.st_dev);
+    s.ino = static_cast<std::uint64_t>(st.st_ino);
+    s.nlink = static_cast<std::uint64_t>(st.st_nlink);
+    s.mtime_ns = mtime_ns(st);
+    s.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+    s.mode = static_cast<unsigned>(st.st_mode & 07777);
+    return s;
+}
+
+DirectoryInfo directory_info(int fd, const std::string& display) {
+    DirectoryInfo d;
+    d.root = probe_directory(fd, display);
+    struct statvfs sv {};
+    if (::fstatvfs(fd, &sv) == 0) {
+        d.free_bytes = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+        d.total_bytes = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) d.dev = static_cast<std::uint64_t>(st.st_dev);
+    return d;
+}
+
+TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string& rel) {
+    TreeEntry entry;
+    entry.path = rel;
+    auto parts = split_relative(rel);
+    if (!parts.ok()) {
+        entry.type = "refused";
+        entry.error = parts.error();
+        return entry;
+    }
+    const auto& comps = parts.value();
+    auto dir = cache.dir(std::span<const std::string>(comps.data(), comps.size() - 1));
+    if (!dir.ok()) {
+        if (dir.error().is(ErrorCode::NOT_FOUND)) {
+            entry.type = "absent";
+        } else {
+            entry.type = "refused";
+            entry.error = dir.error();
+        }
+        return entry;
+    }
+    struct stat st {};
+    if (::fstatat(dir.value(), comps.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) {
+            entry.type = "absent";
+        } else {
+            entry.type = "refused";
+            entry.error = errno_error("cannot stat", fmt::format("{}/{}", base, rel), errno);
+        }
+        return entry;
+    }
+    entry.type = std::string(file_type_name(st.st_mode));
+    entry.stat = entry_stat(st);
+    // The birth time tells a file from a new one that reuses its inode number (a replacement
+    // with the same size and a restored mtime is otherwise the same stamp).
+    struct statx stx {};
+    if (::statx(dir.value(), comps.back().c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) == 0 && (stx.stx_mask & STATX_BTIME))
+        entry.stat->btime_ns = static_cast<std::int64_t>(stx.stx_btime.tv_sec) * 1'000'000'000 + stx.stx_btime.tv_nsec;
+    return entry;
+}
+
+}  // namespace
+
+Result<json> op_info(OpContext& ctx, const json& args) {
+    auto request = args.get<InfoRequest>();
+    InfoResult out;
+    out.archctl = k_version;
+    out.pid = static_cast<long>(::getpid());
+    for (std::size_t i = 0; i < ctx.roots().paths().size(); ++i)
+        out.roots.push_back(directory_info(ctx.roots().root_fd(i), ctx.roots().paths()[i]));
+    for (const auto& path : request.probe_dirs) {
+        ARCHCTL_TRY_ASSIGN(UniqueFd fd, ctx.roots().open_dir(path));
+        out.probes.push_back(directory_info(fd.get(), path));
+    }
+    return json(out);
+}
+
+Result<json> op_tree(OpContext& ctx, const json& args) {
+    auto request = args.get<TreeRequest>();
+    TreeResult out;
+    auto base_fd = ctx.roots().open_dir(request.base);
+    if (!base_fd.ok()) {
+        if (!base_fd.error().is(ErrorCode::NOT_FOUND)) return base_fd.take_error();
+        for (const auto& p : request.paths) out.entries.push_back(TreeEntry{p, "absent", std::nullopt, std::nullopt});
+        return json(out);
+    }
+    out.base_exists = true;
+    DirCache cache(base_fd.value().get(), request.base);
+    Progress progress;
+    progress.files_total = request.paths.size();
+    for (const auto& p : request.paths) {
+        out.entries.push_back(tree_entry(cache, request.base, p));
+        ++progress.files;
+        ctx.progress(progress);
+    }
+    return json(out);
+}
+
+}  // namespace archctl::node

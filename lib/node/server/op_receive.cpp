@@ -1,0 +1,295 @@
+// receive_check (target node): how much of a job has arrived (docs/design.md "Step 2: sync").
+//
+// Per expected entry (the request's payload files, and the manifest's auxiliary files once the
+// manifest is there): absent; in_transit (a Syncthing temp file for it exists, its size is not
+// yet the expected one, or the caller's index evidence does not list it yet); present (exact size
+// at its final name, indexed); verified / mismatch (xxh3-128 against the manifest, only with
+// verify_transit). By default no payload byte is read. With verify_transit each file is hashed
+// once: the verdict is cached by (dev, inode, size, mtime) for the life of the node process.
+// Syncthing temp files and conflict copies are never payload; they are listed as ignored.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lib/base/hash.hpp"
+#include "lib/node/server/file_ops.hpp"
+#include "lib/node/wire/job_layout.hpp"
+#include "lib/node/server/operation.hpp"
+#include "lib/node/wire/ops.hpp"
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+enum class Arrival { absent, in_transit, present, verified, mismatch };
+
+const char* arrival_name(Arrival a) {
+    switch (a) {
+        case Arrival::absent: return "absent";
+        case Arrival::in_transit: return "in_transit";
+        case Arrival::present: return "present";
+        case Arrival::verified: return "verified";
+        case Arrival::mismatch: return "mismatch";
+    }
+    return "absent";
+}
+
+struct Expected {
+    std::string name;  // relative to the job directory: "p/3", "a/source.torrent", "manifest.json"
+    std::optional<std::uint64_t> size;
+    std::string xxh3;  // from the manifest, when known
+    std::optional<std::uint32_t> index;
+};
+
+struct Checker {
+    OpContext& ctx;
+    std::string job_display;
+    std::optional<std::set<std::string>> indexed;  // nullopt: the caller gave no index evidence
+    bool verify = false;
+    std::uint64_t bytes_hashed = 0;
+};
+
+// Directory listing of one job subdirectory: name → stat (lstat); empty when unreadable.
+std::map<std::string, struct stat> list_with_stats(int dirfd) {
+    std::map<std::string, struct stat> out;
+    auto names = list_dir(dirfd, "");
+    if (!names.ok()) return out;
+    for (const auto& name : names.value()) {
+        struct stat st {};
+        if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) out.emplace(name, st);
+    }
+    return out;
+}
+
+Result<std::string> cached_hash(Checker& c, int dirfd, const std::string& leaf, const struct stat& st, const std::string& display) {
+    NodeState::FileKey key{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                           static_cast<std::uint64_t>(st.st_size), mtime_ns(st)};
+    {
+        std::lock_guard lock(c.ctx.state().mutex);
+        auto it = c.ctx.state().xxh3_by_file.find(key);
+        if (it != c.ctx.state().xxh3_by_file.end()) return it->second;
+    }
+    ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_regular(dirfd, leaf, display));
+    Xxh3Hasher h;
+    ARCHCTL_TRY_ASSIGN(CopyOutcome o, hash_range(fd.get(), key.size, h, {}, display));
+    c.bytes_hashed += o.bytes;
+    std::string digest = h.hex_digest();
+    std::lock_guard lock(c.ctx.state().mutex);
+    c.ctx.state().xxh3_by_file[key] = digest;
+    return digest;
+}
+
+struct Verdict {
+    Arrival arrival = Arrival::absent;
+    std::uint64_t have_bytes = 0;
+    std::string detail;
+};
+
+Result<Verdict> check_entry(Checker& c, int dirfd, const std::map<std::string, struct stat>& listing, const Expected& e) {
+    std::string leaf = e.name.substr(e.name.rfind('/') + 1);
+    Verdict v;
+    auto temp = listing.find(syncthing_temp_name(leaf));
+    auto tilde = listing.find(fmt::format("~syncthing~{}.tmp", leaf));
+    bool temp_exists = temp != listing.end() || tilde != listing.end();
+    auto final_it = listing.find(leaf);
+    if (final_it == listing.end()) {
+        if (temp_exists) {
+            const struct stat& ts = temp != listing.end() ? temp->second : tilde->second;
+            std::uint64_t allocated = static_cast<std::uint64_t>(ts.st_blocks) * 512;
+            v.have_bytes = e.size ? std::min(allocated, *e.size) : allocated;
+            v.arrival = Arrival::in_transit;
+            v.detail = "syncthing temp file";
+        }
+        return v;
+    }
+    const struct stat& st = final_it->second;
+    if (!S_ISREG(st.st_mode)) {
+        v.arrival = Arrival::mismatch;
+        v.detail = fmt::format("a {}, not a regular file", file_type_name(st.st_mode));
+        return v;
+    }
+    auto size = static_cast<std::uint64_t>(st.st_size);
+    v.have_bytes = e.size ? std::min(size, *e.size) : size;
+    bool indexed = !c.indexed || c.indexed->count(e.name) > 0;
+    if (temp_exists || (e.size && size != *e.size) || !indexed) {
+        v.arrival = (indexed && !temp_exists && e.size && size != *e.size) ? Arrival::mismatch : Arrival::in_transit;
+        v.detail = temp_exists ? "syncthing temp file" : (!indexed ? "not yet in the target index" : fmt::format("size {}", size));
+        if (v.arrival == Arrival::mismatch) v.detail = fmt::format("indexed with size {}, expected {}", size, *e.size);
+        return v;
+    }
+    v.arrival = Arrival::present;
+    if (c.verify && !e.xxh3.empty()) {
+        std::string display = fmt::format("{}/{}", c.job_display, e.name);
+        ARCHCTL_TRY_ASSIGN(std::string digest, cached_hash(c, dirfd, leaf, st, display));
+        v.arrival = digest == e.xxh3 ? Arrival::verified : Arrival::mismatch;
+        if (v.arrival == Arrival::mismatch) v.detail = fmt::format("xxh3 {} differs from the manifest's {}", digest, e.xxh3);
+    } else if (c.verify) {
+        v.detail = "no hash in the manifest";
+    }
+    return v;
+}
+
+// The manifest, when it has arrived complete (final name, no temp file).
+std::optional<Manifest> read_manifest(int job, const std::string& display) {
+    auto text = read_small_in(job, k_manifest_name, display + "/" + k_manifest_name);
+    if (!text.ok()) return std::nullopt;
+    auto parsed = json::parse(text.value(), nullptr, false);
+    if (parsed.is_discarded()) return std::nullopt;
+    auto m = Manifest::from_json(parsed);
+    if (!m.ok()) return std::nullopt;
+    return std::move(m).value();
+}
+
+std::vector<Expected> expected_entries(const std::vector<FileEntry>& files, const std::optional<Manifest>& manifest) {
+    std::map<std::uint32_t, std::string> hashes;
+    if (manifest)
+        for (const auto& f : manifest->files) hashes[f.index] = f.xxh3;
+    std::vector<Expected> out;
+    out.push_back(Expected{k_manifest_name, std::nullopt, "", std::nullopt});
+    out.push_back(Expected{k_ready_name, std::nullopt, "", std::nullopt});
+    for (const auto& f : files) out.push_back(Expected{payload_name(f.index), f.size, hashes[f.index], f.index});
+    if (manifest)
+        for (const auto& a : manifest->aux) out.push_back(Expected{fmt::format("{}/{}", k_aux_dir, a.name), a.size, a.xxh3, std::nullopt});
+    return out;
+}
+
+// An atomic write's temp file of `target` ("<dot><target>.tmp.<suffix>", lib/base/atomic_file.hpp):
+// archctl's own, seen for a moment while the stage writes the manifest or the journal.
+bool is_own_temp(const std::string& name, const std::string& target) {
+    const std::string prefix = "." + target + ".tmp.";
+    return name.rfind(prefix, 0) == 0 && name.size() > prefix.size();
+}
+
+// What `st` is, for a message: "a symlink", "a directory", "a file".
+std::string what_is(const struct stat& st) {
+    if (S_ISLNK(st.st_mode)) return "a symlink";
+    if (S_ISDIR(st.st_mode)) return "a directory";
+    if (S_ISREG(st.st_mode)) return "a file";
+    return "a " + std::string(file_type_name(st.st_mode));
+}
+
+// Everything in the job directory that archctl did not stage and does not expect (docs/staging.md
+// "The valve", item 3): in the job directory only the manifest, READY, the journal and
+// the directories p/ and a/; in p/ only the job's payload indices as regular files; in a/ only
+// auxiliary names. Syncthing's temp files and conflict copies, and archctl's own atomic-write temp
+// files, are expected anywhere.
+void collect_foreign(const std::map<std::string, std::map<std::string, struct stat>>& listings, const std::set<std::string>& payload,
+                     const std::set<std::string>& aux, std::vector<ForeignEntry>& out) {
+    auto expected_anywhere = [](const std::string& name, const std::set<std::string>& names) {
+        if (is_syncthing_artifact(name)) return true;
+        return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return is_own_temp(name, n); });
+    };
+    if (auto root = listings.find(""); root != listings.end()) {
+        const std::set<std::string> files = {k_manifest_name, k_ready_name, k_stage_journal_name};
+        for (const auto& [name, st] : root->second) {
+            if (name == k_payload_dir || name == k_aux_dir) {
+                if (!S_ISDIR(st.st_mode)) out.push_back({name, what_is(st) + " where archctl staged a directory"});
+                continue;
+            }
+            if (files.count(name)) {
+                if (!S_ISREG(st.st_mode)) out.push_back({name, what_is(st) + " where archctl wrote a file"});
+                continue;
+            }
+            if (!expected_anywhere(name, files)) out.push_back({name, what_is(st) + " archctl did not stage"});
+        }
+    }
+    for (const auto& [sub, names] : {std::pair<std::string, const std::set<std::string>*>{k_payload_dir, &payload},
+                                     std::pair<std::string, const std::set<std::string>*>{k_aux_dir, &aux}}) {
+        auto listing = listings.find(sub);
+        if (listing == listings.end()) continue;
+        for (const auto& [name, st] : listing->second) {
+            const std::string shown = sub + "/" + name;
+            if (names->count(name)) {
+                if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) out.push_back({shown, what_is(st) + " where archctl staged a file"});
+                continue;
+            }
+            if (!expected_anywhere(name, *names)) out.push_back({shown, what_is(st) + " archctl did not stage"});
+        }
+    }
+}
+
+// Temp files and conflict copies in a listing: never payload, reported.
+void collect_ignored(const std::string& prefix, const std::map<std::string, struct stat>& listing, std::vector<std::string>& ignored) {
+    for (const auto& [name, st] : listing)
+        if (is_syncthing_artifact(name)) ignored.push_back(prefix.empty() ? name : prefix + "/" + name);
+}
+
+}  // namespace
+
+Result<json> op_receive_check(OpContext& ctx, const json& args) {
+    auto request = args.get<ReceiveCheckRequest>();
+    const std::string& job_dir = request.job_dir;
+    Checker c{ctx, job_dir, std::nullopt, request.verify_transit, 0};
+    if (request.indexed) c.indexed = std::set<std::string>(request.indexed->begin(), request.indexed->end());
+    std::vector<Expected> expected;
+    auto job = ctx.roots().open_dir(job_dir);
+    if (!job.ok() && !job.error().is(ErrorCode::NOT_FOUND)) return job.take_error();
+    std::optional<Manifest> manifest;
+    if (job.ok()) manifest = read_manifest(job.value().get(), job_dir);
+    expected = expected_entries(request.files, manifest);
+
+    std::map<std::string, std::map<std::string, struct stat>> listings;  // subdirectory → listing
+    std::map<std::string, UniqueFd> dirs;
+    if (job.ok()) {
+        listings[""] = list_with_stats(job.value().get());
+        for (const char* sub : {k_payload_dir, k_aux_dir}) {
+            auto entry = listings[""].find(sub);
+            if (entry == listings[""].end() || !S_ISDIR(entry->second.st_mode)) continue;  // a symlink is never followed
+            auto fd = open_dir_below(job.value().get(), std::vector<std::string>{sub}, job_dir);
+            if (!fd.ok()) continue;
+            listings[sub] = list_with_stats(fd.value().get());
+            dirs[sub] = std::move(fd).value();
+        }
+    }
+    ReceiveCheckResult out;
+    out.job_exists = job.ok();
+    out.manifest = manifest.has_value();
+    out.index_evidence = c.indexed.has_value();
+    bool complete = job.ok() && manifest.has_value();
+    Progress progress;
+    progress.files_total = expected.size();
+    for (const auto& e : expected) {
+        if (ctx.cancelled()) {
+            ReceiveCheckResult stopped;
+            stopped.stopped = "cancel";
+            return json(stopped);
+        }
+        std::string sub = e.name.find('/') == std::string::npos ? "" : e.name.substr(0, e.name.find('/'));
+        Verdict v;
+        if (listings.count(sub)) {
+            int fd = sub.empty() ? job.value().get() : dirs[sub].get();
+            ARCHCTL_TRY_ASSIGN(v, check_entry(c, fd, listings[sub], e));
+        }
+        bool done = v.arrival == Arrival::present || v.arrival == Arrival::verified;
+        complete = complete && done;
+        out.files.push_back(ReceivedFile{e.name, arrival_name(v.arrival), v.have_bytes, e.index, e.size, v.detail});
+        if (e.index) {
+            out.bytes_present += v.have_bytes;
+            out.bytes_total += *e.size;
+            out.files_total += 1;
+            out.files_present += done ? 1 : 0;
+        }
+        ++progress.files;
+        progress.bytes = out.bytes_present;
+        ctx.progress(progress);
+    }
+    for (const auto& [sub, listing] : listings) collect_ignored(sub, listing, out.ignored);
+    std::set<std::string> payload, aux = {k_torrent_aux, k_partfile_aux};
+    for (const auto& f : request.files) payload.insert(std::to_string(f.index));
+    if (manifest)
+        for (const auto& a : manifest->aux) aux.insert(a.name);
+    collect_foreign(listings, payload, aux, out.foreign);
+    if (!out.foreign.empty()) out.complete = false;
+    out.complete = complete;
+    out.bytes_hashed = c.bytes_hashed;
+    return json(out);
+}
+
+}  // namespace archctl::node

@@ -1,0 +1,292 @@
+#include "lib/node/server/server.hpp"
+
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <deque>
+#include <mutex>
+#include <poll.h>
+#include <set>
+#include <thread>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lib/base/signals.hpp"
+#include "lib/base/version.hpp"
+#include "lib/node/server/file_ops.hpp"
+
+namespace archctl::node {
+namespace {
+
+constexpr std::size_t k_max_line_bytes = 256u << 20;  // a request listing 100,000 files fits
+// How long a running operation may be silent before a keepalive line is sent for it. The
+// caller's timeout (nodes.<name>.timeout, at least 2 s) must be longer.
+constexpr std::chrono::milliseconds k_keepalive_interval{1000};
+
+// Line-oriented writer shared by the reader thread and the worker.
+class LineWriter {
+public:
+    explicit LineWriter(int fd) : m_fd(fd) {}
+    bool write(const Message& m) {
+        std::string line = encode(m);
+        line += '\n';
+        std::lock_guard lock(m_mutex);
+        if (m_broken) return false;
+        if (!write_all(m_fd, line, "<node output>").ok()) m_broken = true;
+        m_last_write = std::chrono::steady_clock::now();
+        return !m_broken;
+    }
+    std::chrono::steady_clock::time_point last_write() {
+        std::lock_guard lock(m_mutex);
+        return m_last_write;
+    }
+    bool broken() {
+        std::lock_guard lock(m_mutex);
+        return m_broken;
+    }
+
+private:
+    int m_fd;
+    std::mutex m_mutex;
+    bool m_broken = false;
+    std::chrono::steady_clock::time_point m_last_write = std::chrono::steady_clock::now();
+};
+
+// Requests waiting for the worker, and the cancel flags of the running one.
+struct Queue {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<Request> pending;
+    std::set<std::uint64_t> cancelled;  // ids cancelled before they started
+    std::optional<std::uint64_t> running;
+    std::atomic<bool> cancel_running{false};
+    bool input_closed = false;
+    std::atomic<bool> stop_reader{false};
+    bool stop_keepalive = false;
+};
+
+// While an operation runs, a line at least every k_keepalive_interval: a silent stretch (one
+// large file hashed or copied) gets a keepalive, so the caller can tell slow from gone.
+void keepalive_loop(Queue& q, LineWriter& out) {
+    std::unique_lock lock(q.mutex);
+    while (!q.stop_keepalive) {
+        q.cv.wait_for(lock, k_keepalive_interval / 4);
+        if (q.stop_keepalive || !q.running) continue;
+        if (std::chrono::steady_clock::now() - out.last_write() < k_keepalive_interval) continue;
+        Progress alive;
+        alive.id = *q.running;
+        alive.keepalive = true;
+        lock.unlock();
+        out.write(alive);
+        lock.lock();
+    }
+}
+
+void handle_line(const std::string& line, Queue& q, LineWriter& out) {
+    auto msg = decode(line);
+    if (!msg.ok()) {
+        out.write(Response::failure(0, msg.error()));
+        return;
+    }
+    std::lock_guard lock(q.mutex);
+    if (auto* r = std::get_if<Request>(&msg.value())) {
+        q.pending.push_back(std::move(*r));
+        q.cv.notify_all();
+    } else if (auto* c = std::get_if<Cancel>(&msg.value())) {
+        if (q.running && *q.running == c->id) {
+            q.cancel_running = true;
+        } else {
+            q.cancelled.insert(c->id);
+        }
+    } else {
+        out.write(Response::failure(0, Error(ErrorCode::PROTOCOL, "invalid node protocol line: only requests and cancels are accepted")));
+    }
+}
+
+void read_loop(int in_fd, Queue& q, LineWriter& out) {
+    std::string buffer;
+    char chunk[65536];
+    while (!q.stop_reader) {
+        pollfd p{in_fd, POLLIN, 0};
+        int r = ::poll(&p, 1, 200);
+        if (r < 0 && errno != EINTR) break;
+        if (r <= 0) continue;
+        ssize_t n = ::read(in_fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        buffer.append(chunk, static_cast<std::size_t>(n));
+        std::size_t start = 0;
+        for (std::size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1)
+            if (nl > start) handle_line(buffer.substr(start, nl - start), q, out);
+        buffer.erase(0, start);
+        if (buffer.size() > k_max_line_bytes) {
+            out.write(Response::failure(0, Error(ErrorCode::PROTOCOL, "invalid node protocol line: longer than 256 MiB")));
+            break;
+        }
+    }
+    std::lock_guard lock(q.mutex);
+    q.input_closed = true;
+    q.cancel_running = q.cancel_running || out.broken();
+    q.cv.notify_all();
+}
+
+}  // namespace
+
+Server::Server(RootSet roots) : Server(std::move(roots), true) {}
+
+Server::Server(RootSet roots, bool fixed) : m_roots(std::move(roots)), m_fixed(fixed), m_opened(fixed) {}
+
+Server::Server(CallerRoots) : Server(RootSet(), false) {}
+
+// {"roots": ["/srv/a", ...]} -> {"roots": [RootInfo...]}: the roots this connection now serves.
+Result<nlohmann::json> Server::open_roots(const nlohmann::json& args) {
+    std::vector<std::string> wanted = args.at("roots").get<std::vector<std::string>>();
+    if (wanted.empty()) return Error(ErrorCode::BAD_REQUEST, "open_roots names no roots", "configure qb_root and sync_root for this node");
+    if (m_fixed) {
+        std::string served;
+        for (const auto& p : m_roots.paths()) served += (served.empty() ? "" : ", ") + p;
+        for (const auto& root : wanted) {
+            auto dir = m_roots.open_dir(root);
+            if (dir.ok()) continue;
+            if (!dir.error().is(ErrorCode::PATH_OUTSIDE_ROOT)) return dir.take_error();
+            return Error(ErrorCode::PATH_OUTSIDE_ROOT,
+                         fmt::format("root '{}' is not below the roots this node serves ({})", root, served),
+                         fmt::format("add '--root {}' to the node's exec command, or drop its --root options so the configured roots are used", root));
+        }
+    } else {
+        ARCHCTL_TRY_ASSIGN(RootSet opened, RootSet::open(wanted));
+        m_roots = std::move(opened);
+        m_hello.reset();
+        m_opened = true;
+    }
+    nlohmann::json roots = nlohmann::json::array();
+    for (const auto& r : hello().roots) roots.push_back(to_json(r));
+    return nlohmann::json{{"roots", std::move(roots)}};
+}
+
+const Hello& Server::hello() {
+    if (!m_hello) {
+        Hello h;
+        h.archctl_version = k_version;
+        h.pid = static_cast<long>(::getpid());
+        for (std::size_t i = 0; i < m_roots.paths().size(); ++i)
+            h.roots.push_back(probe_directory(m_roots.root_fd(i), m_roots.paths()[i]));
+        m_hello = std::move(h);
+    }
+    return *m_hello;
+}
+
+Response Server::handle(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
+    IoCounters before = read_self_io();
+    Response response;
+    Operation op = find_operation(request.op);
+    if (request.op == "open_roots") {
+        Result<nlohmann::json> opened = Error(ErrorCode::BAD_REQUEST, "");
+        try {
+            opened = open_roots(request.args);
+        } catch (const nlohmann::json::exception& e) {
+            opened = Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation 'open_roots': {}", e.what()));
+        }
+        response = opened.ok() ? Response::success(request.id, std::move(opened).value())
+                               : Response::failure(request.id, opened.take_error());
+    } else if (!m_opened) {
+        response = Response::failure(request.id, Error(ErrorCode::BAD_REQUEST,
+                                                       fmt::format("node operation '{}' before open_roots: this node was started without --root and the caller named no roots", request.op),
+                                                       "run the same archctl version on both ends, or add --root DIR to the node's exec command"));
+    } else if (!op) {
+        response = Response::failure(request.id, Error(ErrorCode::UNKNOWN_OPERATION, fmt::format("unknown node operation '{}'", request.op)));
+    } else {
+        ProgressFn tagged = [&](const Progress& p) {
+            Progress copy = p;
+            copy.id = request.id;
+            if (emit) emit(copy);
+        };
+        OpContext ctx(m_roots, m_state, tagged, cancel);
+        Result<nlohmann::json> result = Error(ErrorCode::BAD_REQUEST, "");
+        try {
+            result = op(ctx, request.args);
+        } catch (const nlohmann::json::exception& e) {
+            result = Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation '{}': {}", request.op, e.what()));
+        }
+        response = result.ok() ? Response::success(request.id, std::move(result).value())
+                               : Response::failure(request.id, result.take_error());
+    }
+    IoCounters after = read_self_io();
+    response.io.rchar = after.rchar - before.rchar;
+    response.io.read_bytes = after.read_bytes - before.read_bytes;
+    return response;
+}
+
+Status Server::serve(int in_fd, int out_fd) {
+    std::signal(SIGPIPE, SIG_IGN);
+    LineWriter out(out_fd);
+    if (!out.write(hello())) return Error(ErrorCode::IO, "cannot write to the node connection: the caller went away");
+    Queue q;
+    std::thread reader(read_loop, in_fd, std::ref(q), std::ref(out));
+    std::thread keepalive(keepalive_loop, std::ref(q), std::ref(out));
+    for (;;) {
+        Request request;
+        {
+            std::unique_lock lock(q.mutex);
+            q.cv.wait(lock, [&] { return !q.pending.empty() || q.input_closed; });
+            if (q.pending.empty() || out.broken()) break;
+            request = std::move(q.pending.front());
+            q.pending.pop_front();
+            q.running = request.id;
+            q.cancel_running = q.cancelled.erase(request.id) > 0;
+        }
+        Response response = handle(request, [&](const Progress& p) {
+            if (!out.write(p)) q.cancel_running = true;
+        }, q.cancel_running);
+        out.write(response);
+        std::lock_guard lock(q.mutex);
+        q.running.reset();
+    }
+    {
+        std::lock_guard lock(q.mutex);
+        q.stop_keepalive = true;
+        q.cv.notify_all();
+    }
+    keepalive.join();
+    q.stop_reader = true;
+    reader.join();
+    if (out.broken()) return Error(ErrorCode::IO, "cannot write to the node connection: the caller went away");
+    return {};
+}
+
+bool OpContext::cancelled() const { return m_cancel.load() || stop_requested(); }
+
+void OpContext::progress(const Progress& p, bool force) {
+    auto now = std::chrono::steady_clock::now();
+    if (!force && now - m_last < std::chrono::milliseconds(200)) return;
+    m_last = now;
+    if (m_emit) m_emit(p);
+}
+
+Operation find_operation(std::string_view name) {
+    static const std::map<std::string, Operation, std::less<>> table = {
+        {"info", op_info},
+        {"tree", op_tree},
+        {"stage", op_stage},
+        {"receive_check", op_receive_check},
+        {"merge", op_merge},
+        {"merge_record", op_merge_record},
+        {"unmerge", op_unmerge},
+        {"adopt_incomplete", op_adopt_incomplete},
+        {"chmod_readable", op_chmod_readable},
+        {"cleanup", op_cleanup},
+        {"nonce_write", op_nonce_write},
+        {"nonce_observe", op_nonce_observe},
+        {"partfile_read", op_partfile_read},
+        {"partfile_copy", op_partfile_copy},
+        {"partfile_build", op_partfile_build},
+        {"unlink_owned", op_unlink_owned},
+        {"verify_pieces", op_verify_pieces},
+        {"write_check", op_write_check},
+    };
+    auto it = table.find(name);
+    return it == table.end() ? nullptr : it->second;
+}
+
+}  // namespace archctl::node

@@ -1,0 +1,89 @@
+#include "lib/node/wire/job_layout.hpp"
+
+#include <fmt/format.h>
+
+namespace archctl::node {
+
+using nlohmann::json;
+
+const char* method_name(StageMethod m) {
+    switch (m) {
+        case StageMethod::hardlink: return "hardlink";
+        case StageMethod::reflink: return "reflink";
+        case StageMethod::copy: return "copy";
+    }
+    return "copy";
+}
+
+std::optional<StageMethod> parse_method(const std::string& name) {
+    if (name == "hardlink") return StageMethod::hardlink;
+    if (name == "reflink") return StageMethod::reflink;
+    if (name == "copy") return StageMethod::copy;
+    return std::nullopt;
+}
+
+std::string payload_name(std::uint32_t index) { return fmt::format("{}/{}", k_payload_dir, index); }
+
+std::string aux_path(const std::string& name) { return fmt::format("{}/{}", k_aux_dir, name); }
+
+std::string merge_record_path(const std::string& root, const std::string& job_id) {
+    return fmt::format("{}/.archctl/merge-{}.jsonl", root == "/" ? "" : root, job_id);
+}
+
+std::string merge_temp_name(const std::string& job_id, std::uint32_t index) { return fmt::format(".archctl-merge-{}-{}.tmp", job_id, index); }
+
+Status check_aux_name(const std::string& name) {
+    bool ok = !name.empty() && name.size() <= 128 && name.front() != '.';
+    for (char c : name) {
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                     c == '_' || c == '-';
+        ok = ok && plain;
+    }
+    if (!ok) return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid auxiliary file name '{}': use [A-Za-z0-9._-], not starting with '.'", name));
+    return {};
+}
+
+json Manifest::to_json() const {
+    json files_json = json::array();
+    for (const auto& f : files) {
+        files_json.push_back({{"index", f.index}, {"name", payload_name(f.index)}, {"path", f.path}, {"size", f.size},
+                              {"xxh3", f.xxh3.empty() ? json(nullptr) : json(f.xxh3)}, {"method", method_name(f.method)}});
+    }
+    json aux_json = json::array();
+    for (const auto& a : aux)
+        aux_json.push_back({{"name", fmt::format("{}/{}", k_aux_dir, a.name)}, {"size", a.size}, {"xxh3", a.xxh3}});
+    return {{"manifest", k_manifest_version}, {"job", job}, {"files", files_json}, {"aux", aux_json}};
+}
+
+Result<Manifest> Manifest::from_json(const json& j) {
+    try {
+        if (j.at("manifest").get<int>() != k_manifest_version)
+            return Error(ErrorCode::CORRUPT, fmt::format("unsupported manifest version {}", j.at("manifest").get<int>()));
+        Manifest m;
+        m.job = j.at("job").get<std::string>();
+        for (const auto& f : j.at("files")) {
+            ManifestFile mf;
+            mf.index = f.at("index").get<std::uint32_t>();
+            mf.path = f.at("path").get<std::string>();
+            mf.size = f.at("size").get<std::uint64_t>();
+            if (f.at("xxh3").is_string()) mf.xxh3 = f.at("xxh3").get<std::string>();
+            auto method = parse_method(f.at("method").get<std::string>());
+            if (!method) return Error(ErrorCode::CORRUPT, "manifest names an unknown staging method");
+            mf.method = *method;
+            m.files.push_back(std::move(mf));
+        }
+        for (const auto& a : j.at("aux")) {
+            std::string name = a.at("name").get<std::string>();
+            std::string prefix = fmt::format("{}/", k_aux_dir);
+            if (!name.starts_with(prefix)) return Error(ErrorCode::CORRUPT, fmt::format("manifest aux name '{}' is not below a/", name));
+            ManifestAux ma{name.substr(prefix.size()), a.at("size").get<std::uint64_t>(), a.value("xxh3", "")};
+            ARCHCTL_TRY_STATUS(check_aux_name(ma.name));
+            m.aux.push_back(std::move(ma));
+        }
+        return m;
+    } catch (const json::exception& e) {
+        return Error(ErrorCode::CORRUPT, fmt::format("invalid manifest: {}", e.what()));
+    }
+}
+
+}  // namespace archctl::node

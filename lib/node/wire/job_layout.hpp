@@ -1,0 +1,78 @@
+#pragma once
+// The job directory a stage builds inside a route folder (docs/design.md "Step 1: stage"), and its manifest.
+//
+//   <route folder>/<job-id>/
+//     p/<index>                payload, named by qB file index (never by torrent path)
+//     a/<name>                 auxiliary data: the exported .torrent, a built part file
+//     manifest.json            every payload and auxiliary file: name, size, xxh3-128 where known
+//     READY                    written last; its presence means the manifest is final
+//     .archctl-stage.jsonl     the stage journal (append-only, one record per staged file)
+//
+// A stage rerun reads the journal and skips what its evidence proves is staged; once READY
+// exists the stage is done for good (after merge the target moves files out and Syncthing
+// deletes them on the source too: missing staged files are then expected, never restaged).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+
+namespace archctl::node {
+
+inline constexpr const char* k_payload_dir = "p";
+inline constexpr const char* k_aux_dir = "a";
+inline constexpr const char* k_manifest_name = "manifest.json";
+inline constexpr const char* k_ready_name = "READY";
+inline constexpr const char* k_stage_journal_name = ".archctl-stage.jsonl";
+inline constexpr const char* k_stage_journal_kind = "archctl-stage";
+inline constexpr int k_manifest_version = 1;
+// The auxiliary files of an archctl job: the exported .torrent, and the part file a new v1 target
+// needs, built on the source (docs/design.md "Partfiles and piece boundaries").
+inline constexpr const char* k_torrent_aux = "resource.torrent";
+inline constexpr const char* k_partfile_aux = "partfile";
+
+// How a payload file got into the job directory.
+enum class StageMethod { hardlink, reflink, copy };
+[[nodiscard]] const char* method_name(StageMethod m);
+[[nodiscard]] std::optional<StageMethod> parse_method(const std::string& name);
+
+struct ManifestFile {
+    std::uint32_t index = 0;
+    std::string path;  // metainfo path below the save path
+    std::uint64_t size = 0;
+    std::string xxh3;  // empty when not computed (a link without verify_transit)
+    StageMethod method = StageMethod::hardlink;
+};
+
+struct ManifestAux {
+    std::string name;  // below a/
+    std::uint64_t size = 0;
+    std::string xxh3;
+};
+
+struct Manifest {
+    std::string job;
+    std::vector<ManifestFile> files;  // by index
+    std::vector<ManifestAux> aux;     // by name
+
+    [[nodiscard]] nlohmann::json to_json() const;
+    [[nodiscard]] static Result<Manifest> from_json(const nlohmann::json& j);
+};
+
+// "p/<index>".
+[[nodiscard]] std::string payload_name(std::uint32_t index);
+// "a/<name>".
+[[nodiscard]] std::string aux_path(const std::string& name);
+// The merge record of a job (lib/node/server/op_merge.cpp): "<root>/.archctl/merge-<job-id>.jsonl", under
+// the node root that holds the save path, outside every Syncthing folder.
+[[nodiscard]] std::string merge_record_path(const std::string& root, const std::string& job_id);
+// The temp file merge copies file `index` of a job into, beside its destination.
+[[nodiscard]] std::string merge_temp_name(const std::string& job_id, std::uint32_t index);
+// Auxiliary names are one plain component: [A-Za-z0-9._-], not starting with '.'.
+[[nodiscard]] Status check_aux_name(const std::string& name);
+
+}  // namespace archctl::node

@@ -1,0 +1,163 @@
+#include "lib/node/wire/protocol.hpp"
+
+#include <fmt/format.h>
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+Error protocol_error(std::string_view cause) {
+    return Error(ErrorCode::PROTOCOL, fmt::format("invalid node protocol line: {}", cause));
+}
+
+json encode_hello(const Hello& h) {
+    json roots = json::array();
+    for (const auto& r : h.roots) roots.push_back(to_json(r));
+    return {{"type", "hello"}, {"protocol", h.protocol}, {"archctl", h.archctl_version}, {"pid", h.pid}, {"roots", roots}};
+}
+
+json encode_progress(const Progress& p) {
+    if (p.keepalive) return {{"type", "progress"}, {"id", p.id}, {"keepalive", true}};
+    json j = {{"type", "progress"}, {"id", p.id},       {"bytes", p.bytes},
+              {"bytes_total", p.bytes_total}, {"files", p.files}, {"files_total", p.files_total},
+              {"bytes_copied", p.bytes_copied}};
+    if (!p.current.empty()) j["current"] = p.current;
+    return j;
+}
+
+json encode_response(const Response& r) {
+    json j = {{"type", "response"}, {"id", r.id}, {"ok", r.ok}};
+    if (r.ok) {
+        j["result"] = r.result;
+    } else {
+        json e = {{"code", r.error.code}, {"message", r.error.message}};
+        if (!r.error.hint.empty()) e["hint"] = r.error.hint;
+        j["error"] = e;
+    }
+    j["io"] = {{"rchar", r.io.rchar}, {"read_bytes", r.io.read_bytes}};
+    return j;
+}
+
+Capabilities capabilities_from_json(const json& j) {
+    Capabilities c;
+    c.hardlink = j.value("hardlink", false);
+    c.reflink = j.value("reflink", false);
+    c.copy_file_range = j.value("copy_file_range", false);
+    c.sparse = j.value("sparse", false);
+    c.probe_error = j.value("probe_error", "");
+    return c;
+}
+
+Hello decode_hello(const json& j) {
+    Hello h;
+    h.protocol = j.at("protocol").get<int>();
+    h.archctl_version = j.value("archctl", "");
+    h.pid = j.value("pid", 0L);
+    for (const auto& r : j.value("roots", json::array())) h.roots.push_back(root_info_from_json(r));
+    return h;
+}
+
+Progress decode_progress(const json& j) {
+    Progress p;
+    p.id = j.at("id").get<std::uint64_t>();
+    p.bytes = j.value("bytes", std::uint64_t{0});
+    p.bytes_total = j.value("bytes_total", std::uint64_t{0});
+    p.files = j.value("files", std::uint64_t{0});
+    p.files_total = j.value("files_total", std::uint64_t{0});
+    p.bytes_copied = j.value("bytes_copied", std::uint64_t{0});
+    p.current = j.value("current", "");
+    p.keepalive = j.value("keepalive", false);
+    return p;
+}
+
+Response decode_response(const json& j) {
+    Response r;
+    r.id = j.at("id").get<std::uint64_t>();
+    r.ok = j.at("ok").get<bool>();
+    if (r.ok) {
+        r.result = j.value("result", json::object());
+    } else {
+        const json& e = j.at("error");
+        r.error = Error(e.at("code").get<std::string>(), e.value("message", ""), e.value("hint", ""));
+    }
+    if (auto io = j.find("io"); io != j.end() && io->is_object()) {
+        r.io.rchar = io->value("rchar", std::uint64_t{0});
+        r.io.read_bytes = io->value("read_bytes", std::uint64_t{0});
+    }
+    return r;
+}
+
+struct Encoder {
+    json operator()(const Hello& h) const { return encode_hello(h); }
+    json operator()(const Request& r) const { return {{"type", "request"}, {"id", r.id}, {"op", r.op}, {"args", r.args}}; }
+    json operator()(const Cancel& c) const { return {{"type", "cancel"}, {"id", c.id}}; }
+    json operator()(const Progress& p) const { return encode_progress(p); }
+    json operator()(const Response& r) const { return encode_response(r); }
+};
+
+}  // namespace
+
+Response Response::success(std::uint64_t id, nlohmann::json result) {
+    Response r;
+    r.id = id;
+    r.result = std::move(result);
+    return r;
+}
+
+Response Response::failure(std::uint64_t id, Error error) {
+    Response r;
+    r.id = id;
+    r.ok = false;
+    r.error = std::move(error);
+    return r;
+}
+
+nlohmann::json to_json(const Capabilities& c) {
+    json j = {{"hardlink", c.hardlink}, {"reflink", c.reflink}, {"copy_file_range", c.copy_file_range}, {"sparse", c.sparse}};
+    if (!c.probe_error.empty()) j["probe_error"] = c.probe_error;
+    return j;
+}
+
+nlohmann::json to_json(const RootInfo& r) {
+    return {{"path", r.path}, {"fs_type", r.fs_type}, {"fs_id", r.fs_id}, {"capabilities", to_json(r.capabilities)}};
+}
+
+std::string encode(const Message& message) {
+    // Invalid UTF-8 in a path must not throw: replace it on the wire.
+    return std::visit(Encoder{}, message).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<Message> decode(std::string_view line) {
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) return protocol_error("not a JSON object");
+    try {
+        std::string type = j.value("type", "");
+        if (type == "hello") return Message{decode_hello(j)};
+        if (type == "request") {
+            Request r;
+            r.id = j.at("id").get<std::uint64_t>();
+            r.op = j.at("op").get<std::string>();
+            r.args = j.value("args", json::object());
+            if (!r.args.is_object()) return protocol_error("'args' is not an object");
+            return Message{std::move(r)};
+        }
+        if (type == "cancel") return Message{Cancel{j.at("id").get<std::uint64_t>()}};
+        if (type == "progress") return Message{decode_progress(j)};
+        if (type == "response") return Message{decode_response(j)};
+        return protocol_error(fmt::format("unknown message type '{}'", type));
+    } catch (const json::exception& e) {
+        return protocol_error(e.what());
+    }
+}
+
+RootInfo root_info_from_json(const nlohmann::json& r) {
+    RootInfo info;
+    info.path = r.at("path").get<std::string>();
+    info.fs_type = r.value("fs_type", "");
+    info.fs_id = r.value("fs_id", "");
+    info.capabilities = capabilities_from_json(r.value("capabilities", json::object()));
+    return info;
+}
+
+}  // namespace archctl::node
