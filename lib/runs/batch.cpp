@@ -1,0 +1,192 @@
+#include "lib/runs/batch.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "lib/select/filter.hpp"
+#include "lib/torrent/sha.hpp"
+
+namespace archctl::runs {
+
+const char* to_string(BatchOp op) {
+    switch (op) {
+        case BatchOp::archive: return "archive";
+        case BatchOp::unarchive: return "unarchive";
+        case BatchOp::evict: return "evict";
+    }
+    return "archive";
+}
+
+std::string to_string(Action action, BatchOp op) {
+    switch (action) {
+        case Action::new_job: return to_string(op);
+        case Action::continue_job: return "continue";
+        case Action::nothing_to_do: return "nothing_to_do";
+        case Action::refused: return "refused";
+        case Action::skipped: return "skipped";
+        case Action::stopped: return "stopped";
+    }
+    return "refused";
+}
+
+const char* to_string(ItemOutcome outcome) {
+    switch (outcome) {
+        case ItemOutcome::not_run: return "not_run";
+        case ItemOutcome::done: return "done";
+        case ItemOutcome::stopped: return "stopped";
+        case ItemOutcome::failed: return "failed";
+        case ItemOutcome::nothing_to_do: return "nothing_to_do";
+    }
+    return "not_run";
+}
+
+BatchItem item_of(std::string res, std::string id, std::string name, std::string rule) {
+    BatchItem it;
+    it.res = std::move(res);
+    it.id = std::move(id);
+    it.short_id = it.id.empty() ? it.res : it.id.substr(0, 12);
+    it.name = std::move(name);
+    it.rule = std::move(rule);
+    return it;
+}
+
+void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, BatchItem& it) {
+    if (it.action == Action::skipped) return;
+    it.action = Action::new_job;
+    it.reason.clear();
+    it.error.reset();
+    it.existing_job.reset();
+    it.transfer.reset();
+    it.evict.reset();
+    it.prepared_at = clock.steady();
+    planner.prepare(it, source, mode);
+}
+
+namespace {
+
+// The node whose torrent list the filters read.
+Result<std::string> source_node(jobs::Nodes& nodes, const BatchSpec& spec) {
+    if (!spec.from.empty()) {
+        auto node = nodes.get(spec.from);
+        if (!node.ok()) return node.take_error();
+        return spec.from;
+    }
+    config::Role role = spec.op == BatchOp::unarchive ? config::Role::archive : config::Role::cache;
+    auto candidates = nodes.with_role(role);
+    if (candidates.size() == 1) return candidates.front()->name();
+    std::vector<std::string> names;
+    for (auto* n : candidates) names.push_back(n->name());
+    return Error(ErrorCode::USAGE,
+                 candidates.empty() ? fmt::format("no {} node is configured to select from", config::to_string(role))
+                                    : fmt::format("filters read one node's torrents, and there are several {} nodes ({})",
+                                                  config::to_string(role), fmt::join(names, ", ")),
+                 "pass --from NODE");
+}
+
+bool matches_prefix(const clients::qbittorrent::TorrentInfo& t, const std::string& res) {
+    std::string lower = res;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    auto starts = [&](const std::string& h) { return !h.empty() && h.rfind(lower, 0) == 0; };
+    return starts(t.id) || starts(t.infohash_v1) || starts(t.infohash_v2);
+}
+
+bool named(const std::vector<std::string>& res, const clients::qbittorrent::TorrentInfo& t) {
+    return std::any_of(res.begin(), res.end(), [&](const auto& r) { return matches_prefix(t, r); });
+}
+
+// The chosen resources, in the source's name order (several RES alone: as given).
+Result<Planned> choose(jobs::Nodes& nodes, Clock& clock, const BatchSpec& spec) {
+    Planned p;
+    if (!spec.criteria) {
+        for (const auto& res : spec.res) p.items.push_back(item_of(res, {}, {}, {}));
+        p.source = spec.from;
+        return p;
+    }
+    ARCHCTL_TRY_ASSIGN(p.source, source_node(nodes, spec));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * node, nodes.get(p.source));
+    ARCHCTL_TRY_ASSIGN(auto torrents, node->qb().all_torrents());
+    std::sort(torrents.begin(), torrents.end(), [](const auto& a, const auto& b) { return std::tie(a.name, a.id) < std::tie(b.name, b.id); });
+    // Several RES with filters: the filters narrow the list.
+    for (const auto& res : spec.res)
+        if (std::none_of(torrents.begin(), torrents.end(), [&](const auto& t) { return matches_prefix(t, res); })) {
+            BatchItem it = item_of(res, {}, {}, {});
+            it.action = Action::skipped;
+            it.reason = fmt::format("not on '{}'", p.source);
+            p.items.push_back(std::move(it));
+        }
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(clock.now().time_since_epoch()).count();
+    for (const auto& t : torrents) {
+        if (!spec.res.empty() && !named(spec.res, t)) continue;
+        select::Verdict v = select::evaluate(*spec.criteria, t, now);
+        if (!v.chosen) {
+            if (!v.skipped.empty()) ++p.skipped[v.skipped];
+            continue;
+        }
+        p.items.push_back(item_of(t.id, t.id, t.name, v.rule));
+    }
+    return p;
+}
+
+}  // namespace
+
+Result<Planned> plan_batch(jobs::Nodes& nodes, Clock& clock, const BatchSpec& spec, ItemPlanner& planner, PlanMode mode) {
+    ARCHCTL_TRY_ASSIGN(Planned p, choose(nodes, clock, spec));
+    std::set<std::string> seen;
+    for (auto& it : p.items) {
+        prepare_item(planner, clock, p.source, mode, it);
+        // The same resource named twice (a prefix and its full hash): one job.
+        if (!it.id.empty() && !seen.insert(it.id).second) {
+            it.action = Action::nothing_to_do;
+            it.reason = "named twice: one job does it";
+            it.transfer.reset();
+            it.evict.reset();
+            it.existing_job.reset();
+        }
+    }
+    return p;
+}
+
+Totals totals_of(const std::vector<BatchItem>& items) {
+    Totals t;
+    t.resources = items.size();
+    for (const auto& it : items) {
+        switch (it.action) {
+            case Action::new_job:
+                ++t.new_jobs;
+                t.files += it.files;
+                t.bytes += it.bytes;
+                break;
+            case Action::continue_job: ++t.continued; break;
+            case Action::nothing_to_do: ++t.nothing; break;
+            case Action::skipped: ++t.skipped; break;
+            case Action::refused:
+            case Action::stopped: ++t.refused; break;
+        }
+    }
+    return t;
+}
+
+std::string batch_digest(const std::vector<BatchItem>& items, BatchOp op) {
+    std::string facts = to_string(op);
+    for (const auto& it : items)
+        if (it.action == Action::new_job) facts += fmt::format("\n{} {}", it.id, it.digest);
+    return torrent::sha256_hex(facts);
+}
+
+Tally tally(const std::vector<BatchItem>& items) {
+    Tally t;
+    for (const auto& it : items) {
+        if (it.outcome == ItemOutcome::failed) {
+            ++t.failures;
+            if (!t.first_failed) t.first_failed = &it;
+        }
+        if (it.outcome == ItemOutcome::stopped || it.outcome == ItemOutcome::not_run) ++t.unfinished;
+    }
+    return t;
+}
+
+}  // namespace archctl::runs
