@@ -1,5 +1,5 @@
 // archctl evict RES --from CACHE: remove a cache copy once archive copies are proven.
-#include "cli/evict/evictor.hpp"
+#include "cli/evict.hpp"
 
 #include <fmt/format.h>
 

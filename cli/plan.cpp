@@ -5,7 +5,7 @@
 #include "cli/batch.hpp"
 #include "cli/commands.hpp"
 #include "cli/tier.hpp"
-#include "cli/evict/evictor.hpp"
+#include "cli/evict.hpp"
 #include "cli/services.hpp"
 #include "cli/transfer_common.hpp"
 #include "lib/state/tokens.hpp"
