@@ -10,6 +10,10 @@ and `lab-facts`. A section cited after a repository document (`docs/design.md "T
 `"A", "B"` and `"A" to "B"`, and a title continued on the next comment line) must be a heading of
 that document.
 
+A source file cited by path (`lib/jobs/core/driver.hpp`, `tests/integration/test_tier.py`) must be
+a tracked file, and one cited by its bare name (`driver.cpp`) the name of some tracked file, so a
+moved or renamed file leaves no comment pointing at nothing.
+
 Exit 1 with one line per hit, `file:line: cites 'X', which is not in the repository`; exit 0 when
 every citation resolves. `--root DIR` checks another git work tree; `--files LIST` checks the
 paths listed in LIST (one a line) below the root instead of the git index (the selftest's fixture)."""
@@ -29,6 +33,9 @@ SELF = {"tests/docs/check_references.py", "tests/docs/check_references_selftest.
 
 DOC = re.compile(r"[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md(?![A-Za-z0-9_-])")
 BARE_FACTS = re.compile(r"(?<![A-Za-z0-9_./-])(flow-facts|lab-facts)(?![A-Za-z0-9_.-])")
+SOURCE = re.compile(r"(?<![A-Za-z0-9_./-])((?:lib|cli|tests|bench|man|docs|examples|completions|cmake)/[A-Za-z0-9_./-]*"
+                    r"[A-Za-z0-9_-]\.(?:hpp|cpp|py|sh|cmake))(?![A-Za-z0-9_*{<-])")
+BARE_SOURCE = re.compile(r"(?<![A-Za-z0-9_./*{<-])([A-Za-z0-9_]+\.(?:hpp|cpp))(?![A-Za-z0-9_*{<-])")
 # A quoted section title right after a document name: optional closing backtick, then optionally
 # a comment leader on the next line.
 GAP = r"`?(?:[ \t]*\n[ \t]*(?://+|#+|\*)?)?[ \t]*"
@@ -123,7 +130,7 @@ def resolve(root, name, basenames):
     return rel if os.path.isfile(os.path.join(root, rel)) else None
 
 
-def check_text(root, path, text, basenames, cache):
+def check_text(root, path, text, basenames, cache, sources=frozenset(), source_names=frozenset()):
     hits = []
 
     def line_of(offset):
@@ -151,6 +158,13 @@ def check_text(root, path, text, basenames, cache):
                              f"cites '{target} \"{title}\"', which is not in the repository (no such heading)"))
             pos = t.end()
             t = MORE.match(text, pos)
+    if not path.endswith(".md") or path.startswith("docs/"):
+        for m in SOURCE.finditer(text):
+            if m.group(1) not in sources and m.group(1) + ".in" not in sources:  # generated from NAME.in
+                hits.append((line_of(m.start()), f"cites '{m.group(1)}', which is not in the repository"))
+        for m in BARE_SOURCE.finditer(text):
+            if m.group(1) not in source_names:
+                hits.append((line_of(m.start()), f"cites '{m.group(1)}', which is not in the repository"))
     for m in BARE_FACTS.finditer(text):
         hits.append((line_of(m.start()), f"cites '{m.group(1)}', which is not in the repository"))
     return hits
@@ -171,6 +185,8 @@ def main():
     for p in files:
         if p.endswith(".md"):
             basenames.setdefault(os.path.basename(p), p)
+    sources = set(files)
+    source_names = {os.path.basename(p) for p in files}
     cache = {}
     hits = []
     for path in files:
@@ -184,7 +200,7 @@ def main():
                 text = f.read()
         except UnicodeDecodeError:
             continue  # binary
-        for line, message in check_text(root, path, text, basenames, cache):
+        for line, message in check_text(root, path, text, basenames, cache, sources, source_names):
             hits.append(f"{path}:{line}: {message}")
     for hit in sorted(set(hits)):
         print(hit)

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """tests/docs/check_references.py fails when it should: in a tiny tree (its files listed, as the git index lists them), a comment that
 cites DESIGN.md by section, a path to a document the tree lacks, a bare `flow-facts`, a section
-title that is no heading of the cited document (also one continued on the next comment line) are
+title that is no heading of the cited document (also one continued on the next comment line), a
+source file cited by a path or a bare name the tree does not hold are
 each reported as `file:line: cites 'X', which is not in the repository` with exit 1; the same tree
 citing only what it holds passes with exit 0, and so does this repository."""
 import os
@@ -18,7 +19,12 @@ GOOD = {
     "docs/design.md": "# Design\n\n## The job\n\n### Step 1: stage\n\n## Evict\n",
     "README.md": "See [docs/design.md](docs/design.md) and https://example.org/DESIGN.md.\n",
     "lib/a.cpp": ('// The job (docs/design.md "The job", "Evict").\n'
-                  '// Staging (docs/design.md\n// "Step 1: stage"); README.md.\n'),
+                  '// Staging (docs/design.md\n// "Step 1: stage"); README.md.\n'
+                  '// The other half is lib/jobs/core/driver.hpp (driver.cpp); lib/a.hpp is generated.\n'
+                  '#include "lib/jobs/core/driver.hpp"\n'),
+    "lib/a.hpp.in": "",
+    "lib/jobs/core/driver.hpp": "",
+    "lib/jobs/core/driver.cpp": "",
 }
 
 
@@ -52,7 +58,9 @@ class CheckReferences(unittest.TestCase):
                             "// The torrent of flow-facts §1.1.\n"
                             "// Words (docs/design.md \"Words\").\n"
                             "// Merge (docs/design.md\n// \"Step 3: merge\").\n"
-                            "// Seeds (seeds/workflows.md \"Evict cache\").\n")
+                            "// Seeds (seeds/workflows.md \"Evict cache\").\n"
+                            "#include \"lib/jobs/driver.hpp\"  // moved to core/\n"
+                            "// the steps (evict_hold.cpp)\n")
         with tempfile.TemporaryDirectory() as d:
             make_tree(d, bad)
             r = run_check(d)
@@ -65,6 +73,8 @@ class CheckReferences(unittest.TestCase):
                 "lib/b.cpp:4: cites 'docs/design.md \"Words\"', which is not in the repository (no such heading)",
                 "lib/b.cpp:6: cites 'docs/design.md \"Step 3: merge\"', which is not in the repository (no such heading)",
                 "lib/b.cpp:7: cites 'seeds/workflows.md', which is not in the repository",
+                "lib/b.cpp:8: cites 'lib/jobs/driver.hpp', which is not in the repository",
+                "lib/b.cpp:9: cites 'evict_hold.cpp', which is not in the repository",
             ]
             for line in expected:
                 self.assertIn(line, lines, r.stdout)
