@@ -10,6 +10,7 @@
 //   ARCHCTL_TRY_ASSIGN(session::NodeSession * nas, nodes.get("nas"));
 //   ARCHCTL_TRY_ASSIGN(auto infos, nas->qb().torrents({id}));
 //   ARCHCTL_TRY_ASSIGN(node::Transport * ops, nas->ops());
+//   ARCHCTL_TRY_ASSIGN(session::Space space, nas->space(nas->config().qb_root));
 //
 // qb() and st() return the narrow interfaces (clients/*/api.hpp); tests construct a session with
 // in-memory implementations instead (Injected). A session is used by one thread at a time, except
@@ -28,6 +29,7 @@
 #include "lib/clients/syncthing/api.hpp"
 #include "lib/config/config.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/session/space.hpp"
 
 namespace archctl::session {
 
@@ -61,6 +63,12 @@ public:
     // --root). A failed connection is retried on the next call, and so is
     // one that broke (its child died or went silent): the next call spawns a fresh child.
     [[nodiscard]] Result<node::Transport*> ops();
+
+    // The free space at directory `path` on this node, measured by the node (space.hpp): the
+    // directory itself, or — while it does not exist yet — its nearest existing ancestor below the
+    // node's root, up to the root. An error naming the node and `path` when the node cannot
+    // measure it (never 0 free); an error connecting to the node is returned as ops() gives it.
+    [[nodiscard]] Result<Space> space(const std::string& path);
 
     // The node's torrent list (one torrents/info), read on the first call and then the same for
     // the session's life, error included: one consistent snapshot for a report — status counts

@@ -228,8 +228,7 @@ RootInfo probe_directory(int dirfd, const std::string& display) {
     info.path = display;
     struct statfs sf {};
     if (::fstatfs(dirfd, &sf) == 0) info.fs_type = fs_type_name(static_cast<std::int64_t>(sf.f_type));
-    struct statvfs sv {};
-    if (::fstatvfs(dirfd, &sv) == 0) info.fs_id = fmt::format("{:016x}", static_cast<std::uint64_t>(sv.f_fsid));
+    if (auto fs = fs_stat_of(dirfd)) info.fs_id = fmt::format("{:016x}", fs->fs_id);
     info.capabilities = probe_capabilities(dirfd, display);
     return info;
 }
@@ -238,10 +237,17 @@ TempFile::~TempFile() {
     if (m_dir >= 0) ::unlinkat(m_dir, m_name.c_str(), 0);
 }
 
-std::optional<std::uint64_t> free_bytes_of(int fd) {
+std::optional<FsStat> fs_stat_of(int fd) {
     struct statvfs sv {};
     if (::fstatvfs(fd, &sv) != 0) return std::nullopt;
-    return static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+    return FsStat{.free_bytes = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize,
+                  .total_bytes = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize,
+                  .fs_id = static_cast<std::uint64_t>(sv.f_fsid)};
+}
+
+std::optional<std::uint64_t> free_bytes_of(int fd) {
+    if (auto fs = fs_stat_of(fd)) return fs->free_bytes;
+    return std::nullopt;
 }
 
 IoCounters read_self_io() {

@@ -71,8 +71,18 @@ private:
     std::string m_name;
 };
 
-// Free bytes an unprivileged writer may still use on the filesystem of `fd` (statvfs f_bavail ×
-// f_frsize, as `info` reports them); nullopt when the filesystem does not say.
+// What statvfs says of the filesystem of `fd`: the bytes an unprivileged writer may still use
+// (f_bavail × f_frsize), its size (f_blocks × f_frsize) and its id (f_fsid). The one statvfs call
+// of the node operations: `info` reports these figures, the floors of stage, merge and partfile
+// hold against the same free bytes.
+struct FsStat {
+    std::uint64_t free_bytes = 0;
+    std::uint64_t total_bytes = 0;
+    std::uint64_t fs_id = 0;
+};
+// nullopt when the filesystem does not say.
+[[nodiscard]] std::optional<FsStat> fs_stat_of(int fd);
+// fs_stat_of(fd)'s free bytes.
 [[nodiscard]] std::optional<std::uint64_t> free_bytes_of(int fd);
 
 // This process's counters from /proc/self/io (zero when unreadable).

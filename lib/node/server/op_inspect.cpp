@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -33,10 +32,9 @@ EntryStat entry_stat(const struct stat& st) {
 DirectoryInfo directory_info(int fd, const std::string& display) {
     DirectoryInfo d;
     d.root = probe_directory(fd, display);
-    struct statvfs sv {};
-    if (::fstatvfs(fd, &sv) == 0) {
-        d.free_bytes = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
-        d.total_bytes = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
+    if (auto fs = fs_stat_of(fd)) {
+        d.free_bytes = fs->free_bytes;
+        d.total_bytes = fs->total_bytes;
     }
     struct stat st {};
     if (::fstat(fd, &st) == 0) d.dev = static_cast<std::uint64_t>(st.st_dev);
