@@ -145,14 +145,12 @@ std::string driven_elsewhere(const state::StateDir& state, const std::string& jo
     return fmt::format("job {} is being driven by another archctl{}", job_id, who);
 }
 
-std::map<std::string, std::uint64_t> free_at_qb_roots(Nodes& sessions) {
-    std::map<std::string, std::uint64_t> out;
+FreeAtRoots free_at_qb_roots(Nodes& sessions) {
+    FreeAtRoots out;
     for (NodeHandle* node : sessions.all()) {
-        auto transport = node->ops();
-        if (!transport.ok()) continue;
-        auto info = node::Ops(*transport.value()).info();
-        if (!info.ok()) continue;
-        if (auto free = node::free_bytes_at(info.value(), node->config().qb_root)) out[node->name()] = *free;
+        auto space = node->space(node->config().qb_root);
+        if (space.ok()) out.free[node->name()] = space->free;
+        else out.errors[node->name()] = space.error().message;
     }
     return out;
 }
@@ -160,7 +158,9 @@ std::map<std::string, std::uint64_t> free_at_qb_roots(Nodes& sessions) {
 Overview read_overview(const config::Config& config, const state::StateDir* state, const std::string& state_error, Nodes& sessions) {
     Overview o;
     o.probes = session::probe_nodes(sessions);
-    o.free = free_at_qb_roots(sessions);
+    FreeAtRoots free = free_at_qb_roots(sessions);
+    o.free = std::move(free.free);
+    o.free_errors = std::move(free.errors);
     if (!state) {
         o.routes_error = "state directory unreadable";
         o.jobs_error = "state directory unreadable: " + state_error;

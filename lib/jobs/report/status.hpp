@@ -23,6 +23,7 @@ namespace archctl::jobs {
 struct Overview {
     std::vector<session::NodeProbe> probes;          // every configured node, by name
     std::map<std::string, std::uint64_t> free;       // free bytes at each node's qBittorrent root
+    std::map<std::string, std::string> free_errors;  // why a node has no `free`: it cannot be measured
     std::optional<routes::Listing> routes;
     std::string routes_error;                        // why `routes` is missing
     std::vector<JobSummary> jobs;
@@ -67,8 +68,13 @@ struct JobActivity {
 // host when that is another machine); without the pid when the lock is gone or unreadable.
 [[nodiscard]] std::string driven_elsewhere(const state::StateDir& state, const std::string& job_id);
 
-// Free bytes at each node's qBittorrent root, from its node operations; nodes whose operations
-// do not answer are left out.
-[[nodiscard]] std::map<std::string, std::uint64_t> free_at_qb_roots(Nodes& sessions);
+// Free bytes at each node's qBittorrent root, as NodeSession::space measures them; a node it
+// cannot measure (its operations do not answer, or its filesystem does not say) is in `errors`
+// with why instead.
+struct FreeAtRoots {
+    std::map<std::string, std::uint64_t> free;
+    std::map<std::string, std::string> errors;
+};
+[[nodiscard]] FreeAtRoots free_at_qb_roots(Nodes& sessions);
 
 }  // namespace archctl::jobs

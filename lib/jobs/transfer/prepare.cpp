@@ -121,12 +121,6 @@ std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Se
     return out;
 }
 
-Result<std::uint64_t> free_space_at(NodeHandle& node, const std::string& path) {
-    ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
-    ARCHCTL_TRY_ASSIGN(auto info, node::Ops(*transport).info());
-    return node::free_bytes_at(info, path).value_or(0);
-}
-
 }  // namespace
 
 // The route the job travels over: looked up for plan (read-only), ensured — discovered, verified
@@ -229,7 +223,9 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     in.source_qb_root = src->config().qb_root;
     in.target_qb_root = dst->config().qb_root;
     in.request = {request.op, request.files, request.file_paths, request.dir_paths};
-    ARCHCTL_TRY_ASSIGN(p.target_free, free_space_at(*dst, dst->config().qb_root));
+    // A target that cannot measure its free space refuses the plan with why, not as a full disk.
+    ARCHCTL_TRY_ASSIGN(session::Space target_space, dst->space(dst->config().qb_root));
+    p.target_free = target_space.free;
     in.caps.target_free = p.target_free;
     in.caps.min_free = p.min_free = m_config.min_free;
     ARCHCTL_TRY_ASSIGN(p.plan, plan::compute(in));

@@ -14,7 +14,7 @@
 #include "lib/base/units.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/node/wire/job_layout.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -111,15 +111,20 @@ void wait_for_target(Clock& clock, clients::syncthing::EventStream& events, Stea
         clock.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::milliseconds(100) - since));
 }
 
-// Free space where Syncthing writes the job on the target: the route folder itself, asked as a
-// probe (it may be a filesystem of its own below the sync root), else its configured root.
-std::optional<std::uint64_t> target_free(JobRun& run, node::Ops& ops) {
-    auto info = ops.info({.probe_dirs = {run.def.route.target_path}});
-    if (!info.ok()) info = ops.info();  // the route folder cannot be opened: its root still can
-    if (!info.ok()) return std::nullopt;
-    for (const auto& p : info->probes)
-        if (p.root.path == run.def.route.target_path && p.free_bytes) return p.free_bytes;
-    return node::free_bytes_at(info.value(), run.def.route.target_path);
+// Free space where Syncthing writes the job on the target: the route folder itself (it may be a
+// filesystem of its own below the sync root). When the target cannot measure it the floor is not
+// checked this time; the log says so once, until it can be measured again.
+std::optional<std::uint64_t> target_free(JobRun& run, NodeHandle& dst, bool& unmeasured_said) {
+    auto space = dst.space(run.def.route.target_path);
+    if (space.ok()) {
+        unmeasured_said = false;
+        return space->free;
+    }
+    if (!unmeasured_said)
+        run.log(fmt::format("archctl: job {}: {}; the free-space floor is not checked until it can be", run.def.id,
+                            space.error().message));
+    unmeasured_said = true;
+    return std::nullopt;
 }
 
 // Something in the target's staging area that archctl did not stage ends the wait at once: no
@@ -191,6 +196,7 @@ StepResult step_sync(JobRun& run) {
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
     std::uint64_t seen_at_start = run.ledger.bytes_present;
     auto last_floor_probe = run.clock().steady() - std::chrono::seconds(10);
+    bool unmeasured_said = false;
     auto last_saved = run.clock().steady() - std::chrono::seconds(10);
     // A job file is immutable once staged: a name the target's index holds at the global
     // version is not asked about again (the receive check and the recheck still judge it).
@@ -273,7 +279,7 @@ StepResult step_sync(JobRun& run) {
             // The floor holds against what Syncthing will still write into the target for this
             // job, not only against what is already there.
             const std::uint64_t still = total > present ? total - present : 0;
-            auto free = target_free(run, ops);
+            auto free = target_free(run, *dst.value(), unmeasured_said);
             if (free && *free < run.env.budgets.min_free + still)
                 return StepResult::stopped(
                     "disk", still == 0 || *free < run.env.budgets.min_free
