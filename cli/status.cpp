@@ -54,8 +54,10 @@ std::string torrents_cell(const session::NodeProbe& p) {
 }
 
 // The `nodes` block of `status` (docs/design.md "What the user sees").
-// `free` maps a node to the free space at its qBittorrent root, when its node operations answer.
-std::string render_nodes(const std::vector<session::NodeProbe>& probes, const std::map<std::string, std::uint64_t>& free) {
+// `free` maps a node to the free space at its qBittorrent root, when its node operations answer;
+// `free_errors` a node whose operations answered to why that space cannot be measured.
+std::string render_nodes(const std::vector<session::NodeProbe>& probes, const std::map<std::string, std::uint64_t>& free,
+                         const std::map<std::string, std::string>& free_errors) {
     if (probes.empty()) return "nodes\n  (none configured)";
     std::size_t name_w = 0, role_w = 0;
     for (const auto& p : probes) {
@@ -84,7 +86,9 @@ std::string render_nodes(const std::vector<session::NodeProbe>& probes, const st
             continue;
         }
         auto f = free.find(p.name);
-        std::string free_cell = f == free.end() ? "" : "free " + format_size(f->second);
+        std::string free_cell = f != free.end()                   ? "free " + format_size(f->second)
+                                : free_errors.count(p.name) ? "free: cannot measure"
+                                                            : "";
         up.add_row({who, qb_cell(p), st_cell(p), torrents_cell(p), free_cell, p.reachable() ? "ok" : "down"});
     }
     std::string out = "nodes";
@@ -283,9 +287,12 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
         if (!p.reachable()) unreachable.push_back(p.name);
         requests += p.requests;
     }
-    for (auto& n : nodes)
-        if (auto f = o.free.find(n.value("name", "")); f != o.free.end()) n["free_bytes"] = f->second;
-    std::string text = render_nodes(o.probes, o.free);
+    for (auto& n : nodes) {
+        const std::string name = n.value("name", "");
+        if (auto f = o.free.find(name); f != o.free.end()) n["free_bytes"] = f->second;
+        else if (auto e = o.free_errors.find(name); e != o.free_errors.end()) n["free_error"] = e->second;
+    }
+    std::string text = render_nodes(o.probes, o.free, o.free_errors);
     nlohmann::json result = {{"nodes", nodes},
                              {"routes", nlohmann::json::array()},
                              {"placements", nlohmann::json::array()},
