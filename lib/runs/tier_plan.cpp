@@ -1,4 +1,4 @@
-#include "lib/jobs/tier_plan.hpp"
+#include "lib/runs/tier_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "lib/base/units.hpp"
 #include "lib/select/filter.hpp"
 
-namespace archctl::tier {
+namespace archctl::runs {
 namespace {
 
 using clients::qbittorrent::TorrentInfo;
@@ -24,8 +24,8 @@ bool complete(const TorrentInfo& t) {
     return t.progress >= 1.0 && t.amount_left == 0 && t.run_state != RunState::error && t.run_state != RunState::missing_files;
 }
 
-Row row_of(const TorrentInfo& t, Action action, std::string rule, std::string why) {
-    Row r;
+TierRow row_of(const TorrentInfo& t, TierAction action, std::string rule, std::string why) {
+    TierRow r;
     r.torrent = t;
     r.action = action;
     r.rule = std::move(rule);
@@ -36,8 +36,8 @@ Row row_of(const TorrentInfo& t, Action action, std::string rule, std::string wh
 std::uint64_t bytes_of(const TorrentInfo& t) { return t.size > 0 ? static_cast<std::uint64_t>(t.size) : 0; }
 
 // Sort key of the policy's order; ties by name, then id, so the plan is the same every time.
-void sort_rows(std::vector<Row>& rows, config::TierOrder order) {
-    auto by = [order](const Row& a, const Row& b) {
+void sort_rows(std::vector<TierRow>& rows, config::TierOrder order) {
+    auto by = [order](const TierRow& a, const TierRow& b) {
         const TorrentInfo& x = a.torrent;
         const TorrentInfo& y = b.torrent;
         switch (order) {
@@ -63,22 +63,37 @@ void sort_rows(std::vector<Row>& rows, config::TierOrder order) {
 
 }  // namespace
 
-std::string to_string(Action a) {
+std::string to_string(TierAction a) {
     switch (a) {
-        case Action::evict: return "evict";
-        case Action::archive_evict: return "archive_evict";
-        case Action::archive: return "archive";
-        case Action::none: return "none";
-        case Action::skipped: return "skipped";
-        case Action::blocked: return "blocked";
+        case TierAction::evict: return "evict";
+        case TierAction::archive_evict: return "archive_evict";
+        case TierAction::archive: return "archive";
+        case TierAction::none: return "none";
+        case TierAction::skipped: return "skipped";
+        case TierAction::blocked: return "blocked";
     }
     return "none";
 }
 
-std::string Goal::describe() const { return text; }
+bool archives(TierAction a) { return a == TierAction::archive || a == TierAction::archive_evict; }
 
-Goal goal_of(const config::TierPolicy& policy, std::uint64_t free, std::uint64_t total) {
-    Goal g;
+bool evicts(TierAction a) { return a == TierAction::evict || a == TierAction::archive_evict; }
+
+std::uint64_t TierRow::bytes() const { return bytes_of(torrent); }
+
+TierTotals TierPlan::totals() const {
+    TierTotals t;
+    for (const auto& r : rows) {
+        if (archives(r.action)) ++t.archive, t.archive_bytes += r.bytes();
+        if (evicts(r.action)) ++t.evict, t.evict_bytes += r.bytes();
+        if (r.action == TierAction::blocked) ++t.blocked;
+        if (r.action == TierAction::skipped) ++t.skipped;
+    }
+    return t;
+}
+
+TierGoal tier_goal(const config::TierPolicy& policy, std::uint64_t free, std::uint64_t total) {
+    TierGoal g;
     g.free_now = free;
     g.total = total;
     if (policy.keep_free) {
@@ -103,13 +118,13 @@ std::string archived_on(const TorrentInfo& t, const std::map<std::string, std::v
     return {};
 }
 
-Plan make_plan(const Input& in) {
+TierPlan make_tier_plan(const TierInput& in) {
     const config::TierPolicy& policy = *in.policy;
-    Plan p;
+    TierPlan p;
     p.policy = policy.name;
-    p.goal = goal_of(policy, in.free, in.total);
+    p.goal = tier_goal(policy, in.free, in.total);
     p.cache_torrents = in.cache.size();
-    std::vector<Row> chosen, others;
+    std::vector<TierRow> chosen, others;
     config::Criteria unexcluded = policy.archive_when;
     unexcluded.exclude_categories.clear();
     unexcluded.exclude_tags.clear();
@@ -117,7 +132,7 @@ Plan make_plan(const Input& in) {
     for (const auto& t : in.cache) {
         select::Verdict v = select::evaluate(policy.archive_when, t, in.now);
         if (v.chosen) {
-            chosen.push_back(row_of(t, Action::none, v.rule, {}));
+            chosen.push_back(row_of(t, TierAction::none, v.rule, {}));
             continue;
         }
         if (v.skipped.empty()) continue;
@@ -126,9 +141,9 @@ Plan make_plan(const Input& in) {
         done.progress = 1;
         done.amount_left = 0;
         if (!complete(t) && select::evaluate(policy.archive_when, done, in.now).chosen) {
-            others.push_back(row_of(t, Action::blocked, {}, "still downloading"));
+            others.push_back(row_of(t, TierAction::blocked, {}, "still downloading"));
         } else if (select::evaluate(unexcluded, done, in.now).chosen) {
-            others.push_back(row_of(t, Action::skipped, {}, v.skipped));
+            others.push_back(row_of(t, TierAction::skipped, {}, v.skipped));
         }
     }
     sort_rows(chosen, policy.order);
@@ -139,19 +154,19 @@ Plan make_plan(const Input& in) {
         bool archived = !row.archived_on.empty();
         switch (policy.evict) {
             case config::TierEvict::never:
-                row.action = archived ? Action::none : Action::archive;
+                row.action = archived ? TierAction::none : TierAction::archive;
                 if (archived) row.why = fmt::format("archived on {}", row.archived_on);
                 break;
             case config::TierEvict::always:
-                row.action = archived ? Action::evict : Action::archive_evict;
+                row.action = archived ? TierAction::evict : TierAction::archive_evict;
                 projected += bytes_of(row.torrent);
                 break;
             case config::TierEvict::to_goal:
                 if (p.goal.met(projected)) {
-                    row.action = Action::none;
+                    row.action = TierAction::none;
                     row.why = "goal holds without it";
                 } else {
-                    row.action = archived ? Action::evict : Action::archive_evict;
+                    row.action = archived ? TierAction::evict : TierAction::archive_evict;
                     projected += bytes_of(row.torrent);
                 }
                 break;
@@ -164,40 +179,30 @@ Plan make_plan(const Input& in) {
     return p;
 }
 
-nlohmann::json Plan::to_json() const {
+nlohmann::json TierPlan::to_json() const {
     nlohmann::json rows_j = nlohmann::json::array();
-    std::uint64_t archive_n = 0, archive_bytes = 0, evict_n = 0, evict_bytes = 0, skipped = 0, blocked = 0;
     for (const auto& r : rows) {
         nlohmann::json j = {{"resource", r.torrent.id},
                             {"short_id", r.torrent.id.substr(0, 12)},
                             {"name", r.torrent.name},
-                            {"bytes", bytes_of(r.torrent)},
+                            {"bytes", r.bytes()},
                             {"category", r.torrent.category},
                             {"action", to_string(r.action)}};
         if (!r.rule.empty()) j["rule"] = r.rule;
         if (!r.why.empty()) j["why"] = r.why;
         if (!r.archived_on.empty()) j["archived_on"] = r.archived_on;
-        if (r.action == Action::archive || r.action == Action::archive_evict) {
-            j["archive_to"] = r.archive_to;
-            ++archive_n;
-            archive_bytes += bytes_of(r.torrent);
-        }
-        if (r.action == Action::evict || r.action == Action::archive_evict) {
-            ++evict_n;
-            evict_bytes += bytes_of(r.torrent);
-        }
-        if (r.action == Action::skipped) ++skipped;
-        if (r.action == Action::blocked) ++blocked;
+        if (archives(r.action)) j["archive_to"] = r.archive_to;
         rows_j.push_back(std::move(j));
     }
+    const TierTotals t = totals();
     return {{"policy", policy},
             {"goal", {{"text", goal.text}, {"want_free", goal.want_free}, {"free", goal.free_now}, {"total", goal.total}, {"met", goal.met(goal.free_now)}}},
             {"projected_free", projected_free},
             {"goal_met_after", goal.met(projected_free)},
             {"cache_torrents", cache_torrents},
             {"rows", rows_j},
-            {"totals", {{"archive", {{"count", archive_n}, {"bytes", archive_bytes}}}, {"evict", {{"count", evict_n}, {"bytes", evict_bytes}}},
-                        {"skipped", skipped}, {"blocked", blocked}}}};
+            {"totals", {{"archive", {{"count", t.archive}, {"bytes", t.archive_bytes}}}, {"evict", {{"count", t.evict}, {"bytes", t.evict_bytes}}},
+                        {"skipped", t.skipped}, {"blocked", t.blocked}}}};
 }
 
-}  // namespace archctl::tier
+}  // namespace archctl::runs

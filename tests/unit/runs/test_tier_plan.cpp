@@ -1,8 +1,8 @@
-// tier::make_plan: which torrents a policy chooses, in its order, and what each needs, from one
+// runs::make_tier_plan: which torrents a policy chooses, in its order, and what each needs, from one
 // read of the torrent lists and the cache's free space.
 #include <doctest/doctest.h>
 
-#include "lib/jobs/tier_plan.hpp"
+#include "lib/runs/tier_plan.hpp"
 
 using namespace archctl;
 using clients::qbittorrent::TorrentInfo;
@@ -42,8 +42,8 @@ config::TierPolicy policy() {
     return p;
 }
 
-tier::Input input(const config::TierPolicy& p, std::uint64_t free) {
-    tier::Input in;
+runs::TierInput input(const config::TierPolicy& p, std::uint64_t free) {
+    runs::TierInput in;
     in.policy = &p;
     in.free = free;
     in.total = 10000;
@@ -57,30 +57,37 @@ tier::Input input(const config::TierPolicy& p, std::uint64_t free) {
 
 TEST_CASE("tier plan: candidates oldest first until the goal holds; excluded and young ones are not evicted") {
     auto p = policy();
-    tier::Input in = input(p, 200);  // needs 800 more free
+    runs::TierInput in = input(p, 200);  // needs 800 more free
     in.archives["nas"] = {torrent("cc", "film", 400, 30)};
-    tier::Plan plan = tier::make_plan(in);
+    runs::TierPlan plan = runs::make_tier_plan(in);
     REQUIRE(plan.rows.size() >= 3);
     // oldest completed first: bb (40 d), cc (30 d), aa (20 d)
     CHECK(plan.rows[0].torrent.id == "bb");
-    CHECK(plan.rows[0].action == tier::Action::archive_evict);
+    CHECK(plan.rows[0].action == runs::TierAction::archive_evict);
     CHECK(plan.rows[1].torrent.id == "cc");
-    CHECK(plan.rows[1].action == tier::Action::evict);  // already complete on nas
+    CHECK(plan.rows[1].action == runs::TierAction::evict);  // already complete on nas
     CHECK(plan.rows[1].archived_on == "nas");
     // 200 + 500 + 400 = 1100 >= 1000: aa is not needed
     CHECK(plan.rows[2].torrent.id == "aa");
-    CHECK(plan.rows[2].action == tier::Action::none);
+    CHECK(plan.rows[2].action == runs::TierAction::none);
     CHECK(plan.projected_free == 1100);
     bool saw_keep = false;
     for (const auto& r : plan.rows) {
         CHECK(r.torrent.id != "dd");  // completed 2 days ago: not a candidate
         if (r.torrent.id == "ee") {
             saw_keep = true;
-            CHECK(r.action == tier::Action::skipped);
+            CHECK(r.action == runs::TierAction::skipped);
             CHECK(r.why.find("keep") != std::string::npos);
         }
     }
     CHECK(saw_keep);
+    runs::TierTotals t = plan.totals();
+    CHECK(t.archive == 1);
+    CHECK(t.archive_bytes == 500);
+    CHECK(t.evict == 2);
+    CHECK(t.evict_bytes == 900);
+    CHECK(t.skipped == 1);
+    CHECK(t.blocked == 0);
     auto j = plan.to_json();
     CHECK(j["goal_met_after"] == true);
     CHECK(j["totals"]["evict"]["count"] == 2);
@@ -89,15 +96,15 @@ TEST_CASE("tier plan: candidates oldest first until the goal holds; excluded and
 
 TEST_CASE("tier plan: the goal already holds, nothing acts; a downloading torrent is blocked") {
     auto p = policy();
-    tier::Input in = input(p, 5000);
+    runs::TierInput in = input(p, 5000);
     in.cache[0].progress = 0.5;
     in.cache[0].amount_left = 150;
-    tier::Plan plan = tier::make_plan(in);
+    runs::TierPlan plan = runs::make_tier_plan(in);
     for (const auto& r : plan.rows) {
-        CHECK(r.action != tier::Action::evict);
-        CHECK(r.action != tier::Action::archive_evict);
+        CHECK(r.action != runs::TierAction::evict);
+        CHECK(r.action != runs::TierAction::archive_evict);
         if (r.torrent.id == "aa") {
-            CHECK(r.action == tier::Action::blocked);
+            CHECK(r.action == runs::TierAction::blocked);
             CHECK(r.why == "still downloading");
         }
     }
@@ -108,21 +115,21 @@ TEST_CASE("tier plan: evict always / never, largest first, and max_used") {
     auto p = policy();
     p.evict = config::TierEvict::always;
     p.order = config::TierOrder::largest;
-    tier::Plan plan = tier::make_plan(input(p, 5000));
+    runs::TierPlan plan = runs::make_tier_plan(input(p, 5000));
     REQUIRE(plan.rows.size() >= 3);
     CHECK(plan.rows[0].torrent.id == "bb");  // 500
     CHECK(plan.rows[1].torrent.id == "cc");  // 400
     CHECK(plan.rows[2].torrent.id == "aa");  // 300
-    for (std::size_t i = 0; i < 3; ++i) CHECK(plan.rows[i].action == tier::Action::archive_evict);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(plan.rows[i].action == runs::TierAction::archive_evict);
 
     p.evict = config::TierEvict::never;
-    plan = tier::make_plan(input(p, 0));
-    for (std::size_t i = 0; i < 3; ++i) CHECK(plan.rows[i].action == tier::Action::archive);
+    plan = runs::make_tier_plan(input(p, 0));
+    for (std::size_t i = 0; i < 3; ++i) CHECK(plan.rows[i].action == runs::TierAction::archive);
     CHECK(plan.projected_free == 0);
 
     p.keep_free.reset();
     p.max_used = 0.8;
-    tier::Goal g = tier::goal_of(p, 1500, 10000);
+    runs::TierGoal g = runs::tier_goal(p, 1500, 10000);
     CHECK(g.want_free == 2000);
     CHECK_FALSE(g.met(1500));
     CHECK(g.met(2000));

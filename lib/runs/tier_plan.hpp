@@ -18,9 +18,9 @@
 #include "lib/clients/qbittorrent/types.hpp"
 #include "lib/config/config.hpp"
 
-namespace archctl::tier {
+namespace archctl::runs {
 
-enum class Action {
+enum class TierAction {
     evict,          // an archive node already holds it complete: evict once proven live
     archive_evict,  // archive it, then evict it
     archive,        // archive it (evict = "never", or not needed for the goal yet)
@@ -28,35 +28,47 @@ enum class Action {
     skipped,        // excluded by the policy
     blocked,        // matches, but cannot move now (still downloading)
 };
-[[nodiscard]] std::string to_string(Action a);
+[[nodiscard]] std::string to_string(TierAction a);
+// The row archives its torrent (archive, archive_evict).
+[[nodiscard]] bool archives(TierAction a);
+// The row evicts its torrent (evict, archive_evict).
+[[nodiscard]] bool evicts(TierAction a);
 
-struct Row {
+struct TierRow {
     clients::qbittorrent::TorrentInfo torrent;
     std::string rule;         // why chosen ("completed 212 d ago"); empty for skipped rows
-    Action action = Action::none;
+    TierAction action = TierAction::none;
     std::string why;          // skipped/blocked: the reason
     std::string archived_on;  // the archive node that already holds it complete
     std::string archive_to;   // the first archive node of the policy (the run tries each in order)
+
+    // The torrent's size in bytes (0 when qBittorrent does not know it).
+    [[nodiscard]] std::uint64_t bytes() const;
 };
 
-struct Goal {
+struct TierGoal {
     std::uint64_t free_now = 0, total = 0;
     std::uint64_t want_free = 0;  // keep_free, or what max_used leaves free
     [[nodiscard]] bool met(std::uint64_t free) const { return free >= want_free; }
-    [[nodiscard]] std::string describe() const;  // "keep 200.0 GiB free" / "at most 80% used (…)"
-    std::string text;
+    std::string text;             // "keep 200.0 GiB free" / "at most 80% used (…)"
 };
 
-struct Plan {
+// How many rows archive and evict, and their bytes; how many are blocked and skipped.
+struct TierTotals {
+    std::uint64_t archive = 0, archive_bytes = 0, evict = 0, evict_bytes = 0, blocked = 0, skipped = 0;
+};
+
+struct TierPlan {
     std::string policy;
-    Goal goal;
-    std::vector<Row> rows;          // chosen rows in the policy's order, then skipped and blocked
+    TierGoal goal;
+    std::vector<TierRow> rows;      // chosen rows in the policy's order, then skipped and blocked
     std::uint64_t projected_free = 0;
     std::size_t cache_torrents = 0;
+    [[nodiscard]] TierTotals totals() const;
     [[nodiscard]] nlohmann::json to_json() const;
 };
 
-struct Input {
+struct TierInput {
     const config::TierPolicy* policy = nullptr;
     std::vector<clients::qbittorrent::TorrentInfo> cache;
     std::map<std::string, std::vector<clients::qbittorrent::TorrentInfo>> archives;  // node → its list (reachable ones)
@@ -64,8 +76,8 @@ struct Input {
     std::int64_t now = 0;  // epoch seconds
 };
 
-[[nodiscard]] Goal goal_of(const config::TierPolicy& policy, std::uint64_t free, std::uint64_t total);
-[[nodiscard]] Plan make_plan(const Input& in);
+[[nodiscard]] TierGoal tier_goal(const config::TierPolicy& policy, std::uint64_t free, std::uint64_t total);
+[[nodiscard]] TierPlan make_tier_plan(const TierInput& in);
 
 // The archive node of `archives` that holds `t` complete (same info hash, every wanted byte),
 // or "" when none does.
@@ -73,4 +85,4 @@ struct Input {
                                       const std::map<std::string, std::vector<clients::qbittorrent::TorrentInfo>>& archives,
                                       const std::vector<std::string>& order);
 
-}  // namespace archctl::tier
+}  // namespace archctl::runs

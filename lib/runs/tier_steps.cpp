@@ -1,0 +1,188 @@
+#include "lib/runs/tier_steps.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "lib/jobs/report/status.hpp"
+#include "lib/routes/routes.hpp"
+#include "lib/state/job_store.hpp"
+
+namespace archctl::runs {
+
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+void TierSteps::note(const std::string& resource, const std::string& what, const std::string& job, const std::string& outcome,
+                     const std::string& message) {
+    m_run.steps.push_back({resource, what, job, outcome, message});
+}
+
+void TierSteps::fail(const Error& e) {
+    ++m_run.failed;
+    if (!m_run.first_error) m_run.first_error = e;
+}
+
+void TierSteps::stop(const std::string& text) { m_run.stop = text; }
+
+bool TierSteps::can_start() {
+    if (m_many.can_start()) return true;
+    stop(m_many.summary().ended->text);
+    return false;
+}
+
+Turn TierSteps::drive(const std::string& job_id, const std::string& resource, const std::string& what) {
+    if (!can_start()) return Turn::ended;
+    const JobRun& j = m_many.drive(job_id);
+    const jobs::RunResult& r = j.result;
+    switch (j.outcome) {
+        case JobOutcome::done:
+            note(resource, what, job_id, "done");
+            m_env.say(fmt::format("archctl: job {} done", job_id));
+            return Turn::done;
+        case JobOutcome::stopped:
+            note(resource, what, job_id, "stopped", r.stop_text);
+            m_env.say(fmt::format("archctl: job {} is at {}; nothing is lost ({})", job_id, r.step, r.stop_text));
+            stop(r.stop_text);
+            return ends_run(j.stop) ? Turn::ended : Turn::stopped;
+        case JobOutcome::locked: {
+            // Another archctl drives it (an overlapping cron run): it goes on there.
+            const std::string text = jobs::driven_elsewhere(m_env.state, job_id);
+            note(resource, what, job_id, "stopped", text);
+            m_env.say(fmt::format("archctl: {}; skipped here", text));
+            stop(text);
+            return Turn::stopped;
+        }
+        case JobOutcome::failed: break;
+    }
+    note(resource, what, job_id, "failed", r.error.message);
+    m_env.say(fmt::format("archctl: job {} failed: {}", job_id, r.error.message));
+    fail(r.error);
+    return Turn::failed;
+}
+
+// The rows of jobs::summarize_active say each job's operation and nodes (its JOB ROW), in the
+// order Driver::unfinished gives the jobs to continue.
+Result<std::vector<TierSteps::Unfinished>> TierSteps::unfinished_jobs() {
+    ARCHCTL_TRY_ASSIGN(auto ids, m_env.driver.unfinished());
+    if (ids.empty()) return std::vector<Unfinished>{};
+    ARCHCTL_TRY_ASSIGN(auto rows, jobs::summarize_active(state::JobStore(m_env.state)));
+    std::vector<Unfinished> out;
+    for (const auto& id : ids) {
+        auto row = std::find_if(rows.begin(), rows.end(), [&](const jobs::JobSummary& r) { return r.id == id; });
+        if (row == rows.end()) continue;
+        const nlohmann::json j = row->to_json();
+        const std::string op = j.value("op", ""), source = j.value("source", ""), target = j.value("target", "");
+        const bool ours = source == m_policy.cache && (op == "evict" || (op == "archive" && has(m_policy.archive, target)));
+        if (ours) out.push_back({id, op, j.value("resource", ""), j.value("name", "")});
+    }
+    return out;
+}
+
+bool TierSteps::resume_unfinished() {
+    auto unfinished = unfinished_jobs();
+    if (!unfinished.ok()) {
+        fail(unfinished.error());
+        return true;
+    }
+    for (const auto& job : unfinished.value()) {
+        ++m_run.resumed;
+        m_env.say(fmt::format("archctl: tier {}: continuing job {} ({} {})", m_policy.name, job.id, job.op, job.name));
+        Turn t = drive(job.id, job.resource, job.op);
+        if (t == Turn::ended) return false;
+        if (t == Turn::done && job.op == "evict") ++m_run.evicted;
+        if (t == Turn::done && job.op == "archive") ++m_run.archived;
+    }
+    return true;
+}
+
+// Every archive node left made the run wait for its route: the candidate waits with them.
+Turn TierSteps::archive_waits(const TierRow& row) {
+    std::vector<std::string> why;
+    for (const auto& [node, text] : m_waiting) why.push_back(fmt::format("{}: {}", node, text));
+    const std::string text = fmt::format("waiting: no archive node can take '{}' now ({})", row.torrent.id.substr(0, 12), fmt::join(why, "; "));
+    note(row.torrent.id, "archive", "", "stopped", text);
+    m_env.say("archctl: " + text);
+    stop(text);
+    return Turn::stopped;
+}
+
+Turn TierSteps::archive(const TierRow& row) {
+    std::optional<Error> last;
+    for (const auto& node : m_policy.archive) {
+        if (m_waiting.count(node)) continue;
+        auto opened = m_env.jobs.open_archive(row.torrent.id, m_policy.cache, node, m_many.next_budgets().no_wait);
+        if (!opened.ok()) {
+            Error e = opened.take_error();
+            if (e.is(ErrorCode::ROUTE_WAITING)) {
+                m_waiting[node] = e.message;  // another archive node may take it
+                continue;
+            }
+            if (routes::is_clean_stop(e)) {  // Ctrl-C or the deadline while the route was made
+                note(row.torrent.id, "archive", "", "stopped", e.message);
+                stop(e.message);
+                return Turn::ended;
+            }
+            last = std::move(e);
+            continue;  // another archive node may take it
+        }
+        const JobOpening& o = opened.value();
+        switch (o.kind) {
+            case JobOpening::Kind::refused: last = o.refusal; continue;
+            case JobOpening::Kind::nothing_to_do:
+                note(row.torrent.id, "archive", "", "done", fmt::format("'{}' already holds it", node));
+                return Turn::done;
+            case JobOpening::Kind::created:
+                m_env.say(fmt::format("archctl: tier {}: job {}  archive {} {} → {}", m_policy.name, o.job_id, o.short_id, m_policy.cache, node));
+                break;
+            case JobOpening::Kind::existing: break;
+        }
+        Turn t = drive(o.job_id, row.torrent.id, "archive");
+        if (t == Turn::done) ++m_run.archived;
+        return t;
+    }
+    if (!last && !m_waiting.empty()) return archive_waits(row);
+    Error e = last.value_or(Error(ErrorCode::USAGE, "no archive node in the policy"));
+    e.message = fmt::format("cannot archive '{}' ({}): {}", row.torrent.id.substr(0, 12), row.torrent.name, e.message);
+    note(row.torrent.id, "archive", "", "failed", e.message);
+    m_env.say("archctl: " + e.message);
+    fail(e);
+    return Turn::failed;
+}
+
+Turn TierSteps::evict(const TierRow& row) {
+    auto opened = m_env.jobs.open_evict(row.torrent.id, m_policy.cache);
+    if (!opened.ok()) {
+        note(row.torrent.id, "evict", "", "failed", opened.error().message);
+        fail(opened.error());
+        return Turn::failed;
+    }
+    const JobOpening& o = opened.value();
+    switch (o.kind) {
+        case JobOpening::Kind::nothing_to_do: return Turn::done;
+        case JobOpening::Kind::refused: {
+            const std::string why = first_line(o.refusal.message);
+            ++m_run.blocked;
+            note(row.torrent.id, "evict", "", "blocked", why);
+            m_env.say(fmt::format("archctl: tier {}: not evicting {} ({}): its archive copies are not proven: {}", m_policy.name, o.short_id,
+                                  o.name, why));
+            return Turn::refused;
+        }
+        case JobOpening::Kind::created:
+            m_env.say(fmt::format("archctl: tier {}: job {}  evict {} from {}", m_policy.name, o.job_id, o.short_id, m_policy.cache));
+            break;
+        case JobOpening::Kind::existing: break;
+    }
+    Turn t = drive(o.job_id, row.torrent.id, "evict");
+    if (t == Turn::done) ++m_run.evicted;
+    return t;
+}
+
+}  // namespace archctl::runs
