@@ -1,8 +1,8 @@
 #pragma once
 // Many resources at once (docs/design.md "Many resources and tier policies"): the selection every
-// porcelain command shares — several
-// RES and filters over the source node's live torrent list — and the batch that plans or runs one
-// ordinary job per chosen resource, unfinished jobs first, under shared budgets, past failures.
+// porcelain command shares — several RES and filters over the source node's live torrent list —
+// and the commands that plan or run a batch (lib/runs/batch.hpp): one ordinary job per chosen
+// resource, unfinished jobs first, under shared budgets, past failures.
 //
 // One RES and no filter is not a batch: the command then behaves exactly as it always has.
 
@@ -12,6 +12,7 @@
 #include "cli/command.hpp"
 #include "cli/transfer_common.hpp"
 #include "lib/config/criteria.hpp"
+#include "lib/runs/batch.hpp"
 
 namespace archctl::cli {
 
@@ -32,7 +33,7 @@ void validate_transfer(const TransferOptions& o, bool res_required);
 // "<cmd>: missing RES (…)" when neither RES nor a filter was given (usage, exit 2).
 [[nodiscard]] Error missing_res(const std::string& command);
 
-enum class BatchOp { archive, unarchive, evict };
+using BatchOp = runs::BatchOp;
 
 struct BatchRequest {
     BatchOp op = BatchOp::archive;

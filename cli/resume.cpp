@@ -8,6 +8,7 @@
 #include "cli/transfer_common.hpp"
 #include "lib/base/clock.hpp"
 #include "lib/jobs/report/status.hpp"
+#include "lib/runs/run_many.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::cli {
@@ -37,6 +38,26 @@ Result<std::vector<std::string>> full_ids(const state::StateDir& state, const st
     return out;
 }
 
+// One job's turn as it ends: a line on stderr. Returns the stop's text when the job stopped or is
+// driven elsewhere (the run's exit-10 reason, unless a later stop says another).
+std::optional<std::string> report_turn(Context& ctx, const state::StateDir& state, const runs::JobRun& j) {
+    const jobs::RunResult& r = j.result;
+    switch (j.outcome) {
+        case runs::JobOutcome::stopped: return r.stop_text;
+        case runs::JobOutcome::locked: {
+            std::string text = jobs::driven_elsewhere(state, j.id);
+            ctx.out().info(fmt::format("archctl: {}; skipped here", text));
+            return text;
+        }
+        case runs::JobOutcome::failed: ctx.out().info(fmt::format("archctl: job {} failed: {}", j.id, r.error.message)); break;
+        case runs::JobOutcome::done:
+            if (r.compensated) ctx.out().info(fmt::format("archctl: job {}: undoing it is finished; the job ended {}", j.id, r.ended));
+            else ctx.out().info(fmt::format("archctl: job {} done", j.id));
+            break;
+    }
+    return std::nullopt;
+}
+
 Outcome run_resume(Context& ctx, const ResumeOptions& o) {
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
@@ -57,52 +78,27 @@ Outcome run_resume(Context& ctx, const ResumeOptions& o) {
         auto broken = state::JobStore(*s.state).damaged();
         if (broken.ok()) damaged = broken.value();
     }
-    nlohmann::json runs = nlohmann::json::array();
-    bool any_stopped = false, any_failed = false;
+    nlohmann::json driven = nlohmann::json::array();
     std::string stop_text;
-    Error first_error;
-    jobs::SharedBudgets shared(budgets.value(), s.io.clock->steady());
-    for (const auto& id : ids) {
-        if (auto stop = shared.exhausted(s.io.clock->steady())) {
-            any_stopped = true;
-            stop_text = stop->text;
-            break;
-        }
-        auto r = s.driver->run(id, shared.next());
-        shared.count(r);
+    runs::ManyRun run(runs::drive_with(*s.driver), *s.io.clock, budgets.value(), s.io.clock->steady());
+    runs::RunSummary summary = runs::run_many(run, ids, [&](const runs::JobRun& j) {
         s.progress->finish();
-        runs.push_back(r.to_json());
-        if (r.outcome == jobs::RunOutcome::stopped) {
-            any_stopped = true;
-            stop_text = r.stop_text;
-            if (r.stop_reason != "waiting") break;  // budgets and interrupts end the whole run
-        } else if (r.outcome == jobs::RunOutcome::failed && r.error.is(ErrorCode::LOCKED)) {
-            // Another archctl drives it (an overlapping cron run): not a failure, it goes on there.
-            any_stopped = true;
-            stop_text = jobs::driven_elsewhere(*s.state, id);
-            ctx.out().info(fmt::format("archctl: {}; skipped here", stop_text));
-        } else if (r.outcome == jobs::RunOutcome::failed) {
-            if (!any_failed) first_error = r.error;
-            any_failed = true;
-            ctx.out().info(fmt::format("archctl: job {} failed: {}", id, r.error.message));
-        } else if (r.compensated) {
-            ctx.out().info(fmt::format("archctl: job {}: undoing it is finished; the job ended {}", id, r.ended));
-        } else {
-            ctx.out().info(fmt::format("archctl: job {} done", id));
-        }
-    }
-    nlohmann::json result = {{"jobs", runs}};
+        driven.push_back(j.result.to_json());
+        if (auto text = report_turn(ctx, *s.state, j)) stop_text = *text;
+    });
+    if (summary.ended) stop_text = summary.ended->text;
+    nlohmann::json result = {{"jobs", driven}};
     if (ids.empty() && damaged.empty()) ctx.out().info("archctl: no unfinished jobs");
     for (const auto& id : damaged) ctx.out().info(fmt::format("archctl: job {} is damaged: its definition is missing or unreadable", id));
     if (!damaged.empty()) result["damaged"] = damaged;
-    if (any_failed) return Outcome::failed(first_error, result);
+    if (const runs::JobRun* failed = summary.first_failed()) return Outcome::failed(failed->result.error, result);
     if (!damaged.empty())
         return Outcome::failed(Error(ErrorCode::JOB_DAMAGED, fmt::format("{} job(s) cannot be driven: their definition is missing or unreadable ({})",
                                                                          damaged.size(), fmt::join(damaged, ", ")),
                                      fmt::format("see 'archctl job show {}'; remove its records with 'archctl job rm {}'", damaged.front(),
                                                  damaged.front())),
                                result);
-    if (any_stopped) return Outcome::partial(stop_text, "rerun 'archctl resume' to continue", result);
+    if (summary.unfinished()) return Outcome::partial(stop_text, "rerun 'archctl resume' to continue", result);
     return Outcome::done(result);
 }
 
