@@ -68,7 +68,7 @@ Turn TierSteps::drive(const std::string& job_id, const std::string& resource, co
     return Turn::failed;
 }
 
-// The rows of jobs::summarize_active say each job's operation and nodes (its JOB ROW), in the
+// The rows of jobs::summarize_active say each job's operation and nodes (JobSummary::identity), in the
 // order Driver::unfinished gives the jobs to continue.
 Result<std::vector<TierSteps::Unfinished>> TierSteps::unfinished_jobs() {
     ARCHCTL_TRY_ASSIGN(auto ids, m_env.driver.unfinished());
@@ -78,10 +78,10 @@ Result<std::vector<TierSteps::Unfinished>> TierSteps::unfinished_jobs() {
     for (const auto& id : ids) {
         auto row = std::find_if(rows.begin(), rows.end(), [&](const jobs::JobSummary& r) { return r.id == id; });
         if (row == rows.end()) continue;
-        const nlohmann::json j = row->to_json();
-        const std::string op = j.value("op", ""), source = j.value("source", ""), target = j.value("target", "");
-        const bool ours = source == m_policy.cache && (op == "evict" || (op == "archive" && has(m_policy.archive, target)));
-        if (ours) out.push_back({id, op, j.value("resource", ""), j.value("name", "")});
+        const auto job = row->identity();
+        const bool ours = job.source == m_policy.cache &&
+                          (job.op == "evict" || (job.op == "archive" && has(m_policy.archive, job.target)));
+        if (ours) out.push_back({id, job.op, job.resource, job.name});
     }
     return out;
 }

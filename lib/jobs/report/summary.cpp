@@ -10,7 +10,7 @@
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -169,8 +169,16 @@ nlohmann::json ended_at(const nlohmann::json& ledger, bool finished) {
 
 }  // namespace
 
+JobSummary::Identity JobSummary::identity() const {
+    const nlohmann::json def = definition.is_object() ? definition : nlohmann::json::object();
+    return {def.value("op", ""), def.value("qb_id", ""), def.value("name", ""),
+            def.value("source", nlohmann::json::object()).value("node", ""),
+            def.value("target", nlohmann::json::object()).value("node", "")};
+}
+
 nlohmann::json JobSummary::to_json() const {
     const nlohmann::json def = definition.is_object() ? definition : nlohmann::json::object();
+    const Identity who = identity();
     Counts c = counts_of(def, stored_ledger, ledger.state);
     double percent = c.bytes_total ? 100.0 * static_cast<double>(c.bytes_done) / static_cast<double>(c.bytes_total)
                                    : (ledger.state == JobState::done ? 100.0 : 0.0);
@@ -180,11 +188,11 @@ nlohmann::json JobSummary::to_json() const {
     std::string created = def.value("created_at", "");
     bool ended = finished() && !damaged;
     return {{"id", id},
-            {"op", def.value("op", "")},
-            {"resource", def.value("qb_id", "")},
-            {"name", def.value("name", "")},
-            {"source", def.value("source", nlohmann::json::object()).value("node", "")},
-            {"target", def.value("target", nlohmann::json::object()).value("node", "")},
+            {"op", who.op},
+            {"resource", who.resource},
+            {"name", who.name},
+            {"source", who.source},
+            {"target", who.target},
             {"state", damaged ? std::string("damaged") : to_string(ledger.state)},
             {"step", ledger.step},
             {"bytes_done", c.bytes_done},

@@ -36,6 +36,13 @@ struct JobSummary {
     nlohmann::json staging = nlohmann::json::array();
 
     bool finished() const;
+    // What the job moves, from where to where, read from its definition: op (archive, unarchive,
+    // evict), resource (its qB id), torrent name, source and target node (evict: the cache node
+    // as source, no target). Empty fields for a damaged job.
+    struct Identity {
+        std::string op, resource, name, source, target;
+    };
+    Identity identity() const;
     // The job row of every --json document (man archctl-json, "JOB ROW"): id, op, resource,
     // name, source, target, state, step, bytes/files done and total, percent, started, ended,
     // pid, failure {code, message} or null, plus the human `status` text.
