@@ -13,8 +13,9 @@
 #include "cli/commands.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
-#include "lib/node/server/server.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/node/server/server.hpp"
 #include "lib/session/node_probe.hpp"
 #include "lib/session/node_session.hpp"
 
@@ -44,27 +45,28 @@ Outcome run_node_serve(Context&, const NodeOptions& options) {
     return Outcome::done();
 }
 
+// A root as `node info` shows it: path, filesystem, free space and proven capabilities.
+std::string describe_root(const node::DirectoryInfo& d) {
+    const node::Capabilities& c = d.root.capabilities;
+    auto yes_no = [](bool v) { return v ? "yes" : "no"; };
+    std::string text = fmt::format("{}\n  filesystem  {} (id {})\n  free        {} of {}\n  hardlink {}  reflink {}  copy_file_range {}  sparse {}\n",
+                                   d.root.path, d.root.fs_type, d.root.fs_id, format_size(d.free_bytes.value_or(0)),
+                                   format_size(d.total_bytes.value_or(0)), yes_no(c.hardlink), yes_no(c.reflink),
+                                   yes_no(c.copy_file_range), yes_no(c.sparse));
+    if (!c.probe_error.empty()) text += fmt::format("  probe failed: {}\n", c.probe_error);
+    return text;
+}
+
 Outcome run_node_info(Context& ctx, const NodeOptions& options) {
     auto transport = node::connect_local("local", options.info_roots);
     if (!transport.ok()) return Outcome::failed(transport.take_error());
-    auto info = node::call_operation(**transport, "info");
+    auto info = node::Ops(**transport).info();
     if (!info.ok()) return Outcome::failed(info.take_error());
-    nlohmann::json result = std::move(info).value();
-    result.erase("io");
     std::string text;
-    for (const auto& r : result["roots"]) {
-        const auto& c = r["capabilities"];
-        auto yes_no = [&](const char* key) { return c.value(key, false) ? "yes" : "no"; };
-        text += fmt::format("{}\n  filesystem  {} (id {})\n  free        {} of {}\n  hardlink {}  reflink {}  copy_file_range {}  sparse {}\n",
-                            r.value("path", ""), r.value("fs_type", ""), r.value("fs_id", ""),
-                            format_size(r.value("free_bytes", std::uint64_t{0})),
-                            format_size(r.value("total_bytes", std::uint64_t{0})), yes_no("hardlink"),
-                            yes_no("reflink"), yes_no("copy_file_range"), yes_no("sparse"));
-        if (c.contains("probe_error")) text += fmt::format("  probe failed: {}\n", c.value("probe_error", ""));
-    }
+    for (const auto& r : info->roots) text += describe_root(r);
     if (!text.empty()) text.pop_back();
     ctx.out().result(text);
-    return Outcome::done(result);
+    return Outcome::done(nlohmann::json(info.value()));
 }
 
 Outcome run_node_check(Context& ctx, const NodeOptions& options) {

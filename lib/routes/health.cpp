@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::routes {
 namespace {

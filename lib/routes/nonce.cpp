@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/clock.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/routes/naming.hpp"
 #include "lib/state/state_dir.hpp"
 

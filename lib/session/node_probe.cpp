@@ -6,6 +6,7 @@
 
 #include "lib/base/version.hpp"
 #include "lib/clients/http/http_client.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::session {
 namespace {
@@ -242,7 +243,7 @@ NodeCheck check_node(NodeSession& node) {
         if (hello.archctl_version != k_version) version += fmt::format(" (this archctl is {})", k_version);
         out.checks.push_back(passed("version", version));
         for (const auto& root : roots) {
-            auto written = node::call_operation(t, "write_check", {{"path", root}});
+            auto written = node::Ops(t).write_check({.path = root});
             if (written.ok()) {
                 out.checks.push_back(passed("root " + root, "exists, writable"));
             } else {

@@ -1,6 +1,7 @@
 #include "tests/support/fakes.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -47,7 +48,7 @@ std::optional<Error> Recorder::record(const std::string& name, json args) {
 
 namespace {
 
-Error qb_not_found(const std::string& id) { return Error("QB_NOT_FOUND", fmt::format("qBittorrent has no torrent '{}'", id)); }
+Error qb_not_found(const std::string& id) { return Error(ErrorCode::QB_NOT_FOUND, fmt::format("qBittorrent has no torrent '{}'", id)); }
 
 void set_state(qb::TorrentInfo& info, const QbState& s) {
     info.state = s.state;
@@ -158,7 +159,7 @@ Status FakeQb::set_file_priority(const std::string& id, const std::vector<std::u
     if (!t) return qb_not_found(id);
     for (std::uint32_t i : indices) {
         auto f = std::find_if(t->files.begin(), t->files.end(), [&](const qb::TorrentFile& x) { return x.index == i; });
-        if (f == t->files.end()) return Error("QB_CONFLICT", fmt::format("torrent '{}' has no file {}", id, i));
+        if (f == t->files.end()) return Error(ErrorCode::QB_CONFLICT, fmt::format("torrent '{}' has no file {}", id, i));
         if (priority != qb::FilePriority::skip && refuse_select.count(i)) continue;
         f->priority = static_cast<int>(priority);
     }
@@ -235,7 +236,7 @@ Result<qb::Categories> FakeQb::categories() {
 Status FakeQb::create_category(const std::string& name, const std::string& save_path) {
     if (auto e = record("create_category", {{"name", name}, {"save_path", save_path}})) return *e;
     for (const auto& c : category_list)
-        if (c.first == name) return Error("QB_CONFLICT", fmt::format("category '{}' exists", name));
+        if (c.first == name) return Error(ErrorCode::QB_CONFLICT, fmt::format("category '{}' exists", name));
     category_list.emplace_back(name, save_path);
     return ok_status();
 }
@@ -327,7 +328,7 @@ Result<std::optional<st::Folder>> FakeSyncthing::folder(const std::string& folde
 
 Status FakeSyncthing::put_folder(const st::Folder& folder) {
     if (auto e = record("put_folder", folder.to_json())) return *e;
-    if (folder.path.empty()) return Error("ST_INVALID", fmt::format("folder '{}' has no path", folder.id));
+    if (folder.path.empty()) return Error(ErrorCode::ST_INVALID, fmt::format("folder '{}' has no path", folder.id));
     folder_map.insert_or_assign(folder.id, folder);
     return ok_status();
 }
@@ -341,7 +342,7 @@ Status FakeSyncthing::delete_folder(const std::string& folder_id) {
 Status FakeSyncthing::patch_folder(const std::string& folder_id, const json& changes) {
     if (auto e = record("patch_folder", {{"id", folder_id}, {"changes", changes}})) return *e;
     auto it = folder_map.find(folder_id);
-    if (it == folder_map.end()) return Error("ST_NOT_FOUND", fmt::format("folder '{}' not found on Syncthing", folder_id));
+    if (it == folder_map.end()) return Error(ErrorCode::ST_NOT_FOUND, fmt::format("folder '{}' not found on Syncthing", folder_id));
     if (changes.contains("paused")) it->second.paused = changes["paused"].get<bool>();
     if (changes.contains("path")) it->second.path = changes["path"].get<std::string>();
     return ok_status();
@@ -355,21 +356,21 @@ Result<json> FakeSyncthing::options() {
 Result<st::FolderStatus> FakeSyncthing::db_status(const std::string& folder_id) {
     if (auto e = record("db_status", {{"folder", folder_id}})) return *e;
     auto it = folder_status.find(folder_id);
-    if (it == folder_status.end()) return Error("ST_NOT_FOUND", fmt::format("Syncthing has no folder '{}'", folder_id));
+    if (it == folder_status.end()) return Error(ErrorCode::ST_NOT_FOUND, fmt::format("Syncthing has no folder '{}'", folder_id));
     return it->second;
 }
 
 Result<st::Completion> FakeSyncthing::completion(const std::string& folder_id, const std::string& device_id) {
     if (auto e = record("completion", {{"folder", folder_id}, {"device", device_id}})) return *e;
     auto it = completions.find({folder_id, device_id});
-    if (it == completions.end()) return Error("ST_NOT_FOUND", fmt::format("Syncthing has no completion of '{}' for '{}'", folder_id, device_id));
+    if (it == completions.end()) return Error(ErrorCode::ST_NOT_FOUND, fmt::format("Syncthing has no completion of '{}' for '{}'", folder_id, device_id));
     return it->second;
 }
 
 Result<std::vector<st::FolderError>> FakeSyncthing::folder_errors(const std::string& folder_id) {
     if (auto e = record("folder_errors", {{"folder", folder_id}})) return *e;
     if (!folder_map.count(folder_id) && !folder_status.count(folder_id))
-        return Error("ST_NOT_FOUND", fmt::format("Syncthing has no folder '{}'", folder_id));
+        return Error(ErrorCode::ST_NOT_FOUND, fmt::format("Syncthing has no folder '{}'", folder_id));
     auto it = folder_error_lists.find(folder_id);
     return it == folder_error_lists.end() ? std::vector<st::FolderError>{} : it->second;
 }
@@ -414,16 +415,28 @@ Result<std::vector<st::Event>> FakeSyncthing::events(const st::EventQuery& query
 
 // --- FakeTransport ---
 
+const FakeHandlers::Handler* FakeHandlers::find(node::Op op) const {
+    auto it = m_handlers.find(op);
+    return it == m_handlers.end() ? nullptr : &it->second;
+}
+
+node::Op FakeHandlers::op_named(std::string_view name) {
+    if (auto op = node::parse_op(name)) return *op;
+    throw std::invalid_argument(fmt::format("fake transport: no node operation is named '{}'", name));
+}
+
 FakeTransport::FakeTransport(std::string node_name) : m_name(std::move(node_name)) { m_hello.archctl_version = "fake"; }
 
 Result<node::Response> FakeTransport::call(const node::Request& request, node::ProgressSink*) {
     if (auto e = record(request.op, request.args)) return *e;
     node::Response response;
     response.id = request.id == 0 ? m_next_id++ : request.id;
-    auto it = handlers.find(request.op);
-    Result<json> answer = it == handlers.end()
-                              ? Result<json>(Error("UNKNOWN_OP", fmt::format("fake node '{}' has no handler for '{}'", m_name, request.op)))
-                              : it->second(request.args);
+    const std::optional<node::Op> op = node::parse_op(request.op);
+    const Handler* handler = op ? handlers.find(*op) : nullptr;
+    Result<json> answer = !op        ? Result<json>(Error(ErrorCode::UNKNOWN_OPERATION, fmt::format("unknown node operation '{}'", request.op)))
+                          : !handler ? Result<json>(Error(ErrorCode::UNKNOWN_OPERATION,
+                                                          fmt::format("fake node '{}' has no handler for '{}'", m_name, request.op)))
+                                     : (*handler)(request.args);
     if (answer.ok()) {
         response.result = std::move(answer).value();
     } else {

@@ -7,14 +7,15 @@
 //   FakeSyncthing  an in-memory Syncthing (syncthing::Api): devices, folders, file records,
 //                  folder status, queued events;
 //   FakeTransport  a node (node::Transport) that answers operations from a handler map
-//                  (op name → function(args) → result);
+//                  (operation → function(args) → result), keyed by lib/node/wire/op_names.hpp;
 //   ManualClock    a Clock whose sleep_for advances time at once.
 //
 // Every fake records each call (method or op name and its arguments, as JSON) in `calls`, in
 // order; count(name) says how often one was made. A failure is injected per method with
 // fail_next(name, error) (the next call only) or fail_always(name, error); for FakeTransport the
 // name is the op, and an injected failure is a transport failure (an operation's own failure is
-// what its handler returns).
+// what its handler returns). The fakes make their own errors with ErrorCode, as the services'
+// clients do.
 //
 // Usage:
 //   fakes::FakeQb qb;
@@ -31,6 +32,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +42,7 @@
 #include "lib/clients/qbittorrent/api.hpp"
 #include "lib/clients/syncthing/api.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/node/wire/op_names.hpp"
 
 namespace archctl::fakes {
 
@@ -188,14 +191,34 @@ private:
     std::int64_t m_next_event = 1;
 };
 
-class FakeTransport final : public node::Transport, public Recorder {
+// What answers each node operation of a FakeTransport, by lib/node/wire/op_names.hpp's Op or by
+// its wire name. A name that is no operation is a mistake in the test: it throws
+// std::invalid_argument, so a misspelt handler never silently goes unused.
+class FakeHandlers {
 public:
     using Handler = std::function<Result<nlohmann::json>(const nlohmann::json& args)>;
 
+    Handler& operator[](node::Op op) { return m_handlers[op]; }
+    Handler& operator[](std::string_view name) { return m_handlers[op_named(name)]; }
+    std::size_t erase(node::Op op) { return m_handlers.erase(op); }
+    std::size_t erase(std::string_view name) { return m_handlers.erase(op_named(name)); }
+    // The handler of `op`, or nullptr.
+    [[nodiscard]] const Handler* find(node::Op op) const;
+
+private:
+    static node::Op op_named(std::string_view name);
+    std::map<node::Op, Handler> m_handlers;
+};
+
+class FakeTransport final : public node::Transport, public Recorder {
+public:
+    using Handler = FakeHandlers::Handler;
+
     explicit FakeTransport(std::string node_name = "fake");
 
-    // op name → what answers it. An op without a handler fails with UNKNOWN_OP.
-    std::map<std::string, Handler> handlers;
+    // What answers each operation. A request whose op is no operation fails as `node serve` fails
+    // it, and one without a handler the same way (UNKNOWN_OPERATION).
+    FakeHandlers handlers;
     // Calls to cancel() so far.
     int cancels = 0;
 

@@ -8,7 +8,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 #include "lib/jobs/evict/run.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::evict {
 

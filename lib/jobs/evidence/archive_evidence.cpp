@@ -8,7 +8,7 @@
 #include "lib/clients/qbittorrent/share_limits.hpp"
 #include "lib/jobs/evidence/referenced.hpp"
 
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/state/placements.hpp"
 
 namespace archctl::jobs {

@@ -10,7 +10,7 @@
 #include "lib/base/hash.hpp"
 #include "lib/clients/qbittorrent/maindata.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/torrent/partfile.hpp"
 #include "lib/torrent/sha.hpp"
 

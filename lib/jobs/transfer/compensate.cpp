@@ -13,7 +13,7 @@
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/evidence/referenced.hpp"
 #include "lib/jobs/report/summary.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::jobs {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "lib/base/units.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::jobs {
 namespace {

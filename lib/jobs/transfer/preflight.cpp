@@ -12,7 +12,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/routes/valve.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/partfile.hpp"

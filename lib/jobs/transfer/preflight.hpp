@@ -15,7 +15,7 @@
 #include "lib/base/result.hpp"
 #include "lib/jobs/transfer/job.hpp"
 #include "lib/jobs/core/nodes.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/plan/transfer_plan.hpp"
 #include "lib/torrent/file_model.hpp"
 #include "lib/torrent/layout.hpp"

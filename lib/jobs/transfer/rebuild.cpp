@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/jobs/transfer/job_run.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/state/placements.hpp"
 
 namespace archctl::jobs {

@@ -11,7 +11,7 @@
 #include "lib/jobs/transfer/preflight.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
 #include "lib/node/wire/job_layout.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/torrent/file_model.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/partfile.hpp"

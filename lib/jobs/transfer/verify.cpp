@@ -16,7 +16,7 @@
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
 #include "lib/node/wire/job_layout.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/state/placements.hpp"
 #include "lib/torrent/partfile.hpp"
 

@@ -25,6 +25,7 @@
 #include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/node/wire/ops_inspect.hpp"
 
 namespace archctl::node {
 namespace {
@@ -95,8 +96,8 @@ public:
     // Names the node's roots to the far end; its answer (the probed roots) replaces the hello's.
     Status open_roots(const std::vector<std::string>& roots) {
         Request request;
-        request.op = "open_roots";
-        request.args = {{"roots", roots}};
+        request.op = name(Op::open_roots);
+        request.args = OpenRootsRequest{roots};
         ARCHCTL_TRY_ASSIGN(Response response, call(request, nullptr));
         if (!response.ok) {
             // A far end from before open_roots, started with --root, serves those as it always did.
@@ -105,8 +106,11 @@ public:
             e.message = fmt::format("node '{}' refused its roots: {}", m_name, e.message);
             return e;
         }
-        m_hello.roots.clear();
-        for (const auto& r : response.result.value("roots", nlohmann::json::array())) m_hello.roots.push_back(root_info_from_json(r));
+        try {
+            m_hello.roots = response.result.get<OpenRootsResult>().roots;
+        } catch (const nlohmann::json::exception& e) {
+            return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' answered {} with invalid roots: {}", m_name, name(Op::open_roots), e.what())));
+        }
         return {};
     }
 

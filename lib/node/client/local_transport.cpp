@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/node/server/server.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/node/server/server.hpp"
 
 namespace archctl::node {
 namespace {
@@ -62,17 +62,6 @@ private:
 Result<std::unique_ptr<Transport>> connect_local(std::string node_name, const std::vector<std::string>& roots) {
     ARCHCTL_TRY_ASSIGN(RootSet set, RootSet::open(roots));
     return std::unique_ptr<Transport>(std::make_unique<LocalTransport>(std::move(node_name), std::move(set)));
-}
-
-Result<nlohmann::json> call_operation(Transport& transport, const std::string& op, nlohmann::json args,
-                                      ProgressSink* sink) {
-    Request request;
-    request.op = op;
-    request.args = std::move(args);
-    ARCHCTL_TRY_ASSIGN(Response response, transport.call(request, sink));
-    if (!response.ok) return response.error;
-    response.result["io"] = {{"rchar", response.io.rchar}, {"read_bytes", response.io.read_bytes}};
-    return std::move(response.result);
 }
 
 }  // namespace archctl::node

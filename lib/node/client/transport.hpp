@@ -9,9 +9,9 @@
 //          sync_root) are sent in an `open_roots` request, which the far end enforces as it does
 //          `--root`; its stderr is captured and its tail quoted when the far end dies.
 //
-// Usage (callers normally go through the typed facade, lib/node/wire/ops.hpp):
+// Usage (callers normally go through the typed facade, lib/node/client/ops.hpp):
 //   auto t = connect_exec({.node_name = "nas", .argv = {...}});
-//   auto r = call_operation(**t, "tree", {{"base", "/srv/a/x"}, {"paths", {"f"}}});
+//   auto r = call_operation(**t, Op::tree, {{"base", "/srv/a/x"}, {"paths", {"f"}}});
 //   auto typed = Ops(**t).tree({.base = "/srv/a/x", .paths = {"f"}});
 //
 // A transport runs one call at a time. cancel() may be called from any thread, including from
@@ -26,6 +26,7 @@
 
 #include "lib/base/process.hpp"
 #include "lib/base/result.hpp"
+#include "lib/node/wire/op_names.hpp"
 #include "lib/node/wire/protocol.hpp"
 
 namespace archctl::node {
@@ -54,7 +55,12 @@ public:
     [[nodiscard]] virtual bool broken() const { return false; }
 };
 
-// call() and flatten: the result object of an ok response, the response's error otherwise.
+// call() and flatten: the result object of an ok response (with the node's read counters under
+// "io"), the response's error otherwise.
+[[nodiscard]] Result<nlohmann::json> call_operation(Transport& transport, Op op, nlohmann::json args = nlohmann::json::object(),
+                                                    ProgressSink* sink = nullptr);
+// The same by the operation's wire name, which need not be one this build knows (the far end
+// answers UNKNOWN_OPERATION).
 [[nodiscard]] Result<nlohmann::json> call_operation(Transport& transport, const std::string& op,
                                                     nlohmann::json args = nlohmann::json::object(),
                                                     ProgressSink* sink = nullptr);

@@ -22,7 +22,7 @@
 #include <set>
 #include <string>
 
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/wire/ops_cleanup.hpp"
 
 namespace archctl::node {
 

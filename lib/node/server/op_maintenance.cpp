@@ -28,10 +28,11 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/base/journal.hpp"
 #include "lib/node/server/file_ops.hpp"
-#include "lib/node/wire/job_layout.hpp"
 #include "lib/node/server/keep_rule.hpp"
 #include "lib/node/server/operation.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/server/source_stamps.hpp"
+#include "lib/node/wire/job_layout.hpp"
+#include "lib/node/wire/ops_cleanup.hpp"
 
 namespace archctl::node {
 namespace {

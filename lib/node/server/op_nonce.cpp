@@ -26,7 +26,7 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/node/server/file_ops.hpp"
 #include "lib/node/server/operation.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/wire/ops_inspect.hpp"
 
 namespace archctl::node {
 namespace {

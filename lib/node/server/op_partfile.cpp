@@ -38,7 +38,7 @@
 #include "lib/base/units.hpp"
 #include "lib/node/server/file_ops.hpp"
 #include "lib/node/server/operation.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/wire/ops_pieces.hpp"
 #include "lib/torrent/partfile.hpp"
 #include "lib/torrent/sha.hpp"
 

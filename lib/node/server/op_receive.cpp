@@ -19,9 +19,9 @@
 
 #include "lib/base/hash.hpp"
 #include "lib/node/server/file_ops.hpp"
-#include "lib/node/wire/job_layout.hpp"
 #include "lib/node/server/operation.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/wire/job_layout.hpp"
+#include "lib/node/wire/ops_transfer.hpp"
 
 namespace archctl::node {
 namespace {
@@ -258,7 +258,7 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
     for (const auto& e : expected) {
         if (ctx.cancelled()) {
             ReceiveCheckResult stopped;
-            stopped.stopped = "cancel";
+            stopped.stopped = Stop::cancel;
             return json(stopped);
         }
         std::string sub = e.name.find('/') == std::string::npos ? "" : e.name.substr(0, e.name.find('/'));

@@ -37,10 +37,10 @@
 #include "lib/base/hash.hpp"
 #include "lib/base/journal.hpp"
 #include "lib/node/server/file_ops.hpp"
-#include "lib/node/wire/job_layout.hpp"
 #include "lib/node/server/operation.hpp"
-#include "lib/node/wire/ops.hpp"
 #include "lib/node/server/source_stamps.hpp"
+#include "lib/node/wire/job_layout.hpp"
+#include "lib/node/wire/ops_transfer.hpp"
 
 namespace archctl::node {
 namespace {
@@ -55,7 +55,6 @@ constexpr unsigned k_link_record_batch = 16384;
 constexpr std::uint64_t k_progress_every_files = 256;
 
 enum class MethodChoice { automatic, hardlink, reflink, copy };
-enum class Stop { none, cancel, budget, disk };
 
 struct SourceFile {
     std::uint32_t index = 0;
@@ -672,7 +671,7 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_STATUS(fsync_fd_dir(s.payload.get(), args.job_dir + "/" + k_payload_dir));
     if (stop != Stop::none) {
         StageResult result;
-        result.stopped = stop == Stop::cancel ? "cancel" : stop == Stop::disk ? "disk" : "budget";
+        result.stopped = to_string(stop);
         result.free_bytes = s.floor_free;
         result.need_bytes = s.floor_need;
         result.counters = counters_of(s.counters);

@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "lib/node/server/file_ops.hpp"
 #include "lib/base/base64.hpp"
+#include "lib/node/server/file_ops.hpp"
 #include "lib/node/server/operation.hpp"
-#include "lib/node/wire/ops.hpp"
 #include "lib/node/server/root_set.hpp"
+#include "lib/node/wire/ops_pieces.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/verifier.hpp"
 

@@ -1,8 +1,8 @@
 // write_check: proves that a root (or a directory below one) is writable, by creating a small
 // temp file there and removing it again. `archctl node check` sends one per root.
 //
-//   args   {"path": "/srv/a"}
-//   result {"path": "/srv/a", "writable": true}   (a directory that refuses the file is an error)
+//   request WriteCheckRequest, result WriteCheckResult (lib/node/wire/ops_inspect.hpp): the result
+//   always says writable; a directory that refuses the file is an error
 
 #include <atomic>
 #include <cerrno>
@@ -13,6 +13,7 @@
 
 #include "lib/base/fs.hpp"
 #include "lib/node/server/operation.hpp"
+#include "lib/node/wire/ops_inspect.hpp"
 
 namespace archctl::node {
 
@@ -20,7 +21,7 @@ using nlohmann::json;
 
 Result<json> op_write_check(OpContext& ctx, const json& args) {
     static std::atomic<unsigned> counter{0};
-    const std::string path = args.at("path").get<std::string>();
+    const std::string path = args.get<WriteCheckRequest>().path;
     ARCHCTL_TRY_ASSIGN(UniqueFd dir, ctx.roots().open_dir(path));
     const std::string name = fmt::format(".archctl-write-check.{}.{}", ::getpid(), counter++);
     const std::string shown = path + "/" + name;
@@ -32,7 +33,7 @@ Result<json> op_write_check(OpContext& ctx, const json& args) {
     file.reset();
     if (::unlinkat(dir.get(), name.c_str(), 0) != 0) return errno_error("cannot remove the check file", shown, errno);
     if (!written) return errno_error("cannot write to the check file", shown, write_errno);
-    return json{{"path", path}, {"writable", true}};
+    return json(WriteCheckResult{path, true});
 }
 
 }  // namespace archctl::node

@@ -5,8 +5,10 @@
 //
 // Operations are functions `Result<json> op_<name>(OpContext&, const json& args)`; the server
 // turns the result into a response. Each reads its arguments and writes its result with the
-// request and result structs of lib/node/wire/ops.hpp, the ones callers use. A stop at a chunk boundary (cancel or budget) is not an
-// error: the operation answers ok with "complete": false and "stopped": "cancel" | "budget".
+// request and result structs of lib/node/wire/ops.hpp, the ones callers use; the server finds it
+// by its name in lib/node/wire/op_names.hpp (find_operation). A stop at a chunk boundary (cancel
+// or budget) is not an error: the operation answers ok with "complete": false and "stopped":
+// "cancel" | "budget".
 
 #include <atomic>
 #include <chrono>
@@ -20,8 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/result.hpp"
-#include "lib/node/wire/protocol.hpp"
 #include "lib/node/server/root_set.hpp"
+#include "lib/node/wire/op_names.hpp"
+#include "lib/node/wire/protocol.hpp"
 
 namespace archctl::node {
 
@@ -59,8 +62,8 @@ private:
 
 using Operation = Result<nlohmann::json> (*)(OpContext&, const nlohmann::json&);
 
-// The operation registered under `name`, or nullptr.
-[[nodiscard]] Operation find_operation(std::string_view name);
+// The handler of `op`; nullptr for open_roots, which the server answers itself.
+[[nodiscard]] Operation find_operation(Op op);
 
 Result<nlohmann::json> op_info(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_tree(OpContext&, const nlohmann::json&);

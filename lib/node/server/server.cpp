@@ -15,6 +15,7 @@
 #include "lib/base/signals.hpp"
 #include "lib/base/version.hpp"
 #include "lib/node/server/file_ops.hpp"
+#include "lib/node/wire/ops_inspect.hpp"
 
 namespace archctl::node {
 namespace {
@@ -139,9 +140,9 @@ Server::Server(RootSet roots, bool fixed) : m_roots(std::move(roots)), m_fixed(f
 
 Server::Server(CallerRoots) : Server(RootSet(), false) {}
 
-// {"roots": ["/srv/a", ...]} -> {"roots": [RootInfo...]}: the roots this connection now serves.
-Result<nlohmann::json> Server::open_roots(const nlohmann::json& args) {
-    std::vector<std::string> wanted = args.at("roots").get<std::vector<std::string>>();
+// The roots this connection serves from now on, probed as the hello describes them.
+Result<OpenRootsResult> Server::open_roots(const OpenRootsRequest& request) {
+    const std::vector<std::string>& wanted = request.roots;
     if (wanted.empty()) return Error(ErrorCode::BAD_REQUEST, "open_roots names no roots", "configure qb_root and sync_root for this node");
     if (m_fixed) {
         std::string served;
@@ -160,9 +161,7 @@ Result<nlohmann::json> Server::open_roots(const nlohmann::json& args) {
         m_hello.reset();
         m_opened = true;
     }
-    nlohmann::json roots = nlohmann::json::array();
-    for (const auto& r : hello().roots) roots.push_back(to_json(r));
-    return nlohmann::json{{"roots", std::move(roots)}};
+    return OpenRootsResult{hello().roots};
 }
 
 const Hello& Server::hello() {
@@ -177,41 +176,49 @@ const Hello& Server::hello() {
     return *m_hello;
 }
 
+namespace {
+
+// What `run` answers for operation `op`, or BAD_REQUEST when its arguments do not read.
+template <class Run>
+Result<nlohmann::json> run_guarded(std::string_view op, Run&& run) {
+    try {
+        return run();
+    } catch (const nlohmann::json::exception& e) {
+        return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation '{}': {}", op, e.what()));
+    }
+}
+
+}  // namespace
+
+Result<nlohmann::json> Server::dispatch(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
+    const std::optional<Op> op = parse_op(request.op);
+    if (op == Op::open_roots) {
+        return run_guarded(request.op, [&]() -> Result<nlohmann::json> {
+            ARCHCTL_TRY_ASSIGN(OpenRootsResult opened, open_roots(request.args.get<OpenRootsRequest>()));
+            return nlohmann::json(opened);
+        });
+    }
+    if (!m_opened)
+        return Error(ErrorCode::BAD_REQUEST,
+                     fmt::format("node operation '{}' before {}: this node was started without --root and the caller named no roots",
+                                 request.op, name(Op::open_roots)),
+                     "run the same archctl version on both ends, or add --root DIR to the node's exec command");
+    const Operation handler = op ? find_operation(*op) : nullptr;
+    if (!handler) return Error(ErrorCode::UNKNOWN_OPERATION, fmt::format("unknown node operation '{}'", request.op));
+    ProgressFn tagged = [&](const Progress& p) {
+        Progress copy = p;
+        copy.id = request.id;
+        if (emit) emit(copy);
+    };
+    OpContext ctx(m_roots, m_state, tagged, cancel);
+    return run_guarded(request.op, [&] { return handler(ctx, request.args); });
+}
+
 Response Server::handle(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
     IoCounters before = read_self_io();
-    Response response;
-    Operation op = find_operation(request.op);
-    if (request.op == "open_roots") {
-        Result<nlohmann::json> opened = Error(ErrorCode::BAD_REQUEST, "");
-        try {
-            opened = open_roots(request.args);
-        } catch (const nlohmann::json::exception& e) {
-            opened = Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation 'open_roots': {}", e.what()));
-        }
-        response = opened.ok() ? Response::success(request.id, std::move(opened).value())
-                               : Response::failure(request.id, opened.take_error());
-    } else if (!m_opened) {
-        response = Response::failure(request.id, Error(ErrorCode::BAD_REQUEST,
-                                                       fmt::format("node operation '{}' before open_roots: this node was started without --root and the caller named no roots", request.op),
-                                                       "run the same archctl version on both ends, or add --root DIR to the node's exec command"));
-    } else if (!op) {
-        response = Response::failure(request.id, Error(ErrorCode::UNKNOWN_OPERATION, fmt::format("unknown node operation '{}'", request.op)));
-    } else {
-        ProgressFn tagged = [&](const Progress& p) {
-            Progress copy = p;
-            copy.id = request.id;
-            if (emit) emit(copy);
-        };
-        OpContext ctx(m_roots, m_state, tagged, cancel);
-        Result<nlohmann::json> result = Error(ErrorCode::BAD_REQUEST, "");
-        try {
-            result = op(ctx, request.args);
-        } catch (const nlohmann::json::exception& e) {
-            result = Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation '{}': {}", request.op, e.what()));
-        }
-        response = result.ok() ? Response::success(request.id, std::move(result).value())
-                               : Response::failure(request.id, result.take_error());
-    }
+    Result<nlohmann::json> result = dispatch(request, emit, cancel);
+    Response response = result.ok() ? Response::success(request.id, std::move(result).value())
+                                     : Response::failure(request.id, result.take_error());
     IoCounters after = read_self_io();
     response.io.rchar = after.rchar - before.rchar;
     response.io.read_bytes = after.read_bytes - before.read_bytes;
@@ -264,29 +271,29 @@ void OpContext::progress(const Progress& p, bool force) {
     if (m_emit) m_emit(p);
 }
 
-Operation find_operation(std::string_view name) {
-    static const std::map<std::string, Operation, std::less<>> table = {
-        {"info", op_info},
-        {"tree", op_tree},
-        {"stage", op_stage},
-        {"receive_check", op_receive_check},
-        {"merge", op_merge},
-        {"merge_record", op_merge_record},
-        {"unmerge", op_unmerge},
-        {"adopt_incomplete", op_adopt_incomplete},
-        {"chmod_readable", op_chmod_readable},
-        {"cleanup", op_cleanup},
-        {"nonce_write", op_nonce_write},
-        {"nonce_observe", op_nonce_observe},
-        {"partfile_read", op_partfile_read},
-        {"partfile_copy", op_partfile_copy},
-        {"partfile_build", op_partfile_build},
-        {"unlink_owned", op_unlink_owned},
-        {"verify_pieces", op_verify_pieces},
-        {"write_check", op_write_check},
-    };
-    auto it = table.find(name);
-    return it == table.end() ? nullptr : it->second;
+Operation find_operation(Op op) {
+    switch (op) {
+        case Op::open_roots: return nullptr;  // the server's own (Server::open_roots)
+        case Op::info: return op_info;
+        case Op::tree: return op_tree;
+        case Op::write_check: return op_write_check;
+        case Op::stage: return op_stage;
+        case Op::receive_check: return op_receive_check;
+        case Op::merge: return op_merge;
+        case Op::merge_record: return op_merge_record;
+        case Op::unmerge: return op_unmerge;
+        case Op::adopt_incomplete: return op_adopt_incomplete;
+        case Op::chmod_readable: return op_chmod_readable;
+        case Op::cleanup: return op_cleanup;
+        case Op::unlink_owned: return op_unlink_owned;
+        case Op::nonce_write: return op_nonce_write;
+        case Op::nonce_observe: return op_nonce_observe;
+        case Op::partfile_read: return op_partfile_read;
+        case Op::partfile_copy: return op_partfile_copy;
+        case Op::partfile_build: return op_partfile_build;
+        case Op::verify_pieces: return op_verify_pieces;
+    }
+    return nullptr;
 }
 
 }  // namespace archctl::node

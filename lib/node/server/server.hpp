@@ -20,8 +20,9 @@
 
 #include "lib/base/result.hpp"
 #include "lib/node/server/operation.hpp"
-#include "lib/node/wire/protocol.hpp"
 #include "lib/node/server/root_set.hpp"
+#include "lib/node/wire/ops_inspect.hpp"
+#include "lib/node/wire/protocol.hpp"
 
 namespace archctl::node {
 
@@ -44,7 +45,9 @@ public:
 
 private:
     Server(RootSet roots, bool fixed);
-    [[nodiscard]] Result<nlohmann::json> open_roots(const nlohmann::json& args);
+    [[nodiscard]] Result<OpenRootsResult> open_roots(const OpenRootsRequest& request);
+    // The result of one request: open_roots, the operation it names, or why it cannot run.
+    [[nodiscard]] Result<nlohmann::json> dispatch(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel);
 
     RootSet m_roots;
     bool m_fixed = true;   // roots from --root (or the local transport), never replaced

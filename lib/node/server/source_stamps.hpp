@@ -19,6 +19,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/node/server/root_set.hpp"
+#include "lib/node/wire/ops_cleanup.hpp"
 
 namespace archctl::node {
 
@@ -38,18 +39,9 @@ struct SourceStamp {
 [[nodiscard]] Status write_source_stamps(const RootSet& roots, const std::string& source_base, const std::string& job_id,
                                          const std::vector<SourceStamp>& stamps);
 
-// One file whose metadata was put back. Keys: index, path, mtime_found, mtime_restored,
-// mode_found, mode_restored (the modes as octal text).
-struct RestoredStamp {
-    std::uint32_t index = 0;
-    std::string path;
-    std::int64_t mtime_found = 0, mtime_restored = 0;
-    std::uint32_t mode_found = 0, mode_restored = 0;
-};
-
 struct RestoreReport {
     bool record = false;                 // a record existed
-    std::vector<RestoredStamp> restored;
+    std::vector<RestoredStamp> restored;  // lib/node/wire/ops_cleanup.hpp
     std::vector<std::string> replaced;   // files no longer the staged inode: left alone
 };
 

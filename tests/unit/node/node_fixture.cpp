@@ -35,11 +35,13 @@ std::unique_ptr<Transport> NodeFixture::connect(const std::vector<std::string>& 
     return std::move(t).value();
 }
 
-nlohmann::json NodeFixture::ok(const std::string& op, const nlohmann::json& args, ProgressSink* sink) {
+nlohmann::json NodeFixture::ok(Op op, const nlohmann::json& args, ProgressSink* sink) {
     auto r = call_operation(*m_transport, op, args, sink);
-    REQUIRE_MESSAGE(r.ok(), op << ": " << (r.ok() ? "" : r.error().code + " " + r.error().message));
+    REQUIRE_MESSAGE(r.ok(), name(op) << ": " << (r.ok() ? "" : r.error().code + " " + r.error().message));
     return std::move(r).value();
 }
+
+Error NodeFixture::fails(Op op, const nlohmann::json& args) { return fails(std::string(name(op)), args); }
 
 Error NodeFixture::fails(const std::string& op, const nlohmann::json& args) {
     auto r = call_operation(*m_transport, op, args);
@@ -85,10 +87,10 @@ std::vector<std::string> list_files(const std::string& dir) {
     return out;
 }
 
-CrashRun run_serve(const NodeFixture& f, const std::string& op, const nlohmann::json& args, const std::string& crash_at) {
+CrashRun run_serve(const NodeFixture& f, Op op, const nlohmann::json& args, const std::string& crash_at) {
     Request r;
     r.id = 1;
-    r.op = op;
+    r.op = name(op);
     r.args = args;
     std::vector<std::string> env = {"ARCHCTL_TEST_CRASH_LIST=1"};
     if (!crash_at.empty()) env.push_back("ARCHCTL_TEST_CRASH_AT=" + crash_at);

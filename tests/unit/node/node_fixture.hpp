@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/node/client/transport.hpp"
+#include "lib/node/wire/op_names.hpp"
 #include "tests/support/scratch.hpp"
 
 namespace archctl::node::test {
@@ -36,8 +37,10 @@ public:
     void reconnect() { m_transport = connect(); }
 
     // Calls `op`; REQUIREs success and returns the result.
-    nlohmann::json ok(const std::string& op, const nlohmann::json& args, ProgressSink* sink = nullptr);
+    nlohmann::json ok(Op op, const nlohmann::json& args, ProgressSink* sink = nullptr);
     // Calls `op`; REQUIREs an operation error and returns it.
+    Error fails(Op op, const nlohmann::json& args);
+    // The same for a request naming `op` by its wire name (which need not be an operation).
     Error fails(const std::string& op, const nlohmann::json& args);
 
     // Writes a file below the scratch directory (`rel` is relative to it).
@@ -68,7 +71,7 @@ struct CrashRun {
     int exit_code = 0;
     std::string out;
 };
-CrashRun run_serve(const NodeFixture& f, const std::string& op, const nlohmann::json& args, const std::string& crash_at);
+CrashRun run_serve(const NodeFixture& f, Op op, const nlohmann::json& args, const std::string& crash_at);
 // Every "point:n" a run passed, for ARCHCTL_TEST_CRASH_AT.
 std::vector<std::string> crash_specs(const std::vector<std::string>& passed);
 // Mounts a tmpfs on `dir` (root only); false when not permitted.

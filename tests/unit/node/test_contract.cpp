@@ -40,13 +40,13 @@ void check_confinement(NodeFixture& f) {
     make_tree(f);
     auto before = list_files(f.outside());
     // A node path outside every root, and one that climbs out.
-    CHECK(f.fails("tree", {{"base", "/etc"}, {"paths", {"passwd"}}}).code == "PATH_OUTSIDE_ROOT");
-    CHECK(f.fails("tree", {{"base", f.qb() + "/../outside"}, {"paths", {"secret"}}}).code == "PATH_OUTSIDE_ROOT");
-    CHECK(f.fails("tree", {{"base", "relative"}, {"paths", {"x"}}}).code == "PATH_OUTSIDE_ROOT");
+    CHECK(f.fails(Op::tree, {{"base", "/etc"}, {"paths", {"passwd"}}}).code == "PATH_OUTSIDE_ROOT");
+    CHECK(f.fails(Op::tree, {{"base", f.qb() + "/../outside"}, {"paths", {"secret"}}}).code == "PATH_OUTSIDE_ROOT");
+    CHECK(f.fails(Op::tree, {{"base", "relative"}, {"paths", {"x"}}}).code == "PATH_OUTSIDE_ROOT");
     // A symlink inside the root that points outside, as a directory.
-    CHECK(f.fails("tree", {{"base", f.qb() + "/escape"}, {"paths", {"secret"}}}).code == "PATH_SYMLINK");
-    CHECK(f.fails("info", {{"probe_dirs", {f.qb() + "/escape"}}}).code == "PATH_SYMLINK");
-    json tree = f.ok("tree", {{"base", f.qb() + "/t"}, {"paths", {"../../outside/secret", "/etc/passwd", "linkdir/secret"}}});
+    CHECK(f.fails(Op::tree, {{"base", f.qb() + "/escape"}, {"paths", {"secret"}}}).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::info, {{"probe_dirs", {f.qb() + "/escape"}}}).code == "PATH_SYMLINK");
+    json tree = f.ok(Op::tree, {{"base", f.qb() + "/t"}, {"paths", {"../../outside/secret", "/etc/passwd", "linkdir/secret"}}});
     CHECK(find_entry(tree, "../../outside/secret")["error"]["code"] == "PATH_OUTSIDE_ROOT");
     CHECK(find_entry(tree, "/etc/passwd")["error"]["code"] == "PATH_OUTSIDE_ROOT");
     CHECK(find_entry(tree, "linkdir/secret")["error"]["code"] == "PATH_SYMLINK");
@@ -54,17 +54,17 @@ void check_confinement(NodeFixture& f) {
     json stage = {{"job_dir", f.sync() + "/r/job1"}, {"source_base", f.qb() + "/t"},
                   {"files", {{{"index", 0}, {"path", "linkdir/secret"}, {"size", 6}}}}};
     std::filesystem::create_directories(f.sync() + "/r");
-    CHECK(f.fails("stage", stage).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::stage, stage).code == "PATH_SYMLINK");
     stage["files"][0]["path"] = "link.bin";
-    CHECK(f.fails("stage", stage).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::stage, stage).code == "PATH_SYMLINK");
     stage["job_dir"] = f.qb() + "/escape/job";
     stage["files"][0]["path"] = "a.bin";
     stage["files"][0]["size"] = 4;
-    CHECK(f.fails("stage", stage).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::stage, stage).code == "PATH_SYMLINK");
     CHECK_FALSE(std::filesystem::exists(f.sync() + "/r/job1"));
     CHECK(list_files(f.outside()) == before);
-    CHECK(f.fails("nonce_write", {{"path", f.qb() + "/escape/n"}, {"content", "x"}}).code == "PATH_SYMLINK");
-    CHECK(f.fails("nonce_write", {{"path", "/tmp/archctl-nonce-outside"}, {"content", "x"}}).code == "PATH_OUTSIDE_ROOT");
+    CHECK(f.fails(Op::nonce_write, {{"path", f.qb() + "/escape/n"}, {"content", "x"}}).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::nonce_write, {{"path", "/tmp/archctl-nonce-outside"}, {"content", "x"}}).code == "PATH_OUTSIDE_ROOT");
     CHECK(list_files(f.outside()) == before);
 }
 
@@ -94,19 +94,19 @@ NODE_TEST(hello_names_protocol_roots_and_capabilities) {
 
 NODE_TEST(info_reports_free_space_and_probes_directories) {
     f.write("qb/dir/x", "x");
-    json info = f.ok("info", {{"probe_dirs", {f.qb() + "/dir"}}});
+    json info = f.ok(Op::info, {{"probe_dirs", {f.qb() + "/dir"}}});
     REQUIRE(info["roots"].size() == 2);
     CHECK(info["roots"][0]["free_bytes"].get<std::uint64_t>() > 0);
     CHECK(info["roots"][0]["total_bytes"].get<std::uint64_t>() >= info["roots"][0]["free_bytes"].get<std::uint64_t>());
     REQUIRE(info["probes"].size() == 1);
     CHECK(info["probes"][0]["capabilities"]["hardlink"] == true);
     CHECK(list_files(f.qb() + "/dir") == std::vector<std::string>{"x"});
-    CHECK(f.fails("info", {{"probe_dirs", {f.qb() + "/nope"}}}).code == "NOT_FOUND");
+    CHECK(f.fails(Op::info, {{"probe_dirs", {f.qb() + "/nope"}}}).code == "NOT_FOUND");
 }
 
 NODE_TEST(tree_reports_types_and_stat_fields) {
     make_tree(f);
-    json tree = f.ok("tree", {{"base", f.qb() + "/t"}, {"paths", {"a.bin", "sub/b.bin", "sub", "link.bin", "fifo", "missing", "nodir/x"}}});
+    json tree = f.ok(Op::tree, {{"base", f.qb() + "/t"}, {"paths", {"a.bin", "sub/b.bin", "sub", "link.bin", "fifo", "missing", "nodir/x"}}});
     CHECK(tree["base_exists"] == true);
     json a = find_entry(tree, "a.bin");
     CHECK(a["type"] == "file");
@@ -121,7 +121,7 @@ NODE_TEST(tree_reports_types_and_stat_fields) {
     CHECK(find_entry(tree, "fifo")["type"] == "fifo");
     CHECK(find_entry(tree, "missing")["type"] == "absent");
     CHECK(find_entry(tree, "nodir/x")["type"] == "absent");
-    json none = f.ok("tree", {{"base", f.qb() + "/not-yet"}, {"paths", {"a"}}});
+    json none = f.ok(Op::tree, {{"base", f.qb() + "/not-yet"}, {"paths", {"a"}}});
     CHECK(none["base_exists"] == false);
     CHECK(none["entries"][0]["type"] == "absent");
 }
@@ -137,11 +137,11 @@ TEST_CASE("paths are confined to the roots [local, component walk]") {
 
 NODE_TEST(unknown_operations_and_bad_arguments_are_errors) {
     CHECK(f.fails("frobnicate", json::object()).code == "UNKNOWN_OPERATION");
-    CHECK(f.fails("tree", {{"base", 42}}).code == "BAD_REQUEST");
-    CHECK(f.fails("stage", {{"job_dir", f.sync() + "/j"}, {"source_base", f.qb()}, {"files", json::array()}, {"method", "teleport"}}).code ==
+    CHECK(f.fails(Op::tree, {{"base", 42}}).code == "BAD_REQUEST");
+    CHECK(f.fails(Op::stage, {{"job_dir", f.sync() + "/j"}, {"source_base", f.qb()}, {"files", json::array()}, {"method", "teleport"}}).code ==
           "BAD_REQUEST");
     // The connection stays usable after errors.
-    CHECK(f.ok("tree", {{"base", f.qb()}, {"paths", json::array()}})["base_exists"] == true);
+    CHECK(f.ok(Op::tree, {{"base", f.qb()}, {"paths", json::array()}})["base_exists"] == true);
 }
 
 NODE_TEST(cancel_stops_a_copy_between_chunks_and_a_rerun_resumes) {
@@ -152,12 +152,12 @@ NODE_TEST(cancel_stops_a_copy_between_chunks_and_a_rerun_resumes) {
                   {"files", {{{"index", 0}, {"path", "big.bin"}, {"size", data.size()}}}}};
     CancelAtFirst sink;
     sink.t = &f.transport();
-    json first = f.ok("stage", stage, &sink);
+    json first = f.ok(Op::stage, stage, &sink);
     CHECK(first["complete"] == false);
     CHECK(first["stopped"] == "cancel");
     CHECK(first["bytes_copied"].get<std::uint64_t>() < data.size());
     CHECK_FALSE(std::filesystem::exists(f.sync() + "/r/job/READY"));
-    json second = f.ok("stage", stage);
+    json second = f.ok(Op::stage, stage);
     CHECK(second["complete"] == true);
     CHECK(second["bytes_copied"].get<std::uint64_t>() + first["bytes_copied"].get<std::uint64_t>() == data.size());
     CHECK(file_content(f.sync() + "/r/job/p/0") == data);
@@ -169,13 +169,13 @@ TEST_CASE("a dead far end is a clear error naming the node [exec]") {
     std::filesystem::create_directories(f.sync() + "/r");
     auto t = f.connect({"ARCHCTL_TEST_CRASH_AT=stage.linked"});
     json stage = {{"job_dir", f.sync() + "/r/job"}, {"source_base", f.qb()}, {"files", {{{"index", 0}, {"path", "x"}, {"size", 2}}}}};
-    auto r = call_operation(*t, "stage", stage);
+    auto r = call_operation(*t, Op::stage, stage);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == "NODE_UNREACHABLE");
     CHECK(r.error().message.find("testnode") != std::string::npos);
     CHECK(r.error().message.find("137") != std::string::npos);
     // Later calls fail the same way instead of hanging.
-    CHECK(call_operation(*t, "info").error().code == "NODE_UNREACHABLE");
+    CHECK(call_operation(*t, Op::info).error().code == "NODE_UNREACHABLE");
 
     ExecOptions bad;
     bad.node_name = "ghost";

@@ -15,8 +15,8 @@
 #include <doctest/doctest.h>
 
 #include "lib/base/process.hpp"
-#include "lib/node/wire/protocol.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/node/wire/protocol.hpp"
 
 using namespace archctl;
 using namespace archctl::node;
@@ -37,7 +37,7 @@ std::vector<std::string> greeting_child(const std::string& before, const std::st
 Result<Response> call_within(Transport& t, std::chrono::seconds limit) {
     auto result = std::async(std::launch::async, [&t] {
         Request r;
-        r.op = "info";
+        r.op = name(Op::info);
         return t.call(r, nullptr);
     });
     if (result.wait_for(limit) != std::future_status::ready) {
@@ -202,7 +202,7 @@ TEST_CASE("keepalive lines keep a slow call alive past the timeout and never rea
         void on_progress(const Progress& p) override { seen.push_back(p); }
     } sink;
     Request request;
-    request.op = "info";
+    request.op = name(Op::info);
     auto r = t.value()->call(request, &sink);
     REQUIRE(r.ok());
     CHECK(r->result.at("fine") == true);

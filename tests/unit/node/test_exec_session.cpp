@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "lib/config/config.hpp"
+#include "lib/node/wire/op_names.hpp"
 #include "lib/node/wire/protocol.hpp"
 #include "lib/session/node_session.hpp"
 #include "tests/support/scratch.hpp"
@@ -41,7 +42,7 @@ int starts(const std::string& log) {
 
 Result<node::Response> info(node::Transport& t) {
     node::Request r;
-    r.op = "info";
+    r.op = node::name(node::Op::info);
     return t.call(r, nullptr);
 }
 

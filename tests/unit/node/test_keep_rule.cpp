@@ -83,14 +83,14 @@ NODE_TEST(unmerge_applies_the_keep_rule_to_every_file_it_placed) {
     std::string s = f.qb() + "/save";
     f.write("qb/save/S/e.bin", random_bytes(size, 99));  // pre-existing, reused
     json req = {{"job_dir", f.sync() + "/route/job"}, {"save_path", s}, {"files", files}};
-    f.ok("merge", req);
+    f.ok(Op::merge, req);
     auto e_before = lstat_path(s + "/S/e.bin");
     // a: referenced; b: replaced by another file; c: linked elsewhere; d: nobody's.
     // Written beside it and renamed over it: a new inode (a freed one could be reused at once).
     f.write("qb/save/S/b.bin.new", random_bytes(size, 50));
     std::filesystem::rename(s + "/S/b.bin.new", s + "/S/b.bin");
     std::filesystem::create_hard_link(s + "/S/c.bin", f.outside() + "/c-link");
-    json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", s}, {"referenced", {s + "/S/a.bin"}}});
+    json u = f.ok(Op::unmerge, {{"job_dir", req["job_dir"]}, {"save_path", s}, {"referenced", {s + "/S/a.bin"}}});
     std::map<std::string, std::string> codes;
     for (const auto& k : u["kept"]) codes[k["path"]] = k["code"];
     CHECK(codes[s + "/S/a.bin"] == "referenced");
@@ -111,8 +111,8 @@ NODE_TEST(cleanup_keeps_a_staged_file_another_torrent_references) {
     std::filesystem::create_directories(f.sync() + "/route");
     json files = {{{"index", 0}, {"path", "T/a.bin"}, {"size", 1000}}, {{"index", 1}, {"path", "T/b.bin"}, {"size", 2000}}};
     std::string job = f.sync() + "/route/job";
-    f.ok("stage", {{"job_dir", job}, {"source_base", f.qb() + "/save"}, {"files", files}});
-    json r = f.ok("cleanup", {{"job_dir", job}, {"referenced", {job + "/p/1"}}});
+    f.ok(Op::stage, {{"job_dir", job}, {"source_base", f.qb() + "/save"}, {"files", files}});
+    json r = f.ok(Op::cleanup, {{"job_dir", job}, {"referenced", {job + "/p/1"}}});
     CHECK(r["job_dir"] == "kept");
     CHECK(list_files(job) == std::vector<std::string>{"p/1"});
     bool found = false;
@@ -134,7 +134,7 @@ NODE_TEST(unlink_owned_keeps_a_replaced_file_and_unlinks_a_linked_one) {
     auto b = lstat_path(s + "/T/b.bin");
     f.write("qb/save/T/a.bin.new", "AAAA");
     std::filesystem::rename(s + "/T/a.bin.new", s + "/T/a.bin");
-    json r = f.ok("unlink_owned", {{"stop_at", s},
+    json r = f.ok(Op::unlink_owned, {{"stop_at", s},
                                    {"paths", {json{{"path", s + "/T/a.bin"}, {"size", 4}, {"ino", a.ino}},
                                               json{{"path", s + "/T/b.bin"}, {"size", 4}, {"ino", b.ino}}}}});
     CHECK(std::filesystem::exists(s + "/T/a.bin"));

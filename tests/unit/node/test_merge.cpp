@@ -48,7 +48,7 @@ NODE_TEST(merge_moves_received_files_out_of_the_route_folder) {
     json req = received(f);
     std::map<unsigned, std::string> content;
     for (unsigned i : {1u, 3u, 5u}) content[i] = file_content(f.sync() + "/route/job/p/" + std::to_string(i));
-    json r = f.ok("merge", req);
+    json r = f.ok(Op::merge, req);
     CHECK(r["complete"] == true);
     REQUIRE(r["provenance"].size() == 3);
     auto route_inodes = inodes_below(f.sync() + "/route");
@@ -67,13 +67,13 @@ NODE_TEST(merge_moves_received_files_out_of_the_route_folder) {
     std::set<std::string> dirs = r["dirs_created"].get<std::set<std::string>>();
     CHECK(dirs == std::set<std::string>{f.qb() + "/save", f.qb() + "/save/Show", f.qb() + "/save/Show/extras"});
     // A rerun recognises its own files and changes nothing.
-    json again = f.ok("merge", req);
+    json again = f.ok(Op::merge, req);
     CHECK(again["provenance"] == r["provenance"]);
     // unmerge takes back exactly that.
-    json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    json u = f.ok(Op::unmerge, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
     CHECK(u["removed"].size() == 6);
     CHECK_FALSE(std::filesystem::exists(f.qb() + "/save"));
-    CHECK(f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}})["record"] == "absent");
+    CHECK(f.ok(Op::unmerge, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}})["record"] == "absent");
 }
 
 NODE_TEST(merge_reuses_a_same_size_file_and_unmerge_never_removes_it) {
@@ -81,7 +81,7 @@ NODE_TEST(merge_reuses_a_same_size_file_and_unmerge_never_removes_it) {
     std::string mine = random_bytes(k_size, 99);
     f.write("qb/save/Show/a.bin", mine);
     auto before = lstat_path(f.qb() + "/save/Show/a.bin");
-    json r = f.ok("merge", req);
+    json r = f.ok(Op::merge, req);
     json a = by_index(r["provenance"], 1);
     CHECK(a["provenance"] == "preexisting");
     CHECK(a["ino"] == before.ino);
@@ -89,7 +89,7 @@ NODE_TEST(merge_reuses_a_same_size_file_and_unmerge_never_removes_it) {
     CHECK(by_index(r["provenance"], 3)["provenance"] == "created");
     CHECK(r["dirs_created"] == json{f.qb() + "/save/Show/extras"});
     // Another torrent references b.bin: unmerge keeps it, and the pre-existing a.bin.
-    json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]},
+    json u = f.ok(Op::unmerge, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]},
                               {"referenced", {f.qb() + "/save/Show/b.bin"}}});
     CHECK(file_content(f.qb() + "/save/Show/a.bin") == mine);
     CHECK(std::filesystem::exists(f.qb() + "/save/Show/b.bin"));
@@ -102,20 +102,20 @@ NODE_TEST(merge_conflicts_change_nothing) {
     f.write("qb/save/Show/b.bin", "short");
     auto before_route = list_files(f.sync());
     auto before_qb = list_files(f.qb());
-    Error e = f.fails("merge", req);
+    Error e = f.fails(Op::merge, req);
     CHECK(e.code == "MERGE_CONFLICT");
     CHECK(e.message.find("b.bin") != std::string::npos);
     CHECK(list_files(f.sync()) == before_route);
     CHECK(list_files(f.qb()) == before_qb);
     std::filesystem::remove(f.qb() + "/save/Show/b.bin");
     std::filesystem::create_directories(f.qb() + "/save/Show/b.bin");
-    CHECK(f.fails("merge", req).code == "MERGE_CONFLICT");
+    CHECK(f.fails(Op::merge, req).code == "MERGE_CONFLICT");
     std::filesystem::remove(f.qb() + "/save/Show/b.bin");
     f.write("qb/save/Show/extras", "a file where a directory belongs");
-    CHECK(f.fails("merge", req).code == "MERGE_CONFLICT");
+    CHECK(f.fails(Op::merge, req).code == "MERGE_CONFLICT");
     std::filesystem::remove(f.qb() + "/save/Show/extras");
     std::filesystem::create_directory_symlink(f.outside(), f.qb() + "/save/Show/extras");
-    CHECK(f.fails("merge", req).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::merge, req).code == "PATH_SYMLINK");
     CHECK(list_files(f.outside()).empty());
     CHECK(list_files(f.sync()) == before_route);
 }
@@ -132,7 +132,7 @@ NODE_TEST(merge_across_filesystems_copies_and_drops_the_received_file) {
     f.reconnect();
     json req = received(f);
     std::string c = file_content(f.sync() + "/route/job/p/5");
-    json r = f.ok("merge", req);
+    json r = f.ok(Op::merge, req);
     CHECK(by_index(r["provenance"], 5)["how"] == "copy");
     CHECK(r["bytes_copied"] == 3 * k_size);
     CHECK(file_content(f.qb() + "/save/Show/extras/c.bin") == c);
@@ -148,7 +148,7 @@ NODE_TEST(a_merge_copy_holds_the_floor_and_leaves_no_temp_file) {
     f.write("qb/save/Show/.archctl-merge-job-3.tmp", "stale");
     json floored = req;
     floored["min_free"] = std::uint64_t{1} << 62;  // more than any disk has free
-    json r = f.ok("merge", floored);
+    json r = f.ok(Op::merge, floored);
     CHECK(r["complete"] == false);
     CHECK(r["stopped"] == "disk");
     CHECK(r["need_bytes"] == k_size);
@@ -158,19 +158,19 @@ NODE_TEST(a_merge_copy_holds_the_floor_and_leaves_no_temp_file) {
     CHECK(list_files(f.qb() + "/save") == std::vector<std::string>{});
     CHECK(list_files(f.sync() + "/route/job/p") == std::vector<std::string>{"1", "3", "5"});
     // merge_record: the pre-state is recorded, nothing is placed yet.
-    json rec = f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    json rec = f.ok(Op::merge_record, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
     CHECK(rec["record"] == "present");
     CHECK(rec["files"] == json::array({1, 3, 5}));
     CHECK(rec["placed"] == json::array());
     // With the floor lowered the same merge completes.
-    r = f.ok("merge", req);
+    r = f.ok(Op::merge, req);
     CHECK(r["complete"] == true);
     CHECK(by_index(r["provenance"], 1)["how"] == "copy");
     CHECK(list_files(f.qb() + "/save") == std::vector<std::string>{"Show/a.bin", "Show/b.bin", "Show/extras/c.bin"});
-    rec = f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    rec = f.ok(Op::merge_record, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
     CHECK(rec["placed"] == json::array({1, 3, 5}));
-    f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
-    CHECK(f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}})["record"] == "absent");
+    f.ok(Op::unmerge, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    CHECK(f.ok(Op::merge_record, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}})["record"] == "absent");
 }
 
 NODE_TEST(a_merge_copy_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
@@ -188,14 +188,14 @@ NODE_TEST(a_merge_copy_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
     f.write("sync/route/job/p/0", big);
     json req = {{"job_dir", f.sync() + "/route/job"}, {"save_path", f.qb() + "/save"},
                 {"files", {{{"index", 0}, {"path", "Show/big.bin"}, {"size", big.size()}}}}};
-    json r = f.ok("merge", req);  // no floor: the copy runs into the full tmpfs
+    json r = f.ok(Op::merge, req);  // no floor: the copy runs into the full tmpfs
     CHECK(r["complete"] == false);
     CHECK(r["stopped"] == "disk");
     CHECK(r["stopped_at"] == f.qb() + "/save/Show/big.bin");
     CHECK(list_files(f.qb() + "/save") == std::vector<std::string>{});  // the partial copy is gone
     CHECK(list_files(f.sync() + "/route/job/p") == std::vector<std::string>{"0"});
     REQUIRE(archctl::test::run({"mount", "-o", "remount,size=64m", f.qb() + "/save"}).exit_code == 0);
-    r = f.ok("merge", req);
+    r = f.ok(Op::merge, req);
     CHECK(r["complete"] == true);
     CHECK(file_content(f.qb() + "/save/Show/big.bin") == big);
     f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
@@ -205,27 +205,27 @@ TEST_CASE("merge converges, or unmerges cleanly, after a crash at every point [e
     NodeFixture f(Kind::exec);
     json reference = received(f, "ref");
     f.write("qb/save/Show/a.bin", random_bytes(k_size, 7));  // one pre-existing file
-    CrashRun clean = run_serve(f, "merge", reference, "");
+    CrashRun clean = run_serve(f, Op::merge, reference, "");
     REQUIRE(clean.exit_code == 0);
     auto specs = crash_specs(clean.passed);
     REQUIRE(specs.size() >= 5);
     std::string preexisting = file_content(f.qb() + "/save/Show/a.bin");
-    f.ok("unmerge", {{"job_dir", reference["job_dir"]}, {"save_path", reference["save_path"]}});
+    f.ok(Op::unmerge, {{"job_dir", reference["job_dir"]}, {"save_path", reference["save_path"]}});
     REQUIRE(list_files(f.qb()) == std::vector<std::string>{"save/Show/a.bin"});
     for (const auto& spec : specs) {
         for (bool then_unmerge : {false, true}) {
             CAPTURE(spec);
             CAPTURE(then_unmerge);
             json req = received(f, "job");
-            CHECK(run_serve(f, "merge", req, spec).exit_code == 137);
+            CHECK(run_serve(f, Op::merge, req, spec).exit_code == 137);
             f.reconnect();
             if (!then_unmerge) {
-                json r = f.ok("merge", req);
+                json r = f.ok(Op::merge, req);
                 CHECK(r["complete"] == true);
                 CHECK(by_index(r["provenance"], 1)["provenance"] == "preexisting");
                 CHECK(list_files(f.qb() + "/save/Show") == std::vector<std::string>{"a.bin", "b.bin", "extras/c.bin"});
             }
-            json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+            json u = f.ok(Op::unmerge, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
             CHECK(list_files(f.qb()) == std::vector<std::string>{"save/Show/a.bin"});
             CHECK(file_content(f.qb() + "/save/Show/a.bin") == preexisting);
             CHECK_FALSE(std::filesystem::exists(f.qb() + "/save/Show/extras"));
@@ -240,7 +240,7 @@ TEST_CASE("merge converges, or unmerges cleanly, after a crash at every point [e
 NODE_TEST(adopt_incomplete_moves_only_over_an_allocation_and_unmerge_takes_back_the_incomplete_names) {
     json req = received(f);
     std::string partial = random_bytes(1000, 7);
-    json r = f.ok("merge", req);
+    json r = f.ok(Op::merge, req);
     REQUIRE(r["complete"] == true);
     std::string save = f.qb() + "/save/";
     std::string a_bytes = file_content(save + "Show/a.bin");
@@ -250,12 +250,12 @@ NODE_TEST(adopt_incomplete_moves_only_over_an_allocation_and_unmerge_takes_back_
     json base = {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}, {"indices", {1, 3, 5}}};
     json report = base;
     report["adopt"] = false;
-    json seen = f.ok("adopt_incomplete", report);
+    json seen = f.ok(Op::adopt_incomplete, report);
     CHECK(seen["pending"] == json{1});
     CHECK(seen["foreign"] == json{3});
     CHECK(seen["plain"] == json{5});
     CHECK(std::filesystem::exists(save + "Show/a.bin"));
-    json adopted = f.ok("adopt_incomplete", base);
+    json adopted = f.ok(Op::adopt_incomplete, base);
     CHECK(adopted["suffixed"] == json{1});
     CHECK(adopted["foreign"] == json{3});
     CHECK(adopted["plain"] == json{5});
@@ -266,9 +266,9 @@ NODE_TEST(adopt_incomplete_moves_only_over_an_allocation_and_unmerge_takes_back_
     // c.bin's incomplete name gets an allocation after the fact (qBittorrent selected it late).
     f.write("qb/save/Show/extras/c.bin.!qB", std::string());
     // merge_record still counts a.bin as placed under its incomplete name.
-    json rec = f.ok("merge_record", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    json rec = f.ok(Op::merge_record, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
     CHECK(rec["placed"].size() == 3);
-    json u = f.ok("unmerge", {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
+    json u = f.ok(Op::unmerge, {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}});
     std::set<std::string> removed = u["removed"].get<std::set<std::string>>();
     CHECK(removed.count(save + "Show/a.bin.!qB") == 1);
     CHECK(removed.count(save + "Show/extras/c.bin.!qB") == 1);

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;
@@ -203,7 +203,7 @@ TEST_CASE("result structs write the keys the handlers answered with") {
     tree.base_exists = true;
     tree.entries.push_back(TreeEntry{"a", "file", EntryStat{5, 1, 77, 2, 123456789, 0644}, std::nullopt});
     tree.entries.push_back(TreeEntry{"b", "absent", std::nullopt, std::nullopt});
-    tree.entries.push_back(TreeEntry{"../c", "refused", std::nullopt, Error("PATH_OUTSIDE_ROOT", "no")});
+    tree.entries.push_back(TreeEntry{"../c", "refused", std::nullopt, Error(ErrorCode::PATH_OUTSIDE_ROOT, "no")});
     round_trip(tree, json{{"base_exists", true},
                           {"entries",
                            {{{"path", "a"}, {"type", "file"}, {"size", 5}, {"dev", 1}, {"ino", 77}, {"nlink", 2}, {"mtime_ns", 123456789},
@@ -252,8 +252,10 @@ TEST_CASE("result structs write the keys the handlers answered with") {
                            {"files_total", 1},
                            {"bytes_hashed", 0}});
     ReceiveCheckResult cancelled;
-    cancelled.stopped = "cancel";
+    cancelled.stopped = Stop::cancel;
     round_trip(cancelled, json{{"complete", false}, {"stopped", "cancel"}});
+    // A stop reason this build does not know makes the result invalid (the facade's PROTOCOL).
+    CHECK_THROWS_AS(json({{"complete", false}, {"stopped", "nap"}}).get<ReceiveCheckResult>(), json::exception);
 
     MergeResult merge{true, "", {MergedFile{3, "d/a", "created", "rename", 77}, MergedFile{4, "b", "preexisting", "none", 5}},
                       {"/qb/save/d"}, "/qb/.archctl/merge-j.jsonl", 0, 10, 0, 0, ""};

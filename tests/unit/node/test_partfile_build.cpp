@@ -66,7 +66,7 @@ NODE_TEST(partfile_build_writes_the_slots_libtorrent_reads) {
     Payload p;
     write_payload(f, p);
     std::string to = f.sync() + "/route/job/a/partfile";
-    json r = f.ok("partfile_build", request_for(f, p, to));
+    json r = f.ok(Op::partfile_build, request_for(f, p, to));
     CHECK(r["used_slots"] == 2);
     CHECK(r["slots"] == json{{{"piece", 0}, {"slot", 0}}, {{"piece", 1}, {"slot", 1}}});
     CHECK(r["failed"] == json::array());
@@ -82,7 +82,7 @@ NODE_TEST(partfile_build_writes_the_slots_libtorrent_reads) {
     CHECK(built.substr(1024 + k_piece, 13616) == p.b.substr(6384, 13616));
     CHECK(built.substr(1024 + k_piece + 13616, 2768) == std::string(2768, '\0'));
     // The node reads it back as a valid part file of this torrent.
-    json h = f.ok("partfile_read", {{"path", to}, {"expect_pieces", 3}, {"expect_piece_size", k_piece}});
+    json h = f.ok(Op::partfile_read, {{"path", to}, {"expect_pieces", 3}, {"expect_piece_size", k_piece}});
     CHECK(h["slots"] == r["slots"]);
     CHECK(list_files(f.sync() + "/route/job/a").size() == 1);  // no temp file
 }
@@ -107,7 +107,7 @@ NODE_TEST(partfile_build_reads_a_skipped_files_bytes_from_the_source_part_file) 
                 r.erase("offset");
                 r["from_partfile"] = true;
             }
-    json r = f.ok("partfile_build", request);
+    json r = f.ok(Op::partfile_build, request);
     std::string built = file_content(f.sync() + "/route/job/a/partfile");
     CHECK(built.substr(1024 + 10000, 6384) == p.b.substr(0, 6384));
     CHECK(built.substr(1024 + k_piece, 13616) == p.b.substr(6384, 13616));
@@ -116,7 +116,7 @@ NODE_TEST(partfile_build_reads_a_skipped_files_bytes_from_the_source_part_file) 
     request["pieces"][0]["length"] = 35000 - 2 * k_piece;
     request["pieces"][0].erase("sha1");
     request["pieces"][0]["ranges"] = {{{"at", 0}, {"length", 10}, {"from_partfile", true}, {"keep", true}}};
-    Error e = f.fails("partfile_build", request);
+    Error e = f.fails(Op::partfile_build, request);
     CHECK(e.code == "PARTFILE_INVALID");
     CHECK(e.message.find("does not hold piece 2") != std::string::npos);
 }
@@ -130,7 +130,7 @@ NODE_TEST(partfile_build_refuses_what_it_cannot_prove) {
     std::string wrong = p.b;
     wrong[100] = static_cast<char>(wrong[100] ^ 1);
     f.write("qb/save/T/b.bin", wrong);
-    Error e = f.fails("partfile_build", request_for(f, p, to));
+    Error e = f.fails(Op::partfile_build, request_for(f, p, to));
     CHECK(e.code == "PARTFILE_INVALID");
     CHECK(e.message.find("piece 0") != std::string::npos);
     CHECK(!std::filesystem::exists(to));
@@ -138,32 +138,32 @@ NODE_TEST(partfile_build_refuses_what_it_cannot_prove) {
     // A dry run writes nothing and says which pieces fail.
     json dry = request_for(f, p, to);
     dry["dry_run"] = true;
-    CHECK(f.ok("partfile_build", dry)["failed"] == json{0});
+    CHECK(f.ok(Op::partfile_build, dry)["failed"] == json{0});
     CHECK(list_files(dir).empty());
     f.write("qb/save/T/b.bin", p.b);
     dry["to"] = "";
-    CHECK(f.ok("partfile_build", dry)["failed"] == json::array());
+    CHECK(f.ok(Op::partfile_build, dry)["failed"] == json::array());
     // The free-space floor: nothing written.
     json floor = request_for(f, p, to);
     floor["min_free"] = std::uint64_t{1} << 62;
-    CHECK(f.fails("partfile_build", floor).code == "DISK_INSUFFICIENT");
+    CHECK(f.fails(Op::partfile_build, floor).code == "DISK_INSUFFICIENT");
     CHECK(list_files(dir).empty());
     // A neighbour reached through a symlink is refused.
     std::filesystem::rename(f.qb() + "/save/T/b.bin", f.qb() + "/save/b.bin");
     std::filesystem::create_symlink(f.qb() + "/save/b.bin", f.qb() + "/save/T/b.bin");
-    CHECK(f.fails("partfile_build", request_for(f, p, to)).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::partfile_build, request_for(f, p, to)).code == "PATH_SYMLINK");
     CHECK(list_files(dir).empty());
     // A file shorter than the range it should hold.
     std::filesystem::remove(f.qb() + "/save/T/b.bin");
     f.write("qb/save/T/b.bin", p.b.substr(0, 100));
-    CHECK(f.fails("partfile_build", request_for(f, p, to)).code == "SOURCE_CHANGED");
+    CHECK(f.fails(Op::partfile_build, request_for(f, p, to)).code == "SOURCE_CHANGED");
     // Malformed requests.
     json bad = request_for(f, p, to);
     bad["pieces"][0]["ranges"][0]["length"] = 20000;  // past the piece
-    CHECK(f.fails("partfile_build", bad).code == "BAD_REQUEST");
+    CHECK(f.fails(Op::partfile_build, bad).code == "BAD_REQUEST");
     bad = request_for(f, p, to);
     bad["pieces"][1]["piece"] = 0;  // listed twice
-    CHECK(f.fails("partfile_build", bad).code == "BAD_REQUEST");
+    CHECK(f.fails(Op::partfile_build, bad).code == "BAD_REQUEST");
     CHECK(list_files(dir).empty());
 }
 
@@ -187,12 +187,12 @@ NODE_TEST(partfile_build_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
                     {"piece_count", 1},
                     {"piece_size", piece},
                     {"pieces", {{{"piece", 0}, {"length", piece}, {"ranges", {range(0, kept, f.qb() + "/save/T/skipped.bin", 0, true)}}}}}};
-    Error e = f.fails("partfile_build", request);
+    Error e = f.fails(Op::partfile_build, request);
     CHECK(e.code == "DISK_INSUFFICIENT");
     CHECK(e.message.find("full") != std::string::npos);
     CHECK(list_files(dir).empty());
     REQUIRE(archctl::test::run({"mount", "-o", "remount,size=8m", dir}).exit_code == 0);
-    json r = f.ok("partfile_build", request);
+    json r = f.ok(Op::partfile_build, request);
     CHECK(file_content(dir + "/partfile").substr(1024, kept) == skipped);
     f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
 }

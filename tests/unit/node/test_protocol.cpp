@@ -3,8 +3,8 @@
 #include <doctest/doctest.h>
 
 #include "lib/node/server/file_ops.hpp"
-#include "lib/node/wire/protocol.hpp"
 #include "lib/node/server/root_set.hpp"
+#include "lib/node/wire/protocol.hpp"
 #include "tests/support/scratch.hpp"
 
 using namespace archctl;
@@ -22,7 +22,7 @@ TEST_CASE("protocol lines round-trip every message type") {
     CHECK(r.op == "tree");
     CHECK(r.args["paths"][0] == "x");
 
-    Response fail = Response::failure(7, Error("PATH_OUTSIDE_ROOT", "path outside", "hint"));
+    Response fail = Response::failure(7, Error(ErrorCode::PATH_OUTSIDE_ROOT, "path outside", "hint"));
     fail.io.rchar = 12;
     auto back = decode(encode(Message{fail}));
     REQUIRE(back.ok());

@@ -30,7 +30,7 @@ Received receive_job(NodeFixture& f) {
     }
     std::filesystem::create_directories(f.sync() + "/src");
     std::filesystem::create_directories(f.sync() + "/dst");
-    f.ok("stage", {{"job_dir", f.sync() + "/src/job"}, {"source_base", f.qb() + "/save"}, {"files", files}, {"verify_transit", true}});
+    f.ok(Op::stage, {{"job_dir", f.sync() + "/src/job"}, {"source_base", f.qb() + "/save"}, {"files", files}, {"verify_transit", true}});
     std::filesystem::copy(f.sync() + "/src/job", f.sync() + "/dst/job", std::filesystem::copy_options::recursive);
     std::filesystem::remove(f.sync() + "/dst/job/.archctl-stage.jsonl");
     return {files, f.sync() + "/dst/job"};
@@ -49,7 +49,7 @@ json state_of(const json& check, const std::string& name) {
 
 NODE_TEST(receive_check_reports_a_complete_job_without_reading_payload) {
     Received r = receive_job(f);
-    json check = f.ok("receive_check", {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
+    json check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
     CHECK(check["complete"] == true);
     CHECK(check["bytes_present"] == 3 * k_size);
     CHECK(check["bytes_total"] == 3 * k_size);
@@ -61,7 +61,7 @@ NODE_TEST(receive_check_reports_a_complete_job_without_reading_payload) {
 
 NODE_TEST(receive_check_before_anything_arrived) {
     json files = {{{"index", 0}, {"path", "x"}, {"size", 10}}};
-    json check = f.ok("receive_check", {{"job_dir", f.sync() + "/dst/none"}, {"files", files}});
+    json check = f.ok(Op::receive_check, {{"job_dir", f.sync() + "/dst/none"}, {"files", files}});
     CHECK(check["complete"] == false);
     CHECK(check["job_exists"] == false);
     CHECK(state_of(check, "p/0")["state"] == "absent");
@@ -73,7 +73,7 @@ NODE_TEST(receive_check_sees_growing_temp_and_unindexed_files_in_transit) {
     std::filesystem::rename(r.job + "/p/0", r.job + "/p/.syncthing.0.tmp");
     std::filesystem::resize_file(r.job + "/p/1", k_size / 2);
     json indexed = {"manifest.json", "READY", "p/0"};
-    json check = f.ok("receive_check", {{"job_dir", r.job}, {"files", r.files}, {"indexed", indexed}});
+    json check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", indexed}});
     CHECK(check["complete"] == false);
     CHECK(state_of(check, "p/0")["state"] == "in_transit");
     CHECK(state_of(check, "p/0")["have_bytes"].get<std::uint64_t>() > 0);
@@ -84,7 +84,7 @@ NODE_TEST(receive_check_sees_growing_temp_and_unindexed_files_in_transit) {
     CHECK(check["ignored"] == json{"p/.syncthing.0.tmp"});
     // A final name beside a temp file is still in transit (Syncthing is replacing it).
     std::filesystem::copy_file(r.job + "/p/.syncthing.0.tmp", r.job + "/p/0");
-    check = f.ok("receive_check", {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
+    check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
     CHECK(state_of(check, "p/0")["state"] == "in_transit");
     // Indexed with the wrong size is a mismatch, not a wait.
     CHECK(state_of(check, "p/1")["state"] == "mismatch");
@@ -93,18 +93,18 @@ NODE_TEST(receive_check_sees_growing_temp_and_unindexed_files_in_transit) {
 NODE_TEST(receive_check_hashes_once_and_finds_a_corrupted_byte) {
     Received r = receive_job(f);
     json args = {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}, {"verify_transit", true}};
-    json first = f.ok("receive_check", args);
+    json first = f.ok(Op::receive_check, args);
     CHECK(first["complete"] == true);
     CHECK(state_of(first, "p/0")["state"] == "verified");
     CHECK(first["bytes_hashed"] == 3 * k_size);
-    json second = f.ok("receive_check", args);
+    json second = f.ok(Op::receive_check, args);
     CHECK(second["bytes_hashed"] == 0);  // verdicts cached by size, inode and mtime
     {
         std::fstream io(r.job + "/p/2", std::ios::in | std::ios::out | std::ios::binary);
         io.seekp(12345);
         io.put('\x5a' ^ file_content(r.job + "/p/2")[12345]);
     }
-    json third = f.ok("receive_check", args);
+    json third = f.ok(Op::receive_check, args);
     CHECK(third["complete"] == false);
     CHECK(state_of(third, "p/2")["state"] == "mismatch");
     CHECK(third["bytes_hashed"] == k_size);
@@ -114,7 +114,7 @@ NODE_TEST(receive_check_ignores_conflict_copies) {
     Received r = receive_job(f);
     f.write("sync/dst/job/p/1.sync-conflict-20240101-101010-ABCDEFG", "conflict");
     f.write("sync/dst/job/manifest.sync-conflict-20240101-101010-ABCDEFG.json", "{}");
-    json check = f.ok("receive_check", {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
+    json check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
     CHECK(check["complete"] == true);
     CHECK(check["files_present"] == 3);
     CHECK(check["ignored"].size() == 2);

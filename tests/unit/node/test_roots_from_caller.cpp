@@ -11,9 +11,9 @@
 
 #include <doctest/doctest.h>
 
-#include "lib/node/wire/protocol.hpp"
-#include "lib/node/server/server.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/node/server/server.hpp"
+#include "lib/node/wire/protocol.hpp"
 #include "lib/session/node_probe.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/unit/node/node_fixture.hpp"
@@ -56,14 +56,14 @@ TEST_CASE("node serve without --root serves the roots the caller names, and only
     CHECK(hello.roots[0].path == d.qb);
     CHECK(hello.roots[1].path == d.sync);
     std::ofstream(d.qb + "/f") << "x";
-    auto tree = call_operation(**t, "tree", {{"base", d.qb}, {"paths", {"f"}}});
+    auto tree = call_operation(**t, Op::tree, {{"base", d.qb}, {"paths", {"f"}}});
     CHECK_MESSAGE(tree.ok(), (tree.ok() ? "" : tree.error().message));
-    auto outside = call_operation(**t, "nonce_write", {{"path", d.outside + "/n"}, {"content", "x"}});
+    auto outside = call_operation(**t, Op::nonce_write, {{"path", d.outside + "/n"}, {"content", "x"}});
     REQUIRE_FALSE(outside.ok());
     CHECK(outside.error().code == "PATH_OUTSIDE_ROOT");
     // No symlink escapes below a caller's root either.
     std::filesystem::create_directory_symlink(d.outside, d.qb + "/link");
-    auto escaped = call_operation(**t, "nonce_write", {{"path", d.qb + "/link/n"}, {"content", "x"}});
+    auto escaped = call_operation(**t, Op::nonce_write, {{"path", d.qb + "/link/n"}, {"content", "x"}});
     REQUIRE_FALSE(escaped.ok());
     CHECK(escaped.error().code == "PATH_SYMLINK");
     CHECK_FALSE(std::filesystem::exists(d.outside + "/n"));
@@ -96,7 +96,7 @@ TEST_CASE("an operation before open_roots on a node without --root says what is 
     Server server{Server::CallerRoots{}};
     Request r;
     r.id = 1;
-    r.op = "info";
+    r.op = name(Op::info);
     std::atomic<bool> cancel{false};
     Response response = server.handle(r, nullptr, cancel);
     REQUIRE_FALSE(response.ok);
@@ -108,18 +108,18 @@ TEST_CASE("write_check creates and removes a file in a root; a read-only root fa
     Dirs d;
     auto t = connect_local("local", {d.qb, d.sync});
     REQUIRE(t.ok());
-    auto ok = call_operation(**t, "write_check", {{"path", d.qb}});
+    auto ok = call_operation(**t, Op::write_check, {{"path", d.qb}});
     REQUIRE_MESSAGE(ok.ok(), (ok.ok() ? "" : ok.error().message));
     CHECK(ok.value().value("writable", false));
     CHECK(std::filesystem::is_empty(d.qb));
     if (::geteuid() != 0) {
         ::chmod(d.sync.c_str(), 0555);
-        auto ro = call_operation(**t, "write_check", {{"path", d.sync}});
+        auto ro = call_operation(**t, Op::write_check, {{"path", d.sync}});
         ::chmod(d.sync.c_str(), 0755);
         REQUIRE_FALSE(ro.ok());
         CHECK(ro.error().message.find(d.sync) != std::string::npos);
     }
-    auto outside = call_operation(**t, "write_check", {{"path", d.outside}});
+    auto outside = call_operation(**t, Op::write_check, {{"path", d.outside}});
     REQUIRE_FALSE(outside.ok());
     CHECK(outside.error().code == "PATH_OUTSIDE_ROOT");
 }

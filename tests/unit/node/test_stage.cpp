@@ -6,8 +6,8 @@
 #include <map>
 #include <sstream>
 
-#include "lib/base/hash.hpp"
 #include "lib/base/base64.hpp"
+#include "lib/base/hash.hpp"
 #include "lib/node/server/file_ops.hpp"
 #include "lib/node/wire/protocol.hpp"
 #include "tests/unit/node/node_fixture.hpp"
@@ -46,7 +46,7 @@ std::string source(const json& req, const json& file) {
 
 NODE_TEST(stage_hard_links_without_reading_payload) {
     json req = make_payload(f, "job-link");
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["complete"] == true);
     CHECK(r["files_linked"] == 3);
     CHECK(r["bytes_copied"] == 0);
@@ -66,7 +66,7 @@ NODE_TEST(stage_hard_links_without_reading_payload) {
     CHECK(m["files"][0]["method"] == "hardlink");
     CHECK(m["files"][0]["xxh3"].is_null());
     CHECK(std::filesystem::exists(req["job_dir"].get<std::string>() + "/READY"));
-    json again = f.ok("stage", req);
+    json again = f.ok(Op::stage, req);
     CHECK(again["already_ready"] == true);
     CHECK(again["manifest_xxh3"] == r["manifest_xxh3"]);
 }
@@ -74,7 +74,7 @@ NODE_TEST(stage_hard_links_without_reading_payload) {
 NODE_TEST(stage_verify_transit_hashes_linked_files_once) {
     json req = make_payload(f, "job-verify");
     req["verify_transit"] = true;
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["files_linked"] == 3);
     CHECK(r["bytes_hashed"] == 3 * k_file_size);
     CHECK(r["io"]["rchar"].get<std::uint64_t>() >= 3 * k_file_size);
@@ -86,7 +86,7 @@ NODE_TEST(stage_verify_transit_hashes_linked_files_once) {
 
 NODE_TEST(stage_forced_copy_hashes_in_the_same_pass) {
     json req = make_payload(f, "job-copy", "copy");
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["files_copied"] == 3);
     CHECK(r["bytes_copied"] == 3 * k_file_size);
     CHECK(r["bytes_hashed"] == 0);  // no second pass
@@ -107,7 +107,7 @@ NODE_TEST(stage_copy_of_a_file_spanning_many_write_behind_windows_is_exact_and_r
     // Larger than several write-behind windows and not a multiple of the copy's I/O block.
     std::size_t size = (37u << 20) + 123;
     json req = make_payload(f, "job-big-copy", "copy", size);
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["complete"] == true);
     CHECK(r["bytes_copied"] == 3 * size);
     CHECK(r["bytes_hashed"] == 0);
@@ -132,7 +132,7 @@ NODE_TEST(stage_journals_one_parseable_record_per_linked_file) {
         files.push_back({{"index", i}, {"path", rel}, {"size", i % 13}});
     }
     json req = {{"job_dir", f.sync() + "/route/job-many"}, {"source_base", f.qb() + "/save"}, {"files", files}, {"method", "hardlink"}};
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["files_linked"] == 500);
     CHECK(r["io"]["rchar"].get<std::uint64_t>() < (256u << 10));
     std::istringstream lines(file_content(req["job_dir"].get<std::string>() + "/.archctl-stage.jsonl"));
@@ -156,7 +156,7 @@ NODE_TEST(stage_journals_one_parseable_record_per_linked_file) {
     }
     // A rerun without READY reuses every record and links nothing again.
     std::filesystem::remove(req["job_dir"].get<std::string>() + "/READY");
-    json again = f.ok("stage", req);
+    json again = f.ok(Op::stage, req);
     CHECK(again["files_reused"] == 500);
     CHECK(again["files_linked"] == 0);
 }
@@ -172,13 +172,13 @@ NODE_TEST(stage_across_filesystems_falls_back_to_copy) {
     } unmount{f.sync()};
     f.reconnect();
     json req = make_payload(f, "job-xfs", "auto", 1u << 20);
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["files_copied"] == 3);
     CHECK(r["files_linked"] == 0);
     CHECK(r["bytes_copied"] == 3 * (1u << 20));
     req["method"] = "hardlink";
     req["job_dir"] = f.sync() + "/route/job-xfs-forced";
-    CHECK(f.fails("stage", req).code == "LINK_FAILED");
+    CHECK(f.fails(Op::stage, req).code == "LINK_FAILED");
     f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
 }
 
@@ -187,24 +187,24 @@ NODE_TEST(stage_refuses_fifos_symlinks_and_changed_sizes) {
     REQUIRE(::mkfifo((f.qb() + "/save/Show/pipe").c_str(), 0644) == 0);
     json bad = req;
     bad["files"].push_back({{"index", 9}, {"path", "Show/pipe"}, {"size", 0}});
-    CHECK(f.fails("stage", bad).code == "NOT_REGULAR");
+    CHECK(f.fails(Op::stage, bad).code == "NOT_REGULAR");
     std::filesystem::create_symlink(f.qb() + "/save/Show/a.bin", f.qb() + "/save/Show/alias.bin");
     bad = req;
     bad["files"].push_back({{"index", 9}, {"path", "Show/alias.bin"}, {"size", k_file_size}});
-    CHECK(f.fails("stage", bad).code == "PATH_SYMLINK");
+    CHECK(f.fails(Op::stage, bad).code == "PATH_SYMLINK");
     bad = req;
     bad["files"][0]["size"] = 5;
-    CHECK(f.fails("stage", bad).code == "SOURCE_CHANGED");
+    CHECK(f.fails(Op::stage, bad).code == "SOURCE_CHANGED");
     CHECK_FALSE(std::filesystem::exists(req["job_dir"].get<std::string>()));
     bad = req;
     bad["files"].push_back(req["files"][0]);
-    CHECK(f.fails("stage", bad).code == "BAD_REQUEST");
+    CHECK(f.fails(Op::stage, bad).code == "BAD_REQUEST");
 }
 
 NODE_TEST(stage_budget_stops_between_chunks_and_resumes_without_recopying) {
     json req = make_payload(f, "job-budget", "copy", 10u << 20);
     req["budget_bytes"] = 13u << 20;
-    json first = f.ok("stage", req);
+    json first = f.ok(Op::stage, req);
     CHECK(first["complete"] == false);
     CHECK(first["stopped"] == "budget");
     std::uint64_t copied = first["bytes_copied"];
@@ -212,7 +212,7 @@ NODE_TEST(stage_budget_stops_between_chunks_and_resumes_without_recopying) {
     CHECK(copied < (30u << 20));
     CHECK_FALSE(std::filesystem::exists(req["job_dir"].get<std::string>() + "/manifest.json"));
     req.erase("budget_bytes");
-    json second = f.ok("stage", req);
+    json second = f.ok(Op::stage, req);
     CHECK(second["complete"] == true);
     CHECK(copied + second["bytes_copied"].get<std::uint64_t>() == (30u << 20));
     json m = manifest_of(req["job_dir"]);
@@ -234,7 +234,7 @@ NODE_TEST(stage_copy_into_a_full_filesystem_stops_and_resumes_once_there_is_room
     } unmount{f.sync()};
     f.reconnect();
     json req = make_payload(f, "job-full", "copy");
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["complete"] == false);
     CHECK(r["stopped"] == "disk");
     CHECK(r["need_bytes"].get<std::uint64_t>() > 0);
@@ -242,7 +242,7 @@ NODE_TEST(stage_copy_into_a_full_filesystem_stops_and_resumes_once_there_is_room
     // Room again (the filesystem grows, its content stays): the stage goes on from the
     // journaled partial copy and ends with exact copies.
     REQUIRE(archctl::test::run({"mount", "-o", "remount,size=64m", f.sync()}).exit_code == 0);
-    r = f.ok("stage", req);
+    r = f.ok(Op::stage, req);
     CHECK(r["complete"] == true);
     for (const auto& file : req["files"]) CHECK(file_content(staged(req, file["index"])) == file_content(source(req, file)));
     f.reconnect();  // drop the descriptors into the tmpfs before it is unmounted
@@ -251,7 +251,7 @@ NODE_TEST(stage_copy_into_a_full_filesystem_stops_and_resumes_once_there_is_room
 NODE_TEST(stage_copy_stops_before_the_free_space_floor_and_links_cost_nothing) {
     json req = make_payload(f, "job-floor", "copy");
     req["min_free"] = std::uint64_t{1} << 62;  // more than any disk has free
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(r["complete"] == false);
     CHECK(r["stopped"] == "disk");
     CHECK(r["need_bytes"] == k_file_size);
@@ -261,16 +261,16 @@ NODE_TEST(stage_copy_stops_before_the_free_space_floor_and_links_cost_nothing) {
     // A hard link takes no space: the same floor does not stop a linking stage.
     json linked = make_payload(f, "job-floor-link", "hardlink");
     linked["min_free"] = std::uint64_t{1} << 62;
-    CHECK(f.ok("stage", linked)["complete"] == true);
+    CHECK(f.ok(Op::stage, linked)["complete"] == true);
     req.erase("min_free");
-    CHECK(f.ok("stage", req)["complete"] == true);
+    CHECK(f.ok(Op::stage, req)["complete"] == true);
 }
 
 NODE_TEST(stage_writes_auxiliary_files_before_the_manifest) {
     json req = make_payload(f, "job-aux");
     std::string torrent = "d4:infod4:name1:xee";
     req["aux"] = {{{"name", "source.torrent"}, {"data_b64", base64_encode(torrent)}}};
-    json r = f.ok("stage", req);
+    json r = f.ok(Op::stage, req);
     CHECK(file_content(req["job_dir"].get<std::string>() + "/a/source.torrent") == torrent);
     json m = manifest_of(req["job_dir"]);
     REQUIRE(m["aux"].size() == 1);
@@ -278,7 +278,7 @@ NODE_TEST(stage_writes_auxiliary_files_before_the_manifest) {
     CHECK(m["aux"][0]["xxh3"] == xxh3_128_hex(torrent));
     json bad = make_payload(f, "job-aux-bad");
     bad["aux"] = {{{"name", "../x"}, {"data_b64", ""}}};
-    CHECK(f.fails("stage", bad).code == "BAD_REQUEST");
+    CHECK(f.fails(Op::stage, bad).code == "BAD_REQUEST");
 }
 
 namespace {
@@ -288,7 +288,7 @@ void crash_every_point(NodeFixture& f, const std::string& method) {
     json reference = make_payload(f, "job", method, 1u << 20);
     reference["job_dir"] = f.sync() + "/reference/job";
     std::filesystem::create_directories(f.sync() + "/reference");
-    CrashRun clean = run_serve(f, "stage", reference, "");
+    CrashRun clean = run_serve(f, Op::stage, reference, "");
     REQUIRE(clean.exit_code == 0);
     std::string expected = file_content(reference["job_dir"].get<std::string>() + "/manifest.json");
     auto specs = crash_specs(clean.passed);
@@ -301,9 +301,9 @@ void crash_every_point(NodeFixture& f, const std::string& method) {
         req["job_dir"] = folder + "/job";
         // Every run stages job "job": the first run's record of the source stamps would stand.
         std::filesystem::remove(f.qb() + "/.archctl/stage-job.json");
-        CrashRun crashed = run_serve(f, "stage", req, spec);
+        CrashRun crashed = run_serve(f, Op::stage, req, spec);
         CHECK(crashed.exit_code == 137);
-        json rerun = f.ok("stage", req);
+        json rerun = f.ok(Op::stage, req);
         CHECK(rerun["complete"] == true);
         CHECK(file_content(req["job_dir"].get<std::string>() + "/manifest.json") == expected);
         if (method == "copy") {

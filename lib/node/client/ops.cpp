@@ -1,0 +1,75 @@
+#include "lib/node/client/ops.hpp"
+
+#include <fmt/format.h>
+
+namespace archctl::node {
+namespace {
+
+using nlohmann::json;
+
+// The result of one call: the typed result of an ok response, the error otherwise.
+template <class T>
+Result<T> call_typed(Transport& transport, Op op, const json& args, ProgressFn progress = {}) {
+    struct Sink final : ProgressSink {
+        ProgressFn fn;
+        void on_progress(const Progress& p) override { fn(p); }
+    } sink;
+    sink.fn = std::move(progress);
+    ARCHCTL_TRY_ASSIGN(json result, call_operation(transport, op, args, sink.fn ? &sink : nullptr));
+    try {
+        return result.get<T>();
+    } catch (const json::exception& e) {
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation '{}': {}", name(op), e.what()));
+    }
+}
+
+}  // namespace
+
+Result<InfoResult> Ops::info(const InfoRequest& r) { return call_typed<InfoResult>(m_transport, Op::info, r); }
+Result<TreeResult> Ops::tree(const TreeRequest& r) { return call_typed<TreeResult>(m_transport, Op::tree, r); }
+Result<WriteCheckResult> Ops::write_check(const WriteCheckRequest& r) {
+    return call_typed<WriteCheckResult>(m_transport, Op::write_check, r);
+}
+Result<StageResult> Ops::stage(const StageRequest& r, ProgressFn progress) {
+    return call_typed<StageResult>(m_transport, Op::stage, r, std::move(progress));
+}
+Result<ReceiveCheckResult> Ops::receive_check(const ReceiveCheckRequest& r, ProgressFn progress) {
+    return call_typed<ReceiveCheckResult>(m_transport, Op::receive_check, r, std::move(progress));
+}
+Result<MergeResult> Ops::merge(const MergeRequest& r, ProgressFn progress) {
+    return call_typed<MergeResult>(m_transport, Op::merge, r, std::move(progress));
+}
+Result<MergeRecordResult> Ops::merge_record(const MergeRecordRequest& r) {
+    return call_typed<MergeRecordResult>(m_transport, Op::merge_record, r);
+}
+Result<UnmergeResult> Ops::unmerge(const UnmergeRequest& r) { return call_typed<UnmergeResult>(m_transport, Op::unmerge, r); }
+Result<AdoptIncompleteResult> Ops::adopt_incomplete(const AdoptIncompleteRequest& r) {
+    return call_typed<AdoptIncompleteResult>(m_transport, Op::adopt_incomplete, r);
+}
+Result<ChmodReadableResult> Ops::chmod_readable(const ChmodReadableRequest& r) {
+    return call_typed<ChmodReadableResult>(m_transport, Op::chmod_readable, r);
+}
+Result<CleanupResult> Ops::cleanup(const CleanupRequest& r) { return call_typed<CleanupResult>(m_transport, Op::cleanup, r); }
+Result<UnlinkOwnedResult> Ops::unlink_owned(const UnlinkOwnedRequest& r) {
+    return call_typed<UnlinkOwnedResult>(m_transport, Op::unlink_owned, r);
+}
+Result<NonceWriteResult> Ops::nonce_write(const NonceWriteRequest& r) {
+    return call_typed<NonceWriteResult>(m_transport, Op::nonce_write, r);
+}
+Result<NonceObserveResult> Ops::nonce_observe(const NonceObserveRequest& r) {
+    return call_typed<NonceObserveResult>(m_transport, Op::nonce_observe, r);
+}
+Result<PartfileReadResult> Ops::partfile_read(const PartfileReadRequest& r) {
+    return call_typed<PartfileReadResult>(m_transport, Op::partfile_read, r);
+}
+Result<PartfileCopyResult> Ops::partfile_copy(const PartfileCopyRequest& r) {
+    return call_typed<PartfileCopyResult>(m_transport, Op::partfile_copy, r);
+}
+Result<PartfileBuildResult> Ops::partfile_build(const PartfileBuildRequest& r) {
+    return call_typed<PartfileBuildResult>(m_transport, Op::partfile_build, r);
+}
+Result<VerifyPiecesResult> Ops::verify_pieces(const VerifyPiecesRequest& r, ProgressFn progress) {
+    return call_typed<VerifyPiecesResult>(m_transport, Op::verify_pieces, r, std::move(progress));
+}
+
+}  // namespace archctl::node

@@ -1,0 +1,165 @@
+#pragma once
+// The messages of the operations that look at a node (info, tree) and of the small writes that
+// prove a root or a route (open_roots, write_check, nonce_write, nonce_observe). Part of
+// lib/node/wire/ops.hpp, which says how the structs map to the wire.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/result.hpp"
+#include "lib/node/wire/protocol.hpp"
+
+namespace archctl::node {
+
+// ---- open_roots ----------------------------------------------------------------------------
+
+// Keys: roots (the directories the connection serves from now on).
+struct OpenRootsRequest {
+    std::vector<std::string> roots;
+};
+
+// Keys: roots (each as the hello describes a root).
+struct OpenRootsResult {
+    std::vector<RootInfo> roots;
+};
+
+// ---- info ----------------------------------------------------------------------------------
+
+// Keys: probe_dirs (optional).
+struct InfoRequest {
+    std::vector<std::string> probe_dirs;  // directories to describe besides the roots
+};
+
+// A root or probed directory. Keys: path, fs_type, fs_id, capabilities, free_bytes, total_bytes,
+// dev (the last three absent when statvfs/fstat failed).
+struct DirectoryInfo {
+    RootInfo root;
+    std::optional<std::uint64_t> free_bytes;
+    std::optional<std::uint64_t> total_bytes;
+    std::optional<std::uint64_t> dev;
+};
+
+// Keys: archctl, protocol, pid, roots, probes.
+struct InfoResult {
+    std::string archctl;
+    int protocol = k_protocol_version;
+    long pid = 0;
+    std::vector<DirectoryInfo> roots;
+    std::vector<DirectoryInfo> probes;
+};
+
+// The free bytes of the filesystem that holds `path`, by the longest configured root that
+// contains it (component-wise: "/srv/a" contains "/srv/a/x" but not "/srv/ab"). nullopt when no
+// root contains the path or the node could not measure that root.
+[[nodiscard]] std::optional<std::uint64_t> free_bytes_at(const InfoResult& info, const std::string& path);
+
+// ---- tree ----------------------------------------------------------------------------------
+
+// Keys: base, paths.
+struct TreeRequest {
+    std::string base;
+    std::vector<std::string> paths;  // relative to base
+};
+
+// lstat of an entry. Keys: size, dev, ino, nlink, mtime_ns, ctime_ns, mode, btime_ns (when known).
+struct EntryStat {
+    std::uint64_t size = 0, dev = 0, ino = 0, nlink = 0;
+    std::int64_t mtime_ns = 0;
+    unsigned mode = 0;       // permission bits
+    std::int64_t btime_ns = 0;  // birth time; 0: the filesystem does not say
+    std::int64_t ctime_ns = 0;  // inode change time; 0 from a node that does not send it
+};
+
+// Keys: path, type ("file", "dir", ..., "absent", "refused"), error {code, message} (refused
+// only), and the EntryStat keys when the entry exists.
+struct TreeEntry {
+    std::string path;
+    std::string type;
+    std::optional<EntryStat> stat;
+    std::optional<Error> error;
+};
+
+// Keys: base_exists, entries (one per requested path, in order).
+struct TreeResult {
+    bool base_exists = false;
+    std::vector<TreeEntry> entries;
+};
+
+// ---- write_check ---------------------------------------------------------------------------
+
+// Keys: path (a root, or a directory below one).
+struct WriteCheckRequest {
+    std::string path;
+};
+
+// Keys: path, writable (always true: a directory that refuses the check file is an error).
+struct WriteCheckResult {
+    std::string path;
+    bool writable = false;
+};
+
+// ---- nonces --------------------------------------------------------------------------------
+
+// Keys: path, content, create_parents.
+struct NonceWriteRequest {
+    std::string path;
+    std::string content;
+    bool create_parents = false;
+};
+
+// Keys: path, size.
+struct NonceWriteResult {
+    std::string path;
+    std::uint64_t size = 0;
+};
+
+// Keys: path.
+struct NonceObserveRequest {
+    std::string path;
+};
+
+// Keys: path, present, content (when present).
+struct NonceObserveResult {
+    std::string path;
+    bool present = false;
+    std::string content;
+};
+
+// ---- JSON ----------------------------------------------------------------------------------
+
+// nlohmann/json conversions (`nlohmann::json j = request;`, `j.get<TreeResult>()`): see
+// lib/node/wire/ops.hpp for what a from_json does with missing keys.
+void to_json(nlohmann::json& j, const OpenRootsRequest& v);
+void from_json(const nlohmann::json& j, OpenRootsRequest& v);
+void to_json(nlohmann::json& j, const OpenRootsResult& v);
+void from_json(const nlohmann::json& j, OpenRootsResult& v);
+void to_json(nlohmann::json& j, const InfoRequest& v);
+void from_json(const nlohmann::json& j, InfoRequest& v);
+void to_json(nlohmann::json& j, const DirectoryInfo& v);
+void from_json(const nlohmann::json& j, DirectoryInfo& v);
+void to_json(nlohmann::json& j, const InfoResult& v);
+void from_json(const nlohmann::json& j, InfoResult& v);
+void to_json(nlohmann::json& j, const TreeRequest& v);
+void from_json(const nlohmann::json& j, TreeRequest& v);
+void to_json(nlohmann::json& j, const TreeEntry& v);
+void from_json(const nlohmann::json& j, TreeEntry& v);
+void to_json(nlohmann::json& j, const TreeResult& v);
+void from_json(const nlohmann::json& j, TreeResult& v);
+void to_json(nlohmann::json& j, const WriteCheckRequest& v);
+void from_json(const nlohmann::json& j, WriteCheckRequest& v);
+void to_json(nlohmann::json& j, const WriteCheckResult& v);
+void from_json(const nlohmann::json& j, WriteCheckResult& v);
+void to_json(nlohmann::json& j, const NonceWriteRequest& v);
+void from_json(const nlohmann::json& j, NonceWriteRequest& v);
+void to_json(nlohmann::json& j, const NonceWriteResult& v);
+void from_json(const nlohmann::json& j, NonceWriteResult& v);
+void to_json(nlohmann::json& j, const NonceObserveRequest& v);
+void from_json(const nlohmann::json& j, NonceObserveRequest& v);
+void to_json(nlohmann::json& j, const NonceObserveResult& v);
+void from_json(const nlohmann::json& j, NonceObserveResult& v);
+
+}  // namespace archctl::node
