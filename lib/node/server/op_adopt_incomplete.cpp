@@ -26,6 +26,45 @@ namespace archctl::node {
 
 using nlohmann::json;
 
+namespace {
+
+// Where one listed file is, as the result reports it.
+enum class Where { suffixed, plain, pending, foreign };
+
+// Looks at (and with request.adopt, adopts) one file this job merged: `pre` and `intent` are its
+// records in the merge record.
+Result<Where> adopt_one(OpContext& ctx, const AdoptIncompleteRequest& request, const json& pre, const json& intent) {
+    std::string dest = fmt::format("{}/{}", request.save_path, pre.at("path").get<std::string>());
+    auto dir = ctx.roots().open_parent(dest);
+    if (!dir.ok()) {
+        if (dir.error().is(ErrorCode::NOT_FOUND)) return Where::foreign;
+        return dir.take_error();
+    }
+    int dfd = dir.value().dir.get();
+    const std::string& name = dir.value().name;
+    std::string suffixed_name = name + request.suffix;
+    auto ino = intent.at("ino").get<std::uint64_t>();
+    auto size = intent.value("size", std::uint64_t{0});
+    ARCHCTL_TRY_ASSIGN(auto plain, stat_in(dfd, name, dest));
+    ARCHCTL_TRY_ASSIGN(auto suffixed, stat_in(dfd, suffixed_name, dest + request.suffix));
+    if (suffixed && S_ISREG(suffixed->st_mode) && suffixed->st_ino == ino) return Where::suffixed;
+    if (!(plain && S_ISREG(plain->st_mode) && plain->st_ino == ino)) return Where::foreign;
+    if (!suffixed) return Where::plain;
+    // Only what qBittorrent allocated after the merge is replaced: a suffixed file that was
+    // there before, is not a regular single-link file, is larger than the file, or holds
+    // any non-zero byte (a real partial download) stays as it is.
+    ARCHCTL_TRY_ASSIGN(bool allocated, qb_allocation(dfd, suffixed_name, dest + request.suffix, pre, *suffixed, size));
+    if (!allocated) return Where::foreign;
+    if (!request.adopt) return Where::pending;
+    if (::renameat(dfd, name.c_str(), dfd, suffixed_name.c_str()) != 0)
+        return errno_error("cannot move this job's file to", dest + request.suffix, errno);
+    ARCHCTL_TRY_STATUS(fsync_fd_dir(dfd, dest));
+    crash_point("merge.adopted");
+    return Where::suffixed;
+}
+
+}  // namespace
+
 Result<json> op_adopt_incomplete(OpContext& ctx, const json& args) {
     auto request = args.get<AdoptIncompleteRequest>();
     if (request.suffix.empty() || request.suffix.find('/') != std::string::npos)
@@ -40,56 +79,16 @@ Result<json> op_adopt_incomplete(OpContext& ctx, const json& args) {
     for (std::uint32_t index : request.indices) {
         auto pre = pre_of.find(index);
         auto intent = state->intents.find(index);
-        if (pre == pre_of.end() || pre->second.at("state") != "absent" || intent == state->intents.end()) {
-            out.foreign.push_back(index);  // not a file this job placed
-            continue;
+        Where where = Where::foreign;  // not a file this job placed
+        if (pre != pre_of.end() && pre->second.at("state") == "absent" && intent != state->intents.end()) {
+            ARCHCTL_TRY_ASSIGN(where, adopt_one(ctx, request, pre->second, intent->second));
         }
-        std::string dest = fmt::format("{}/{}", request.save_path, pre->second.at("path").get<std::string>());
-        auto dir = ctx.roots().open_parent(dest);
-        if (!dir.ok()) {
-            if (dir.error().is(ErrorCode::NOT_FOUND)) {
-                out.foreign.push_back(index);
-                continue;
-            }
-            return dir.take_error();
+        switch (where) {
+            case Where::suffixed: out.suffixed.push_back(index); break;
+            case Where::plain: out.plain.push_back(index); break;
+            case Where::pending: out.pending.push_back(index); break;
+            case Where::foreign: out.foreign.push_back(index); break;
         }
-        int dfd = dir.value().dir.get();
-        const std::string& name = dir.value().name;
-        std::string suffixed_name = name + request.suffix;
-        auto ino = intent->second.at("ino").get<std::uint64_t>();
-        auto size = intent->second.value("size", std::uint64_t{0});
-        ARCHCTL_TRY_ASSIGN(auto plain, stat_in(dfd, name, dest));
-        ARCHCTL_TRY_ASSIGN(auto suffixed, stat_in(dfd, suffixed_name, dest + request.suffix));
-        bool plain_ours = plain && S_ISREG(plain->st_mode) && plain->st_ino == ino;
-        if (suffixed && S_ISREG(suffixed->st_mode) && suffixed->st_ino == ino) {
-            out.suffixed.push_back(index);
-            continue;
-        }
-        if (!plain_ours) {
-            out.foreign.push_back(index);
-            continue;
-        }
-        if (!suffixed) {
-            out.plain.push_back(index);
-            continue;
-        }
-        // Only what qBittorrent allocated after the merge is replaced: a suffixed file that was
-        // there before, is not a regular single-link file, is larger than the file, or holds
-        // any non-zero byte (a real partial download) stays as it is.
-        ARCHCTL_TRY_ASSIGN(bool allocated, qb_allocation(dfd, suffixed_name, dest + request.suffix, pre->second, *suffixed, size));
-        if (!allocated) {
-            out.foreign.push_back(index);
-            continue;
-        }
-        if (!request.adopt) {
-            out.pending.push_back(index);
-            continue;
-        }
-        if (::renameat(dfd, name.c_str(), dfd, suffixed_name.c_str()) != 0)
-            return errno_error("cannot move this job's file to", dest + request.suffix, errno);
-        ARCHCTL_TRY_STATUS(fsync_fd_dir(dfd, dest));
-        crash_point("merge.adopted");
-        out.suffixed.push_back(index);
     }
     return json(out);
 }

@@ -143,7 +143,8 @@ Server::Server(CallerRoots) : Server(RootSet(), false) {}
 // The roots this connection serves from now on, probed as the hello describes them.
 Result<OpenRootsResult> Server::open_roots(const OpenRootsRequest& request) {
     const std::vector<std::string>& wanted = request.roots;
-    if (wanted.empty()) return Error(ErrorCode::BAD_REQUEST, "open_roots names no roots", "configure qb_root and sync_root for this node");
+    if (wanted.empty())
+        return Error(ErrorCode::BAD_REQUEST, fmt::format("{} names no roots", name(Op::open_roots)), "configure qb_root and sync_root for this node");
     if (m_fixed) {
         std::string served;
         for (const auto& p : m_roots.paths()) served += (served.empty() ? "" : ", ") + p;
