@@ -7,6 +7,7 @@
 
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
+#include "lib/base/retry.hpp"
 #include "lib/routes/health.hpp"
 #include "lib/routes/naming.hpp"
 #include "lib/routes/nonce.hpp"
@@ -127,22 +128,30 @@ Status Attempt::provision() {
 Status Attempt::configure(config::Role role) {
     const SideRef s = side(role);
     ARCHCTL_TRY_STATUS(set_step("configure " + s.node));
-    for (;;) {
-        std::string seen;
-        Down down;
-        auto done = try_configure(s, seen, down);
-        if (!done.ok()) {
-            if (!transient(done.error())) return fail(done.take_error());
-            seen = done.error().message;
-            down = {s.node, seen};
-        } else if (done.value()) {
-            return ok_status();
-        }
-        ARCHCTL_TRY_STATUS(set_seen(seen));
-        if (auto end = wait_end(m_d); end != WaitEnd::keep_waiting) return give_up(end, "configuring " + s.node);
-        if (auto over = outage_end(down)) return *over;
-        nap(m_d, k_poll);
-    }
+    std::string seen;
+    Down down;  // the Syncthing that did not answer: the side's, or its peer's
+    auto done = retry_through_outage(
+        [&]() -> Result<bool> {
+            seen.clear();
+            down = {};
+            auto r = try_configure(s, seen, down);
+            if (!r.ok() && !transient(r.error())) return fail(r.take_error());
+            return r;
+        },
+        [](const Result<bool>& r) { return r.ok() ? !r.value() : transient(r.error()); },
+        [&](const Result<bool>& r) -> std::optional<Result<bool>> {
+            if (!r.ok()) {
+                seen = r.error().message;
+                down = {s.node, seen};
+            }
+            ARCHCTL_TRY_STATUS(set_seen(seen));
+            if (auto end = wait_end(m_d); end != WaitEnd::keep_waiting) return give_up(end, "configuring " + s.node);
+            if (auto over = outage_end(down)) return *over;
+            nap(m_d, k_poll);
+            return std::nullopt;
+        });
+    if (!done.ok()) return done.take_error();
+    return ok_status();
 }
 
 std::optional<Error> Attempt::outage_end(const Down& down) {

@@ -6,6 +6,7 @@
 
 #include "lib/base/crash_point.hpp"
 #include "lib/base/lock_file.hpp"
+#include "lib/base/retry.hpp"
 #include "lib/routes/attempt.hpp"
 #include "lib/routes/naming.hpp"
 #include "lib/routes/session.hpp"
@@ -128,22 +129,29 @@ Result<PairStatus> look_up_waiting(Session& s, const std::string& cache, const s
     d.attempt = SteadyTime::max();  // this wait is bounded by the outage window, not by provisioning
     const std::string hint = "no route is provisioned while a node's Syncthing does not answer; rerun when it answers "
                              "(see 'archctl route list')";
-    for (;;) {
-        std::vector<NodeSnapshot> snapshots;
-        PairStatus pair = look_up_pair(s.discover(snapshots, {cache, archive}), cache, archive);
-        if (pair.look != PairLook::unreachable) return pair;
-        auto down = std::find_if(snapshots.begin(), snapshots.end(), [&](const auto& snap) { return snap.node == pair.down; });
-        if (down != snapshots.end() && !outage_code(down->error_code))
-            return Error(down->error_code, fmt::format("cannot read the Syncthing of '{}': {}", pair.down, pair.why),
-                         fmt::format("check nodes.{}.syncthing in 'archctl config'", pair.down));
-        const std::string what = fmt::format("Syncthing of '{}' does not answer ({}); no route is provisioned while it is unreachable",
-                                             pair.down, pair.why);
-        if (auto end = wait_end(d); end != WaitEnd::keep_waiting) return clean_stop_error(end, what);
-        if (auto over = s.outage_seen(pair.down, pair.why, fmt::format("looking for the route between '{}' and '{}'", cache, archive),
-                                      hint))
-            return *over;
-        nap(d, k_outage_poll);
-    }
+    return retry_through_outage(
+        [&]() -> Result<PairStatus> {
+            std::vector<NodeSnapshot> snapshots;
+            PairStatus pair = look_up_pair(s.discover(snapshots, {cache, archive}), cache, archive);
+            if (pair.look != PairLook::unreachable) return pair;
+            auto down = std::find_if(snapshots.begin(), snapshots.end(), [&](const auto& snap) { return snap.node == pair.down; });
+            if (down != snapshots.end() && !outage_code(down->error_code))
+                return Error(down->error_code, fmt::format("cannot read the Syncthing of '{}': {}", pair.down, pair.why),
+                             fmt::format("check nodes.{}.syncthing in 'archctl config'", pair.down));
+            return pair;
+        },
+        [](const Result<PairStatus>& r) { return r.ok() && r.value().look == PairLook::unreachable; },
+        [&](const Result<PairStatus>& r) -> std::optional<Result<PairStatus>> {
+            const PairStatus& pair = r.value();
+            const std::string what = fmt::format("Syncthing of '{}' does not answer ({}); no route is provisioned while it is unreachable",
+                                                 pair.down, pair.why);
+            if (auto end = wait_end(d); end != WaitEnd::keep_waiting) return clean_stop_error(end, what);
+            if (auto over = s.outage_seen(pair.down, pair.why, fmt::format("looking for the route between '{}' and '{}'", cache, archive),
+                                          hint))
+                return *over;
+            nap(d, k_outage_poll);
+            return std::nullopt;
+        });
 }
 
 // The route `id` in live config. While a Syncthing does not answer, a route not found may exist:

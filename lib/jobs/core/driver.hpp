@@ -20,8 +20,9 @@
 
 #include "lib/base/result.hpp"
 #include "lib/config/config.hpp"
-#include "lib/jobs/transfer/planner.hpp"
+#include "lib/jobs/core/ledger.hpp"
 #include "lib/jobs/core/nodes.hpp"
+#include "lib/jobs/core/run.hpp"
 #include "lib/jobs/report/summary.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/state/state_dir.hpp"

@@ -13,52 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/base/clock.hpp"
 #include "lib/base/result.hpp"
-#include "lib/jobs/transfer/planner.hpp"
-#include "lib/jobs/transfer/job.hpp"
+#include "lib/jobs/core/ledger.hpp"
+#include "lib/jobs/core/outage.hpp"
+#include "lib/jobs/core/run.hpp"
+#include "lib/jobs/core/step.hpp"
 #include "lib/jobs/report/summary.hpp"
-#include "lib/plan/coverage.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::jobs {
-
-// What a step ended with. A step returning StepResult may use ARCHCTL_TRY_STATUS and
-// ARCHCTL_TRY_ASSIGN: an error converts into a failure.
-struct StepResult {
-    enum Kind { next, stop, fail } kind = next;
-    std::string reason;  // stop: budget|deadline|disk|interrupt|waiting; fail: error code
-    std::string text;    // stop: human reason
-    Error error;         // fail
-
-    StepResult() = default;
-    StepResult(Error e) : kind(fail), reason(e.code), error(std::move(e)) {}
-    StepResult(Kind k, std::string r, std::string t) : kind(k), reason(std::move(r)), text(std::move(t)) {}
-
-    static StepResult ok() { return {}; }
-    static StepResult stopped(std::string reason, std::string text) { return {stop, std::move(reason), std::move(text)}; }
-    static StepResult failed(Error e) { return StepResult(std::move(e)); }
-    static StepResult of(Status s) { return s.ok() ? StepResult() : StepResult(s.take_error()); }
-};
-
-// An error that says a service or node could not be reached (refused, reset, timed out, a 5xx
-// while it starts, an exec child that died): a wait, never a verdict on the job.
-[[nodiscard]] bool is_outage(const Error& e);
-
-// Everything a run of any kind works with.
-struct RunEnv {
-    const config::Config& config;
-    const state::StateDir& state_dir;
-    Nodes& nodes;
-    state::JobStore& store;
-    EngineIo& io;
-    Budgets budgets;
-    plan::VerifyArchive verify_archive = plan::VerifyArchive::no;
-
-    void log(const std::string& line) const {
-        if (io.log) io.log(line);
-    }
-};
 
 // One job of a kind, loaded from its definition. The driver holds the job's lock around every
 // call that changes it.
@@ -114,25 +77,6 @@ public:
     virtual std::uint64_t bytes_moved() const { return 0; }
 };
 
-// Waits out an outage: sleeps with backoff (1 s doubling to 15 s) while the window lasts, in
-// slices so that Ctrl-C and the run's deadline still stop it. One per run; cleared by progress.
-class OutageWait {
-public:
-    explicit OutageWait(const RunEnv& env);
-    // `e` happened. next: try again now; stop: the window is over (reason 'waiting'), or Ctrl-C
-    // or the deadline came first.
-    StepResult wait(const Error& e);
-    // Something worked: the next outage starts a new window.
-    void clear();
-    [[nodiscard]] bool waiting() const { return m_since.has_value(); }
-
-private:
-    const RunEnv& m_env;
-    std::optional<SteadyTime> m_since;
-    SteadyTime m_run_started;
-    int m_tries = 0;
-};
-
 // A kind's step table: {name, function} in order. The names, for steps().
 template <class Table>
 std::vector<std::string> step_names(const Table& table) {
@@ -154,5 +98,8 @@ struct Kind {
 
 const Kind& transfer_kind();
 const Kind& evict_kind();
+// The kind that owns a stored definition. A definition no kind claims is read as a transfer,
+// whose parser names what is wrong with it.
+const Kind& kind_of(const nlohmann::json& definition);
 
 }  // namespace archctl::jobs

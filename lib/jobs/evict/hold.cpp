@@ -20,12 +20,12 @@ Status hold(EvictRun& run, bool on) {
     return {};
 }
 
-Status step_hold(EvictRun& run) {
+jobs::StepResult step_hold(EvictRun& run) {
     ARCHCTL_TRY_STATUS(hold(run, true));
     crash_point("evict.held");
     nlohmann::json nodes = nlohmann::json::array();
     for (const auto& p : run.def.proofs) nodes.push_back({{"node", p.node}, {"qb_id", p.qb_id}});
-    return run.event("held", {{"tag", k_hold_tag}, {"torrents", nodes}});
+    return jobs::StepResult::of(run.event("held", {{"tag", k_hold_tag}, {"torrents", nodes}}));
 }
 
 }  // namespace archctl::evict

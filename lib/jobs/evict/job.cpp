@@ -72,33 +72,26 @@ Result<EvictDefinition> EvictDefinition::from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json EvictLedger::to_json() const {
-    return {{"version", 1},
-            {"op", "evict"},
-            {"state", jobs::to_string(state)},
-            {"step", step},
-            {"removed", removed},
-            {"files_removed", files_removed},
-            {"bytes_freed", bytes_freed},
-            {"dirs_removed", dirs_removed},
-            {"kept", kept},
-            {"partfile", partfile},
-            {"failure", failure},
-            {"sessions", sessions}};
+    nlohmann::json j = {{"version", 1},
+                        {"op", "evict"},
+                        {"removed", removed},
+                        {"files_removed", files_removed},
+                        {"bytes_freed", bytes_freed},
+                        {"dirs_removed", dirs_removed},
+                        {"partfile", partfile}};
+    write_shared(j);
+    return j;
 }
 
 EvictLedger EvictLedger::from_json(const nlohmann::json& j) {
     EvictLedger l;
     if (!j.is_object()) return l;
-    l.state = jobs::parse_job_state(j.value("state", "running"));
-    l.step = j.value("step", "hold");
+    l.read_shared(j);
     l.removed = j.value("removed", false);
     l.files_removed = j.value("files_removed", std::uint64_t{0});
     l.bytes_freed = j.value("bytes_freed", std::uint64_t{0});
     l.dirs_removed = j.value("dirs_removed", std::uint64_t{0});
-    l.kept = j.value("kept", nlohmann::json::array());
     l.partfile = j.value("partfile", "");
-    l.failure = j.value("failure", nlohmann::json());
-    l.sessions = j.value("sessions", nlohmann::json::array());
     return l;
 }
 

@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/result.hpp"
-#include "lib/jobs/transfer/job.hpp"
+#include "lib/jobs/core/ledger.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/torrent/identity.hpp"
 #include "lib/torrent/selection.hpp"
@@ -67,15 +67,16 @@ struct EvictDefinition {
     std::string summary() const;           // "evict 1838bf9a70c1 from seedbox"
 };
 
-struct EvictLedger {
-    jobs::JobState state = jobs::JobState::running;
-    std::string step = "hold";             // hold|remove|unlink|partfile|release|done
+// The evict ledger: the shared part (core/ledger.hpp; its first step is "hold", its sessions
+// move no bytes) and what the steps hold … release record. `step`: hold|remove|unlink|partfile|
+// release|done; `kept`: [{path, reason}] from the unlink step; `failure`: {code, message, step}
+// (and `gone`, the owned files no longer on the cache's disk).
+struct EvictLedger : jobs::LedgerCore {
+    EvictLedger() : LedgerCore("hold", jobs::SessionBytes::none) {}
+
     bool removed = false;                  // the cache torrent is gone from qBittorrent
     std::uint64_t files_removed = 0, bytes_freed = 0, dirs_removed = 0;
-    nlohmann::json kept = nlohmann::json::array();  // [{path, reason}] from the unlink step
     std::string partfile;                  // "", absent, removed, kept: <reason>
-    nlohmann::json failure;                // {code, message, step}
-    nlohmann::json sessions = nlohmann::json::array();
 
     nlohmann::json to_json() const;
     static EvictLedger from_json(const nlohmann::json& j);

@@ -5,12 +5,12 @@
 
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/evict/run.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 #include "lib/torrent/partfile.hpp"
 
 namespace archctl::evict {
 
-Status step_partfile(EvictRun& run) {
+jobs::StepResult step_partfile(EvictRun& run) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, run.node(run.def.cache));
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, cache->ops());
     node::Ops ops(*transport);
@@ -40,7 +40,7 @@ Status step_partfile(EvictRun& run) {
     }
     crash_point("evict.partfile");
     run.ledger.partfile = outcome;
-    return run.event("partfile", {{"path", path}, {"outcome", outcome}});
+    return jobs::StepResult::of(run.event("partfile", {{"path", path}, {"outcome", outcome}}));
 }
 
 }  // namespace archctl::evict

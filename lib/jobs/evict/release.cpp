@@ -8,11 +8,11 @@
 
 namespace archctl::evict {
 
-Status step_release(EvictRun& run) {
+jobs::StepResult step_release(EvictRun& run) {
     ARCHCTL_TRY_STATUS(hold(run, false));
     ARCHCTL_TRY_STATUS(state::PlacementStore(run.env.state_dir).forget(run.def.aliases, run.def.cache));
     crash_point("evict.released");
-    return run.event("released", {{"tag", k_hold_tag}});
+    return jobs::StepResult::of(run.event("released", {{"tag", k_hold_tag}}));
 }
 
 }  // namespace archctl::evict

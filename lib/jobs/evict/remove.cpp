@@ -23,7 +23,7 @@ Status wait_absent(Clock& clock, jobs::NodeHandle& cache, const std::string& id)
 
 }  // namespace
 
-Status step_remove(EvictRun& run) {
+jobs::StepResult step_remove(EvictRun& run) {
     ARCHCTL_TRY_STATUS(revalidate(run));
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, run.node(run.def.cache));
     ARCHCTL_TRY_ASSIGN(auto infos, cache->qb().torrents({run.def.qb_id}));

@@ -1,23 +1,19 @@
 // The evict kind: hold → remove → unlink → partfile → release (evict/job.hpp), as the driver
 // runs it, and what failing or cancelling means before and after the cache torrent is removed.
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "lib/base/fs.hpp"
-#include "lib/base/lock_file.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 #include "lib/jobs/evict/run.hpp"
-#include "lib/state/reservations.hpp"
 
 namespace archctl::evict {
 namespace {
 
-using StepFn = Status (*)(EvictRun&);
+using StepFn = jobs::StepResult (*)(EvictRun&);
 struct StepSpec {
     const char* name;
     StepFn fn;
@@ -56,7 +52,7 @@ nlohmann::json detail_of(const EvictLedger& l) {
 
 class EvictKindRun final : public jobs::KindRun {
 public:
-    EvictKindRun(jobs::RunEnv& env, EvictDefinition def) : m_run{env, std::move(def), EvictLedger{}, {}, {}, nlohmann::json::object()} {}
+    EvictKindRun(jobs::RunEnv& env, EvictDefinition def) : m_run(env, std::move(def)) {}
 
     std::string summary() const override { return m_run.def.summary(); }
 
@@ -90,9 +86,7 @@ public:
 
     // Every run restores the holds (a rerun after a crash, or a tag someone removed).
     Status begin() override {
-        m_run.session = {{"started", format_rfc3339(m_run.env.io.clock->now())},
-                         {"host", host_name()},
-                         {"pid", static_cast<long>(::getpid())}};
+        m_run.begin_session();
         if (m_run.ledger.step != "hold" && m_run.ledger.step != "release" && m_run.ledger.step != "done")
             ARCHCTL_TRY_STATUS(hold(m_run, true));
         return {};
@@ -106,18 +100,14 @@ public:
 
     jobs::StepResult run_step(const std::string& name) override {
         for (const auto& s : k_steps)
-            if (name == s.name) return jobs::StepResult::of(s.fn(m_run));
+            if (name == s.name) return s.fn(m_run);
         return Error(ErrorCode::INTERNAL, fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
     }
 
     Status save() override { return m_run.save(); }
     Status event(const std::string& type, nlohmann::json fields) override { return m_run.event(type, std::move(fields)); }
 
-    void end_session(const std::string& reason) override {
-        m_run.session["ended"] = format_rfc3339(m_run.env.io.clock->now());
-        m_run.session["end_reason"] = reason;
-        m_run.ledger.sessions.push_back(m_run.session);
-    }
+    void end_session(const std::string& reason) override { m_run.end_session(reason); }
 
     nlohmann::json mark_done() override {
         m_run.ledger.state = jobs::JobState::done;
@@ -126,9 +116,7 @@ public:
                 {"dirs_removed", m_run.ledger.dirs_removed}};
     }
 
-    void release() override {
-        warn_unrecorded(state::release(m_run.env.state_dir, m_run.def.aliases, m_run.def.id), "the release of its reservation");
-    }
+    void release() override { m_run.release_reservation(m_run.def.aliases); }
 
     // Before the removal nothing was deleted: drop the holds and give the resource back. After
     // it, the job stays CLEANUP_REQUIRED and says which files are gone, live.
@@ -167,10 +155,10 @@ public:
         m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
         if (!gone.empty()) m_run.ledger.failure["gone"] = gone;
         end_session("error");
-        warn_unrecorded(m_run.save(), "the failure");
-        warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step},
-                                               {"removed", m_run.ledger.removed}, {"files_removed", gone.size()}, {"gone", gone}}),
-                        "the failure event");
+        m_run.warn_unrecorded(m_run.save(), "the failure");
+        m_run.warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step},
+                                                     {"removed", m_run.ledger.removed}, {"files_removed", gone.size()}, {"gone", gone}}),
+                              "the failure event");
         r.detail = detail();
         return r;
     }
@@ -180,12 +168,12 @@ public:
         jobs::RunResult r;
         r.job_id = m_run.def.id;
         r.step = m_run.ledger.step;
-        warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
+        m_run.warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
         Status unheld = hold(m_run, false);
-        if (!unheld.ok()) return failure(unheld.take_error());
+        if (!unheld.ok()) return jobs::failed_run(m_run.def.id, unheld.take_error());
         m_run.ledger.state = jobs::JobState::cancelled;
-        if (Status saved = m_run.save(); !saved.ok()) return failure(saved.take_error());
-        warn_unrecorded(m_run.event("cancelled", {{"deleted", false}}), "the cancel event");
+        if (Status saved = m_run.save(); !saved.ok()) return jobs::failed_run(m_run.def.id, saved.take_error());
+        m_run.warn_unrecorded(m_run.event("cancelled", {{"deleted", false}}), "the cancel event");
         release();
         r.outcome = jobs::RunOutcome::done;
         return r;
@@ -201,16 +189,6 @@ private:
     bool finished() const {
         return m_run.ledger.state == jobs::JobState::done || m_run.ledger.state == jobs::JobState::failed ||
                m_run.ledger.state == jobs::JobState::cancelled;
-    }
-    void warn_unrecorded(const Status& s, const std::string& what) const {
-        if (!s.ok()) m_run.log(fmt::format("archctl: warning: {} of job {} was not recorded: {}", what, m_run.def.id, s.error().message));
-    }
-    jobs::RunResult failure(Error e) const {
-        jobs::RunResult r;
-        r.job_id = m_run.def.id;
-        r.outcome = jobs::RunOutcome::failed;
-        r.error = std::move(e);
-        return r;
     }
 
     EvictRun m_run;

@@ -15,6 +15,7 @@
 #include "lib/jobs/evidence/archive_evidence.hpp"
 #include "lib/jobs/evict/evictor.hpp"
 #include "lib/jobs/core/kind.hpp"
+#include "lib/jobs/core/ledger.hpp"
 #include "lib/jobs/core/nodes.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/plan/transfer_plan.hpp"
@@ -40,22 +41,17 @@ namespace qb = clients::qbittorrent;
                                                                             const std::vector<std::string>& aliases,
                                                                             const std::string& node);
 
-// One evict job being driven.
-struct EvictRun {
-    jobs::RunEnv& env;
+// The records (ledger, session, events: core/ledger.hpp) and the state of one evict job being
+// driven.
+struct EvictRun : jobs::JobRecords<EvictLedger> {
+    EvictRun(jobs::RunEnv& run_env, EvictDefinition definition) : JobRecords(run_env, definition.id), def(std::move(definition)) {}
+
     EvictDefinition def;
-    EvictLedger ledger;
     std::string metainfo;
     // Archive node → the stamps its files had when this run piece-checked them: later
     // revalidations in the run compare with these instead of checking the pieces again.
     std::map<std::string, std::vector<plan::ProvenFile>> pieces_verified;
-    nlohmann::json session = nlohmann::json::object();
 
-    Status save() { return env.store.write_ledger(def.id, ledger.to_json()); }
-    Status event(const std::string& type, nlohmann::json fields = nlohmann::json::object()) {
-        return env.store.append_event(def.id, type, std::move(fields));
-    }
-    void log(const std::string& line) const { env.log(line); }
     bool verify_pieces() const { return def.verify_archive || env.verify_archive == plan::VerifyArchive::yes; }
     std::string abs(const std::string& rel) const { return def.save_path + "/" + rel; }
     Result<jobs::NodeHandle*> node(const std::string& name) { return env.nodes.get(name); }
@@ -68,10 +64,10 @@ struct EvictRun {
 [[nodiscard]] Status revalidate(EvictRun& run);
 
 // The steps, in order (evict/job.hpp says what each does).
-[[nodiscard]] Status step_hold(EvictRun& run);
-[[nodiscard]] Status step_remove(EvictRun& run);
-[[nodiscard]] Status step_unlink(EvictRun& run);
-[[nodiscard]] Status step_partfile(EvictRun& run);
-[[nodiscard]] Status step_release(EvictRun& run);
+jobs::StepResult step_hold(EvictRun& run);
+jobs::StepResult step_remove(EvictRun& run);
+jobs::StepResult step_unlink(EvictRun& run);
+jobs::StepResult step_partfile(EvictRun& run);
+jobs::StepResult step_release(EvictRun& run);
 
 }  // namespace archctl::evict

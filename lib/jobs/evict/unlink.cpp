@@ -10,7 +10,7 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/evict/run.hpp"
 #include "lib/jobs/evidence/referenced.hpp"
-#include "lib/node/wire/ops.hpp"
+#include "lib/node/client/ops.hpp"
 
 namespace archctl::evict {
 
@@ -77,7 +77,7 @@ Status unlink_batch(EvictRun& run, jobs::NodeHandle& cache, const std::vector<Ow
 
 }  // namespace
 
-Status step_unlink(EvictRun& run) {
+jobs::StepResult step_unlink(EvictRun& run) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, run.node(run.def.cache));
     const std::vector<OwnedFile>& all = run.def.files;
     const std::size_t size = unlink_batch_size(run);
@@ -86,7 +86,7 @@ Status step_unlink(EvictRun& run) {
                                      all.begin() + static_cast<std::ptrdiff_t>(begin + size));
         ARCHCTL_TRY_STATUS(unlink_batch(run, *cache, batch, false));
     }
-    return unlink_batch(run, *cache, all, true);
+    return jobs::StepResult::of(unlink_batch(run, *cache, all, true));
 }
 
 }  // namespace archctl::evict

@@ -126,47 +126,30 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
     }
 }
 
-std::string to_string(JobState s) {
-    switch (s) {
-        case JobState::running: return "running";
-        case JobState::done: return "done";
-        case JobState::failed: return "failed";
-        case JobState::cancelled: return "cancelled";
-        case JobState::cleanup_required: return "cleanup_required";
-        case JobState::compensating: return "compensating";
-    }
-    return "running";
-}
-
-JobState parse_job_state(const std::string& s) {
-    if (s == "done") return JobState::done;
-    if (s == "failed") return JobState::failed;
-    if (s == "cancelled") return JobState::cancelled;
-    if (s == "cleanup_required") return JobState::cleanup_required;
-    if (s == "compensating") return JobState::compensating;
-    return JobState::running;
-}
-
 nlohmann::json Ledger::to_json() const {
-    nlohmann::json sess = nlohmann::json::array();
-    for (const auto& s : sessions)
-        sess.push_back({{"started", s.started}, {"ended", s.ended}, {"end_reason", s.end_reason}, {"host", s.host},
-                        {"pid", s.pid}, {"bytes_linked", s.bytes_linked}, {"bytes_copied", s.bytes_copied},
-                        {"bytes_synced", s.bytes_synced}});
-    nlohmann::json j = {{"version", 1},          {"state", to_string(state)},     {"step", step},
-            {"staged", staged},      {"synced", synced},              {"merged", merged},
-            {"target_added", target_added}, {"target_tag", target_tag}, {"baseline_recorded", baseline_recorded},
-            {"target_baseline", target_baseline}, {"target_touched", target_touched}, {"committed", committed}, {"generation", generation},
-            {"started_target", started_target}, {"cleaned", cleaned}, {"bytes_present", bytes_present},
-            {"merge_provenance", merge_provenance}, {"failure", failure}, {"kept", kept}, {"sessions", sess}};
+    nlohmann::json j = {{"version", 1},
+                        {"staged", staged},
+                        {"synced", synced},
+                        {"merged", merged},
+                        {"target_added", target_added},
+                        {"target_tag", target_tag},
+                        {"baseline_recorded", baseline_recorded},
+                        {"target_baseline", target_baseline},
+                        {"target_touched", target_touched},
+                        {"committed", committed},
+                        {"generation", generation},
+                        {"started_target", started_target},
+                        {"cleaned", cleaned},
+                        {"bytes_present", bytes_present},
+                        {"merge_provenance", merge_provenance}};
+    write_shared(j);
     if (state == JobState::compensating) j["compensation_ends"] = to_string(compensation_ends);
     return j;
 }
 
 Ledger Ledger::from_json(const nlohmann::json& j) {
     Ledger l;
-    l.state = parse_job_state(j.value("state", "running"));
-    l.step = j.value("step", "stage");
+    l.read_shared(j);
     l.staged = j.value("staged", false);
     l.synced = j.value("synced", false);
     l.merged = j.value("merged", false);
@@ -181,13 +164,7 @@ Ledger Ledger::from_json(const nlohmann::json& j) {
     l.cleaned = j.value("cleaned", false);
     l.bytes_present = j.value("bytes_present", std::uint64_t{0});
     l.merge_provenance = j.value("merge_provenance", nlohmann::json::array());
-    l.failure = j.value("failure", nlohmann::json());
-    l.kept = j.value("kept", nlohmann::json::array());
     l.compensation_ends = parse_job_state(j.value("compensation_ends", "failed"));
-    for (const auto& s : j.value("sessions", nlohmann::json::array()))
-        l.sessions.push_back({s.value("started", ""), s.value("ended", ""), s.value("end_reason", ""), s.value("host", ""),
-                              s.value("pid", 0L), s.value("bytes_linked", std::uint64_t{0}),
-                              s.value("bytes_copied", std::uint64_t{0}), s.value("bytes_synced", std::uint64_t{0})});
     return l;
 }
 

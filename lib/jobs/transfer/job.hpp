@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/result.hpp"
+#include "lib/jobs/core/ledger.hpp"
 #include "lib/plan/transfer_plan.hpp"
 #include "lib/torrent/identity.hpp"
 #include "lib/torrent/layout.hpp"
@@ -82,22 +83,11 @@ struct JobDefinition {
 // the same jobs directory; every reader here skips them.
 [[nodiscard]] bool is_transfer_definition(const nlohmann::json& j);
 
-// compensating: a failure or cancel before the commit whose compensation could not finish yet
-// (a node was unreachable); resume and `job cancel` finish it, then the job ends failed or
-// cancelled (Ledger::compensation_ends).
-enum class JobState { running, done, failed, cancelled, cleanup_required, compensating };
-std::string to_string(JobState s);
-JobState parse_job_state(const std::string& s);
+// The transfer's ledger: the shared part (core/ledger.hpp; its first step is "stage", its
+// sessions count the bytes they moved) and what the steps stage … cleanup record.
+struct Ledger : LedgerCore {
+    Ledger() : LedgerCore("stage", SessionBytes::recorded) {}
 
-struct Session {
-    std::string started, ended, end_reason, host;
-    long pid = 0;
-    std::uint64_t bytes_linked = 0, bytes_copied = 0, bytes_synced = 0;
-};
-
-struct Ledger {
-    JobState state = JobState::running;
-    std::string step = "stage";       // the next step to run: stage|sync|merge|verify|cleanup|done
     bool staged = false;
     bool synced = false;
     bool merged = false;
@@ -115,12 +105,11 @@ struct Ledger {
     bool cleaned = false;
     std::uint64_t bytes_present = 0;  // job bytes seen on the target so far
     nlohmann::json merge_provenance = nlohmann::json::array();
-    nlohmann::json failure;           // {code, message} when failed
     JobState compensation_ends = JobState::failed;  // compensating: the state once it finishes
-    // Files compensation or cleanup left in place and why: [{node, path, reason, code, step}]
-    // (code: the keep rule's, or "preexisting"; step: "unmerge" or "cleanup").
-    nlohmann::json kept = nlohmann::json::array();
-    std::vector<Session> sessions;
+    // `step`: stage|sync|merge|verify|cleanup|done. `failure`: {code, message, step} when failed
+    // (and `compensation` while compensating). `kept`: files compensation or cleanup left in
+    // place and why: [{node, path, reason, code, step}] (code: the keep rule's, or
+    // "preexisting"; step: "unmerge" or "cleanup").
 
     nlohmann::json to_json() const;
     static Ledger from_json(const nlohmann::json& j);

@@ -10,16 +10,19 @@
 #include "lib/base/clock.hpp"
 #include "lib/jobs/transfer/planner.hpp"
 #include "lib/jobs/core/kind.hpp"
+#include "lib/jobs/core/ledger.hpp"
 #include "lib/jobs/transfer/job.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::jobs {
 
-struct JobRun {
-    RunEnv& env;  // config, state directory, nodes, job store, io and this run's budgets
+// The records (ledger, session, events: core/ledger.hpp) and the state of one archive or
+// unarchive job being driven.
+struct JobRun : JobRecords<Ledger> {
+    JobRun(RunEnv& run_env, JobDefinition definition)
+        : JobRecords(run_env, definition.id), def(std::move(definition)), started(run_env.io.clock->steady()) {}
+
     JobDefinition def;
-    Ledger ledger;
-    Session session;
     SteadyTime started;
     std::string metainfo;  // exported .torrent bytes: the job directory's copy (resource.torrent)
     bool metainfo_checked = false;  // this run checked `metainfo` is the job's resource (job_metainfo)
@@ -31,9 +34,6 @@ struct JobRun {
     std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
     Clock& clock() const { return *env.io.clock; }
 
-    // Durable ledger write at a step boundary.
-    Status save();
-    Status event(const std::string& type, nlohmann::json fields = nlohmann::json::object());
     // Compensation and restore go on when a record cannot be written (undoing matters more than
     // the record of it); the failure is said on the log, never dropped silently.
     void record(const std::string& type, nlohmann::json fields = nlohmann::json::object());
@@ -41,7 +41,6 @@ struct JobRun {
     // Record a file compensation or cleanup left in place on `node` ({path, reason, code}) in
     // the ledger's `kept`, once per node and path; saved with the next save().
     void note_kept(const std::string& node, nlohmann::json entry, const std::string& step);
-    void log(const std::string& line) const { env.log(line); }
     // A stop the budgets or the user asked for, checked at chunk and step boundaries.
     std::optional<StepResult> should_stop() const;
     void progress(const std::string& step, int number, std::uint64_t done, std::uint64_t total, std::uint64_t files_done,

@@ -27,6 +27,7 @@
 #include "lib/config/config.hpp"
 #include "lib/jobs/transfer/job.hpp"
 #include "lib/jobs/core/nodes.hpp"
+#include "lib/jobs/core/run.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
 #include "lib/plan/transfer_plan.hpp"
 #include "lib/state/state_dir.hpp"
@@ -80,54 +81,6 @@ struct Prepared {
     // runs it; nullopt when it may start. The job preflight's checks of the real source and
     // target (preflight.hpp) are made by prepare() itself, which returns their error.
     [[nodiscard]] std::optional<Error> refusal() const;
-};
-
-struct Budgets {
-    std::optional<std::uint64_t> max_bytes;          // bytes moved this session (copied + synced)
-    std::optional<std::chrono::seconds> max_duration;
-    std::uint64_t min_free = 0;                      // 0 disables the floor
-    bool no_wait = false;
-    // How long an unreachable qBittorrent, Syncthing or node is waited for, with backoff, before
-    // the run stops with reason 'waiting' (the job stays unfinished; resume goes on).
-    std::chrono::seconds outage_wait{300};
-    // Budgets shared by the jobs of one run (resume, a batch, tier): what the run's earlier jobs
-    // moved counts toward max_bytes, and max_duration counts from the run's start.
-    std::uint64_t moved_before = 0;
-    std::optional<SteadyTime> run_started;
-};
-
-enum class RunOutcome { done, stopped, failed };
-
-struct RunResult {
-    RunOutcome outcome = RunOutcome::done;
-    std::string stop_reason;      // budget|deadline|disk|interrupt|waiting
-    std::string stop_text;        // "budget reached (10.0 GiB moved this run, --max-bytes ...)"
-    Error error;
-    std::string job_id;
-    std::string step;
-    nlohmann::json detail = nlohmann::json::object();  // what the kind reports (evict: files removed, bytes freed)
-    std::string ended;            // cancel of a job that had already ended: its state (done|failed|cancelled)
-    bool compensated = false;     // this run finished a compensation an earlier run left; `ended` says how the job ended
-    std::uint64_t bytes_moved = 0;  // payload bytes this run copied and synced for the job (shared budgets count them)
-    nlohmann::json row;           // the job's row after the run (JobSummary::to_json), null when it could not be read
-    // The run's outcome merged with the job row (man archctl-json, "RUN RESULT").
-    nlohmann::json to_json() const;
-};
-
-// Test-only switches, set by the command from ARCHCTL_TEST_* (tests/README.md); the library
-// never reads the environment. Empty/zero: the normal behaviour.
-struct TestSwitches {
-    std::string stage_method;        // force the node's stage method (reflink|hardlink|copy)
-    std::size_t unlink_batch = 0;    // evict: files unlinked per revalidated batch (default 1000)
-};
-
-// How the engine talks to the person (log lines above the progress panel, progress), the clock
-// every wait and deadline reads, and the test switches.
-struct EngineIo {
-    std::function<void(const std::string&)> log;
-    ui::ProgressRenderer* progress = nullptr;
-    Clock* clock = &real_clock();
-    TestSwitches test;
 };
 
 class Engine {

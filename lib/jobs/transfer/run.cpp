@@ -1,18 +1,12 @@
 // The transfer kind (archive, unarchive): its steps stage → sync → merge → verify → cleanup, and
 // what failing or cancelling means before and after the commit (docs/design.md "The job", "Budgets, outages and stops").
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
-#include "lib/base/lock_file.hpp"
 #include "lib/base/signals.hpp"
-#include "lib/base/units.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
-#include "lib/state/reservations.hpp"
 
 namespace archctl::jobs {
 
@@ -21,13 +15,8 @@ Error stale(const std::string& what, const JobRun& run) {
                  "archctl never adapts silently to external changes; the job was stopped and compensated");
 }
 
-Status JobRun::save() { return env.store.write_ledger(def.id, ledger.to_json()); }
-
-Status JobRun::event(const std::string& type, nlohmann::json fields) { return env.store.append_event(def.id, type, std::move(fields)); }
-
 void JobRun::record(const std::string& type, nlohmann::json fields) {
-    Status s = event(type, std::move(fields));
-    if (!s.ok()) log(fmt::format("archctl: warning: the '{}' event of job {} was not recorded: {}", type, def.id, s.error().message));
+    warn_unrecorded(event(type, std::move(fields)), fmt::format("the '{}' event", type));
 }
 
 void JobRun::record_ledger() {
@@ -44,14 +33,7 @@ void JobRun::note_kept(const std::string& node, nlohmann::json entry, const std:
 }
 
 std::optional<StepResult> JobRun::should_stop() const {
-    if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
-    const std::uint64_t moved = env.budgets.moved_before + session_bytes();
-    if (env.budgets.max_bytes && moved >= *env.budgets.max_bytes)
-        return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {})", format_size(moved),
-                                                         format_size(*env.budgets.max_bytes)));
-    if (env.budgets.max_duration && clock().steady() - env.budgets.run_started.value_or(started) >= *env.budgets.max_duration)
-        return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(env.budgets.max_duration->count())));
-    return std::nullopt;
+    return budget_stop(env.budgets, env.budgets.moved_before + session_bytes(), env.budgets.run_started.value_or(started), clock().steady());
 }
 
 void JobRun::progress(const std::string& step, int number, std::uint64_t done, std::uint64_t total, std::uint64_t files_done,
@@ -86,8 +68,7 @@ const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge"
 // An archive or unarchive job, as the driver runs it.
 class TransferRun final : public KindRun {
 public:
-    TransferRun(RunEnv& env, JobDefinition def)
-        : m_run{env, std::move(def), Ledger{}, Session{}, env.io.clock->steady(), {}, false, false, {}, {}} {}
+    TransferRun(RunEnv& env, JobDefinition def) : m_run(env, std::move(def)) {}
 
     std::string summary() const override { return m_run.def.summary(); }
     std::uint64_t bytes_moved() const override { return m_run.session_bytes(); }
@@ -121,9 +102,7 @@ public:
     const char* crash_prefix() const override { return "job.step."; }
 
     Status begin() override {
-        m_run.session.started = format_rfc3339(m_run.clock().now());
-        m_run.session.host = host_name();
-        m_run.session.pid = ::getpid();
+        m_run.begin_session();
         auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/" + k_job_metainfo);
         if (torrent.ok()) m_run.metainfo = torrent.value();
         // A stop held the job's transfer in Syncthing (hold.cpp). Until the job is synced
@@ -153,9 +132,7 @@ public:
 
     void end_session(const std::string& reason) override {
         hold_after_stop(m_run, reason);  // a stop stops the bytes (hold.cpp)
-        m_run.session.ended = format_rfc3339(m_run.clock().now());
-        m_run.session.end_reason = reason;
-        m_run.ledger.sessions.push_back(m_run.session);
+        m_run.end_session(reason);
     }
 
     nlohmann::json mark_done() override {
@@ -163,7 +140,7 @@ public:
         m_run.ledger.step = "done";
         return {{"generation", m_run.ledger.generation}};
     }
-    void release() override { release_reservation(); }
+    void release() override { m_run.release_reservation(m_run.def.aliases); }
 
     // Before commit: compensate (restore the target, remove what this job created) and release
     // the reservation. After: the target is verified, so the job waits for its cleanup.
@@ -179,7 +156,7 @@ public:
             Status comp = compensate_waiting(e);
             if (comp.ok()) {
                 m_run.ledger.state = JobState::failed;
-                release_reservation();
+                m_run.release_reservation(m_run.def.aliases);
             } else {
                 // The job keeps its reservation and says what finishes it.
                 m_run.ledger.state = JobState::compensating;
@@ -196,8 +173,8 @@ public:
         }
         if (m_run.ledger.committed) m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
         end_session("error");
-        warn_unrecorded(m_run.save(), "the failure");
-        warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}}), "the failure event");
+        m_run.warn_unrecorded(m_run.save(), "the failure");
+        m_run.warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}}), "the failure event");
         return r;
     }
 
@@ -206,7 +183,7 @@ public:
         RunResult result;
         result.job_id = m_run.def.id;
         result.step = m_run.ledger.step;
-        warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
+        m_run.warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
         Status s = m_run.ledger.committed
                        ? (step_cleanup(m_run).kind == StepResult::fail ? Status(Error(ErrorCode::CLEANUP_REQUIRED, "cleanup failed")) : Status())
                        : compensate_waiting(Error(ErrorCode::CANCELLED, "cancelled by the user"));
@@ -222,7 +199,7 @@ public:
                                      fmt::format("job {} is not cancelled yet: undoing it is not finished: {}", m_run.def.id, s.error().message),
                                      fmt::format("once that is fixed, 'archctl job cancel {}' (or 'archctl resume') finishes it", m_run.def.id));
             }
-            warn_unrecorded(m_run.save(), "the ledger");
+            m_run.warn_unrecorded(m_run.save(), "the ledger");
             return result;
         }
         m_run.ledger.state = m_run.ledger.committed ? JobState::done : JobState::cancelled;
@@ -231,8 +208,8 @@ public:
             result.error = saved.take_error();
             return result;
         }
-        warn_unrecorded(m_run.event(m_run.ledger.committed ? "done" : "cancelled"), "the cancel event");
-        release_reservation();
+        m_run.warn_unrecorded(m_run.event(m_run.ledger.committed ? "done" : "cancelled"), "the cancel event");
+        m_run.release_reservation(m_run.def.aliases);
         result.outcome = RunOutcome::done;
         return result;
     }
@@ -248,7 +225,7 @@ public:
         Status comp = compensate_waiting(why);
         if (!comp.ok()) {
             m_run.ledger.failure["compensation"] = comp.error().message;
-            warn_unrecorded(m_run.save(), "the ledger");
+            m_run.warn_unrecorded(m_run.save(), "the ledger");
             if (is_outage(comp.error()) || stop_requested()) {
                 r.outcome = RunOutcome::stopped;
                 r.stop_reason = stop_requested() ? "interrupt" : "waiting";
@@ -267,8 +244,8 @@ public:
             r.error = saved.take_error();
             return r;
         }
-        warn_unrecorded(m_run.event(to_string(m_run.ledger.state)), "the end of its compensation");
-        release_reservation();
+        m_run.warn_unrecorded(m_run.event(to_string(m_run.ledger.state)), "the end of its compensation");
+        m_run.release_reservation(m_run.def.aliases);
         r.outcome = RunOutcome::done;
         r.compensated = true;
         r.ended = to_string(m_run.ledger.state);
@@ -277,22 +254,13 @@ public:
 
 private:
     // Compensation, waiting out outages within the window (a restart of the target's
-    // qBittorrent or Syncthing does not leave a half-undone job).
+    // qBittorrent or Syncthing does not leave a half-undone job): its last error when it could
+    // not finish.
     Status compensate_waiting(const Error& why) {
         OutageWait outage(m_run.env);
-        for (;;) {
-            Status s = compensate(m_run, why);
-            if (s.ok() || !is_outage(s.error())) return s;
-            if (outage.wait(s.error()).kind != StepResult::next) return s;
-        }
-    }
-
-    void warn_unrecorded(const Status& s, const std::string& what) const {
-        if (!s.ok()) m_run.log(fmt::format("archctl: warning: {} of job {} was not recorded: {}", what, m_run.def.id, s.error().message));
-    }
-    // A reservation left behind is released as stale by the next planner; say so, go on.
-    void release_reservation() {
-        warn_unrecorded(state::release(m_run.env.state_dir, m_run.def.aliases, m_run.def.id), "the release of its reservation");
+        StepResult r = retry_through_outage(outage, [&] { return compensate(m_run, why); });
+        if (r.kind == StepResult::next) return {};
+        return std::move(r.error);
     }
 
     JobRun m_run;
@@ -334,21 +302,6 @@ std::string describe_transfer_event(const nlohmann::json& e) {
 const Kind& transfer_kind() {
     static const Kind kind{"transfer", is_transfer_definition, load_transfer, summarize_transfer, describe_transfer_event};
     return kind;
-}
-
-nlohmann::json RunResult::to_json() const {
-    nlohmann::json j = {{"job", job_id}, {"step", step}, {"bytes_moved", bytes_moved}};
-    j["outcome"] = outcome == RunOutcome::done ? "done" : outcome == RunOutcome::stopped ? "stopped" : "failed";
-    if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
-    if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};
-    if (!ended.empty()) j["already_ended"] = ended;
-    if (compensated) j["compensated"] = true;
-    // The job row as it stands after the run (JobSummary::to_json): op, resource, numeric
-    // progress, timestamps, failure. What the run itself says above comes first.
-    if (row.is_object())
-        for (const auto& [key, value] : row.items())
-            if (!j.contains(key)) j[key] = value;
-    return j;
 }
 
 }  // namespace archctl::jobs

@@ -256,10 +256,10 @@ StepResult step_sync(JobRun& run) {
                 return !f.index || run.budget_held.count(*f.index) || f.state == "present" || f.state == "verified";
             });
             if (released_here)
-                return StepResult::stopped("budget", fmt::format("budget reached ({} moved this run, limit {}); {} file{} of job {} wait for the next run",
-                                                                 format_size(run.env.budgets.moved_before + run.session_bytes()),
-                                                                 format_size(*run.env.budgets.max_bytes), run.budget_held.size(),
-                                                                 run.budget_held.size() == 1 ? "" : "s", run.def.id));
+                return StepResult::stopped("budget", fmt::format("{}; {} file{} of job {} wait for the next run",
+                                                                 budget_text(run.env.budgets.moved_before + run.session_bytes(),
+                                                                             *run.env.budgets.max_bytes),
+                                                                 run.budget_held.size(), run.budget_held.size() == 1 ? "" : "s", run.def.id));
         }
         if (run.clock().steady() - last_probe >= k_probe_every) {
             last_probe = run.clock().steady();
