@@ -201,7 +201,7 @@ Outcome run_batch_plan(Context& ctx, const BatchRequest& r) {
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
     Services& s = *services.value();
-    runs::LivePlanner planner(*s.engine, *s.evictor, spec.value());
+    runs::LivePlanner planner(*s.transfers, *s.evictor, spec.value());
     auto planned = runs::plan_batch(*s.nodes, *s.io.clock, spec.value(), planner, runs::PlanMode::read_only);
     if (!planned.ok()) return plan_failed(planned.take_error());
     const char* op = runs::to_string(r.op);
@@ -235,7 +235,7 @@ Outcome run_batch(Context& ctx, const BatchRequest& r) {
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
     Clock& clock = *s.io.clock;
     const SteadyTime started = clock.steady();
-    runs::LivePlanner planner(*s.engine, *s.evictor, spec.value());
+    runs::LivePlanner planner(*s.transfers, *s.evictor, spec.value());
     auto planned = runs::plan_batch(*s.nodes, clock, spec.value(), planner, runs::PlanMode::for_run);
     if (!planned.ok()) return plan_failed(planned.take_error());
     const char* op = runs::to_string(r.op);

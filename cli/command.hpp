@@ -58,7 +58,7 @@ enum class Needs {
     nothing,  // plumbing that runs without a configuration (node, torrent, config itself)
     config,   // the effective configuration
     state,    // and the state directory
-    nodes,    // and the configured nodes with the engine, the evictor and the job driver
+    nodes,    // and the configured nodes with the transfer planner, the evictor and the job driver
 };
 
 struct Services;  // cli/services.hpp
@@ -78,7 +78,7 @@ public:
     void set_flag_min_free(std::uint64_t bytes) { m_flag_min_free = bytes; }
     // The state directory, opened once on first use.
     Result<const state::StateDir*> state();
-    // Nodes, progress, engine, evictor and driver, built once on first use.
+    // Nodes, progress, transfer planner, evictor and driver, built once on first use.
     Result<Services*> services();
     // Set up what `needs` names (main.cpp, before the runner).
     [[nodiscard]] Status prepare(Needs needs);

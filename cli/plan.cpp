@@ -56,7 +56,7 @@ Outcome run_plan_transfer(Context& ctx, const PlanOptions& options, plan::Operat
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
     Services& s = *services.value();
-    auto prepared = s.engine->prepare(request.value());
+    auto prepared = s.transfers->prepare(request.value());
     if (!prepared.ok()) return Outcome::failed(prepared.take_error());
     if (prepared->existing_job) {
         ctx.out().result(fmt::format("job {} is already doing this; continue it with 'archctl resume {}'", *prepared->existing_job,

@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "lib/config/config.hpp"
 #include "lib/routes/routes.hpp"
+#include "lib/session/node_session.hpp"
 #include "lib/state/state_dir.hpp"
 #include "lib/ui/table.hpp"
 
@@ -40,6 +41,7 @@ struct RouteOptions {
 struct Setup {
     const config::Config* config = nullptr;
     std::optional<state::StateDir> state;
+    std::optional<session::NodeSessions> nodes;  // one session per node for the whole command
     std::optional<routes::Env> env;
 };
 
@@ -51,7 +53,8 @@ Status prepare(Context& ctx, Setup& s) {
     clients::Tuning tuning;
     tuning.warn = [&out](const std::string& line) { out.warn(line); };
     if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
-    s.env.emplace(routes::Env{*s.config, *s.state, tuning, [&out](const std::string& line) { out.info(line); }});
+    s.nodes.emplace(*s.config, tuning);
+    s.env.emplace(routes::Env{*s.config, *s.state, [&out](const std::string& line) { out.info(line); }, *s.nodes});
     return ok_status();
 }
 

@@ -57,7 +57,7 @@ Result<Services*> Context::services() {
     };
     s->io.progress = renderer;
     s->io.test = test_switches();
-    s->engine = std::make_unique<jobs::Engine>(*s->config, *s->state, *s->nodes, s->io);
+    s->transfers = std::make_unique<jobs::TransferPlanner>(*s->config, *s->state, *s->nodes, s->io);
     s->evictor = std::make_unique<evict::Evictor>(*s->config, *s->state, *s->nodes, s->io);
     s->driver = std::make_unique<jobs::Driver>(*s->config, *s->state, *s->nodes, s->io);
     m_services = std::move(s);

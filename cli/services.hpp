@@ -1,7 +1,7 @@
 #pragma once
 // What commands that reach nodes work with, built once per invocation by Context::services():
 // the configured nodes (one connection set per node for the whole run), the progress panel, the
-// planners (Engine for archive/unarchive, Evictor for evict) and the job driver.
+// planners (TransferPlanner for archive/unarchive, Evictor for evict) and the job driver.
 
 #include <memory>
 
@@ -20,8 +20,8 @@ struct Services {
     const state::StateDir* state = nullptr;
     std::unique_ptr<jobs::Nodes> nodes;
     std::unique_ptr<ui::ProgressRenderer> progress;
-    jobs::EngineIo io;
-    std::unique_ptr<jobs::Engine> engine;
+    jobs::JobIo io;
+    std::unique_ptr<jobs::TransferPlanner> transfers;
     std::unique_ptr<evict::Evictor> evictor;
     std::unique_ptr<jobs::Driver> driver;
 };

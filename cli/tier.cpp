@@ -80,7 +80,7 @@ Outcome run_tier(Context& ctx, const TierOptions& o) {
         return r;
     };
     runs::ManyRun many(drive, *s.io.clock, budgets.value(), s.io.clock->steady());
-    runs::PlannerJobs planners(*s.engine, *s.evictor);
+    runs::PlannerJobs planners(*s.transfers, *s.evictor);
     runs::TierEnv env{*s.config, *s.state, *s.nodes, *s.driver, planners, *s.io.clock,
                       [&ctx](const std::string& line) { ctx.out().info(line); },
                       [&](const runs::TierAsk& a) { return confirm_policy(ctx, s, o, a); }};

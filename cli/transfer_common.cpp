@@ -119,7 +119,7 @@ std::string render_plan(const jobs::Prepared& p) {
                        format_size(p.target_free > p.min_free ? p.target_free - p.min_free : 0), format_size(p.min_free),
                        pl.disk_ok ? "ok" : "INSUFFICIENT");
     if (!p.share_limits_text.empty()) out += fmt::format("  share  {}\n", p.share_limits_text);
-    // A built part file is printed only after the engine found every boundary piece's outside
+    // A built part file is printed only after the planner found every boundary piece's outside
     // bytes on the source and checked the pieces from disk (jobs::check_source_ready); otherwise
     // plan refused.
     std::string pieces = fmt::format("{}", fmt::join(pl.boundary_pieces, ", "));
@@ -195,7 +195,7 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& op
     if (!budgets.ok()) return Outcome::usage(budgets.take_error());
     if (budgets->max_duration) request.value().stop_at = real_clock().steady() + *budgets->max_duration;
     request.value().no_wait = budgets->no_wait;
-    auto prepared = s.engine->prepare(request.value());
+    auto prepared = s.transfers->prepare(request.value());
     std::string hint = "rerun the same command, or 'archctl resume', to continue";
     if (!prepared.ok()) {
         if (routes::is_clean_stop(prepared.error())) return Outcome::partial(prepared.error().message, hint);
@@ -221,7 +221,7 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& op
         c.needs_hint = "pass --yes, or --confirm TOKEN from 'archctl plan'";
         if (auto refused = confirm(ctx, *s.state, c)) return Outcome::failed(*refused);
     }
-    auto job = s.engine->create(p);
+    auto job = s.transfers->create(p);
     if (!job.ok()) return Outcome::failed(job.take_error());
     if (!p.existing_job)
         ctx.out().info(fmt::format("archctl: job {}  {} {} {} → {}", job.value(), plan::to_string(op), p.resource.short_id(), p.source,

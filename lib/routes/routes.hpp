@@ -1,6 +1,6 @@
 #pragma once
 // archctl::routes — discover, verify and provision the Syncthing routes between cache and
-// archive nodes (docs/routes.md). The functions here are what `archctl route` and the job engine
+// archive nodes (docs/routes.md). The functions here are what `archctl route` and the transfer planner
 // call; each reads live Syncthing config first (the authority) and keeps its own evidence in
 // `<state>/routes/<id>.json` (route_record.hpp).
 //
@@ -59,11 +59,10 @@ namespace archctl::routes {
 struct Env {
     const config::Config& config;
     const state::StateDir& state;
-    clients::Tuning tuning;
     std::function<void(const std::string&)> info;  // progress chatter (may be empty)
-    // The run's node sessions, shared with the caller (a job run); null: each routes call opens
-    // its own, with `tuning`.
-    session::NodeSessions* nodes = nullptr;
+    // The run's node sessions, shared with the caller: one login per service and one exec child
+    // per node for the whole command, whichever routes calls it makes.
+    session::NodeSessions& nodes;
 };
 
 struct EnsureOptions {

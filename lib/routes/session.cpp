@@ -42,13 +42,9 @@ void nap(const Deadlines& d, std::chrono::milliseconds interval) {
             until - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
 }
 
-Session::Session(Env& env) : m_env(env), m_store(env.state.routes()) {
-    if (!m_env.nodes) m_own_nodes = std::make_unique<session::NodeSessions>(m_env.config, m_env.tuning);
-}
+Session::Session(Env& env) : m_env(env), m_store(env.state.routes()) {}
 
-Result<session::NodeSession*> Session::link(const std::string& name) {
-    return m_env.nodes ? m_env.nodes->get(name) : m_own_nodes->get(name);
-}
+Result<session::NodeSession*> Session::link(const std::string& name) { return m_env.nodes.get(name); }
 
 Discovery Session::discover(std::vector<NodeSnapshot>& snapshots, const std::vector<std::string>& nodes) {
     snapshots.clear();

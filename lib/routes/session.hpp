@@ -1,6 +1,6 @@
 #pragma once
 // Session: one routes call's shared machinery (internal to lib/routes) — the record store, the
-// node sessions (the caller's, Env::nodes, or its own), live discovery, and the clock/deadline
+// node sessions (the caller's, Env::nodes), live discovery, and the clock/deadline
 // rules every wait follows.
 
 #include <map>
@@ -68,7 +68,6 @@ public:
 private:
     Env& m_env;
     RouteStore m_store;
-    std::unique_ptr<session::NodeSessions> m_own_nodes;  // when Env::nodes is null
     std::vector<std::string> m_problems;
     std::optional<SteadyTime> m_outage_since;  // first sight of an unanswering Syncthing in this call
 };

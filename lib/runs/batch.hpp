@@ -4,7 +4,7 @@
 // under shared budgets, past failures.
 //
 // Call order (cli/batch.cpp renders each stage):
-//   LivePlanner planner(engine, evictor, spec);
+//   LivePlanner planner(transfers, evictor, spec);
 //   auto planned = plan_batch(nodes, clock, spec, planner, PlanMode::for_run);  // choose, plan each
 //   ... show the plan, confirm the batch_digest ...
 //   BatchRun run = run_batch(*planned, tools, options, on_event);               // create and drive
@@ -103,10 +103,10 @@ public:
     [[nodiscard]] virtual Result<std::string> create(const BatchItem& it) = 0;
 };
 
-// Engine for archive/unarchive, Evictor for evict.
+// TransferPlanner for archive/unarchive, Evictor for evict.
 class LivePlanner final : public ItemPlanner {
 public:
-    LivePlanner(jobs::Engine& engine, evict::Evictor& evictor, const BatchSpec& spec);
+    LivePlanner(jobs::TransferPlanner& transfers, evict::Evictor& evictor, const BatchSpec& spec);
     void prepare(BatchItem& it, const std::string& source, PlanMode mode) override;
     [[nodiscard]] Result<std::string> create(const BatchItem& it) override;
 
@@ -114,7 +114,7 @@ private:
     void prepare_evict(BatchItem& it, const std::string& source);
     void prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode);
 
-    jobs::Engine& m_engine;
+    jobs::TransferPlanner& m_transfers;
     evict::Evictor& m_evictor;
     const BatchSpec& m_spec;
 };

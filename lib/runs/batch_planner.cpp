@@ -7,8 +7,8 @@
 
 namespace archctl::runs {
 
-LivePlanner::LivePlanner(jobs::Engine& engine, evict::Evictor& evictor, const BatchSpec& spec)
-    : m_engine(engine), m_evictor(evictor), m_spec(spec) {}
+LivePlanner::LivePlanner(jobs::TransferPlanner& transfers, evict::Evictor& evictor, const BatchSpec& spec)
+    : m_transfers(transfers), m_evictor(evictor), m_spec(spec) {}
 
 void LivePlanner::prepare(BatchItem& it, const std::string& source, PlanMode mode) {
     if (m_spec.op == BatchOp::evict) return prepare_evict(it, source);
@@ -57,7 +57,7 @@ void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, Pla
     t.verify_transit = m_spec.verify_transit;
     t.route_mode = mode == PlanMode::read_only ? jobs::TransferRequest::RouteMode::look_up : jobs::TransferRequest::RouteMode::ensure;
     t.no_wait = m_spec.no_wait;
-    auto p = m_engine.prepare(t);
+    auto p = m_transfers.prepare(t);
     if (!p.ok()) {
         bool clean = routes::is_clean_stop(p.error());
         return refuse(it, p.take_error(), clean ? Action::stopped : Action::refused);
@@ -84,7 +84,7 @@ void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, Pla
 
 Result<std::string> LivePlanner::create(const BatchItem& it) {
     if (it.evict) return m_evictor.create(*it.evict);
-    if (it.transfer) return m_engine.create(*it.transfer);
+    if (it.transfer) return m_transfers.create(*it.transfer);
     return Error(ErrorCode::INTERNAL, fmt::format("'{}' has no plan to create a job from", it.short_id));
 }
 

@@ -24,7 +24,7 @@ Result<JobOpening> PlannerJobs::open_archive(const std::string& res, const std::
     t.from = cache;
     t.to = node;
     t.no_wait = no_wait;
-    ARCHCTL_TRY_ASSIGN(jobs::Prepared prepared, m_engine.prepare(t));
+    ARCHCTL_TRY_ASSIGN(jobs::Prepared prepared, m_transfers.prepare(t));
     if (prepared.existing_job) return opening(JobOpening::Kind::existing, prepared.resource, *prepared.existing_job);
     if (prepared.plan.empty_delta()) return opening(JobOpening::Kind::nothing_to_do, prepared.resource);
     if (auto refused = prepared.refusal()) {
@@ -32,7 +32,7 @@ Result<JobOpening> PlannerJobs::open_archive(const std::string& res, const std::
         o.refusal = *refused;
         return o;
     }
-    ARCHCTL_TRY_ASSIGN(std::string job, m_engine.create(prepared));
+    ARCHCTL_TRY_ASSIGN(std::string job, m_transfers.create(prepared));
     return opening(JobOpening::Kind::created, prepared.resource, std::move(job));
 }
 

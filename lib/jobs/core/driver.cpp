@@ -154,7 +154,7 @@ std::optional<SharedBudgets::Stop> SharedBudgets::exhausted(SteadyTime now) cons
     return Stop{std::move(stop->reason), std::move(stop->text)};
 }
 
-Driver::Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io)
+Driver::Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, JobIo io)
     : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
 
 RunResult Driver::run(const std::string& job_id, const Budgets& budgets, plan::VerifyArchive verify_archive) {

@@ -2,7 +2,7 @@
 // The job driver: run, cancel, list and summarize jobs of every kind (docs/design.md "State on disk",
 // "The job", "Evict", "Budgets, outages and stops").
 //
-// Commands create a job with the kind's planner (Engine for archive/unarchive, Evictor for
+// Commands create a job with the kind's planner (TransferPlanner for archive/unarchive, Evictor for
 // evict) and then drive it here; `resume` and `job` use nothing else. The driver finds the kind
 // from the stored definition: callers never branch on it.
 //
@@ -31,7 +31,7 @@ namespace archctl::jobs {
 
 class Driver {
 public:
-    Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io);
+    Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, JobIo io);
 
     // Drive the job until done, a clean stop, or a failure (compensated, or left in an explicit
     // cleanup-required state). `verify_archive`: evict also checks the archive copies' pieces.
@@ -56,7 +56,7 @@ private:
     const config::Config& m_config;
     state::StateDir m_state;
     Nodes& m_nodes;
-    EngineIo m_io;
+    JobIo m_io;
 };
 
 // The budgets of one run that drives several jobs (resume, a batch, tier): each job's budgets

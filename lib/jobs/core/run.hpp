@@ -64,9 +64,9 @@ struct TestSwitches {
     std::size_t unlink_batch = 0;    // evict: files unlinked per revalidated batch (default 1000)
 };
 
-// How the engine talks to the person (log lines above the progress panel, progress), the clock
+// How a job talks to the person (log lines above the progress panel, progress), the clock
 // every wait and deadline reads, and the test switches.
-struct EngineIo {
+struct JobIo {
     std::function<void(const std::string&)> log;
     ui::ProgressRenderer* progress = nullptr;
     Clock* clock = &real_clock();
@@ -79,7 +79,7 @@ struct RunEnv {
     const state::StateDir& state_dir;
     Nodes& nodes;
     state::JobStore& store;
-    EngineIo& io;
+    JobIo& io;
     Budgets budgets;
     plan::VerifyArchive verify_archive = plan::VerifyArchive::no;
 

@@ -70,7 +70,7 @@ struct EvictPrepared {
 
 class Evictor {
 public:
-    Evictor(const config::Config& config, const state::StateDir& state, jobs::Nodes& nodes, jobs::EngineIo io);
+    Evictor(const config::Config& config, const state::StateDir& state, jobs::Nodes& nodes, jobs::JobIo io);
 
     [[nodiscard]] Result<EvictPrepared> prepare(const EvictRequest& request);
     // Reserve every alias and write the definition (with the proofs) and the first event.
@@ -83,7 +83,7 @@ private:
     const config::Config& m_config;
     state::StateDir m_state;
     jobs::Nodes& m_nodes;
-    jobs::EngineIo m_io;
+    jobs::JobIo m_io;
 };
 
 // The evict plan as `archctl plan evict` prints it: the coverage table (file → archive nodes),

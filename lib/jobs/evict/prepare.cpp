@@ -115,7 +115,7 @@ Status check_names(const plan::PlacementView& cache, const std::vector<plan::Cov
 
 }  // namespace
 
-Evictor::Evictor(const config::Config& config, const state::StateDir& state, jobs::Nodes& nodes, jobs::EngineIo io)
+Evictor::Evictor(const config::Config& config, const state::StateDir& state, jobs::Nodes& nodes, jobs::JobIo io)
     : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
 
 Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {

@@ -167,7 +167,7 @@ Overview read_overview(const config::Config& config, const state::StateDir* stat
         return o;
     }
     o.state_readable = true;
-    routes::Env env{config, *state, clients::Tuning{}, {}, &sessions};
+    routes::Env env{config, *state, {}, sessions};
     auto listing = routes::list_routes(env);
     if (listing.ok()) o.routes = std::move(listing.value());
     else o.routes_error = listing.error().message;

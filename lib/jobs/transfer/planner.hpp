@@ -1,12 +1,12 @@
 #pragma once
-// The job engine: plan, create, and drive archive/unarchive jobs (docs/design.md "Commands" to
-// "The job", "Budgets, outages and stops").
+// The transfer planner: plan and create archive/unarchive jobs, which jobs::Driver then drives
+// (docs/design.md "Commands" to "The job", "Budgets, outages and stops").
 //
 // Call order for a command:
-//   Engine engine(config, state, nodes, io);
-//   auto prepared = engine.prepare(request);      // resolve RES, pick nodes, read live trees, plan
+//   TransferPlanner transfers(config, state, nodes, io);
+//   auto prepared = transfers.prepare(request);   // resolve RES, pick nodes, read live trees, plan
 //   ... show prepared->plan, confirm (TTY, --yes or --confirm TOKEN) ...
-//   auto job = engine.create(*prepared);          // reserve aliases, write the definition
+//   auto job = transfers.create(*prepared);       // reserve aliases, write the definition
 //   auto result = driver.run(job_id, budgets);    // drive it as far as it can go (driver.hpp)
 // A rerun of the same command finds the identical unfinished job in prepare() and continues it
 // (prepare() returns it in `existing_job` and create() is skipped); a different unfinished job on
@@ -83,9 +83,9 @@ struct Prepared {
     [[nodiscard]] std::optional<Error> refusal() const;
 };
 
-class Engine {
+class TransferPlanner {
 public:
-    Engine(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io);
+    TransferPlanner(const config::Config& config, const state::StateDir& state, Nodes& nodes, JobIo io);
 
     [[nodiscard]] Result<Prepared> prepare(const TransferRequest& request);
     // Reserve every alias and write the definition and first event. Returns the job id; the
@@ -98,7 +98,7 @@ private:
     const config::Config& m_config;
     state::StateDir m_state;
     Nodes& m_nodes;
-    EngineIo m_io;
+    JobIo m_io;
 };
 
 // Digest of "the same command": operation, resource, source, target, request.

@@ -1,4 +1,4 @@
-// Engine::prepare and Engine::create: the one service function every creation path shares
+// TransferPlanner::prepare and TransferPlanner::create: the one service function every creation path shares
 // (docs/design.md "Creation").
 
 #include <algorithm>
@@ -125,11 +125,11 @@ std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Se
 
 // The route the job travels over: looked up for plan (read-only), ensured — discovered, verified
 // by a nonce exchange, or provisioned on demand — for archive/unarchive (docs/routes.md).
-Status Engine::route_for(Prepared& p, const TransferRequest& request) {
+Status TransferPlanner::route_for(Prepared& p, const TransferRequest& request) {
     bool archive = request.op == plan::Operation::archive;
     const std::string& cache = archive ? p.source : p.target;
     const std::string& arch = archive ? p.target : p.source;
-    routes::Env env{m_config, m_state, clients::Tuning{}, m_io.log, &m_nodes};
+    routes::Env env{m_config, m_state, m_io.log, m_nodes};
     auto use = [&](const std::string& id, const std::string& cache_path, const std::string& archive_path, std::string state) {
         p.route = {id, archive ? cache_path : archive_path, archive ? archive_path : cache_path};
         p.route_state = std::move(state);
@@ -191,10 +191,10 @@ std::string request_digest(const TransferRequest& r, const std::vector<std::stri
     return sha256_hex(j.dump());
 }
 
-Engine::Engine(const config::Config& config, const state::StateDir& state, Nodes& nodes, EngineIo io)
+TransferPlanner::TransferPlanner(const config::Config& config, const state::StateDir& state, Nodes& nodes, JobIo io)
     : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
 
-Result<Prepared> Engine::prepare(const TransferRequest& request) {
+Result<Prepared> TransferPlanner::prepare(const TransferRequest& request) {
     Prepared p;
     p.request = request;
     ARCHCTL_TRY_ASSIGN(p.resource, resolve(m_nodes, request.res));
@@ -268,7 +268,7 @@ Result<Prepared> Engine::prepare(const TransferRequest& request) {
     return p;
 }
 
-Result<std::string> Engine::create(const Prepared& p) {
+Result<std::string> TransferPlanner::create(const Prepared& p) {
     if (p.existing_job) return *p.existing_job;
     JobDefinition d;
     d.id = state::new_job_id();

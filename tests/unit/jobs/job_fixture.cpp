@@ -84,7 +84,7 @@ JobFixture::JobFixture() : state(open_state(scratch)) {
 }
 
 jobs::RunResult JobFixture::run(const jobs::Budgets& budgets) {
-    jobs::EngineIo io;
+    jobs::JobIo io;
     io.log = [this](const std::string& line) { log.push_back(line); };
     io.clock = &clock;
     io.test = test;

@@ -137,7 +137,7 @@ TEST_CASE("records: a run's sessions and a write it could not make, for both kin
     SUBCASE("a write that failed after the outcome is a warning naming it") {
         TransferFixture f;
         std::vector<std::string> lines;
-        EngineIo io;
+        JobIo io;
         io.log = [&](const std::string& line) { lines.push_back(line); };
         state::JobStore store(f.state);
         RunEnv env{f.config, f.state, f.nodes, store, io, Budgets{}};
@@ -220,7 +220,7 @@ TEST_CASE("retry_through_outage: again while the outage lasts and the wait allow
 TEST_CASE("retry_through_outage in a job run: next, the error that is no outage, or the wait's stop with the outage") {
     TransferFixture f;
     std::vector<std::string> lines;
-    EngineIo io;
+    JobIo io;
     io.clock = &f.clock;
     io.log = [&](const std::string& line) { lines.push_back(line); };
     state::JobStore store(f.state);

@@ -181,7 +181,7 @@ TEST_CASE("the driver lists unfinished jobs of every kind: evict jobs running or
     REQUIRE(store.write_ledger(c.id, cleanup.to_json()).ok());
     config::Config config;
     jobs::Nodes nodes(config, clients::Tuning{});
-    jobs::Driver driver(config, dir.value(), nodes, jobs::EngineIo{});
+    jobs::Driver driver(config, dir.value(), nodes, jobs::JobIo{});
     auto ids = driver.unfinished();
     REQUIRE(ids.ok());
     CHECK(ids.value() == std::vector<std::string>{a.id, c.id, "20261201-000004-dddd"});

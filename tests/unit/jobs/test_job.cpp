@@ -180,7 +180,7 @@ TEST_CASE("the driver's unfinished() lists every kind of job in the directory, a
     REQUIRE(store.create("20261201-183414-bbbb", {{"id", "20261201-183414-bbbb"}, {"op", "mystery"}}).ok());
     config::Config config;
     Nodes nodes(config, clients::Tuning{});
-    Driver driver(config, dir.value(), nodes, EngineIo{});
+    Driver driver(config, dir.value(), nodes, JobIo{});
     auto ids = driver.unfinished();
     REQUIRE(ids.ok());
     CHECK(ids.value() == std::vector<std::string>{d.id, "20261201-183413-aaaa"});
@@ -198,7 +198,7 @@ TEST_CASE("cancelling a job that already ended says so and changes nothing") {
     REQUIRE(store.write_ledger(d.id, failed.to_json()).ok());
     config::Config config;
     Nodes nodes(config, clients::Tuning{});
-    Driver driver(config, dir.value(), nodes, EngineIo{});
+    Driver driver(config, dir.value(), nodes, JobIo{});
     auto r = driver.cancel(d.id);
     CHECK(r.outcome == RunOutcome::done);
     CHECK(r.ended == "failed");
@@ -255,7 +255,7 @@ TEST_CASE("a job whose definition is lost or unreadable is listed as damaged, an
     // Nothing can drive it, so it is not an unfinished job the driver would run.
     config::Config config;
     Nodes nodes(config, clients::Tuning{});
-    Driver driver(config, dir.value(), nodes, EngineIo{});
+    Driver driver(config, dir.value(), nodes, JobIo{});
     CHECK(driver.unfinished().value().empty());
     REQUIRE(hide_job(dir.value(), row).ok());
     CHECK(store.damaged().value() == std::vector<std::string>{lost});

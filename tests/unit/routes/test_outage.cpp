@@ -67,7 +67,7 @@ struct Pair {
                                                          session::NodeSession::Injected{nullptr, &cache_st, &cache_ops}));
         nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
                                                          session::NodeSession::Injected{nullptr, &archive_st, &archive_ops}));
-        env.emplace(Env{cfg, *dir, clients::Tuning{}, {}, &nodes});
+        env.emplace(Env{cfg, *dir, {}, nodes});
     }
 
     // The route's folder on both sides (and each side's peer device).

@@ -85,7 +85,7 @@ TEST_CASE("list_routes reads through the sessions it is given") {
     nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
                                                      session::NodeSession::Injected{nullptr, &archive_st, &archive_ops}));
 
-    routes::Env env{cfg, dir.value(), clients::Tuning{}, {}, &nodes};
+    routes::Env env{cfg, dir.value(), {}, nodes};
     auto listing = routes::list_routes(env);
     REQUIRE(listing.ok());
     REQUIRE(listing->routes.size() == 1);

@@ -29,7 +29,7 @@ runs::RunJob ManyJobs::runner() {
         given.push_back(budgets);
         driven.push_back(name);
         TransferFixture& f = job(name);
-        jobs::EngineIo io;
+        jobs::JobIo io;
         io.log = [&f](const std::string& line) { f.log.push_back(line); };
         io.clock = &clock;
         io.test = f.test;

@@ -244,7 +244,7 @@ TEST_CASE("tier run: the run's summary is the policy's record in the state direc
 TEST_CASE("tier run: a refused confirmation fails the policy before any candidate moves") {
     TierFixture f;
     three_candidates(f);
-    jobs::EngineIo io;
+    jobs::JobIo io;
     io.clock = &f.clock;
     jobs::Driver driver(f.config, f.state, f.nodes, io);
     runs::ManyRun many(

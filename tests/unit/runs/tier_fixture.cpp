@@ -137,7 +137,7 @@ runs::RunJob TierFixture::runner() {
 }
 
 runs::TierRun TierFixture::run_policy(const jobs::Budgets& budgets) {
-    jobs::EngineIo io;
+    jobs::JobIo io;
     io.log = [this](const std::string& line) { log.push_back(line); };
     io.clock = &clock;
     io.test = test;
