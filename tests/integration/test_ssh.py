@@ -106,9 +106,11 @@ def wait_for_sync_to_begin(proc):
 def resume_until_done(test, cfg, runs=5):
     """`archctl resume` and nothing else, each run exit 0 or 10, until one exits 0."""
     codes = []
+    test.resume_output = []  # what each run said, for an assertion about the codes
     for _ in range(runs):
         rc, out, err = LAB.archctl("resume", config=cfg, timeout=300)
         codes.append(rc)
+        test.resume_output.append(err + out)
         test.assertIn(rc, (0, 10), f"resume: {err}{out}")
         if rc == 0:
             return codes
@@ -179,7 +181,8 @@ class Ssh(unittest.TestCase):
         self.assertIn("hint:", err)
         limit_send(0)
         codes = resume_until_done(self, cfg)
-        self.assertEqual(codes[0], 0, "the first resume after a Ctrl-C finishes (the job lock was free)")
+        self.assertEqual(codes[0], 0, "the first resume after a Ctrl-C finishes (the job lock was free): "
+                         + self.resume_output[0])
         seeding_target(self, tid)
 
     def test_d_an_endpoint_that_never_answers_is_a_bounded_error(self):
