@@ -111,10 +111,13 @@ Outcome run_plan_tier(Context& ctx, const std::string& name) {
     if (!policies.ok()) return policies_error(policies.take_error());
     nlohmann::json plans = nlohmann::json::array();
     std::string text;
+    bool anything_to_do = false;
     for (const config::TierPolicy* policy : policies.value()) {
         auto live = runs::read_tier_live(*s.nodes, *policy);
         if (!live.ok()) return Outcome::failed(live.take_error());
         runs::TierPlan plan = runs::plan_tier(*policy, live.value(), *s.io.clock);
+        const runs::TierTotals totals = plan.totals();
+        anything_to_do = anything_to_do || totals.archive > 0 || totals.evict > 0;
         nlohmann::json j = plan.to_json();
         j["requests"] = live->requests;
         if (!live->unreachable.empty()) j["unreachable"] = live->unreachable;
@@ -123,7 +126,11 @@ Outcome run_plan_tier(Context& ctx, const std::string& name) {
         text += render_tier_plan(*policy, plan, live.value(), *s.config);
     }
     std::string who = name.empty() ? "" : " " + name;
-    text += fmt::format("\n\nrun with: archctl tier{} --yes        (cron: archctl tier --max-minutes 240 --yes || [ $? -eq 10 ])", who);
+    // A plan that moves nothing has no command to offer: running it would do nothing either.
+    if (anything_to_do)
+        text += fmt::format("\n\nrun with: archctl tier{} --yes        (cron: archctl tier --max-minutes 240 --yes || [ $? -eq 10 ])", who);
+    else
+        text += "\n\nnothing to run now: this plan archives and evicts nothing";
     ctx.out().result(text);
     return Outcome::done({{"tier", plans}});
 }

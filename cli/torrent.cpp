@@ -89,6 +89,12 @@ Outcome run_show(Context& ctx, const TorrentOptions& o) {
     summary.add_row({"pieces", fmt::format("{} × {}", m.piece_count(), format_size(static_cast<std::uint64_t>(m.piece_length())))});
     summary.add_row({"size", fmt::format("{} in {} files ({} bytes; {} with pads)", format_size(static_cast<std::uint64_t>(m.payload_size())),
                                          model.file_count(), m.payload_size(), m.total_size())});
+    // With --json the file list is in the document; stderr gets the summary only, not a second
+    // copy of every file.
+    if (ctx.out().json()) {
+        ctx.out().result(headline(m, ctx) + "\n" + summary.render());
+        return Outcome::done({{"torrent", torrent_json(m, model, true)}});
+    }
     ui::Table files({ui::Align::right, ui::Align::right, ui::Align::right, ui::Align::left}, "  ");
     files.add_row({"idx", "size", "pieces", "path"});
     for (const auto& f : model.files())

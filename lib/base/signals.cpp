@@ -10,13 +10,20 @@ namespace {
 
 volatile sig_atomic_t g_interrupts = 0;
 volatile sig_atomic_t g_stop = 0;
+volatile sig_atomic_t g_first_signal = 0;  // the signal that asked for the stop; 0: request_stop()
 
-void on_interrupt(int) {
+void on_interrupt(int signo) {
     g_interrupts = g_interrupts + 1;
     g_stop = 1;
     if (g_interrupts == 1) {
-        const char msg[] = "\narchctl: stopping after the current chunk (press Ctrl-C again to abort now)\n";
-        (void)!::write(2, msg, sizeof msg - 1);
+        g_first_signal = signo;
+        if (signo == SIGINT) {
+            const char msg[] = "\narchctl: stopping after the current chunk (press Ctrl-C again to abort now)\n";
+            (void)!::write(2, msg, sizeof msg - 1);
+        } else {
+            const char msg[] = "\narchctl: SIGTERM: stopping after the current chunk (a second signal aborts now)\n";
+            (void)!::write(2, msg, sizeof msg - 1);
+        }
     } else if (g_interrupts == 2) {
         const char msg[] = "\narchctl: aborted; state on disk is durable, rerun to continue\n";
         (void)!::write(2, msg, sizeof msg - 1);
@@ -43,5 +50,13 @@ void install_interrupt_handlers() {
 int interrupt_count() { return g_interrupts; }
 bool stop_requested() { return g_stop != 0; }
 void request_stop() { g_stop = 1; }
+
+const char* interrupt_text() {
+    switch (g_first_signal) {
+        case SIGINT: return "interrupted (Ctrl-C)";
+        case SIGTERM: return "stopped by SIGTERM";
+        default: return "stopped";
+    }
+}
 
 }  // namespace archctl

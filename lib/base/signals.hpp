@@ -11,6 +11,9 @@ void install_interrupt_handlers();
 int interrupt_count();
 // True once the first interrupt arrived (or request_stop() was called).
 bool stop_requested();
+// What stopped the run, for its message: "interrupted (Ctrl-C)" for SIGINT, "stopped by SIGTERM"
+// for SIGTERM (a service manager, `timeout`, `kill`), "stopped" for request_stop().
+const char* interrupt_text();
 // Ask for a clean stop from inside the process (budgets, deadlines use their own paths; this is
 // for tests and for the cancel command).
 void request_stop();
