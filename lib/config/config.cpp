@@ -393,6 +393,14 @@ Result<NodeConfig> build_node(const Values& values, const std::string& name, std
     ARCHCTL_TRY_ASSIGN(n.qbittorrent.password, read_secret(values, p + "qbittorrent.password", p + "qbittorrent.password_file", warnings));
     n.qbittorrent.ca_file = str(values, p + "qbittorrent.ca_file");
     n.qbittorrent.insecure_tls = flag(values, p + "qbittorrent.insecure_tls");
+    if (auto t = values.find(p + "qbittorrent.export_timeout"); t != values.end()) {
+        if (t->second.integer < 1)
+            return Error(ErrorCode::CONFIG_INVALID,
+                         fmt::format("invalid config: {} '{}' is shorter than 1s ({})", p + "qbittorrent.export_timeout", t->second.text,
+                                     t->second.origin),
+                         fmt::format("set {} to a duration such as \"10m\"", p + "qbittorrent.export_timeout"));
+        n.qbittorrent.export_timeout = std::chrono::seconds(t->second.integer);
+    }
     n.syncthing.url = str(values, p + "syncthing.url");
     ARCHCTL_TRY_ASSIGN(n.syncthing.api_key, read_secret(values, p + "syncthing.api_key", p + "syncthing.api_key_file", warnings));
     n.syncthing.ca_file = str(values, p + "syncthing.ca_file");
@@ -645,6 +653,10 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
         if (!values.count(p + "timeout")) {
             config.display[p + "timeout"] = format_duration(node.timeout.count());
             config.origin[p + "timeout"] = "default";
+        }
+        if (!values.count(p + "qbittorrent.export_timeout")) {
+            config.display[p + "qbittorrent.export_timeout"] = format_duration(node.qbittorrent.export_timeout.count());
+            config.origin[p + "qbittorrent.export_timeout"] = "default";
         }
         for (const auto& [key, shown] : {std::pair{p + "share_limits", std::string(node.share_limits == ShareLimitsPolicy::none ? "none" : "global")},
                                          std::pair{p + "labels", std::string(node.labels == LabelsPolicy::keep ? "keep" : "drop")}}) {

@@ -35,6 +35,9 @@ struct QbittorrentSettings {
     Secret password;
     std::string ca_file;        // extra CA bundle for TLS verification
     bool insecure_tls = false;  // explicit opt-out, warned about on use
+    // nodes.<name>.qbittorrent.export_timeout: how long one torrents/export may take (it is never
+    // asked again while the previous one may still run).
+    std::chrono::seconds export_timeout{600};
 };
 
 struct SyncthingSettings {

@@ -229,8 +229,25 @@ Result<std::string> Client::export_torrent(const std::string& id) {
         return Error(ErrorCode::QB_UNSUPPORTED, fmt::format("qBittorrent on '{}' ({}) cannot export torrents (needs 4.5 or later)",
                                                    m_settings.http.node, caps.app().text));
     }
-    ARCHCTL_TRY_ASSIGN(auto response, call_ok(get("torrents/export", {{"hash", id}}), id));
-    return std::move(response.body);
+    http::Request request = get("torrents/export", {{"hash", id}});
+    request.total_timeout = m_settings.export_timeout;
+    request.retry = http::RetryMode::connect_only;
+    auto response = call_ok(request, id);
+    if (!response.ok() && response.error().is(ErrorCode::HTTP_TIMEOUT)) return export_timeout_error(id);
+    if (!response.ok()) return response.take_error();
+    return std::move(response->body);
+}
+
+Error Client::export_timeout_error(const std::string& id) const {
+    const auto& node = m_settings.http.node;
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(m_settings.export_timeout).count();
+    return Error(ErrorCode::QB_TIMEOUT,
+                 fmt::format("qBittorrent on '{}' did not finish exporting torrent '{}' within {} s (torrents/export of a large v2 or "
+                             "hybrid torrent can take minutes; it was not asked again)",
+                             node, id.substr(0, 12), seconds),
+                 fmt::format("raise nodes.{}.qbittorrent.export_timeout (e.g. \"30m\"), wait until qBittorrent's web interface answers "
+                             "again, and rerun",
+                             node));
 }
 
 Status Client::add(const AddTorrent& torrent) {

@@ -12,6 +12,7 @@
 //
 // Not thread-safe: one Client per thread (sync/maindata state also belongs to one login).
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,8 +30,14 @@
 
 namespace archctl::clients::qbittorrent {
 
+// How long one torrents/export may take unless the node's config says otherwise.
+inline constexpr std::chrono::seconds k_default_export_timeout{600};
+
 struct Settings {
     http::ClientSettings http;  // base_url = the WebUI URL; service defaults to "qBittorrent"
+    // torrents/export's own limit (nodes.<name>.qbittorrent.export_timeout): qBittorrent builds
+    // a v2/hybrid export on its main thread, which takes minutes for a large torrent.
+    std::chrono::milliseconds export_timeout{k_default_export_timeout};
     std::string username = "admin";
     std::string password;
     std::string password_file;  // where the password came from (for messages); empty if inline
@@ -56,7 +63,10 @@ public:
     [[nodiscard]] Result<TorrentProperties> properties(const std::string& id);
     // torrents/files (qB indices, pad files excluded); [] while metadata is missing.
     [[nodiscard]] Result<std::vector<TorrentFile>> files(const std::string& id) override;
-    // torrents/export: the bencoded .torrent bytes. QB_UNSUPPORTED before WebAPI 2.8.11.
+    // torrents/export: the bencoded .torrent bytes. QB_UNSUPPORTED before WebAPI 2.8.11. Asked
+    // once, with Settings::export_timeout as its limit and no retry once the request may have
+    // reached qBittorrent (each repeat would queue one more export behind the one still running);
+    // a timeout is QB_TIMEOUT naming the torrent and the setting to raise.
     [[nodiscard]] Result<std::string> export_torrent(const std::string& id) override;
 
     // torrents/add from .torrent bytes (multipart, unique part filename): stopped or started,
@@ -110,6 +120,7 @@ private:
     Result<nlohmann::json> call_json(const http::Request& request, const std::string& subject = {});
     Status action(const std::string& endpoint, http::Params form, const std::string& subject = {});
     Error login_error(const http::Response& response) const;
+    Error export_timeout_error(const std::string& id) const;
 
     Settings m_settings;
     http::HttpClient m_http;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <thread>
 
 #include "lib/clients/qbittorrent/client.hpp"
 #include "tests/unit/clients/canned_server.hpp"
@@ -274,4 +275,57 @@ TEST_CASE("capabilities: a release of the version map costs no app/webapiVersion
         REQUIRE(client.capabilities().ok());  // read once per client
         CHECK(client.request_count() == (asked ? 3U : 2U));
     }
+}
+
+namespace {
+
+// FakeQb whose torrents/export answers after `delay` (qBittorrent builds a v2/hybrid export on
+// its main thread).
+struct SlowExport {
+    FakeQb qb;
+    std::chrono::milliseconds delay;
+    CannedReply operator()(const SeenRequest& req) {
+        if (req.path != "/api/v2/torrents/export" || req.headers.count("cookie") == 0) return qb(req);
+        std::this_thread::sleep_for(delay);
+        return {200, "d4:infod4:name1:aee", {"Content-Type: application/x-bittorrent"}};
+    }
+};
+
+}  // namespace
+
+TEST_CASE("an export slower than its limit is asked once and named with the setting to raise") {
+    SlowExport slow{{}, std::chrono::milliseconds(800)};
+    CannedServer server(std::ref(slow));
+    Settings s = settings_for(server.url());
+    s.http.retry = {3, std::chrono::milliseconds(1), std::chrono::milliseconds(1)};  // other calls may retry
+    s.http.total_timeout = std::chrono::milliseconds(30000);
+    s.export_timeout = std::chrono::milliseconds(200);
+    Client client(s);
+    auto exported = client.export_torrent("0123456789abcdef0123456789abcdef01234567");
+    REQUIRE_FALSE(exported.ok());
+    // A repeat would queue a second export behind the one qBittorrent is still building.
+    CHECK(calls_to(server, "/api/v2/torrents/export").size() == 1);
+    CHECK(exported.error().code == "QB_TIMEOUT");
+    CHECK(exported.error().message.find("exporting torrent '0123456789ab'") != std::string::npos);
+    CHECK(exported.error().message.find("'nas'") != std::string::npos);
+    CHECK(exported.error().hint.find("nodes.nas.qbittorrent.export_timeout") != std::string::npos);
+    CHECK(exported.error().message.find('\n') == std::string::npos);
+}
+
+TEST_CASE("an export's limit is its own setting, not the client's request limit") {
+    SlowExport slow{{}, std::chrono::milliseconds(900)};
+    CannedServer server(std::ref(slow));
+    Settings s = settings_for(server.url());
+    s.http.total_timeout = std::chrono::milliseconds(300);
+    s.export_timeout = std::chrono::milliseconds(10000);
+    Client client(s);
+    REQUIRE(client.capabilities().ok());
+    auto exported = client.export_torrent("0123456789abcdef0123456789abcdef01234567");
+    REQUIRE(exported.ok());
+    CHECK(*exported == "d4:infod4:name1:aee");
+    CHECK(calls_to(server, "/api/v2/torrents/export").size() == 1);
+}
+
+TEST_CASE("the default export limit is minutes, not the 30 s of other requests") {
+    CHECK(Settings{}.export_timeout >= std::chrono::minutes(5));
 }

@@ -284,6 +284,40 @@ TEST_CASE("a node's exec timeout: 20s by default, a duration when set, and a bad
     }
 }
 
+TEST_CASE("a node's qBittorrent export timeout: 10m by default, a duration when set, and a bad one names the key") {
+    test::Scratch s;
+    Env env(s);
+    std::string user = s.write(".config/archctl/config.toml", k_node).string();
+    ::chmod(user.c_str(), 0600);
+    std::vector<std::string> w;
+    auto c = load(options_for(s), w);
+    REQUIRE(c.ok());
+    CHECK(c->node("nas")->qbittorrent.export_timeout == std::chrono::seconds(600));
+    CHECK(c->display.at("nodes.nas.qbittorrent.export_timeout") == "10m");
+    CHECK(c->origin.at("nodes.nas.qbittorrent.export_timeout") == "default");
+
+    std::string with = std::string(k_node);
+    with.insert(with.find("[nodes.nas.syncthing]"), "export_timeout = \"45m\"\n");
+    s.write(".config/archctl/config.toml", with);
+    auto c2 = load(options_for(s), w);
+    REQUIRE(c2.ok());
+    CHECK(w.empty());
+    CHECK(c2->node("nas")->qbittorrent.export_timeout == std::chrono::seconds(45 * 60));
+    CHECK(c2->display.at("nodes.nas.qbittorrent.export_timeout") == "45m");
+    CHECK(c2->origin.at("nodes.nas.qbittorrent.export_timeout") == "user:" + user);
+
+    for (const char* bad : {"export_timeout = \"soon\"", "export_timeout = \"0s\"", "export_timeout = -3"}) {
+        std::string text = std::string(k_node);
+        text.insert(text.find("[nodes.nas.syncthing]"), std::string(bad) + "\n");
+        s.write(".config/archctl/config.toml", text);
+        auto c3 = load(options_for(s), w);
+        REQUIRE_FALSE(c3.ok());
+        CHECK(c3.error().code == "CONFIG_INVALID");
+        CHECK(c3.error().message.find("nodes.nas.qbittorrent.export_timeout") != std::string::npos);
+        CHECK(c3.error().message.find('\n') == std::string::npos);
+    }
+}
+
 namespace {
 
 const char* k_two_nodes = R"(
