@@ -31,6 +31,10 @@
 #include "lib/node/client/transport.hpp"
 #include "lib/session/space.hpp"
 
+namespace archctl::node {
+class Ops;
+}  // namespace archctl::node
+
 namespace archctl::session {
 
 // The roots a local node serves: its qb_root, then its sync_root; empty ones and repeats (also
@@ -66,8 +70,10 @@ public:
 
     // The free space at directory `path` on this node, measured by the node (space.hpp): the
     // directory itself, or — while it does not exist yet — its nearest existing ancestor below the
-    // node's root, up to the root. An error naming the node and `path` when the node cannot
-    // measure it (never 0 free); an error connecting to the node is returned as ops() gives it.
+    // node's root, up to the root. One `space` request, which writes nothing on the node (a node
+    // of an older archctl is asked through `info` instead). An error naming the node and `path`
+    // when the node cannot measure it (never 0 free); an error connecting to the node is returned
+    // as ops() gives it.
     [[nodiscard]] Result<Space> space(const std::string& path);
 
     // The node's torrent list (one torrents/info), read on the first call and then the same for
@@ -81,6 +87,9 @@ public:
     [[nodiscard]] Result<clients::qbittorrent::GlobalShareLimits> share_limits();
 
 private:
+    // space() on a node that has no `space` operation: its `info`, level by level.
+    [[nodiscard]] Result<Space> space_through_info(node::Ops& node_ops, const std::string& path);
+
     const config::NodeConfig& m_config;
     clients::Tuning m_tuning;
     Injected m_injected;
@@ -90,6 +99,7 @@ private:
     std::vector<std::unique_ptr<node::Transport>> m_retired;  // broken ones, see ops()
     std::optional<Result<TorrentList>> m_torrents;            // see torrent_list()
     std::optional<clients::qbittorrent::GlobalShareLimits> m_share_limits;  // see share_limits()
+    bool m_space_through_info = false;  // the node answered `space` with UNKNOWN_OPERATION
 };
 
 class NodeSessions {

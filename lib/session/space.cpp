@@ -1,4 +1,5 @@
-// NodeSession::space and the reading of an `info` answer it rests on.
+// NodeSession::space: the node's `space` operation, or the reading of an `info` answer on a node
+// that does not have it.
 
 #include "lib/session/space.hpp"
 
@@ -50,12 +51,34 @@ bool below_a_root(const std::vector<std::string>& roots, const std::string& path
     return false;
 }
 
-// A directory that does not exist yet is measured at its nearest existing ancestor below the
-// node's root (or the root): that filesystem is the one it will be created on. One `info` call
-// per level walked; the paths asked about are a root or a directory or two below one.
+namespace {
+
+// `cause` as an error about measuring `path` on node `node`.
+Error cannot_measure(const std::string& node, const std::string& path, Error cause) {
+    return Error(cause.code, fmt::format("node '{}' cannot measure the free space of '{}': {}", node, path, cause.message), cause.hint);
+}
+
+}  // namespace
+
+// The node's `space` operation answers for the directory or its nearest existing ancestor in one
+// statvfs and writes nothing. A node of an older archctl answers UNKNOWN_OPERATION: from then on
+// this session asks it through `info` (space_through_info), which probes the directory.
 Result<Space> NodeSession::space(const std::string& path) {
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, ops());
     node::Ops node_ops(*transport);
+    if (!m_space_through_info) {
+        auto answer = node_ops.space({.path = strip_trailing_slashes(path)});
+        if (answer.ok()) return Space{answer->free_bytes, answer->total_bytes};
+        if (!answer.error().is(ErrorCode::UNKNOWN_OPERATION)) return cannot_measure(name(), path, answer.take_error());
+        m_space_through_info = true;
+    }
+    return space_through_info(node_ops, path);
+}
+
+// A directory that does not exist yet is measured at its nearest existing ancestor below the
+// node's root (or the root): that filesystem is the one it will be created on. One `info` call
+// per level walked; the paths asked about are a root or a directory or two below one.
+Result<Space> NodeSession::space_through_info(node::Ops& node_ops, const std::string& path) {
     const std::vector<std::string> roots = node_roots(m_config);
     std::string dir = strip_trailing_slashes(path);
     for (;;) {
@@ -67,11 +90,7 @@ Result<Space> NodeSession::space(const std::string& path) {
                                      path, dir),
                          fmt::format("check the filesystem of '{}' on '{}' ('archctl node check {}')", dir, name(), name()));
         }
-        if (!info.error().is(ErrorCode::NOT_FOUND) || !below_a_root(roots, dir)) {
-            Error cause = info.take_error();
-            return Error(cause.code, fmt::format("node '{}' cannot measure the free space of '{}': {}", name(), path, cause.message),
-                         cause.hint);
-        }
+        if (!info.error().is(ErrorCode::NOT_FOUND) || !below_a_root(roots, dir)) return cannot_measure(name(), path, info.take_error());
         dir = parent_dir(dir);
     }
 }

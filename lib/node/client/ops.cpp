@@ -26,6 +26,7 @@ Result<T> call_typed(Transport& transport, Op op, const json& args, ProgressFn p
 }  // namespace
 
 Result<InfoResult> Ops::info(const InfoRequest& r) { return call_typed<InfoResult>(m_transport, Op::info, r); }
+Result<SpaceResult> Ops::space(const SpaceRequest& r) { return call_typed<SpaceResult>(m_transport, Op::space, r); }
 Result<TreeResult> Ops::tree(const TreeRequest& r) { return call_typed<TreeResult>(m_transport, Op::tree, r); }
 Result<WriteCheckResult> Ops::write_check(const WriteCheckRequest& r) {
     return call_typed<WriteCheckResult>(m_transport, Op::write_check, r);

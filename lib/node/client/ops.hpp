@@ -22,6 +22,7 @@ public:
     explicit Ops(Transport& transport) : m_transport(transport) {}
 
     [[nodiscard]] Result<InfoResult> info(const InfoRequest& request = {});
+    [[nodiscard]] Result<SpaceResult> space(const SpaceRequest& request);
     [[nodiscard]] Result<TreeResult> tree(const TreeRequest& request);
     [[nodiscard]] Result<WriteCheckResult> write_check(const WriteCheckRequest& request);
     [[nodiscard]] Result<StageResult> stage(const StageRequest& request, ProgressFn progress = {});

@@ -1,9 +1,13 @@
-// info and tree: what a node has, without changing anything (apart from the capability probe
-// files, created and removed again in the probed directory).
+// info, space and tree: what a node has, without changing anything (apart from info's capability
+// probe files, created and removed again in each root and probed directory; space and tree write
+// nothing).
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <span>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -39,6 +43,27 @@ DirectoryInfo directory_info(int fd, const std::string& display) {
     struct stat st {};
     if (::fstat(fd, &st) == 0) d.dev = static_cast<std::uint64_t>(st.st_dev);
     return d;
+}
+
+// The node path of `components` below root `root`.
+std::string node_path(const std::string& root, std::span<const std::string> components) {
+    if (components.empty()) return root;
+    return (root == "/" ? root : root + "/") + join_path(components);
+}
+
+// The directory at `located`, or while it does not exist its nearest existing ancestor up to its
+// root; `measured` is set to the node path opened.
+Result<UniqueFd> open_nearest_dir(const RootSet& roots, const LocatedPath& located, std::string& measured) {
+    const std::string& root = roots.paths()[located.root];
+    std::span<const std::string> components(located.components);
+    for (;;) {
+        auto fd = open_dir_below(roots.root_fd(located.root), components, root);
+        if (fd.ok() || !fd.error().is(ErrorCode::NOT_FOUND) || components.empty()) {
+            measured = node_path(root, components);
+            return fd;
+        }
+        components = components.first(components.size() - 1);
+    }
 }
 
 TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string& rel) {
@@ -94,6 +119,19 @@ Result<json> op_info(OpContext& ctx, const json& args) {
         ARCHCTL_TRY_ASSIGN(UniqueFd fd, ctx.roots().open_dir(path));
         out.probes.push_back(directory_info(fd.get(), path));
     }
+    return json(out);
+}
+
+Result<json> op_space(OpContext& ctx, const json& args) {
+    auto request = args.get<SpaceRequest>();
+    ARCHCTL_TRY_ASSIGN(LocatedPath located, ctx.roots().locate(request.path));
+    SpaceResult out;
+    out.path = request.path;
+    ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_nearest_dir(ctx.roots(), located, out.measured));
+    auto fs = fs_stat_of(fd.get());
+    if (!fs) return errno_error("cannot read the free space of", out.measured, errno);
+    out.free_bytes = fs->free_bytes;
+    out.total_bytes = fs->total_bytes;
     return json(out);
 }
 

@@ -66,6 +66,7 @@ using Operation = Result<nlohmann::json> (*)(OpContext&, const nlohmann::json&);
 [[nodiscard]] Operation find_operation(Op op);
 
 Result<nlohmann::json> op_info(OpContext&, const nlohmann::json&);
+Result<nlohmann::json> op_space(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_tree(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_stage(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_receive_check(OpContext&, const nlohmann::json&);

@@ -276,6 +276,7 @@ Operation find_operation(Op op) {
     switch (op) {
         case Op::open_roots: return nullptr;  // the server's own (Server::open_roots)
         case Op::info: return op_info;
+        case Op::space: return op_space;
         case Op::tree: return op_tree;
         case Op::write_check: return op_write_check;
         case Op::stage: return op_stage;

@@ -19,6 +19,7 @@ namespace archctl::node {
 #define ARCHCTL_NODE_OPS(X) \
     X(open_roots)           \
     X(info)                 \
+    X(space)                \
     X(tree)                 \
     X(write_check)          \
     X(stage)                \

@@ -72,6 +72,21 @@ std::optional<std::uint64_t> free_bytes_at(const InfoResult& info, const std::st
     return best->free_bytes;
 }
 
+// ---- space ---------------------------------------------------------------------------------
+
+void to_json(json& j, const SpaceRequest& v) { j = {{"path", v.path}}; }
+void from_json(const json& j, SpaceRequest& v) { v.path = j.at("path").get<std::string>(); }
+
+void to_json(json& j, const SpaceResult& v) {
+    j = {{"path", v.path}, {"measured", v.measured}, {"free_bytes", v.free_bytes}, {"total_bytes", v.total_bytes}};
+}
+void from_json(const json& j, SpaceResult& v) {
+    v.path = j.value("path", "");
+    v.measured = j.at("measured").get<std::string>();
+    v.free_bytes = j.at("free_bytes").get<std::uint64_t>();
+    v.total_bytes = j.at("total_bytes").get<std::uint64_t>();
+}
+
 // ---- tree ----------------------------------------------------------------------------------
 
 void to_json(json& j, const TreeRequest& v) { j = {{"base", v.base}, {"paths", v.paths}}; }

@@ -1,5 +1,5 @@
 #pragma once
-// The messages of the operations that look at a node (info, tree) and of the small writes that
+// The messages of the operations that look at a node (info, space, tree) and of the small writes that
 // prove a root or a route (open_roots, write_check, nonce_write, nonce_observe). Part of
 // lib/node/wire/ops.hpp, which says how the structs map to the wire.
 
@@ -56,6 +56,26 @@ struct InfoResult {
 // contains it (component-wise: "/srv/a" contains "/srv/a/x" but not "/srv/ab"). nullopt when no
 // root contains the path or the node could not measure that root.
 [[nodiscard]] std::optional<std::uint64_t> free_bytes_at(const InfoResult& info, const std::string& path);
+
+// ---- space ---------------------------------------------------------------------------------
+
+// Keys: path (a node path at or below a root; it need not exist yet).
+struct SpaceRequest {
+    std::string path;
+};
+
+// The free and total bytes of the filesystem that holds `path`, by one statvfs of the directory
+// itself or, while it does not exist, of its nearest existing ancestor up to its root: the
+// filesystem it will be created on. Nothing is written. Keys: path (as asked), measured (the
+// directory statvfs was read at), free_bytes (what an unprivileged writer may still use),
+// total_bytes. Unlike other results, one without measured, free_bytes or total_bytes does not
+// read (a PROTOCOL error at the caller), so an answer that says nothing is never 0 free.
+struct SpaceResult {
+    std::string path;
+    std::string measured;
+    std::uint64_t free_bytes = 0;
+    std::uint64_t total_bytes = 0;
+};
 
 // ---- tree ----------------------------------------------------------------------------------
 
@@ -143,6 +163,10 @@ void to_json(nlohmann::json& j, const DirectoryInfo& v);
 void from_json(const nlohmann::json& j, DirectoryInfo& v);
 void to_json(nlohmann::json& j, const InfoResult& v);
 void from_json(const nlohmann::json& j, InfoResult& v);
+void to_json(nlohmann::json& j, const SpaceRequest& v);
+void from_json(const nlohmann::json& j, SpaceRequest& v);
+void to_json(nlohmann::json& j, const SpaceResult& v);
+void from_json(const nlohmann::json& j, SpaceResult& v);
 void to_json(nlohmann::json& j, const TreeRequest& v);
 void from_json(const nlohmann::json& j, TreeRequest& v);
 void to_json(nlohmann::json& j, const TreeEntry& v);

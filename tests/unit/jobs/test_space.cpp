@@ -1,7 +1,8 @@
 // NodeSession::space, the one place archctl measures free space on a node: a real local node
 // over scratch directories (a missing directory is measured at its nearest existing ancestor,
-// never above its root), and fake nodes that cannot measure (an error naming the node and the
-// path, never 0 free). status reports such a node with why instead of leaving it out.
+// never above its root), one `space` request per measure, the fallback to `info` on a node that
+// does not have that operation, and fake nodes that cannot measure (an error naming the node and
+// the path, never 0 free). status reports such a node with why instead of leaving it out.
 
 #include <doctest/doctest.h>
 #include <sys/statvfs.h>
@@ -52,6 +53,18 @@ std::string probed(const json& args) {
     return dirs.empty() ? std::string() : dirs.front();
 }
 
+// A `space` answer of `free` and `total` bytes measured at `measured`.
+fakes::FakeHandlers::Handler space_answer(std::string measured, std::uint64_t free, std::uint64_t total) {
+    return [=](const json& args) -> Result<json> {
+        node::SpaceResult out;
+        out.path = args.at("path").get<std::string>();
+        out.measured = measured;
+        out.free_bytes = free;
+        out.total_bytes = total;
+        return json(out);
+    };
+}
+
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A session of node "nas" (qb_root /tank, sync_root /tank/sync) over a fake transport.
@@ -100,7 +113,56 @@ TEST_CASE("space: a directory outside the node's roots is an error naming the no
     CHECK(contains(space.error().message, "node 'local' cannot measure the free space of '" + outside + "'"));
 }
 
-TEST_CASE("space: a missing directory is probed level by level up to its root, never above") {
+TEST_CASE("space: a missing directory is measured in one space request, and nothing asks info") {
+    FakeNas f;
+    f.ops.handlers[node::Op::space] = space_answer("/tank", 500, 1000);
+    auto space = f.session.space("/tank/sync/route/");
+    REQUIRE_MESSAGE(space.ok(), space.error().message);
+    CHECK(space->free == 500);
+    CHECK(space->total == 1000);
+    REQUIRE(f.ops.args_of("space").size() == 1);
+    CHECK(f.ops.args_of("space").front() == json{{"path", "/tank/sync/route"}});
+    CHECK(f.ops.count("info") == 0);
+}
+
+TEST_CASE("space: a node's error is named with the node and the path, and is not a reason to probe through info") {
+    FakeNas f;
+    f.ops.handlers[node::Op::info] = [](const json&) -> Result<json> { return json(node::InfoResult{}); };
+    f.ops.fail_always("space", Error(ErrorCode::PATH_OUTSIDE_ROOT, "'/srv/x' is not below any root"));
+    auto space = f.session.space("/srv/x");
+    REQUIRE_FALSE(space.ok());
+    CHECK(space.error().code == "PATH_OUTSIDE_ROOT");
+    CHECK(contains(space.error().message, "node 'nas' cannot measure the free space of '/srv/x': '/srv/x' is not below any root"));
+    CHECK(f.ops.count("info") == 0);
+}
+
+TEST_CASE("space: an answer without free bytes is an error, never 0 free") {
+    FakeNas f;
+    f.ops.handlers[node::Op::space] = [](const json&) -> Result<json> { return json{{"path", "/tank"}, {"measured", "/tank"}}; };
+    auto space = f.session.space("/tank");
+    REQUIRE_FALSE(space.ok());
+    CHECK(space.error().code == "PROTOCOL");
+    CHECK(contains(space.error().message, "node 'nas' cannot measure the free space of '/tank'"));
+}
+
+TEST_CASE("space: a node of an older archctl (no space operation) is asked through info, and not asked for space again") {
+    FakeNas f;
+    f.ops.handlers[node::Op::info] = [](const json& args) -> Result<json> {
+        node::InfoResult info;
+        info.probes.push_back(dir_info(probed(args), 300, 900));
+        return json(info);
+    };
+    for (int i = 0; i < 3; ++i) {
+        auto space = f.session.space("/tank/sync");
+        REQUIRE_MESSAGE(space.ok(), space.error().message);
+        CHECK(space->free == 300);
+        CHECK(space->total == 900);
+    }
+    CHECK(f.ops.count("space") == 1);  // UNKNOWN_OPERATION once, then info only
+    CHECK(f.ops.count("info") == 3);
+}
+
+TEST_CASE("space: on a node without the space operation, a missing directory is probed level by level up to its root, never above") {
     FakeNas f;
     f.ops.handlers["info"] = [](const json& args) -> Result<json> {
         const std::string dir = probed(args);

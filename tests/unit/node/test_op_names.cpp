@@ -24,6 +24,7 @@ TEST_CASE("every operation travels under its wire name, and the name reads back 
     // The wire names are the protocol: a caller and a node of the same version must agree.
     const std::vector<std::pair<Op, std::string>> wire = {
         {Op::open_roots, "open_roots"},       {Op::info, "info"},
+        {Op::space, "space"},
         {Op::tree, "tree"},                   {Op::write_check, "write_check"},
         {Op::stage, "stage"},                 {Op::receive_check, "receive_check"},
         {Op::merge, "merge"},                 {Op::merge_record, "merge_record"},
