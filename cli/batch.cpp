@@ -253,7 +253,7 @@ Outcome run_batch(Context& ctx, const BatchRequest& r) {
             return Outcome::failed(*refused, {{"batch", batch_json(planned.value(), r.op, false)}});
     }
     runs::BatchRunOptions options{budgets.value(), started, r.yes || ctx.global().yes};
-    runs::BatchTools tools{planner, runs::drive_with(*s.driver, spec->verify_archive), clock};
+    runs::BatchTools tools{planner, runs::drive_with(*s.driver, spec->verify_archive), clock, *s.nodes};
     runs::BatchRun run = runs::run_batch(planned.value(), tools, options, [&](const runs::BatchEvent& e) { say_batch_step(ctx, s, r.op, e); });
     return batch_outcome(planned.value(), run.stop_text, {{"batch", batch_json(planned.value(), r.op, true)}});
 }

@@ -54,7 +54,8 @@ BatchItem item_of(std::string res, std::string id, std::string name, std::string
     return it;
 }
 
-void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, BatchItem& it) {
+void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot,
+                  BatchItem& it) {
     if (it.action == Action::skipped) return;
     it.action = Action::new_job;
     it.reason.clear();
@@ -63,7 +64,7 @@ void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source,
     it.transfer.reset();
     it.evict.reset();
     it.prepared_at = clock.steady();
-    planner.prepare(it, source, mode);
+    planner.prepare(it, source, mode, snapshot);
 }
 
 namespace {
@@ -99,27 +100,31 @@ bool named(const std::vector<std::string>& res, const clients::qbittorrent::Torr
 }
 
 // The chosen resources, in the source's name order (several RES alone: as given).
-Result<Planned> choose(jobs::Nodes& nodes, Clock& clock, const BatchSpec& spec) {
+Result<Planned> choose(jobs::Snapshot& snapshot, Clock& clock, const BatchSpec& spec) {
     Planned p;
     if (!spec.criteria) {
         for (const auto& res : spec.res) p.items.push_back(item_of(res, {}, {}, {}));
         p.source = spec.from;
         return p;
     }
-    ARCHCTL_TRY_ASSIGN(p.source, source_node(nodes, spec));
-    ARCHCTL_TRY_ASSIGN(session::NodeSession * node, nodes.get(p.source));
-    ARCHCTL_TRY_ASSIGN(auto torrents, node->qb().all_torrents());
-    std::sort(torrents.begin(), torrents.end(), [](const auto& a, const auto& b) { return std::tie(a.name, a.id) < std::tie(b.name, b.id); });
+    ARCHCTL_TRY_ASSIGN(p.source, source_node(snapshot.nodes(), spec));
+    ARCHCTL_TRY_ASSIGN(session::NodeSession * node, snapshot.nodes().get(p.source));
+    const auto& listed = snapshot.torrents(*node);
+    if (!listed.ok()) return listed.error();
+    std::vector<const clients::qbittorrent::TorrentInfo*> torrents;
+    for (const auto& t : listed.value()) torrents.push_back(&t);
+    std::sort(torrents.begin(), torrents.end(), [](const auto* a, const auto* b) { return std::tie(a->name, a->id) < std::tie(b->name, b->id); });
     // Several RES with filters: the filters narrow the list.
     for (const auto& res : spec.res)
-        if (std::none_of(torrents.begin(), torrents.end(), [&](const auto& t) { return matches_prefix(t, res); })) {
+        if (std::none_of(torrents.begin(), torrents.end(), [&](const auto* t) { return matches_prefix(*t, res); })) {
             BatchItem it = item_of(res, {}, {}, {});
             it.action = Action::skipped;
             it.reason = fmt::format("not on '{}'", p.source);
             p.items.push_back(std::move(it));
         }
     const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(clock.now().time_since_epoch()).count();
-    for (const auto& t : torrents) {
+    for (const auto* tp : torrents) {
+        const auto& t = *tp;
         if (!spec.res.empty() && !named(spec.res, t)) continue;
         select::Verdict v = select::evaluate(*spec.criteria, t, now);
         if (!v.chosen) {
@@ -134,10 +139,11 @@ Result<Planned> choose(jobs::Nodes& nodes, Clock& clock, const BatchSpec& spec) 
 }  // namespace
 
 Result<Planned> plan_batch(jobs::Nodes& nodes, Clock& clock, const BatchSpec& spec, ItemPlanner& planner, PlanMode mode) {
-    ARCHCTL_TRY_ASSIGN(Planned p, choose(nodes, clock, spec));
+    jobs::PlanSnapshot snapshot(nodes);
+    ARCHCTL_TRY_ASSIGN(Planned p, choose(snapshot.live, clock, spec));
     std::set<std::string> seen;
     for (auto& it : p.items) {
-        prepare_item(planner, clock, p.source, mode, it);
+        prepare_item(planner, clock, p.source, mode, snapshot, it);
         // The same resource named twice (a prefix and its full hash): one job.
         if (!it.id.empty() && !seen.insert(it.id).second) {
             it.action = Action::nothing_to_do;

@@ -9,9 +9,11 @@
 //   ... show the plan, confirm the batch_digest ...
 //   BatchRun run = run_batch(*planned, tools, options, on_event);               // create and drive
 //
+// Planning reads one snapshot (jobs::PlanSnapshot): each node's torrent list once, the filters
+// choosing from the source's, and each route once, whatever the number of resources.
 // A plan older than k_replan_after when its job is about to be created (earlier jobs of the
-// batch ran since) is made again from live state; one that changed runs only with `yes`, never
-// on a confirmation given for the old one.
+// batch ran since) is made again from live state (a fresh snapshot); one that changed runs only
+// with `yes`, never on a confirmation given for the old one.
 //
 // What a crash leaves: what each job left (lib/jobs); the batch itself writes nothing, and a
 // rerun of the same command continues the unfinished jobs first.
@@ -96,9 +98,10 @@ enum class PlanMode { read_only, for_run };
 class ItemPlanner {
 public:
     virtual ~ItemPlanner() = default;
-    // Plan `it` as its own command would: action, reason/error, id, name, files, bytes, digest,
-    // the existing job and the prepared plan. `it` comes with its plan fields cleared.
-    virtual void prepare(BatchItem& it, const std::string& source, PlanMode mode) = 0;
+    // Plan `it` as its own command would, from `snapshot` (what the batch read once): action,
+    // reason/error, id, name, files, bytes, digest, the existing job and the prepared plan. `it`
+    // comes with its plan fields cleared.
+    virtual void prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) = 0;
     // Create the job of a new_job item; its id.
     [[nodiscard]] virtual Result<std::string> create(const BatchItem& it) = 0;
 };
@@ -107,21 +110,22 @@ public:
 class LivePlanner final : public ItemPlanner {
 public:
     LivePlanner(jobs::TransferPlanner& transfers, evict::Evictor& evictor, const BatchSpec& spec);
-    void prepare(BatchItem& it, const std::string& source, PlanMode mode) override;
+    void prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) override;
     [[nodiscard]] Result<std::string> create(const BatchItem& it) override;
 
 private:
     void prepare_evict(BatchItem& it, const std::string& source);
-    void prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode);
+    void prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot);
 
     jobs::TransferPlanner& m_transfers;
     evict::Evictor& m_evictor;
     const BatchSpec& m_spec;
 };
 
-// Plan one resource (again): clears its plan, stamps prepared_at, asks the planner. A resource
-// not on the source stays skipped.
-void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, BatchItem& it);
+// Plan one resource (again) from `snapshot`: clears its plan, stamps prepared_at, asks the
+// planner. A resource not on the source stays skipped.
+void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot,
+                  BatchItem& it);
 
 struct Planned {
     std::vector<BatchItem> items;
@@ -130,7 +134,8 @@ struct Planned {
 };
 
 // The chosen resources, in the source's name order (several RES alone: as given), each
-// planned; the same resource named twice is one job. USAGE when the source node is ambiguous.
+// planned from one snapshot of `nodes`; the same resource named twice is one job. USAGE when the
+// source node is ambiguous.
 [[nodiscard]] Result<Planned> plan_batch(jobs::Nodes& nodes, Clock& clock, const BatchSpec& spec, ItemPlanner& planner, PlanMode mode);
 
 struct Totals {
@@ -151,6 +156,7 @@ struct BatchTools {
     ItemPlanner& planner;
     RunJob run;      // drive_with(driver, spec.verify_archive) in a command
     Clock& clock;
+    jobs::Nodes& nodes;  // what a re-plan reads afresh
 };
 
 struct BatchRunOptions {

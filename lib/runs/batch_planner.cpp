@@ -10,9 +10,9 @@ namespace archctl::runs {
 LivePlanner::LivePlanner(jobs::TransferPlanner& transfers, evict::Evictor& evictor, const BatchSpec& spec)
     : m_transfers(transfers), m_evictor(evictor), m_spec(spec) {}
 
-void LivePlanner::prepare(BatchItem& it, const std::string& source, PlanMode mode) {
+void LivePlanner::prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) {
     if (m_spec.op == BatchOp::evict) return prepare_evict(it, source);
-    prepare_transfer(it, source, mode);
+    prepare_transfer(it, source, mode, snapshot);
 }
 
 namespace {
@@ -48,7 +48,7 @@ void LivePlanner::prepare_evict(BatchItem& it, const std::string& source) {
     it.evict = std::move(p.value());
 }
 
-void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode) {
+void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) {
     jobs::TransferRequest t;
     t.op = m_spec.op == BatchOp::archive ? plan::Operation::archive : plan::Operation::unarchive;
     t.res = it.res;
@@ -57,7 +57,7 @@ void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, Pla
     t.verify_transit = m_spec.verify_transit;
     t.route_mode = mode == PlanMode::read_only ? jobs::TransferRequest::RouteMode::look_up : jobs::TransferRequest::RouteMode::ensure;
     t.no_wait = m_spec.no_wait;
-    auto p = m_transfers.prepare(t);
+    auto p = m_transfers.prepare(t, snapshot);
     if (!p.ok()) {
         bool clean = routes::is_clean_stop(p.error());
         return refuse(it, p.take_error(), clean ? Action::stopped : Action::refused);

@@ -135,3 +135,43 @@ def add_stopped_torrents(lab, node, n, per_request=100, category="stubs", seed=7
     flows.wait(lambda: len(qb.json("torrents/info", category=category)) >= n, timeout=timeout,
                what=f"{n} stopped torrents listed", interval=0.5)
     return ids, time.monotonic() - started
+
+
+# --------------------------------------------------------------------------------------------
+# Complete tiny torrents
+
+def add_complete_torrents(lab, node, n, category="bulk", seed=11, per_request=100, timeout=300):
+    """Add `n` distinct complete single-file v1 torrents to `node`'s qB, stopped, in category
+    `category`: each payload (1,000-1,999 bytes, one piece) is written to <qb_root>/<category>
+    with its real piece hash, and added with skip_checking, so qB lists it complete (pausedUP,
+    progress 1) without a recheck. `per_request` torrents per torrents/add request. Returns when
+    qB lists all of them complete: (ids, seconds taken)."""
+    qb = lab.qb(node)
+    rng = random.Random(seed)
+    save = os.path.join(lab.node(node)["qb_root"], category)
+    os.makedirs(save, exist_ok=True)
+    create_category(qb, category)
+    started = time.monotonic()
+    ids = []
+    fields = {"savepath": save, "autoTMM": "false", "paused": "true", "stopped": "true", "skip_checking": "true",
+              "contentLayout": "Original", "useDownloadPath": "false", "category": category}
+    for first in range(0, n, per_request):
+        files = []
+        for i in range(first, min(n, first + per_request)):
+            name = f"{category}-{seed}-{i:05d}.bin"
+            payload = rng.randbytes(1000 + i % 1000)
+            with open(os.path.join(save, name), "wb") as f:
+                f.write(payload)
+            info = {"name": name, "length": len(payload), "piece length": 16384, "pieces": hashlib.sha1(payload).digest()}
+            files.append(("torrents", f"{name}.torrent", bencode({"info": info, "created by": "archctl-lab"})))
+            ids.append(hashlib.sha1(bencode(info)).hexdigest())
+        body, ctype = _multipart(fields, files)
+        text = qb.call("POST", "torrents/add", body=body, content_type=ctype, timeout=120).decode().strip()
+        if text == "Fails.":
+            raise HttpError(200, text, "torrents/add")
+
+    def complete():
+        listed = qb.json("torrents/info", category=category)
+        return len(listed) >= n and all(t["progress"] == 1 for t in listed)
+    flows.wait(complete, timeout=timeout, what=f"{n} complete torrents listed", interval=0.5)
+    return ids, time.monotonic() - started

@@ -19,9 +19,21 @@ std::string lower(std::string s) {
     return s;
 }
 
-bool matches(const qb::TorrentInfo& t, const std::string& prefix) {
-    return lower(t.infohash_v1).rfind(prefix, 0) == 0 || lower(t.infohash_v2).rfind(prefix, 0) == 0 ||
-           lower(t.id).rfind(prefix, 0) == 0;
+// The placement `info` on `node` is, with its file list.
+plan::PlacementView view_of(const std::string& node, const qb::TorrentInfo& info, const std::vector<qb::TorrentFile>& files) {
+    plan::PlacementView v;
+    v.node = node;
+    v.qb_id = info.id;
+    v.save_path = info.save_path;
+    v.content_path = info.content_path;
+    v.download_path = info.download_path;
+    v.run_state = qb::to_string(info.run_state);
+    v.selected = torrent::Selection::of(qb::selected_files(files));
+    v.complete = torrent::Selection::of(qb::complete_files(files));
+    v.names.resize(files.size());
+    for (const auto& f : files)
+        if (f.index < v.names.size()) v.names[f.index] = f.name;
+    return v;
 }
 
 }  // namespace
@@ -33,39 +45,40 @@ std::vector<std::string> Resource::aliases() const {
     return out;
 }
 
-Result<Resource> resolve(Nodes& nodes, const std::string& res_in, Lists lists) {
+Result<std::string> res_prefix(const std::string& res_in) {
     std::string res = lower(res_in);
     if (res.size() < 8 || res.size() > 64 || !is_hex(res))
         return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", res_in));
+    return res;
+}
+
+bool matches_res(const qb::TorrentInfo& t, const std::string& prefix) {
+    return lower(t.infohash_v1).rfind(prefix, 0) == 0 || lower(t.infohash_v2).rfind(prefix, 0) == 0 ||
+           lower(t.id).rfind(prefix, 0) == 0;
+}
+
+Result<Resource> resource_of(const std::string& res_in, const std::vector<ResMatch>& matches, std::vector<std::string> unreachable) {
     std::vector<Resource> found;
-    std::vector<std::string> unreachable;
-    for (NodeHandle* node : nodes.all()) {
-        const Result<NodeHandle::TorrentList> list = lists == Lists::session ? node->torrent_list() : node->qb().all_torrents();
-        if (!list.ok()) {
-            unreachable.push_back(fmt::format("{}: {}", node->name(), list.error().message));
-            continue;
+    for (const ResMatch& m : matches) {
+        const qb::TorrentInfo& t = *m.torrent;
+        auto id = torrent::Identity::from_qb(t.infohash_v1, t.infohash_v2);
+        if (!id.ok()) continue;
+        bool joined = false;
+        for (auto& r : found) {
+            if (!r.identity.same_resource(id.value())) continue;
+            auto merged = r.identity.join(id.value());
+            if (!merged.ok()) return merged.take_error();
+            r.identity = merged.value();
+            r.placements[m.node] = t;
+            joined = true;
+            break;
         }
-        for (const auto& t : list.value()) {
-            if (!matches(t, res)) continue;
-            auto id = torrent::Identity::from_qb(t.infohash_v1, t.infohash_v2);
-            if (!id.ok()) continue;
-            bool joined = false;
-            for (auto& r : found) {
-                if (!r.identity.same_resource(id.value())) continue;
-                auto merged = r.identity.join(id.value());
-                if (!merged.ok()) return merged.take_error();
-                r.identity = merged.value();
-                r.placements[node->name()] = t;
-                joined = true;
-                break;
-            }
-            if (!joined) {
-                Resource r;
-                r.identity = id.value();
-                r.name = t.name;
-                r.placements[node->name()] = t;
-                found.push_back(std::move(r));
-            }
+        if (!joined) {
+            Resource r;
+            r.identity = id.value();
+            r.name = t.name;
+            r.placements[m.node] = t;
+            found.push_back(std::move(r));
         }
     }
     if (found.empty()) {
@@ -83,24 +96,98 @@ Result<Resource> resolve(Nodes& nodes, const std::string& res_in, Lists lists) {
     return found[0];
 }
 
+Result<Resource> resolve(Nodes& nodes, const std::string& res_in, Lists lists) {
+    ARCHCTL_TRY_ASSIGN(std::string res, res_prefix(res_in));
+    std::vector<Result<NodeHandle::TorrentList>> fresh;  // keeps the fresh lists the matches point into
+    fresh.reserve(nodes.all().size());
+    std::vector<ResMatch> matches;
+    std::vector<std::string> unreachable;
+    for (NodeHandle* node : nodes.all()) {
+        const Result<NodeHandle::TorrentList>* list = nullptr;
+        if (lists == Lists::session) {
+            list = &node->torrent_list();
+        } else {
+            fresh.push_back(node->qb().all_torrents());
+            list = &fresh.back();
+        }
+        if (!list->ok()) {
+            unreachable.push_back(fmt::format("{}: {}", node->name(), list->error().message));
+            continue;
+        }
+        for (const auto& t : list->value())
+            if (matches_res(t, res)) matches.push_back({node->name(), &t});
+    }
+    return resource_of(res_in, matches, std::move(unreachable));
+}
+
 Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, const Resource& resource) {
     std::string id = resource.identity.qb_id();
     ARCHCTL_TRY_ASSIGN(auto infos, node.qb().torrents({id}));
     if (infos.empty()) return std::optional<plan::PlacementView>();
     ARCHCTL_TRY_ASSIGN(auto files, node.qb().files(id));
-    plan::PlacementView v;
-    v.node = node.name();
-    v.qb_id = infos[0].id;
-    v.save_path = infos[0].save_path;
-    v.content_path = infos[0].content_path;
-    v.download_path = infos[0].download_path;
-    v.run_state = qb::to_string(infos[0].run_state);
-    v.selected = torrent::Selection::of(qb::selected_files(files));
-    v.complete = torrent::Selection::of(qb::complete_files(files));
-    v.names.resize(files.size());
-    for (const auto& f : files)
-        if (f.index < v.names.size()) v.names[f.index] = f.name;
-    return std::optional<plan::PlacementView>(v);
+    return std::optional<plan::PlacementView>(view_of(node.name(), infos[0], files));
+}
+
+// --- Snapshot ---
+
+Snapshot::NodeList& Snapshot::list_of(NodeHandle& node) {
+    auto found = m_lists.find(node.name());
+    if (found != m_lists.end()) return found->second;
+    NodeList& n = m_lists.emplace(node.name(), NodeList{node.qb().all_torrents(), {}}).first->second;
+    if (!n.list.ok()) return n;
+    const NodeHandle::TorrentList& list = n.list.value();
+    for (std::size_t i = 0; i < list.size(); ++i)
+        for (const std::string* hash : {&list[i].id, &list[i].infohash_v1, &list[i].infohash_v2}) {
+            if (hash->empty()) continue;
+            std::vector<std::size_t>& at = n.by_hash[lower(*hash)];
+            if (at.empty() || at.back() != i) at.push_back(i);
+        }
+    return n;
+}
+
+const Result<NodeHandle::TorrentList>& Snapshot::torrents(NodeHandle& node) { return list_of(node).list; }
+
+Result<Resource> Snapshot::resolve(const std::string& res_in) {
+    ARCHCTL_TRY_ASSIGN(std::string res, res_prefix(res_in));
+    std::vector<ResMatch> matches;
+    std::vector<std::string> unreachable;
+    for (NodeHandle* node : m_nodes.all()) {
+        const NodeList& n = list_of(*node);
+        if (!n.list.ok()) {
+            unreachable.push_back(fmt::format("{}: {}", node->name(), n.list.error().message));
+            continue;
+        }
+        // Every hash that starts with the prefix, each torrent once, in the list's order.
+        std::vector<std::size_t> at;
+        for (auto it = n.by_hash.lower_bound(res); it != n.by_hash.end() && it->first.rfind(res, 0) == 0; ++it)
+            at.insert(at.end(), it->second.begin(), it->second.end());
+        std::sort(at.begin(), at.end());
+        at.erase(std::unique(at.begin(), at.end()), at.end());
+        for (std::size_t i : at) matches.push_back({node->name(), &n.list.value()[i]});
+    }
+    return resource_of(res_in, matches, std::move(unreachable));
+}
+
+Result<std::optional<plan::PlacementView>> Snapshot::placement(NodeHandle& node, const Resource& resource) {
+    const std::string id = resource.identity.qb_id();
+    const NodeList& n = list_of(node);
+    if (!n.list.ok()) return n.list.error();
+    // qBittorrent's torrents/info?hashes= names a torrent by its id.
+    const clients::qbittorrent::TorrentInfo* info = nullptr;
+    if (auto at = n.by_hash.find(lower(id)); at != n.by_hash.end())
+        for (std::size_t i : at->second)
+            if (lower(n.list.value()[i].id) == lower(id)) info = &n.list.value()[i];
+    if (!info) return std::optional<plan::PlacementView>();
+    ARCHCTL_TRY_ASSIGN(auto files, node.qb().files(info->id));
+    return std::optional<plan::PlacementView>(view_of(node.name(), *info, files));
+}
+
+Result<session::Space> Snapshot::space(NodeHandle& node, const std::string& path) {
+    auto key = std::make_pair(node.name(), path);
+    if (auto found = m_space.find(key); found != m_space.end()) return found->second;
+    ARCHCTL_TRY_ASSIGN(session::Space space, node.space(path));
+    m_space.emplace(std::move(key), space);
+    return space;
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,17 +84,39 @@ struct Prepared {
     [[nodiscard]] std::optional<Error> refusal() const;
 };
 
+// What planning many resources shares, read once per command (docs/design.md "Many resources and
+// tier policies"): each node's torrent list and free space (jobs::Snapshot), and what the route
+// between each pair of nodes was found to be — looked up or ensured once, error included, so a
+// plan of thousands of resources asks Syncthing about each route once.
+struct PlanSnapshot {
+    explicit PlanSnapshot(Nodes& nodes) : live(nodes) {}
+
+    struct FoundRoute {
+        RouteRef route;
+        std::string state;
+        std::optional<Error> error;
+    };
+    Snapshot live;
+    std::map<std::string, FoundRoute> routes;  // by operation, cache node, archive node and route mode
+};
+
 class TransferPlanner {
 public:
     TransferPlanner(const config::Config& config, const state::StateDir& state, Nodes& nodes, JobIo io);
 
+    // Plan one resource from live state: a snapshot of its own.
     [[nodiscard]] Result<Prepared> prepare(const TransferRequest& request);
+    // Plan one resource of many from the command's snapshot: no torrent list is read again, and
+    // only this resource's placements' file lists and its metainfo are read.
+    [[nodiscard]] Result<Prepared> prepare(const TransferRequest& request, PlanSnapshot& snapshot);
     // Reserve every alias and write the definition and first event. Returns the job id; the
     // job is then driven by jobs::Driver (driver.hpp).
     [[nodiscard]] Result<std::string> create(const Prepared& prepared);
 
 private:
-    Status route_for(Prepared& p, const TransferRequest& request);
+    // The route as found for this pair in `snapshot`, else found now and kept there.
+    Status route_for(Prepared& p, const TransferRequest& request, PlanSnapshot& snapshot);
+    Status find_route(Prepared& p, const TransferRequest& request);
 
     const config::Config& m_config;
     state::StateDir m_state;

@@ -123,9 +123,25 @@ std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Se
 
 }  // namespace
 
+// The route the job travels over, found once per pair of nodes in a snapshot.
+Status TransferPlanner::route_for(Prepared& p, const TransferRequest& request, PlanSnapshot& snapshot) {
+    const bool ensure = request.route_mode == TransferRequest::RouteMode::ensure;
+    const std::string key = fmt::format("{} {} {} {}", plan::to_string(request.op), p.source, p.target, ensure ? "ensure" : "look_up");
+    auto found = snapshot.routes.find(key);
+    if (found == snapshot.routes.end()) {
+        Status status = find_route(p, request);
+        found = snapshot.routes.emplace(key, PlanSnapshot::FoundRoute{p.route, p.route_state, std::nullopt}).first;
+        if (!status.ok()) found->second.error = status.error();
+    }
+    if (found->second.error) return *found->second.error;
+    p.route = found->second.route;
+    p.route_state = found->second.state;
+    return {};
+}
+
 // The route the job travels over: looked up for plan (read-only), ensured — discovered, verified
 // by a nonce exchange, or provisioned on demand — for archive/unarchive (docs/routes.md).
-Status TransferPlanner::route_for(Prepared& p, const TransferRequest& request) {
+Status TransferPlanner::find_route(Prepared& p, const TransferRequest& request) {
     bool archive = request.op == plan::Operation::archive;
     const std::string& cache = archive ? p.source : p.target;
     const std::string& arch = archive ? p.target : p.source;
@@ -195,9 +211,14 @@ TransferPlanner::TransferPlanner(const config::Config& config, const state::Stat
     : m_config(config), m_state(state), m_nodes(nodes), m_io(std::move(io)) {}
 
 Result<Prepared> TransferPlanner::prepare(const TransferRequest& request) {
+    PlanSnapshot snapshot(m_nodes);
+    return prepare(request, snapshot);
+}
+
+Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSnapshot& snapshot) {
     Prepared p;
     p.request = request;
-    ARCHCTL_TRY_ASSIGN(p.resource, resolve(m_nodes, request.res));
+    ARCHCTL_TRY_ASSIGN(p.resource, snapshot.live.resolve(request.res));
     ARCHCTL_TRY_ASSIGN(p.source, pick_source(m_nodes, request, p.resource));
     ARCHCTL_TRY_ASSIGN(p.target, pick_target(m_nodes, request));
     p.request_digest = request_digest(request, p.resource.aliases(), p.source, p.target);
@@ -206,9 +227,9 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request) {
 
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, m_nodes.get(p.source));
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, m_nodes.get(p.target));
-    ARCHCTL_TRY_ASSIGN(auto source_view, read_placement(*src, p.resource));
+    ARCHCTL_TRY_ASSIGN(auto source_view, snapshot.live.placement(*src, p.resource));
     if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
-    ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst, p.resource));
+    ARCHCTL_TRY_ASSIGN(auto target_view, snapshot.live.placement(*dst, p.resource));
     p.source_data_path = data_path(*source_view);
     ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
     ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
@@ -224,7 +245,7 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request) {
     in.target_qb_root = dst->config().qb_root;
     in.request = {request.op, request.files, request.file_paths, request.dir_paths};
     // A target that cannot measure its free space refuses the plan with why, not as a full disk.
-    ARCHCTL_TRY_ASSIGN(session::Space target_space, dst->space(dst->config().qb_root));
+    ARCHCTL_TRY_ASSIGN(session::Space target_space, snapshot.live.space(*dst, dst->config().qb_root));
     p.target_free = target_space.free;
     in.caps.target_free = p.target_free;
     in.caps.min_free = p.min_free = m_config.min_free;
@@ -264,7 +285,7 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request) {
     p.piece_length = meta.piece_length();
     // The route last: a job that would be refused, or that has nothing to do, provisions none.
     if (request.route_mode == TransferRequest::RouteMode::look_up || (!p.plan.empty_delta() && !p.refusal()))
-        ARCHCTL_TRY_STATUS(route_for(p, request));
+        ARCHCTL_TRY_STATUS(route_for(p, request, snapshot));
     return p;
 }
 

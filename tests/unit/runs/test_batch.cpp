@@ -36,7 +36,7 @@ public:
     std::map<std::string, Plan> plans;    // by RES
     std::vector<std::string> prepared, created;
 
-    void prepare(runs::BatchItem& it, const std::string&, runs::PlanMode) override {
+    void prepare(runs::BatchItem& it, const std::string&, runs::PlanMode, jobs::PlanSnapshot&) override {
         prepared.push_back(it.res);
         const Plan& p = plans.at(it.res);
         it.id = it.res;
@@ -77,7 +77,7 @@ struct Batch {
         runs::BatchRunOptions options;
         options.started = jobs.clock.steady();
         options.yes = yes;
-        return runs::run_batch(planned, {planner, jobs.runner(), jobs.clock}, options, [&](const runs::BatchEvent& e) {
+        return runs::run_batch(planned, {planner, jobs.runner(), jobs.clock, jobs.job(jobs.names[0]).nodes}, options, [&](const runs::BatchEvent& e) {
             steps.push_back(e.step);
             said.push_back(e.item.res);
         });
