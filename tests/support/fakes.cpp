@@ -395,6 +395,23 @@ Result<std::optional<st::FileRecord>> FakeSyncthing::file(const std::string& fol
     return std::optional<st::FileRecord>(it->second);
 }
 
+Result<std::vector<st::GlobalEntry>> FakeSyncthing::browse(const std::string& folder_id, const std::string& prefix) {
+    if (auto e = record("browse", {{"folder", folder_id}, {"prefix", prefix}})) return *e;
+    std::vector<st::GlobalEntry> out;
+    for (const auto& [key, rec] : file_records)
+        if (key.first == folder_id && key.second.rfind(prefix + "/", 0) == 0 && !rec.global.deleted && !rec.global.version.empty())
+            out.push_back({key.second, rec.global.size, false});
+    return out;
+}
+
+Result<st::NeedList> FakeSyncthing::need(const std::string& folder_id) {
+    if (auto e = record("need", {{"folder", folder_id}})) return *e;
+    st::NeedList out;
+    for (const auto& [key, rec] : file_records)
+        if (key.first == folder_id && !rec.local_is_current() && !rec.global.deleted) out.rest.push_back({key.second, rec.global.size});
+    return out;
+}
+
 Status FakeSyncthing::scan(const std::string& folder_id, const std::vector<std::string>& subs) {
     if (auto e = record("scan", {{"folder", folder_id}, {"subs", subs}})) return *e;
     return ok_status();

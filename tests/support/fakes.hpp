@@ -183,6 +183,11 @@ public:
     Result<clients::syncthing::Ignores> ignores(const std::string& folder_id) override;
     Status set_ignores(const std::string& folder_id, const std::vector<std::string>& lines) override;
     Result<std::optional<clients::syncthing::FileRecord>> file(const std::string& folder_id, const std::string& path) override;
+    // browse and need answer from file_records: browse lists the records below the prefix whose
+    // global version is not deleted (with the global size), need those whose local version is
+    // not current.
+    Result<std::vector<clients::syncthing::GlobalEntry>> browse(const std::string& folder_id, const std::string& prefix) override;
+    Result<clients::syncthing::NeedList> need(const std::string& folder_id) override;
     Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) override;
     Result<std::vector<clients::syncthing::Event>> events(const clients::syncthing::EventQuery& query) override;
     std::uint64_t request_count() const override { return calls.size(); }

@@ -56,6 +56,11 @@ public:
     // Replace the folder's .stignore lines; Syncthing rescans the folder with them.
     [[nodiscard]] virtual Status set_ignores(const std::string& folder_id, const std::vector<std::string>& lines) = 0;
     [[nodiscard]] virtual Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path) = 0;
+    // db/browse: every name of the folder's global index below `prefix` (a directory, relative to
+    // the folder), with its size, in one request.
+    [[nodiscard]] virtual Result<std::vector<GlobalEntry>> browse(const std::string& folder_id, const std::string& prefix) = 0;
+    // db/need: everything this device still needs of the folder, whole (never a partial page).
+    [[nodiscard]] virtual Result<NeedList> need(const std::string& folder_id) = 0;
     [[nodiscard]] virtual Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) = 0;
 
     // One long poll of the event stream.

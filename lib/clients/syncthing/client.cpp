@@ -18,19 +18,8 @@ ErrorCode code_for_status(long status) {
     }
 }
 
-std::vector<NeedEntry> need_entries(const nlohmann::json& o, const char* key) {
-    std::vector<NeedEntry> out;
-    auto it = o.find(key);
-    if (it == o.end() || !it->is_array()) return out;
-    for (const auto& e : *it) {
-        if (!e.is_object()) continue;
-        NeedEntry n;
-        n.name = e.value("name", std::string());
-        if (auto s = e.find("size"); s != e.end() && s->is_number_integer()) n.size = s->get<std::int64_t>();
-        out.push_back(std::move(n));
-    }
-    return out;
-}
+// db/need's first page size; a full page is asked again twice as large.
+constexpr std::size_t k_need_page = 65536;
 
 }  // namespace
 
@@ -238,14 +227,20 @@ Status Client::scan(const std::string& folder_id, const std::vector<std::string>
     return ok_status();
 }
 
-Result<NeedList> Client::need(const std::string& folder_id) {
-    ARCHCTL_TRY_ASSIGN(auto o, call_json(request(http::Method::get, "db/need", {{"folder", folder_id}}),
+Result<std::vector<GlobalEntry>> Client::browse(const std::string& folder_id, const std::string& prefix) {
+    ARCHCTL_TRY_ASSIGN(auto o, call_json(request(http::Method::get, "db/browse", {{"folder", folder_id}, {"prefix", prefix}}),
                                          fmt::format("folder '{}'", folder_id)));
-    NeedList n;
-    n.progress = need_entries(o, "progress");
-    n.queued = need_entries(o, "queued");
-    n.rest = need_entries(o, "rest");
-    return n;
+    return parse_browse(o, prefix);
+}
+
+Result<NeedList> Client::need(const std::string& folder_id) {
+    for (std::size_t perpage = k_need_page;; perpage *= 2) {
+        ARCHCTL_TRY_ASSIGN(auto o, call_json(request(http::Method::get, "db/need",
+                                                     {{"folder", folder_id}, {"page", "1"}, {"perpage", std::to_string(perpage)}}),
+                                             fmt::format("folder '{}'", folder_id)));
+        NeedList n = parse_need(o);
+        if (n.total() < perpage) return n;
+    }
 }
 
 Result<std::vector<FolderError>> Client::folder_errors(const std::string& folder_id) {

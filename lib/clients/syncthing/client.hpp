@@ -70,7 +70,12 @@ public:
     [[nodiscard]] Result<std::optional<FileRecord>> file(const std::string& folder_id, const std::string& path) override;
     // POST db/scan (optionally only `subs`, relative paths); returns when the scan is done.
     [[nodiscard]] Status scan(const std::string& folder_id, const std::vector<std::string>& subs = {}) override;
-    [[nodiscard]] Result<NeedList> need(const std::string& folder_id);
+    // GET db/browse?prefix=: the global index below `prefix`, flattened; an unknown folder is
+    // ST_NOT_FOUND.
+    [[nodiscard]] Result<std::vector<GlobalEntry>> browse(const std::string& folder_id, const std::string& prefix) override;
+    // GET db/need, one page large enough for the whole list (each request is one consistent read
+    // of the index; pages fetched one after another are not).
+    [[nodiscard]] Result<NeedList> need(const std::string& folder_id) override;
     [[nodiscard]] Result<std::vector<FolderError>> folder_errors(const std::string& folder_id) override;
     // GET db/ignores; POST db/ignores writes .stignore and schedules a rescan (an invalid
     // pattern is ST_INVALID with Syncthing's text).

@@ -183,4 +183,56 @@ std::vector<Event> parse_events(const nlohmann::json& array) {
     return out;
 }
 
+namespace {
+
+bool is_directory_type(const nlohmann::json& type) {
+    if (type.is_string()) return type.get<std::string>().find("DIRECTORY") != std::string::npos;
+    return type.is_number_integer() && type.get<std::int64_t>() == 1;
+}
+
+void flatten_browse(const nlohmann::json& children, const std::string& parent, std::vector<GlobalEntry>& out) {
+    if (!children.is_array()) return;
+    for (const auto& c : children) {
+        if (!c.is_object()) continue;
+        GlobalEntry e;
+        e.name = parent.empty() ? str(c, "name") : parent + "/" + str(c, "name");
+        e.size = int64(c, "size");
+        auto type = c.find("type");
+        e.directory = type != c.end() && is_directory_type(*type);
+        const std::string name = e.name;
+        out.push_back(std::move(e));
+        if (auto it = c.find("children"); it != c.end()) flatten_browse(*it, name, out);
+    }
+}
+
+std::vector<NeedEntry> need_entries(const nlohmann::json& o, const char* key) {
+    std::vector<NeedEntry> out;
+    auto it = o.find(key);
+    if (it == o.end() || !it->is_array()) return out;  // null when empty
+    for (const auto& e : *it) {
+        if (!e.is_object()) continue;
+        out.push_back({str(e, "name"), int64(e, "size")});
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<GlobalEntry> parse_browse(const nlohmann::json& tree, const std::string& prefix) {
+    std::vector<GlobalEntry> out;
+    std::string parent = prefix;
+    while (!parent.empty() && parent.back() == '/') parent.pop_back();
+    flatten_browse(tree, parent, out);
+    return out;
+}
+
+NeedList parse_need(const nlohmann::json& o) {
+    NeedList n;
+    if (!o.is_object()) return n;
+    n.progress = need_entries(o, "progress");
+    n.queued = need_entries(o, "queued");
+    n.rest = need_entries(o, "rest");
+    return n;
+}
+
 }  // namespace archctl::clients::syncthing

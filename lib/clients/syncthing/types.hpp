@@ -113,9 +113,19 @@ struct NeedEntry {
     std::int64_t size = 0;
 };
 
+// db/need: what this device still needs of a folder. A file pulled under its final name but not
+// yet committed to the index is still needed (in `rest`).
 struct NeedList {
     std::vector<NeedEntry> progress, queued, rest;
     [[nodiscard]] std::size_t total() const { return progress.size() + queued.size() + rest.size(); }
+};
+
+// One name of db/browse: the folder's global index below a prefix (deleted and invalid entries
+// are not listed), the tree flattened.
+struct GlobalEntry {
+    std::string name;  // relative to the folder: "<prefix>/p/3"
+    std::int64_t size = 0;
+    bool directory = false;
 };
 
 struct FolderError {
@@ -154,5 +164,10 @@ struct Event {
 [[nodiscard]] Completion parse_completion(const nlohmann::json& object);
 [[nodiscard]] FileRecord parse_file_record(const nlohmann::json& object);
 [[nodiscard]] std::vector<Event> parse_events(const nlohmann::json& array);
+// db/browse's tree below `prefix` ("" for the folder root) as a flat list, parents first. The
+// entry type is a string ("FILE_INFO_TYPE_DIRECTORY") or, in 1.29.0 only, an integer (1).
+[[nodiscard]] std::vector<GlobalEntry> parse_browse(const nlohmann::json& tree, const std::string& prefix);
+// db/need's three lists.
+[[nodiscard]] NeedList parse_need(const nlohmann::json& object);
 
 }  // namespace archctl::clients::syncthing

@@ -4,6 +4,12 @@
 // moves, on the log and in the progress panel; a known cause that holds k_stall_limit with nothing
 // moving ends the run with 'waiting' (exit 10, resumable). The floor counts what Syncthing will
 // still write into the target for this job, not only what is there.
+//
+// What it costs does not grow with files × polls: progress comes from one walk of the job's
+// directory on the target (receive_check) and the folder's db/status; the target's index is
+// read only once the walk finds every file under its final name, in two requests for the whole
+// job (db/browse of the job's prefix, then db/need), and a walk waits a few times as long as
+// the last one took.
 
 #include <algorithm>
 #include <cctype>
@@ -97,18 +103,89 @@ private:
 };
 
 // Sleep until the target's Syncthing reports progress (an item pulled, an index commit, a state
-// change) or a second passes, but at least 100 ms after the last check so that a burst of events
-// does not turn into a busy loop. Without the event stream: a fixed 250 ms.
-void wait_for_target(Clock& clock, clients::syncthing::EventStream& events, SteadyTime checked_at) {
+// change) or a second passes, but at least `gap` after the last check so that a burst of events
+// does not turn into a busy loop. Without the event stream: `gap`, at least 250 ms.
+void wait_for_target(Clock& clock, clients::syncthing::EventStream& events, SteadyTime checked_at, std::chrono::milliseconds gap) {
     static const std::vector<std::string> k_wake = {"ItemFinished", "LocalIndexUpdated", "RemoteIndexUpdated", "StateChanged"};
     auto woke = events.next(k_wake, std::chrono::seconds(1));
     if (!woke.ok()) {
-        clock.sleep_for(std::chrono::milliseconds(250));
+        clock.sleep_for(std::max(gap, std::chrono::milliseconds(250)));
         return;
     }
     auto since = clock.steady() - checked_at;
-    if (since < std::chrono::milliseconds(100))
-        clock.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::milliseconds(100) - since));
+    if (since < gap) clock.sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(gap - since));
+}
+
+// The pause after a look at the target: k_walk_share times what the look (the walk, and the
+// index reads before it) took, at least k_min_gap.
+constexpr int k_walk_share = 3;
+constexpr auto k_min_gap = std::chrono::milliseconds(100);
+
+std::chrono::milliseconds gap_after(SteadyTime started, SteadyTime ended) {
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(ended - started);
+    return std::max<std::chrono::milliseconds>(k_min_gap, took * k_walk_share);
+}
+
+// What the target's index says of the job's names (docs/design.md "Step 2: sync"). A name is
+// indexed at the global version when the folder's global index holds it (db/browse of the job's
+// prefix: not deleted, not invalid) and the target does not need it (db/need: a file pulled
+// under its final name but not yet committed is still needed). Browse comes first: a name the
+// global index does not hold yet is not needed either. A confirmed name is not asked about
+// again (a job file is immutable once staged; the walk still judges it each time). A handful of
+// stragglers is asked about one by one (db/file: local version equals global).
+class IndexEvidence {
+public:
+    explicit IndexEvidence(const JobRun& run) : m_names(job_names(run)), m_job_id(run.def.id), m_folder(run.def.route.id) {}
+
+    Status refresh(clients::syncthing::Api& st) {
+        std::vector<std::string> pending;
+        for (const auto& n : m_names)
+            if (!m_current.count(n)) pending.push_back(n);
+        if (pending.empty()) return ok_status();
+        if (pending.size() <= k_stragglers) {
+            for (const auto& n : pending) {
+                ARCHCTL_TRY_ASSIGN(auto rec, st.file(m_folder, n));
+                if (rec && rec->local_is_current()) m_current.insert(n);
+            }
+            return ok_status();
+        }
+        ARCHCTL_TRY_ASSIGN(auto global, st.browse(m_folder, m_job_id));
+        ARCHCTL_TRY_ASSIGN(auto need, st.need(m_folder));
+        std::set<std::string> held, needed;
+        for (const auto& e : global)
+            if (!e.directory) held.insert(e.name);
+        for (const auto* list : {&need.progress, &need.queued, &need.rest})
+            for (const auto& e : *list) needed.insert(e.name);
+        for (const auto& n : pending)
+            if (held.count(n) && !needed.count(n)) m_current.insert(n);
+        return ok_status();
+    }
+
+    // The confirmed names, relative to the job directory (receive_check's `indexed`).
+    [[nodiscard]] std::vector<std::string> indexed() const {
+        std::vector<std::string> out;
+        for (const auto& n : m_current) out.push_back(n.substr(m_job_id.size() + 1));
+        return out;
+    }
+    [[nodiscard]] bool all() const { return m_current.size() == m_names.size(); }
+
+private:
+    static constexpr std::size_t k_stragglers = 8;
+    std::vector<std::string> m_names;  // relative to the route folder
+    std::string m_job_id, m_folder;
+    std::set<std::string> m_current;
+};
+
+// Whether a walk found every file of the job under its final name (no temp file, nothing
+// absent), so that the target's index is worth reading. `indexed`: the index evidence the walk
+// was given (a file it calls in transit only because the index does not list it yet counts as
+// there); nullptr for a walk without index evidence.
+bool all_at_final_names(const node::ReceiveCheckResult& r, const std::set<std::string>* indexed) {
+    if (!r.job_exists || !r.manifest) return false;
+    return std::all_of(r.files.begin(), r.files.end(), [&](const node::ReceivedFile& f) {
+        if (f.state == "absent") return false;
+        return f.state != "in_transit" || (indexed && !indexed->count(f.name));
+    });
 }
 
 // Free space where Syncthing writes the job on the target: the route folder itself (it may be a
@@ -192,15 +269,12 @@ StepResult step_sync(JobRun& run) {
         return StepResult::stopped("waiting", limited.error().message);
     // Ask the sender to scan the job prefix now instead of waiting for its watcher.
     ARCHCTL_TRY_STATUS(src.value()->st().scan(run.def.route.id, {run.def.id}));
-    std::vector<std::string> names = job_names(run);
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
     std::uint64_t seen_at_start = run.ledger.bytes_present;
     auto last_floor_probe = run.clock().steady() - std::chrono::seconds(10);
     bool unmeasured_said = false;
     auto last_saved = run.clock().steady() - std::chrono::seconds(10);
-    // A job file is immutable once staged: a name the target's index holds at the global
-    // version is not asked about again (the receive check and the recheck still judge it).
-    std::set<std::string> current;
+    IndexEvidence evidence(run);
     clients::syncthing::EventStream events(dst.value()->st());
     auto source_status = src.value()->st().status();
     const std::string source_device = source_status.ok() ? source_status->my_id : std::string();
@@ -208,20 +282,20 @@ StepResult step_sync(JobRun& run) {
     auto last_probe = run.clock().steady() - k_probe_every;
     std::uint64_t probed_present = run.ledger.bytes_present;
     std::int64_t probed_need = -1;
+    std::uint64_t files_done = 0;
+    // The look before the hold was lifted counts as the first walk: a job whose files are all
+    // there reads the index at once.
+    bool read_index = before.ok() && all_at_final_names(before.value(), nullptr);
     run.waiting_on.clear();
     for (;;) {
         auto checked_at = run.clock().steady();
-        std::vector<std::string> indexed;
-        for (const auto& n : names) {
-            if (!current.count(n)) {
-                auto rec = dst.value()->st().file(run.def.route.id, n);
-                if (!rec.ok()) return StepResult::failed(rec.take_error());
-                if (!rec.value() || !rec.value()->local_is_current()) continue;
-                current.insert(n);
-            }
-            indexed.push_back(n.substr(run.def.id.size() + 1));
+        std::optional<std::vector<std::string>> indexed;
+        if (read_index) {
+            if (Status read = evidence.refresh(dst.value()->st()); !read.ok()) return StepResult::failed(read.error());
+            indexed = evidence.indexed();
         }
-        std::size_t indexed_count = indexed.size();
+        const std::optional<std::set<std::string>> given =
+            indexed ? std::optional<std::set<std::string>>(std::set<std::string>(indexed->begin(), indexed->end())) : std::nullopt;
         auto check = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
                                         .files = node::file_entries(run.def.files),
                                         .indexed = std::move(indexed),
@@ -231,6 +305,7 @@ StepResult step_sync(JobRun& run) {
                 return StepResult::failed(foreign_error(run, {{run.def.id, "not the directory archctl staged: " + check.error().message}}));
             return StepResult::failed(check.take_error());
         }
+        const auto gap = gap_after(checked_at, run.clock().steady());
         if (!check.value().foreign.empty()) return StepResult::failed(foreign_error(run, check.value().foreign));
         std::uint64_t present = check.value().bytes_present;
         if (present > run.ledger.bytes_present) {
@@ -243,13 +318,20 @@ StepResult step_sync(JobRun& run) {
                 ARCHCTL_TRY_STATUS(run.save());
             }
         }
-        std::uint64_t files_done = check.value().files_present;
+        // A walk given index evidence counts only indexed files as there; the walk without it
+        // counts every file under its final name.
+        files_done = given ? std::max(files_done, check.value().files_present) : check.value().files_present;
         run.progress("sync", 2, present, total, files_done, "");
-        for (const auto& f : check.value().files)
-            if (f.state == "mismatch")
-                return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH, fmt::format("received file '{}' of job {} does not match the manifest{}",
-                                                                                f.name, run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
-        if (check.value().complete && indexed_count == names.size()) break;
+        // Without index evidence a file under its final name may still be replaced by Syncthing:
+        // only an indexed file that does not match fails the job.
+        if (given)
+            for (const auto& f : check.value().files)
+                if (f.state == "mismatch")
+                    return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH,
+                                                    fmt::format("received file '{}' of job {} does not match the manifest{}", f.name,
+                                                                run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
+        if (given && check.value().complete && evidence.all()) break;
+        read_index = all_at_final_names(check.value(), given ? &*given : nullptr);
         // Every file this run's budget released is there; the rest waits for the next run.
         if (!run.budget_held.empty()) {
             bool released_here = std::all_of(check.value().files.begin(), check.value().files.end(), [&](const node::ReceivedFile& f) {
@@ -289,7 +371,7 @@ StepResult step_sync(JobRun& run) {
                                               "arrive, {} floor)",
                                               format_size(*free), format_size(still), format_size(run.env.budgets.min_free)));
         }
-        wait_for_target(run.clock(), events, checked_at);
+        wait_for_target(run.clock(), events, checked_at, gap);
     }
     run.waiting_on.clear();
     run.ledger.synced = true;

@@ -207,3 +207,58 @@ TEST_CASE("client: ignores read and written as lines, a refused pattern is ST_IN
     CHECK(status->errors == 2);
     CHECK(status->in_sync_bytes == 28);
 }
+
+TEST_CASE("client: db/browse flattens the global tree below a prefix (1.19 types, 1.29.0's integers)") {
+    CannedServer server([](const SeenRequest& req) -> CannedReply {
+        if (req.path == "/rest/db/browse" && req.target.find("folder=nope") != std::string::npos)
+            return {404, "no such folder\n"};
+        if (req.path == "/rest/db/browse")
+            return {200, R"([{"name":"a","modTime":"2024-01-01T00:00:00Z","size":3,"type":"FILE_INFO_TYPE_DIRECTORY","children":[
+                              {"name":"source.torrent","size":120,"type":"FILE_INFO_TYPE_FILE"}]},
+                             {"name":"manifest.json","size":900,"type":"FILE_INFO_TYPE_FILE"},
+                             {"name":"p","size":4,"type":1,"children":[{"name":"0","size":10,"type":0},{"name":"1","size":20,"type":0}]}])"};
+        return {500, "unexpected\n"};
+    });
+    Client client(settings_for(server.url()));
+    auto tree = client.browse("lab1", "J1");
+    REQUIRE(tree.ok());
+    std::vector<std::string> names;
+    for (const auto& e : tree.value()) names.push_back(e.name + (e.directory ? "/" : "") + ":" + std::to_string(e.size));
+    CHECK(names == std::vector<std::string>{"J1/a/:3", "J1/a/source.torrent:120", "J1/manifest.json:900", "J1/p/:4", "J1/p/0:10",
+                                            "J1/p/1:20"});
+    CHECK(server.requests().back().target == "/rest/db/browse?folder=lab1&prefix=J1");
+    auto missing = client.browse("nope", "J1");
+    REQUIRE_FALSE(missing.ok());
+    CHECK(missing.error().code == "ST_NOT_FOUND");
+    CHECK(parse_browse(nlohmann::json::array(), "J1").empty());
+    CHECK(parse_browse(nullptr, "J1").empty());
+}
+
+TEST_CASE("client: db/need is read whole: a full page is asked again, larger, never page by page") {
+    auto page = [](std::size_t rest) {
+        nlohmann::json o = {{"progress", {{{"name", "J1/p/0"}, {"size", 10}}}}, {"queued", nullptr}, {"page", 1}};
+        o["rest"] = nlohmann::json::array();
+        for (std::size_t i = 1; i < rest + 1; ++i) o["rest"].push_back({{"name", "J2/p/" + std::to_string(i)}, {"size", 1}});
+        return o.dump();
+    };
+    CannedServer server([&](const SeenRequest& req) -> CannedReply {
+        if (req.path != "/rest/db/need") return {500, "unexpected\n"};
+        if (req.target.find("folder=small") != std::string::npos) return {200, page(2)};
+        if (req.target.find("perpage=65536") != std::string::npos) return {200, page(65535)};  // 65,536 with progress: full
+        return {200, page(70000)};
+    });
+    Client client(settings_for(server.url()));
+    auto small = client.need("small");
+    REQUIRE(small.ok());
+    CHECK(small->total() == 3);
+    CHECK(small->progress.at(0).name == "J1/p/0");
+    CHECK(small->queued.empty());
+    CHECK(server.requests().back().target == "/rest/db/need?folder=small&page=1&perpage=65536");
+    auto large = client.need("large");
+    REQUIRE(large.ok());
+    CHECK(large->total() == 70001);
+    auto seen = server.requests();
+    REQUIRE(seen.size() == 3);
+    CHECK(seen[1].target == "/rest/db/need?folder=large&page=1&perpage=65536");
+    CHECK(seen[2].target == "/rest/db/need?folder=large&page=1&perpage=131072");
+}

@@ -19,6 +19,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
+#include "lib/node/wire/job_layout.hpp"
 #include "lib/node/wire/ops.hpp"
 #include "tests/unit/jobs/job_fixture.hpp"
 
@@ -799,6 +800,130 @@ TEST_CASE("steps: sync without a known cause waits on (no 'waiting' stop), bound
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
     CHECK(r.stop_reason == "deadline");
+}
+
+namespace {
+
+// A job of `files` small payload files whose target receives them over time: `rate` files per
+// second of the fixture's clock under their final names (the manifest, READY and the torrent
+// first), each committed to the target's index `commit_lag` later. nas's receive_check and its
+// Syncthing's index answer from that timeline.
+struct ArrivingJob {
+    ArrivingJob(TransferFixture& fx, std::uint32_t files, int rate, std::chrono::milliseconds commit_lag)
+        : f(fx), def(fx.def), start(fx.clock.steady()), per_second(rate), lag(commit_lag) {
+        def.files.clear();
+        for (std::uint32_t i = 0; i < files; ++i) def.files.push_back({i, "show/" + std::to_string(i) + ".bin", 100});
+        def.delta_bytes = 100 * files;
+        def.file_count = files;
+        names = {node::k_manifest_name, node::k_ready_name, node::aux_path(node::k_torrent_aux)};
+        for (const auto& file : def.files) names.push_back(node::payload_name(file.index));
+        for (const auto& n : names) {
+            clients::syncthing::FileRecord rec;
+            rec.global.name = rec.local.name = def.id + "/" + n;
+            rec.global.version = {"SEEDBOX:1"};  // the source's index is there; the target has nothing yet
+            f.nas.st.file_records[{def.route.id, rec.global.name}] = rec;
+        }
+        f.nas.ops.handlers["receive_check"] = [this](const json& args) { return check(args.get<node::ReceiveCheckRequest>()); };
+    }
+
+    // How many of `names` (in order) are on the target `delay` after their arrival.
+    std::size_t arrived(std::chrono::milliseconds delay) const {
+        auto since = std::chrono::duration_cast<std::chrono::milliseconds>(f.clock.steady() - start) - delay;
+        if (since.count() < 0) return 0;
+        return std::min(names.size(), static_cast<std::size_t>(3 + since.count() * per_second / 1000));
+    }
+
+    Result<json> check(const node::ReceiveCheckRequest& request) {
+        ++walks;
+        const std::size_t there = arrived(std::chrono::milliseconds(0)), committed = arrived(lag);
+        for (std::size_t k = 0; k < committed; ++k)
+            f.nas.st.file_records[{def.route.id, def.id + "/" + names[k]}].local.version = {"SEEDBOX:1"};
+        std::set<std::string> indexed;
+        if (request.indexed) indexed.insert(request.indexed->begin(), request.indexed->end());
+        node::ReceiveCheckResult r;
+        r.job_exists = r.manifest = true;
+        r.index_evidence = request.indexed.has_value();
+        r.complete = true;
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            node::ReceivedFile file{names[k], "absent", 0, std::nullopt, std::nullopt, ""};
+            if (k >= 3) {
+                file.index = static_cast<std::uint32_t>(k - 3);
+                file.size = 100;
+            }
+            if (k < there) {
+                file.have_bytes = file.size.value_or(0);
+                const bool listed = !request.indexed || indexed.count(names[k]);
+                file.state = listed ? "present" : "in_transit";
+                if (!listed) file.detail = "not yet in the target index";
+            }
+            r.complete = r.complete && file.state == "present";
+            if (file.index) {
+                r.bytes_present += file.have_bytes;
+                r.bytes_total += 100;
+                ++r.files_total;
+                r.files_present += file.state == "present" ? 1u : 0u;
+            }
+            r.files.push_back(file);
+        }
+        return json(r);
+    }
+
+    // Run the sync step alone on this job.
+    StepResult sync() {
+        JobIo io;
+        io.log = [this](const std::string& line) { f.log.push_back(line); };
+        io.clock = &f.clock;
+        state::JobStore store(f.state);
+        RunEnv env{f.config, f.state, f.nodes, store, io, Budgets{}};
+        JobRun run(env, def);
+        return step_sync(run);
+    }
+
+    // The target Syncthing's index reads (db/file, db/browse, db/need).
+    std::size_t index_reads() const { return f.nas.st.count("file") + f.nas.st.count("browse") + f.nas.st.count("need"); }
+
+    TransferFixture& f;
+    JobDefinition def;
+    SteadyTime start;
+    int per_second;
+    std::chrono::milliseconds lag;
+    std::vector<std::string> names;
+    int walks = 0;
+};
+
+}  // namespace
+
+TEST_CASE("steps: sync of 2,000 files reads the target's index a few times, never per file per poll") {
+    TransferFixture f;
+    // 500 files a second, each committed 2 s after it appears: about 6 s of waiting.
+    ArrivingJob job(f, 2000, 500, std::chrono::seconds(2));
+    StepResult r = job.sync();
+    REQUIRE_MESSAGE(r.kind == StepResult::next, r.reason, ": ", r.text, r.error.message);
+    MESSAGE("walks ", job.walks, ", db/file ", f.nas.st.count("file"), ", db/browse ", f.nas.st.count("browse"), ", db/need ",
+            f.nas.st.count("need"), ", all requests ", f.nas.st.calls.size());
+    CHECK(job.walks > 20);  // it did wait while the files arrived
+    // The index is read only once every file is there, whole, once per look; never per file.
+    CHECK(f.nas.st.count("file") <= 16);  // the last stragglers, one by one
+    CHECK(f.nas.st.count("browse") == f.nas.st.count("need"));
+    CHECK(job.index_reads() < 2 * static_cast<std::size_t>(job.walks));
+    CHECK(f.nas.st.calls.size() < 1000);  // fewer than the files
+    auto browses = f.nas.st.args_of("browse");
+    REQUIRE_FALSE(browses.empty());
+    CHECK(browses[0]["prefix"] == f.job_id);
+}
+
+TEST_CASE("steps: a sync step whose 2,000 files are all there and indexed confirms them in one look") {
+    TransferFixture f;
+    ArrivingJob job(f, 2000, 1000000, std::chrono::seconds(0));
+    f.clock.advance(std::chrono::seconds(5));
+    StepResult r = job.sync();
+    REQUIRE_MESSAGE(r.kind == StepResult::next, r.reason, ": ", r.text, r.error.message);
+    // The look before the wait finds every file; one read of the index; one walk with it.
+    CHECK(job.walks == 2);
+    CHECK(f.nas.st.count("browse") == 1);
+    CHECK(f.nas.st.count("need") == 1);
+    CHECK(f.nas.st.count("file") == 0);
+    CHECK(f.clock.slept == std::chrono::milliseconds(0));
 }
 
 TEST_CASE("steps: the floor counts what Syncthing will still write into the target") {
