@@ -7,6 +7,7 @@
 #
 #   bench/run.sh [--quick] [--only ROW[,ROW]] [--repeat N]
 #   ARCHCTL_BIN=/tmp/before/archctl bench/run.sh        measure another binary
+#   python3 bench/torrent_memory.py ARCHCTL_BIN 100000,1000000 --kind v2   torrent commands' peak memory
 #
 # Needs what tests/deps.sh installs. Exit 0 whether the goals are met or not; 1 when a row could
 # not be measured. See bench/runner.py for the rows.

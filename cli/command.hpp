@@ -7,7 +7,9 @@
 // (command_table.cpp) lists every command once; help, completions and the man-page check read it.
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +45,10 @@ struct Outcome {
     std::optional<Error> error;                        // set for error/usage
     std::string stop_reason;                           // set for partial: why it stopped
     std::string resume_hint;                           // set for partial: how to continue
+    // Members of the --json document too large to hold as one JSON value (a million-entry file
+    // list): each function writes its member's value to the stream as the document's dump(2)
+    // would at nesting level 1. main.cpp writes them in key order among the others.
+    std::map<std::string, std::function<void(std::FILE*)>> streamed;
 
     static Outcome done(nlohmann::json result = nlohmann::json::object());
     static Outcome failed(Error error, nlohmann::json result = nlohmann::json::object());

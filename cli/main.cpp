@@ -117,6 +117,30 @@ nlohmann::json missing_files(const nlohmann::json& result) {
     return out;
 }
 
+// The document as doc.dump(2) would print it with the streamed members in their key order.
+void print_streamed(const nlohmann::json& doc, const std::map<std::string, std::function<void(std::FILE*)>>& streamed) {
+    std::map<std::string, std::function<void(std::FILE*)>> members = streamed;
+    for (const auto& [key, value] : doc.items()) {
+        if (members.count(key) != 0) continue;
+        members[key] = [&value](std::FILE* out) {
+            std::string text = value.dump(2);
+            for (char c : text) {
+                std::fputc(c, out);
+                if (c == '\n') std::fputs("  ", out);
+            }
+        };
+    }
+    std::fputs("{", stdout);
+    const char* separator = "\n";
+    for (const auto& [key, write] : members) {
+        std::fprintf(stdout, "%s  %s: ", separator, nlohmann::json(key).dump().c_str());
+        write(stdout);
+        separator = ",\n";
+    }
+    std::fputs("\n}\n", stdout);
+    std::fflush(stdout);
+}
+
 void print_json(const Outcome& o, const std::string& command) {
     nlohmann::json doc = {{"schema", 1}, {"ok", !o.error.has_value()}, {"exit_code", exit_code(o.kind)}};
     if (!command.empty()) doc["command"] = command;
@@ -129,6 +153,7 @@ void print_json(const Outcome& o, const std::string& command) {
         if (o.error->code == "NOT_COVERED") e["missing"] = missing_files(o.result);
         doc["error"] = e;
     }
+    if (!o.streamed.empty()) return print_streamed(doc, o.streamed);
     std::string text = doc.dump(2);
     std::fprintf(stdout, "%s\n", text.c_str());
     std::fflush(stdout);

@@ -1,12 +1,17 @@
 // archctl torrent show | verify | create: plumbing over lib/torrent.
 
+#include <array>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "lib/base/fs.hpp"
 #include "lib/base/units.hpp"
 #include "lib/torrent/creator.hpp"
-#include "lib/torrent/file_model.hpp"
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/verifier.hpp"
 #include "lib/ui/table.hpp"
@@ -41,66 +46,216 @@ std::string shown_hash(const std::string& hex, const Context& ctx) {
     return ctx.global().verbose > 0 ? hex : hex.substr(0, 12);
 }
 
-nlohmann::json file_json(const ModelFile& f, std::int64_t piece_length) {
-    auto [first, last] = f.qb_piece_range(piece_length);
-    std::string attr = std::string(f.executable ? "x" : "") + (f.hidden ? "h" : "");
-    return {{"index", f.index}, {"path", f.path}, {"size", f.size}, {"offset", f.offset}, {"piece_range", {first, last}}, {"attr", attr}};
+// A .torrent's payload files (pads left out) in qB index order, read off its file table.
+struct PayloadFile {
+    std::uint32_t index = 0;
+    std::size_t native = 0;
+    std::int64_t size = 0;
+    std::int64_t offset = 0;
+    bool executable = false;
+    bool hidden = false;
+};
+
+template <typename Fn>
+void for_each_payload_file(const Metainfo& m, Fn&& fn) {
+    const FileTable& files = m.files();
+    std::uint32_t index = 0;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        if (files.pad(i)) continue;
+        FileEntry e = files[i];
+        fn(PayloadFile{index++, i, e.size, e.offset, e.executable, e.hidden});
+    }
 }
 
-nlohmann::json torrent_json(const Metainfo& m, const FileModel& model, bool with_files) {
-    nlohmann::json j = {{"name", m.name()},
-                        {"kind", kind_name(m.kind())},
-                        {"v1", m.identity().v1_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(m.identity().v1_hex())},
-                        {"v2", m.identity().v2_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(m.identity().v2_hex())},
-                        {"qb_id", m.identity().qb_id()},
-                        {"multi_file", m.multi_file()},
-                        {"piece_length", m.piece_length()},
-                        {"piece_count", m.piece_count()},
-                        {"total_size", m.total_size()},
-                        {"payload_size", m.payload_size()},
-                        {"file_count", model.file_count()}};
-    if (with_files) {
-        nlohmann::json files = nlohmann::json::array();
-        for (const auto& f : model.files()) files.push_back(file_json(f, m.piece_length()));
-        j["files"] = std::move(files);
+std::size_t payload_count(const Metainfo& m) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < m.files().size(); ++i)
+        if (!m.files().pad(i)) ++n;
+    return n;
+}
+
+// qBittorrent's `piece_range` [first, last] (lib/torrent/file_model.hpp, ModelFile::qb_piece_range).
+std::pair<std::int64_t, std::int64_t> qb_piece_range(const PayloadFile& f, std::int64_t piece_length) {
+    return {f.offset / piece_length, (f.offset + f.size - 1) / piece_length};
+}
+
+nlohmann::json file_json(const PayloadFile& f, const std::string& path, std::int64_t piece_length) {
+    auto [first, last] = qb_piece_range(f, piece_length);
+    std::string attr = std::string(f.executable ? "x" : "") + (f.hidden ? "h" : "");
+    return {{"index", f.index}, {"path", path}, {"size", f.size}, {"offset", f.offset}, {"piece_range", {first, last}}, {"attr", attr}};
+}
+
+nlohmann::json torrent_json(const Metainfo& m, std::size_t file_count) {
+    return {{"name", m.name()},
+            {"kind", kind_name(m.kind())},
+            {"v1", m.identity().v1_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(m.identity().v1_hex())},
+            {"v2", m.identity().v2_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(m.identity().v2_hex())},
+            {"qb_id", m.identity().qb_id()},
+            {"multi_file", m.multi_file()},
+            {"piece_length", m.piece_length()},
+            {"piece_count", m.piece_count()},
+            {"total_size", m.total_size()},
+            {"payload_size", m.payload_size()},
+            {"file_count", file_count}};
+}
+
+// Writing a --json member piece by piece, byte for byte as nlohmann's dump(2) would write it
+// nested `level` deep, so a million-entry list is never one JSON value.
+class JsonStream {
+public:
+    explicit JsonStream(std::FILE* out) : m_out(out) {}
+    ~JsonStream() { flush(); }
+
+    // A value's dump(2), its lines after the first indented to `level`.
+    void value(const nlohmann::json& v, std::size_t level) {
+        std::string text = v.dump(2);
+        std::string indent(2 * level, ' ');
+        for (char c : text) {
+            m_buffer.push_back(c);
+            if (c == '\n') m_buffer += indent;
+        }
+        if (m_buffer.size() > (1u << 20)) flush();
     }
-    return j;
+    void text(std::string_view t) { m_buffer.append(t); }
+
+    // An object at `level`: `head`'s members and `key`, whose value `member` writes (at level + 1).
+    void object(const nlohmann::json& head, const std::string& key, const std::function<void(JsonStream&)>& member,
+                std::size_t level) {
+        std::map<std::string, std::function<void(JsonStream&)>> members;
+        members[key] = member;
+        for (const auto& [k, v] : head.items())
+            if (k != key) members[k] = [&v, level](JsonStream& s) { s.value(v, level + 1); };
+        std::string inner(2 * (level + 1), ' ');
+        text("{");
+        const char* separator = "\n";
+        for (const auto& [k, write] : members) {
+            text(separator);
+            text(inner);
+            text(nlohmann::json(k).dump());
+            text(": ");
+            write(*this);
+            separator = ",\n";
+        }
+        text("\n");
+        text(std::string(2 * level, ' '));
+        text("}");
+    }
+
+    // An array at `level` of `count` elements, each made when it is written.
+    void array(std::size_t count, const std::function<nlohmann::json(std::size_t)>& element, std::size_t level) {
+        if (count == 0) {
+            text("[]");
+            return;
+        }
+        std::string inner(2 * (level + 1), ' ');
+        text("[\n");
+        for (std::size_t i = 0; i < count; ++i) {
+            if (i != 0) text(",\n");
+            text(inner);
+            value(element(i), level + 1);
+        }
+        text("\n");
+        text(std::string(2 * level, ' '));
+        text("]");
+    }
+
+    void flush() {
+        std::fwrite(m_buffer.data(), 1, m_buffer.size(), m_out);
+        m_buffer.clear();
+    }
+
+private:
+    std::FILE* m_out;
+    std::string m_buffer;
+};
+
+// The "torrent" member with its "files" list, streamed.
+std::function<void(std::FILE*)> torrent_with_files(std::shared_ptr<const Metainfo> meta) {
+    return [meta](std::FILE* out) {
+        const Metainfo& m = *meta;
+        std::vector<std::uint32_t> natives;
+        for_each_payload_file(m, [&](const PayloadFile& f) { natives.push_back(static_cast<std::uint32_t>(f.native)); });
+        JsonStream stream(out);
+        auto files = [&](JsonStream& s) {
+            std::uint32_t index = 0;
+            s.array(natives.size(), [&](std::size_t n) {
+                FileEntry e = m.files()[natives[n]];
+                PayloadFile f{index++, natives[n], e.size, e.offset, e.executable, e.hidden};
+                return file_json(f, e.path_string(), m.piece_length());
+            }, 2);
+        };
+        stream.object(torrent_json(m, natives.size()), "files", files, 1);
+    };
 }
 
 std::string headline(const Metainfo& m, const Context& ctx) {
     return fmt::format("'{}' ({} {})", printable(m.name()), kind_name(m.kind()), shown_hash(m.identity().qb_id(), ctx));
 }
 
-std::string piece_text(const ModelFile& f, std::int64_t piece_length) {
+std::string piece_text(const PayloadFile& f, std::int64_t piece_length) {
     if (f.size == 0) return "-";
-    auto [first, last] = f.qb_piece_range(piece_length);
+    auto [first, last] = qb_piece_range(f, piece_length);
     return first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
 }
 
+// The file table of `torrent show`, as ui::Table would render it (right-aligned idx, size and
+// pieces, then the path; two-space indent and gaps; trailing spaces cut), written in chunks.
+void print_file_table(Context& ctx, const Metainfo& m, std::string head) {
+    auto cells = [&](const PayloadFile& f) {
+        return std::array<std::string, 4>{std::to_string(f.index), format_size(static_cast<std::uint64_t>(f.size)),
+                                          piece_text(f, m.piece_length()), printable(m.files().path_string(f.native))};
+    };
+    std::array<std::string, 4> header{"idx", "size", "pieces", "path"};
+    std::array<std::size_t, 3> widths{};
+    auto widen = [&](const std::array<std::string, 4>& row) {
+        for (std::size_t c = 0; c < 3; ++c) widths[c] = std::max(widths[c], ui::display_width(row[c]));
+    };
+    widen(header);
+    for_each_payload_file(m, [&](const PayloadFile& f) { widen(cells(f)); });
+    std::string chunk = std::move(head);
+    auto line = [&](const std::array<std::string, 4>& row) {
+        chunk += "  ";
+        for (std::size_t c = 0; c < 3; ++c) {
+            chunk.append(widths[c] - ui::display_width(row[c]), ' ');
+            chunk += row[c];
+            chunk += "  ";
+        }
+        chunk += row[3];
+        while (!chunk.empty() && chunk.back() == ' ') chunk.pop_back();
+        chunk.push_back('\n');
+        if (chunk.size() > (1u << 20)) {
+            ctx.out().result(chunk);
+            chunk.clear();
+        }
+    };
+    line(header);
+    for_each_payload_file(m, [&](const PayloadFile& f) { line(cells(f)); });
+    if (!chunk.empty()) ctx.out().result(chunk);
+}
+
 Outcome run_show(Context& ctx, const TorrentOptions& o) {
-    auto meta = load_metainfo(o.file);
-    if (!meta) return Outcome::failed(meta.take_error());
+    auto loaded = load_metainfo(o.file);
+    if (!loaded) return Outcome::failed(loaded.take_error());
+    auto meta = std::make_shared<const Metainfo>(std::move(*loaded));
     const Metainfo& m = *meta;
-    FileModel model(m);
+    std::size_t file_count = payload_count(m);
     ui::Table summary({}, "  ");
     summary.add_row({"v1", shown_hash(m.identity().v1_hex(), ctx)});
     summary.add_row({"v2", shown_hash(m.identity().v2_hex(), ctx)});
     summary.add_row({"qB id", shown_hash(m.identity().qb_id(), ctx)});
     summary.add_row({"pieces", fmt::format("{} × {}", m.piece_count(), format_size(static_cast<std::uint64_t>(m.piece_length())))});
     summary.add_row({"size", fmt::format("{} in {} files ({} bytes; {} with pads)", format_size(static_cast<std::uint64_t>(m.payload_size())),
-                                         model.file_count(), m.payload_size(), m.total_size())});
+                                         file_count, m.payload_size(), m.total_size())});
     // With --json the file list is in the document; stderr gets the summary only, not a second
     // copy of every file.
     if (ctx.out().json()) {
         ctx.out().result(headline(m, ctx) + "\n" + summary.render());
-        return Outcome::done({{"torrent", torrent_json(m, model, true)}});
+        Outcome out = Outcome::done();
+        out.streamed["torrent"] = torrent_with_files(meta);
+        return out;
     }
-    ui::Table files({ui::Align::right, ui::Align::right, ui::Align::right, ui::Align::left}, "  ");
-    files.add_row({"idx", "size", "pieces", "path"});
-    for (const auto& f : model.files())
-        files.add_row({std::to_string(f.index), format_size(static_cast<std::uint64_t>(f.size)), piece_text(f, m.piece_length()), printable(f.path)});
-    ctx.out().result(headline(m, ctx) + "\n" + summary.render() + "\n" + files.render());
-    return Outcome::done({{"torrent", torrent_json(m, model, true)}});
+    print_file_table(ctx, m, headline(m, ctx) + "\n" + summary.render() + "\n");
+    return Outcome::done({{"torrent", torrent_json(m, file_count)}});
 }
 
 std::string failure_lines(const VerifyReport& r) {
@@ -117,45 +272,81 @@ std::string failure_lines(const VerifyReport& r) {
 }
 
 std::string piece_lines(const VerifyReport& r) {
-    auto j = r.to_json()["pieces"];
+    auto j = r.pieces_json();
     std::string out = "pieces";
     for (auto& [verdict, ranges] : j.items())
         if (!ranges.get<std::string>().empty()) out += fmt::format("\n  {:<13} {}", verdict, ranges.get<std::string>());
     return out;
 }
 
+// The "files" member of `torrent verify --json`: every selected file, the failures from the
+// report and the others complete.
+std::function<void(std::FILE*)> verified_files(std::shared_ptr<const Metainfo> meta, std::shared_ptr<const VerifyReport> report) {
+    return [meta, report](std::FILE* out) {
+        std::vector<std::uint32_t> natives;
+        for_each_payload_file(*meta, [&](const PayloadFile& f) { natives.push_back(static_cast<std::uint32_t>(f.native)); });
+        std::vector<std::uint32_t> selected;
+        for (const auto& range : report->selection.ranges())
+            for (std::uint64_t i = range.first; i <= range.last; ++i) selected.push_back(static_cast<std::uint32_t>(i));
+        std::size_t failure = 0;
+        JsonStream stream(out);
+        stream.array(selected.size(), [&](std::size_t n) {
+            std::uint32_t index = selected[n];
+            while (failure < report->files.size() && report->files[failure].index < index) ++failure;
+            if (failure < report->files.size() && report->files[failure].index == index)
+                return VerifyReport::file_json(report->files[failure]);
+            FileReport complete;
+            complete.index = index;
+            complete.path = meta->files().path_string(natives[index]);
+            complete.expected_size = meta->files().size_of(natives[index]);
+            complete.actual_size = complete.expected_size;
+            return VerifyReport::file_json(complete);
+        }, 1);
+    };
+}
+
 Outcome run_verify(Context& ctx, const TorrentOptions& o) {
-    auto meta = load_metainfo(o.file);
-    if (!meta) return Outcome::failed(meta.take_error());
+    auto loaded = load_metainfo(o.file);
+    if (!loaded) return Outcome::failed(loaded.take_error());
+    auto meta = std::make_shared<const Metainfo>(std::move(*loaded));
     const Metainfo& m = *meta;
     VerifyOptions vo;
     vo.pieces = o.pieces ? PieceDetail::all : PieceDetail::none;
+    vo.keep_complete = false;
     if (!o.files.empty()) {
         auto sel = Selection::parse(o.files);
         if (!sel) return Outcome::usage(sel.take_error());
         vo.files = *sel;
     }
-    auto report = verify(m, o.dir, vo);
-    if (!report) return Outcome::usage(report.take_error());
+    auto verified = verify(m, o.dir, vo);
+    if (!verified) return Outcome::usage(verified.take_error());
+    auto report = std::make_shared<const VerifyReport>(std::move(*verified));
     const VerifyReport& r = *report;
-    nlohmann::json result = r.to_json();
-    result["torrent"] = torrent_json(m, FileModel(m), false);
-    result["save_path"] = o.dir;
+    const auto total = static_cast<std::size_t>(r.selection.count());
+    nlohmann::json result = {{"verified", r.all_verified()},
+                             {"selection", r.selection.to_json()},
+                             {"summary", r.summary_json(total, r.failed_files())},
+                             {"torrent", torrent_json(m, payload_count(m))},
+                             {"save_path", o.dir}};
+    if (!r.pieces.empty()) result["pieces"] = r.pieces_json();
     double rate = r.seconds > 0 ? static_cast<double>(r.bytes_read) / r.seconds : 0;
     std::string summary = fmt::format("{} of {} verified in {}: {} checked, {} read in {:.1f} s ({}/s)",
-                                      r.files.size() - r.failed_files(), count_of(static_cast<std::int64_t>(r.files.size()), "file"),
+                                      total - r.failed_files(), count_of(static_cast<std::int64_t>(total), "file"),
                                       headline(m, ctx), count_of(r.pieces_checked, "piece"),
                                       format_size(r.bytes_read), r.seconds, format_size(static_cast<std::uint64_t>(rate)));
     std::string text = summary;
     if (!r.all_verified()) text += "\n" + failure_lines(r);
     if (o.pieces) text += "\n" + piece_lines(r);
     ctx.out().result(text);
-    if (r.all_verified()) return Outcome::done(result);
-    return Outcome::failed(Error{"VERIFY_FAILED",
-                                 fmt::format("verification of '{}' failed: {} of {} files did not verify", printable(m.name()),
-                                             r.failed_files(), r.files.size()),
-                                 "a recheck in qBittorrent would not complete; see the files listed above"},
-                           result);
+    Outcome out = r.all_verified()
+                      ? Outcome::done(result)
+                      : Outcome::failed(Error{"VERIFY_FAILED",
+                                              fmt::format("verification of '{}' failed: {} of {} files did not verify",
+                                                          printable(m.name()), r.failed_files(), total),
+                                              "a recheck in qBittorrent would not complete; see the files listed above"},
+                                        result);
+    if (ctx.out().json()) out.streamed["files"] = verified_files(meta, report);
+    return out;
 }
 
 Outcome run_create(Context& ctx, const TorrentOptions& o) {
@@ -171,14 +362,14 @@ Outcome run_create(Context& ctx, const TorrentOptions& o) {
     if (!bytes) return Outcome::failed(bytes.take_error());
     auto write = write_file_atomic(o.output, *bytes);
     if (!write.ok()) return Outcome::failed(write.take_error());
-    auto meta = parse_metainfo(*bytes, o.output);
+    auto meta = take_metainfo(std::move(*bytes), o.output);
     if (!meta) return Outcome::failed(meta.take_error());
-    FileModel model(*meta);
+    std::size_t file_count = payload_count(*meta);
     ctx.out().result(fmt::format("created '{}': {}, {} in {}, {} × {}", printable(o.output), headline(*meta, ctx),
                                  format_size(static_cast<std::uint64_t>(meta->payload_size())),
-                                 count_of(static_cast<std::int64_t>(model.file_count()), "file"),
+                                 count_of(static_cast<std::int64_t>(file_count), "file"),
                                  count_of(meta->piece_count(), "piece"), format_size(static_cast<std::uint64_t>(meta->piece_length()))));
-    return Outcome::done({{"output", o.output}, {"torrent", torrent_json(*meta, model, false)}});
+    return Outcome::done({{"output", o.output}, {"torrent", torrent_json(*meta, file_count)}});
 }
 
 }  // namespace

@@ -64,19 +64,19 @@ Value& Value::set(std::string key, Value value) {
 
 namespace {
 
-class Decoder {
+// Checks canonical bencoding in one pass; builds nothing.
+class Validator {
 public:
-    Decoder(std::string_view in, const Limits& limits) : m_in(in), m_limits(limits) {}
+    Validator(std::string_view in, const Limits& limits) : m_in(in), m_limits(limits) {}
 
-    Result<Value> run() {
+    Status run() {
         if (m_in.size() > m_limits.max_input)
             return fail(0, fmt::format("input of {} bytes exceeds the limit of {} bytes", m_in.size(),
                                        m_limits.max_input));
         if (m_in.empty()) return fail(0, "empty input");
-        Value v;
-        if (!parse_value(v, 1)) return take_error();
+        if (!check_value(1)) return take_error();
         if (m_pos != m_in.size()) return fail(m_pos, "trailing data after the value");
-        return v;
+        return ok_status();
     }
 
 private:
@@ -90,29 +90,21 @@ private:
         return false;
     }
 
-    bool parse_value(Value& out, std::size_t depth) {
+    bool check_value(std::size_t depth) {
         if (++m_items > m_limits.max_items) return set_error(m_pos, "too many values");
         if (m_pos >= m_in.size()) return set_error(m_pos, "truncated input");
-        std::size_t start = m_pos;
         char c = m_in[m_pos];
-        bool ok = false;
-        if (c == 'i') {
-            ok = parse_integer(out);
-        } else if (c >= '0' && c <= '9') {
-            std::string s;
-            ok = parse_string(s);
-            if (ok) out = Value::string(std::move(s));
-        } else if (c == 'l' || c == 'd') {
-            if (depth > m_limits.max_depth) return set_error(m_pos, "nesting deeper than the limit");
-            ok = c == 'l' ? parse_list(out, depth) : parse_dict(out, depth);
-        } else if (c == '-') {
-            return set_error(m_pos, "negative string length");
-        } else {
-            return set_error(m_pos, fmt::format("unexpected byte 0x{:02x}", static_cast<unsigned char>(c)));
+        if (c == 'i') return check_integer();
+        if (c >= '0' && c <= '9') {
+            std::string_view ignored;
+            return check_string(ignored);
         }
-        if (!ok) return false;
-        out.set_span(Span{start, m_pos - start});
-        return true;
+        if (c == 'l' || c == 'd') {
+            if (depth > m_limits.max_depth) return set_error(m_pos, "nesting deeper than the limit");
+            return c == 'l' ? check_list(depth) : check_dict(depth);
+        }
+        if (c == '-') return set_error(m_pos, "negative string length");
+        return set_error(m_pos, fmt::format("unexpected byte 0x{:02x}", static_cast<unsigned char>(c)));
     }
 
     // Reads the digits of a canonical non-negative decimal into `value`; m_pos at first digit.
@@ -130,7 +122,7 @@ private:
         return true;
     }
 
-    bool parse_integer(Value& out) {
+    bool check_integer() {
         std::size_t start = m_pos++;
         bool negative = false;
         if (m_pos < m_in.size() && m_in[m_pos] == '-') {
@@ -145,12 +137,10 @@ private:
         if (m_in[m_pos] != 'e') return set_error(m_pos, "integer not terminated by 'e'");
         ++m_pos;
         if (negative && magnitude == 0) return set_error(start, "negative zero integer");
-        std::int64_t v = negative ? static_cast<std::int64_t>(0u - magnitude) : static_cast<std::int64_t>(magnitude);
-        out = Value::integer(v);
         return true;
     }
 
-    bool parse_string(std::string& out) {
+    bool check_string(std::string_view& out) {
         std::size_t start = m_pos;
         std::uint64_t len = 0;
         if (!parse_digits(m_in.size(), len, "string length")) return false;
@@ -158,46 +148,44 @@ private:
         if (m_in[m_pos] != ':') return set_error(m_pos, "string length not followed by ':'");
         ++m_pos;
         if (len > m_in.size() - m_pos) return set_error(start, "truncated string");
-        out.assign(m_in.substr(m_pos, static_cast<std::size_t>(len)));
+        out = m_in.substr(m_pos, static_cast<std::size_t>(len));
         m_pos += static_cast<std::size_t>(len);
         return true;
     }
 
-    bool parse_list(Value& out, std::size_t depth) {
+    bool check_list(std::size_t depth) {
         ++m_pos;
-        std::vector<Value> items;
         while (true) {
             if (m_pos >= m_in.size()) return set_error(m_pos, "truncated input");
             if (m_in[m_pos] == 'e') break;
-            items.emplace_back();
-            if (!parse_value(items.back(), depth + 1)) return false;
+            if (!check_value(depth + 1)) return false;
         }
         ++m_pos;
-        out = Value::list(std::move(items));
         return true;
     }
 
-    bool parse_dict(Value& out, std::size_t depth) {
+    bool check_dict(std::size_t depth) {
         ++m_pos;
-        std::vector<DictEntry> entries;
+        std::string_view previous;
+        bool first = true;
         while (true) {
             if (m_pos >= m_in.size()) return set_error(m_pos, "truncated input");
             if (m_in[m_pos] == 'e') break;
             std::size_t key_at = m_pos;
             if (m_in[m_pos] < '0' || m_in[m_pos] > '9') return set_error(m_pos, "dictionary key is not a string");
-            DictEntry entry;
-            if (!parse_string(entry.key)) return false;
-            if (!entries.empty()) {
-                int order = std::string_view(entries.back().key).compare(entry.key);
+            std::string_view key;
+            if (!check_string(key)) return false;
+            if (!first) {
+                int order = previous.compare(key);
                 if (order == 0) return set_error(key_at, "duplicate dictionary key");
                 if (order > 0) return set_error(key_at, "dictionary keys not sorted");
             }
             if (m_pos >= m_in.size()) return set_error(m_pos, "truncated input");
-            if (!parse_value(entry.value, depth + 1)) return false;
-            entries.push_back(std::move(entry));
+            if (!check_value(depth + 1)) return false;
+            previous = key;
+            first = false;
         }
         ++m_pos;
-        out = Value::dict(std::move(entries));
         return true;
     }
 
@@ -207,6 +195,60 @@ private:
     std::size_t m_items = 0;
     Error m_error;
 };
+
+// Length of the checked value that starts `s`, without recursion.
+std::size_t value_length(std::string_view s) {
+    std::size_t pos = 0;
+    std::size_t depth = 0;
+    do {
+        char c = s[pos];
+        if (c == 'i') {
+            pos = s.find('e', pos) + 1;
+        } else if (c == 'l' || c == 'd') {
+            ++depth;
+            ++pos;
+        } else if (c == 'e') {
+            --depth;
+            ++pos;
+        } else {
+            std::size_t len = 0;
+            while (s[pos] != ':') len = len * 10 + static_cast<std::size_t>(s[pos++] - '0');
+            pos += 1 + len;
+        }
+    } while (depth > 0);
+    return pos;
+}
+
+// A checked string's bytes; `s` starts with its length.
+std::string_view string_at(std::string_view s) {
+    std::size_t colon = s.find(':');
+    std::size_t len = 0;
+    for (std::size_t i = 0; i < colon; ++i) len = len * 10 + static_cast<std::size_t>(s[i] - '0');
+    return s.substr(colon + 1, len);
+}
+
+// A Value tree of a checked View; spans are offsets from `base`.
+Value to_value(const View& v, const char* base) {
+    Value out;
+    switch (v.type()) {
+    case Type::integer: out = Value::integer(v.as_integer()); break;
+    case Type::string: out = Value::string(std::string(v.as_string())); break;
+    case Type::list: {
+        std::vector<Value> items;
+        for (View item : v.items()) items.push_back(to_value(item, base));
+        out = Value::list(std::move(items));
+        break;
+    }
+    case Type::dict: {
+        std::vector<DictEntry> entries;
+        for (const ViewEntry& e : v.entries()) entries.push_back(DictEntry{std::string(e.key), to_value(e.value, base)});
+        out = Value::dict(std::move(entries));
+        break;
+    }
+    }
+    out.set_span(Span{static_cast<std::size_t>(v.bytes().data() - base), v.bytes().size()});
+    return out;
+}
 
 void encode_into(const Value& v, std::string& out) {
     switch (v.type()) {
@@ -242,7 +284,99 @@ void encode_into(const Value& v, std::string& out) {
 
 }  // namespace
 
-Result<Value> decode(std::string_view input, const Limits& limits) { return Decoder(input, limits).run(); }
+View View::starting(std::string_view bytes) { return View(bytes.substr(0, value_length(bytes))); }
+
+Type View::type() const {
+    if (is_list()) return Type::list;
+    if (is_dict()) return Type::dict;
+    if (is_string()) return Type::string;
+    return Type::integer;
+}
+
+std::int64_t View::as_integer() const {
+    if (!is_integer()) return 0;
+    bool negative = m_bytes[1] == '-';
+    std::uint64_t magnitude = 0;
+    for (std::size_t i = negative ? 2 : 1; m_bytes[i] != 'e'; ++i)
+        magnitude = magnitude * 10 + static_cast<std::uint64_t>(m_bytes[i] - '0');
+    return negative ? static_cast<std::int64_t>(0u - magnitude) : static_cast<std::int64_t>(magnitude);
+}
+
+std::string_view View::as_string() const { return is_string() ? string_at(m_bytes) : std::string_view(); }
+
+View::ListRange View::items() const {
+    return ListRange{is_list() ? m_bytes.substr(1, m_bytes.size() - 2) : std::string_view()};
+}
+
+View::DictRange View::entries() const {
+    return DictRange{is_dict() ? m_bytes.substr(1, m_bytes.size() - 2) : std::string_view()};
+}
+
+View::ListIterator View::ListRange::begin() const { return ListIterator(body); }
+View::ListIterator View::ListRange::end() const { return ListIterator(body.substr(body.size())); }
+View::DictIterator View::DictRange::begin() const { return DictIterator(body); }
+View::DictIterator View::DictRange::end() const { return DictIterator(body.substr(body.size())); }
+
+std::size_t View::size() const {
+    std::size_t n = 0;
+    if (is_list())
+        for (auto it = items().begin(), end = items().end(); it != end; ++it) ++n;
+    if (is_dict())
+        for (auto it = entries().begin(), end = entries().end(); it != end; ++it) ++n;
+    return n;
+}
+
+View View::find(std::string_view key) const {
+    for (const ViewEntry& e : entries()) {
+        int order = e.key.compare(key);
+        if (order == 0) return e.value;
+        if (order > 0) break;  // checked dictionaries are sorted
+    }
+    return View();
+}
+
+void View::ListIterator::load() { m_value = m_rest.empty() ? View() : View::starting(m_rest); }
+
+View::ListIterator& View::ListIterator::operator++() {
+    m_rest.remove_prefix(m_value.bytes().size());
+    load();
+    return *this;
+}
+
+void View::DictIterator::load() {
+    if (m_rest.empty()) {
+        m_entry = ViewEntry{};
+        m_length = 0;
+        return;
+    }
+    std::size_t key_length = value_length(m_rest);
+    m_entry.key = string_at(m_rest);
+    m_entry.value = View::starting(m_rest.substr(key_length));
+    m_length = key_length + m_entry.value.bytes().size();
+}
+
+View::DictIterator& View::DictIterator::operator++() {
+    m_rest.remove_prefix(m_length);
+    load();
+    return *this;
+}
+
+Result<View> parse(std::string_view input, const Limits& limits) {
+    ARCHCTL_TRY_STATUS(Validator(input, limits).run());
+    return View::starting(input);
+}
+
+Result<Value> decode(std::string_view input, const Limits& limits) {
+    ARCHCTL_TRY_ASSIGN(View v, parse(input, limits));
+    return to_value(v, input.data());
+}
+
+void Writer::integer(std::int64_t v) { fmt::format_to(std::back_inserter(m_out), "i{}e", v); }
+
+void Writer::string(std::string_view v) {
+    fmt::format_to(std::back_inserter(m_out), "{}:", v.size());
+    m_out.append(v);
+}
 
 std::string encode(const Value& value) {
     std::string out;

@@ -8,8 +8,12 @@
 // info hash is the SHA-1/SHA-256 of the exact `info` bytes: every decoded Value records the byte
 // span it occupied in the input so callers can hash those bytes without re-encoding.
 //
-// encode() writes canonical bencoding of a Value (it sorts dictionary keys itself), for
-// metainfo archctl creates.
+// parse() runs the same checks without building anything and returns a View: the value as its
+// exact bytes in the input. Walking a View re-reads those bytes (they are known to be canonical),
+// so a torrent of a million files costs no memory per value. decode() builds a Value tree.
+//
+// encode() writes canonical bencoding of a Value (it sorts dictionary keys itself); Writer
+// writes it piece by piece, for metainfo archctl creates.
 
 #include <cstddef>
 #include <cstdint>
@@ -79,12 +83,107 @@ struct DictEntry {
     Value value;
 };
 
+class View;
+
+// One dictionary entry of a View.
+struct ViewEntry;
+
+// A value checked by parse(): a view of its exact encoding in the input, which must outlive it.
+// A default View is absent (no type; every accessor gives an empty value).
+class View {
+public:
+    View() = default;
+
+    bool present() const { return !m_bytes.empty(); }
+    Type type() const;
+    bool is_integer() const { return present() && m_bytes.front() == 'i'; }
+    bool is_string() const { return present() && m_bytes.front() >= '0' && m_bytes.front() <= '9'; }
+    bool is_list() const { return present() && m_bytes.front() == 'l'; }
+    bool is_dict() const { return present() && m_bytes.front() == 'd'; }
+
+    // Accessors; the one that does not match type() returns a zero/empty value.
+    std::int64_t as_integer() const;
+    std::string_view as_string() const;
+    // The exact encoding of this value.
+    std::string_view bytes() const { return m_bytes; }
+
+    // Items of a list / entries of a dictionary, in input order; empty ranges otherwise.
+    class ListIterator;
+    class DictIterator;
+    struct ListRange {
+        std::string_view body;
+        ListIterator begin() const;
+        ListIterator end() const;
+    };
+    struct DictRange {
+        std::string_view body;
+        DictIterator begin() const;
+        DictIterator end() const;
+    };
+    ListRange items() const;
+    DictRange entries() const;
+    // Number of items or entries (walks the value).
+    std::size_t size() const;
+
+    // Dictionary lookup by raw key; absent when missing or when this is not a dictionary.
+    View find(std::string_view key) const;
+
+    // The value that starts `bytes`, which parse() has checked (a part of a checked input).
+    static View starting(std::string_view bytes);
+
+private:
+    explicit View(std::string_view bytes) : m_bytes(bytes) {}
+    std::string_view m_bytes;
+};
+
+struct ViewEntry {
+    std::string_view key;
+    View value;
+};
+
+class View::ListIterator {
+public:
+    ListIterator() = default;
+    ListIterator(std::string_view rest) : m_rest(rest) { load(); }
+    View operator*() const { return m_value; }
+    const View* operator->() const { return &m_value; }
+    ListIterator& operator++();
+    bool operator==(const ListIterator& o) const { return m_rest.data() == o.m_rest.data(); }
+    bool operator!=(const ListIterator& o) const { return !(*this == o); }
+
+private:
+    void load();
+    std::string_view m_rest;  // from this item to the end of the list body
+    View m_value;
+};
+
+class View::DictIterator {
+public:
+    DictIterator() = default;
+    DictIterator(std::string_view rest) : m_rest(rest) { load(); }
+    const ViewEntry& operator*() const { return m_entry; }
+    const ViewEntry* operator->() const { return &m_entry; }
+    DictIterator& operator++();
+    bool operator==(const DictIterator& o) const { return m_rest.data() == o.m_rest.data(); }
+    bool operator!=(const DictIterator& o) const { return !(*this == o); }
+
+private:
+    void load();
+    std::string_view m_rest;  // from this entry's key to the end of the dictionary body
+    ViewEntry m_entry;
+    std::size_t m_length = 0;  // bytes of key and value
+};
+
 // Resource limits for decode(); exceeding one is an error, not a truncation.
 struct Limits {
     std::size_t max_input = 128u << 20;   // bytes
     std::size_t max_depth = 100;          // nesting of lists/dicts (the top value is depth 1)
     std::size_t max_items = 8'000'000;    // total number of values
 };
+
+// Checks that `input` is exactly one canonical value (the checks and errors of decode()) and
+// returns it as a View into `input`.
+[[nodiscard]] Result<View> parse(std::string_view input, const Limits& limits = {});
 
 // Decodes exactly one canonical value covering all of `input`. Errors have code TORRENT_INVALID
 // and a message like "invalid bencoding: dictionary keys not sorted at offset 42".
@@ -93,5 +192,24 @@ struct Limits {
 // Canonical encoding of `value` (dictionary keys sorted as raw bytes; duplicate keys keep the
 // last one set).
 [[nodiscard]] std::string encode(const Value& value);
+
+// Appends canonical bencoding piece by piece. The caller writes dictionary keys in ascending raw
+// byte order; nothing is checked.
+class Writer {
+public:
+    explicit Writer(std::string& out) : m_out(out) {}
+    void integer(std::int64_t v);
+    void string(std::string_view v);
+    void begin_list() { m_out.push_back('l'); }
+    void begin_dict() { m_out.push_back('d'); }
+    void end() { m_out.push_back('e'); }
+    // A dictionary key (a string).
+    void key(std::string_view k) { string(k); }
+    // Already-encoded bytes.
+    void raw(std::string_view bytes) { m_out.append(bytes); }
+
+private:
+    std::string& m_out;
+};
 
 }  // namespace archctl::torrent::bencode

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -21,8 +22,6 @@
 
 namespace archctl::torrent {
 
-using bencode::DictEntry;
-using bencode::Value;
 
 std::int64_t auto_piece_length(std::int64_t payload_bytes) {
     std::int64_t p = 16 * 1024;
@@ -36,77 +35,116 @@ std::int64_t auto_piece_length(std::int64_t payload_bytes) {
 
 namespace {
 
-struct SourceFile {
-    std::vector<std::string> rel;  // below the source directory; {basename} for a single file
-    std::int64_t size = 0;
-    bool executable = false;
+// The files found below the source, their paths (below the source directory, '/'-joined; the
+// file name for a single file) in one arena.
+class SourceList {
+public:
+    struct File {
+        std::uint64_t path_at = 0;
+        std::uint32_t path_bytes = 0;
+        bool executable = false;
+        std::int64_t size = 0;
+    };
+
+    void add(std::string_view rel, std::int64_t size, bool executable) {
+        m_files.push_back(File{m_arena.size(), static_cast<std::uint32_t>(rel.size()), executable, size});
+        m_arena.append(rel);
+    }
+    std::string_view rel(const File& f) const { return {m_arena.data() + f.path_at, f.path_bytes}; }
+    const std::vector<File>& files() const { return m_files; }
+
+    // Sorts by path elements as raw bytes (the v2 file tree order): '/' ranks below every byte.
+    void sort() {
+        auto rank = [](char c) { return c == '/' ? 0u : static_cast<unsigned>(static_cast<unsigned char>(c)) + 1u; };
+        std::sort(m_files.begin(), m_files.end(), [&](const File& a, const File& b) {
+            std::string_view x = rel(a), y = rel(b);
+            std::size_t n = std::min(x.size(), y.size());
+            for (std::size_t i = 0; i < n; ++i)
+                if (x[i] != y[i]) return rank(x[i]) < rank(y[i]);
+            return x.size() < y.size();
+        });
+    }
+
+private:
+    std::string m_arena;
+    std::vector<File> m_files;
 };
+
+// "a/b/c" → {"a", "b", "c"} (a scanned path: no empty elements).
+std::vector<std::string_view> elements_of(std::string_view rel) {
+    std::vector<std::string_view> out;
+    std::size_t start = 0;
+    while (true) {
+        std::size_t slash = rel.find('/', start);
+        out.push_back(rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+        if (slash == std::string_view::npos) break;
+        start = slash + 1;
+    }
+    return out;
+}
 
 Error create_error(const std::filesystem::path& source, std::string_view cause) {
     return Error{"TORRENT_CREATE", fmt::format("cannot create torrent from '{}': {}", printable(source.string()), cause)};
 }
 
-Status scan_dir(const std::filesystem::path& source, const std::filesystem::path& dir, std::vector<std::string>& prefix,
-                std::vector<SourceFile>& out) {
+Status scan_dir(const std::filesystem::path& source, const std::filesystem::path& dir, std::string& prefix, SourceList& out) {
     std::error_code ec;
     std::filesystem::directory_iterator it(dir, ec);
     if (ec) return create_error(source, fmt::format("cannot list '{}': {}", printable(dir.string()), ec.message()));
     for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
-        std::string name = it->path().filename().string();
-        prefix.push_back(name);
+        std::size_t mark = prefix.size();
+        if (!prefix.empty()) prefix.push_back('/');
+        prefix += it->path().filename().string();
         struct stat st {};
         if (::lstat(it->path().c_str(), &st) != 0)
-            return create_error(source, fmt::format("cannot stat '{}': {}", printable(join_path(prefix)), std::strerror(errno)));
-        if (S_ISLNK(st.st_mode)) return create_error(source, fmt::format("'{}' is a symlink", printable(join_path(prefix))));
+            return create_error(source, fmt::format("cannot stat '{}': {}", printable(prefix), std::strerror(errno)));
+        if (S_ISLNK(st.st_mode)) return create_error(source, fmt::format("'{}' is a symlink", printable(prefix)));
         if (S_ISDIR(st.st_mode)) {
             ARCHCTL_TRY_STATUS(scan_dir(source, it->path(), prefix, out));
         } else if (S_ISREG(st.st_mode)) {
-            out.push_back(SourceFile{prefix, static_cast<std::int64_t>(st.st_size), (st.st_mode & S_IXUSR) != 0});
+            out.add(prefix, static_cast<std::int64_t>(st.st_size), (st.st_mode & S_IXUSR) != 0);
         } else {
-            return create_error(source, fmt::format("'{}' is not a regular file", printable(join_path(prefix))));
+            return create_error(source, fmt::format("'{}' is not a regular file", printable(prefix)));
         }
-        prefix.pop_back();
+        prefix.resize(mark);
     }
     if (ec) return create_error(source, fmt::format("cannot list '{}': {}", printable(dir.string()), ec.message()));
     return ok_status();
 }
 
-// The piece space being built: native entries (pads included) plus where each is on disk.
+// The piece space being built: native entries (pads included). A multi-file torrent's entries
+// have the scanned path below the root folder (the torrent's name), which is also where they
+// are on disk below the source; a single file is `name` in the torrent, `disk_name` on disk.
 struct Layout {
-    std::vector<FileEntry> files;
-    std::vector<std::vector<std::string>> disk_rel;  // below the scan root; empty for pads
-    std::vector<bool> listed_pad;                    // pad appears in the v1 `files` list
+    FileTable files;
+    std::string disk_name;
     std::int64_t total = 0;
+
+    std::vector<std::string> disk_rel(std::size_t native) const {
+        if (files.root().empty()) return {disk_name};
+        return files.rel_elements(native);
+    }
 };
 
-Layout lay_out(const std::vector<SourceFile>& sources, const CreateOptions& options, std::int64_t l, bool multi,
-               const std::string& name) {
+Layout lay_out(const SourceList& sources, const CreateOptions& options, std::int64_t l, bool multi, const std::string& name) {
     Layout out;
     // Single-file torrents have no pads: the v1 form cannot list one, and a v2 piece never
     // reads past its file.
     bool aligned = options.kind != Kind::v1;
-    for (const SourceFile& s : sources) {
-        FileEntry e;
-        e.path = multi ? std::vector<std::string>{name} : std::vector<std::string>{};
-        if (multi) e.path.insert(e.path.end(), s.rel.begin(), s.rel.end());
-        else e.path = {name};
-        e.size = s.size;
-        e.offset = out.total;
-        e.executable = s.executable;
+    if (multi) out.files.set_root(name);
+    for (const auto& s : sources.files()) {
+        FileFacts e{.size = s.size, .offset = out.total, .executable = s.executable};
+        if (multi) {
+            out.files.add(elements_of(sources.rel(s)), e);
+        } else {
+            out.files.add({std::string_view(name)}, e);
+            out.disk_name = std::string(sources.rel(s));
+        }
         out.total += s.size;
-        out.files.push_back(std::move(e));
-        out.disk_rel.push_back(s.rel);
-        out.listed_pad.push_back(false);
         if (multi && aligned && s.size > 0 && out.total % l != 0) {
-            FileEntry pad;
-            pad.size = l - out.total % l;
-            pad.offset = out.total;
-            pad.pad = true;
-            pad.path = {name, ".pad", std::to_string(pad.size)};
+            FileFacts pad{.size = l - out.total % l, .offset = out.total, .pad = true};
+            out.files.add({".pad", std::to_string(pad.size)}, pad);
             out.total += pad.size;
-            out.files.push_back(std::move(pad));
-            out.disk_rel.emplace_back();
-            out.listed_pad.push_back(options.kind == Kind::hybrid);
         }
     }
     return out;
@@ -117,7 +155,7 @@ public:
     SourceReader(int root_fd, const Layout& layout) : m_root(root_fd), m_layout(layout) {}
     Result<std::size_t> read(std::size_t native, std::int64_t offset, std::uint8_t* buffer, std::size_t size) override {
         if (native != m_current) {
-            OpenedFile f = open_below(m_root, m_layout.disk_rel[native]);
+            OpenedFile f = open_below(m_root, m_layout.disk_rel(native));
             if (f.failure != OpenFailure::none) return Error{"IO", f.detail};
             m_fd = std::move(f.fd);
             m_current = native;
@@ -140,32 +178,22 @@ private:
     UniqueFd m_fd;
 };
 
-Value file_props(const FileEntry& e, const std::optional<Sha256Digest>& root, bool pad) {
-    Value props = Value::dict();
-    if (pad) props.set("attr", Value::string("p"));
-    else if (e.executable) props.set("attr", Value::string("x"));
-    props.set("length", Value::integer(e.size));
-    if (root) props.set("pieces root", Value::string(digest_bytes(*root)));
-    return props;
-}
-
-void insert_tree(Value& tree, const std::vector<std::string>& rel, Value props) {
-    Value* node = &tree;
-    for (const auto& element : rel) {
-        Value* child = nullptr;
-        for (auto& entry : node->mutable_dict())
-            if (entry.key == element) child = &entry.value;
-        node = child ? child : &node->set(element, Value::dict());
+// A file's dictionary in the v2 tree (`root` set) or the v1 list (then `path` follows).
+void write_props(bencode::Writer& w, const FileEntry& e, const std::optional<Sha256Digest>& root) {
+    if (e.pad) {
+        w.key("attr");
+        w.string("p");
+    } else if (e.executable) {
+        w.key("attr");
+        w.string("x");
     }
-    Value leaf = Value::dict();
-    leaf.set("", std::move(props));
-    *node = std::move(leaf);
+    w.key("length");
+    w.integer(e.size);
+    if (root) {
+        w.key("pieces root");
+        w.string(digest_bytes(*root));
+    }
 }
-
-struct V2Result {
-    std::vector<std::optional<Sha256Digest>> roots;  // by native index
-    std::vector<DictEntry> layers;
-};
 
 }  // namespace
 
@@ -177,12 +205,12 @@ public:
         ARCHCTL_TRY_STATUS(scan());
         ARCHCTL_TRY_STATUS(choose_piece_length());
         m_layout = lay_out(m_sources, m_options, m_piece_length, m_multi, m_name);
-        std::vector<std::vector<std::string>> paths;
-        for (const auto& e : m_layout.files)
-            if (!e.pad) paths.push_back(e.path);
-        ARCHCTL_TRY_STATUS(check_payload_paths(m_name, paths));
+        m_sources = SourceList();
+        ARCHCTL_TRY_STATUS(check_paths());
         ARCHCTL_TRY_ASSIGN(auto digests, hash());
-        std::string bytes = bencode::encode(build(digests));
+        std::string bytes = encode(digests);
+        digests = {};
+        m_layout = Layout();
         auto parsed = parse_metainfo(bytes, m_name);
         if (!parsed) return create_error(m_source, fmt::format("the created metainfo does not parse back: {}", parsed.error().message));
         return bytes;
@@ -200,17 +228,17 @@ private:
             m_multi = false;
             m_root_dir = absolute.parent_path();
             if (absolute.filename().empty()) return create_error(m_source, "not a file name");
-            m_sources.push_back(SourceFile{{absolute.filename().string()}, static_cast<std::int64_t>(st.st_size), (st.st_mode & S_IXUSR) != 0});
+            m_sources.add(absolute.filename().string(), static_cast<std::int64_t>(st.st_size), (st.st_mode & S_IXUSR) != 0);
         } else if (S_ISDIR(st.st_mode)) {
             m_multi = true;
             m_root_dir = m_source;
-            std::vector<std::string> prefix;
+            std::string prefix;
             ARCHCTL_TRY_STATUS(scan_dir(m_source, m_source, prefix, m_sources));
-            std::sort(m_sources.begin(), m_sources.end(), [](const SourceFile& a, const SourceFile& b) { return a.rel < b.rel; });
+            m_sources.sort();
         } else {
             return create_error(m_source, "not a regular file or directory");
         }
-        for (const auto& s : m_sources) m_payload += s.size;
+        for (const auto& s : m_sources.files()) m_payload += s.size;
         if (m_payload == 0) return create_error(m_source, "no data to hash (all files are empty or there are none)");
         return ok_status();
     }
@@ -221,6 +249,14 @@ private:
         if (l < merkle::k_block_size || (l & (l - 1)) != 0 || l > (std::int64_t{1} << 28))
             return create_error(m_source, fmt::format("piece length {} is not a power of two between 16 KiB and 256 MiB", l));
         return ok_status();
+    }
+
+    Status check_paths() const {
+        const FileTable& files = m_layout.files;
+        std::vector<std::uint32_t> payload;
+        for (std::size_t i = 0; i < files.size(); ++i)
+            if (!files.pad(i)) payload.push_back(static_cast<std::uint32_t>(i));
+        return check_payload_paths(m_name, payload.size(), [&](std::size_t n) { return files.path_elements(payload[n]); });
     }
 
     Result<std::vector<PieceDigest>> hash() {
@@ -238,7 +274,7 @@ private:
         job.make_reader = [this, fd] { return std::make_unique<SourceReader>(fd, m_layout); };
         std::string failure;
         job.on_read_error = [&](std::size_t native, const Error& e) {
-            if (failure.empty()) failure = fmt::format("cannot read '{}': {}", printable(join_path(m_layout.disk_rel[native])), e.message);
+            if (failure.empty()) failure = fmt::format("cannot read '{}': {}", printable(join_path(m_layout.disk_rel(native))), e.message);
         };
         auto digests = hash_pieces(job);
         for (const auto& d : digests) {
@@ -248,83 +284,124 @@ private:
         return digests;
     }
 
-    V2Result v2_hashes(const std::vector<PieceDigest>& digests) const {
-        V2Result out;
-        out.roots.resize(m_layout.files.size());
-        for (std::size_t i = 0; i < m_layout.files.size(); ++i) {
-            const FileEntry& e = m_layout.files[i];
-            if (e.pad || e.size == 0) continue;
-            auto first = static_cast<std::size_t>(e.offset / m_piece_length);
-            auto count = static_cast<std::size_t>((e.size + m_piece_length - 1) / m_piece_length);
-            if (count == 1) {
-                out.roots[i] = digests[first].v2;
-                continue;
-            }
-            std::vector<Sha256Digest> layer;
-            std::string layer_bytes;
-            for (std::size_t p = first; p < first + count; ++p) {
-                layer.push_back(digests[p].v2);
-                layer_bytes += digest_bytes(digests[p].v2);
-            }
-            Sha256Digest root = merkle::root_from_layer(layer, m_piece_length);
-            out.roots[i] = root;
-            out.layers.push_back(DictEntry{digest_bytes(root), Value::string(std::move(layer_bytes))});
+    // The pieces root of a non-empty file: its one piece's value, or the root of its layer
+    // (kept in `layers` by root, for "piece layers").
+    Sha256Digest file_root(const FileEntry& e, const std::vector<PieceDigest>& digests,
+                           std::map<Sha256Digest, std::string>& layers) const {
+        auto first = static_cast<std::size_t>(e.offset / m_piece_length);
+        auto count = static_cast<std::size_t>((e.size + m_piece_length - 1) / m_piece_length);
+        if (count == 1) return digests[first].v2;
+        std::vector<Sha256Digest> layer;
+        std::string layer_bytes;
+        for (std::size_t p = first; p < first + count; ++p) {
+            layer.push_back(digests[p].v2);
+            layer_bytes += digest_bytes(digests[p].v2);
         }
+        Sha256Digest root = merkle::root_from_layer(layer, m_piece_length);
+        layers[root] = std::move(layer_bytes);
+        return root;
+    }
+
+    // The metainfo, written in canonical key order.
+    std::string encode(const std::vector<PieceDigest>& digests) const {
+        std::string out;
+        bencode::Writer w(out);
+        std::map<Sha256Digest, std::string> layers;
+        w.begin_dict();
+        w.key("created by");
+        w.string(m_options.created_by);
+        w.key("creation date");
+        w.integer(m_options.creation_date ? *m_options.creation_date : static_cast<std::int64_t>(std::time(nullptr)));
+        w.key("info");
+        w.begin_dict();
+        if (m_options.kind != Kind::v2 && !m_multi && m_layout.files.front().executable) {
+            w.key("attr");
+            w.string("x");
+        }
+        if (m_options.kind != Kind::v1) write_tree(w, digests, layers);
+        if (m_options.kind != Kind::v2) write_v1_files(w);
+        if (m_options.kind != Kind::v1) {
+            w.key("meta version");
+            w.integer(2);
+        }
+        w.key("name");
+        w.string(m_name);
+        w.key("piece length");
+        w.integer(m_piece_length);
+        if (m_options.kind != Kind::v2) {
+            w.key("pieces");
+            w.raw(fmt::format("{}:", digests.size() * 20));
+            for (const auto& d : digests) w.raw(digest_bytes(d.v1));
+        }
+        w.end();
+        if (!layers.empty()) {
+            w.key("piece layers");
+            w.begin_dict();
+            for (const auto& [root, bytes] : layers) {
+                w.key(digest_bytes(root));
+                w.string(bytes);
+            }
+            w.end();
+        }
+        w.end();
         return out;
     }
 
-    Value build(const std::vector<PieceDigest>& digests) const {
-        Value info = Value::dict();
-        info.set("name", Value::string(m_name));
-        info.set("piece length", Value::integer(m_piece_length));
-        V2Result v2;
-        if (m_options.kind != Kind::v1) {
-            v2 = v2_hashes(digests);
-            Value tree = Value::dict();
-            for (std::size_t i = 0; i < m_layout.files.size(); ++i) {
-                const FileEntry& e = m_layout.files[i];
-                if (e.pad) continue;
-                insert_tree(tree, m_multi ? m_layout.disk_rel[i] : std::vector<std::string>{m_name}, file_props(e, v2.roots[i], false));
+    // "file tree": the payload files in order (sorted by path elements, so each directory's
+    // entries come out sorted), directories opened and closed as the paths change.
+    void write_tree(bencode::Writer& w, const std::vector<PieceDigest>& digests, std::map<Sha256Digest, std::string>& layers) const {
+        const FileTable& files = m_layout.files;
+        w.key("file tree");
+        w.begin_dict();
+        std::vector<std::string> open;
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            FileEntry e = files[i];
+            if (e.pad) continue;
+            std::vector<std::string> path = m_multi ? files.rel_elements(i) : std::vector<std::string>{m_name};
+            std::size_t common = 0;
+            while (common < open.size() && common + 1 < path.size() && open[common] == path[common]) ++common;
+            for (; open.size() > common; open.pop_back()) w.end();
+            for (std::size_t k = common; k + 1 < path.size(); ++k) {
+                w.key(path[k]);
+                w.begin_dict();
+                open.push_back(path[k]);
             }
-            info.set("file tree", std::move(tree));
-            info.set("meta version", Value::integer(2));
+            std::optional<Sha256Digest> root;
+            if (e.size > 0) root = file_root(e, digests, layers);
+            w.key(path.back());
+            w.begin_dict();
+            w.key("");
+            w.begin_dict();
+            write_props(w, e, root);
+            w.end();
+            w.end();
         }
-        if (m_options.kind != Kind::v2) add_v1(info, digests);
-        Value top = Value::dict();
-        top.set("created by", Value::string(m_options.created_by));
-        top.set("creation date", Value::integer(m_options.creation_date ? *m_options.creation_date : static_cast<std::int64_t>(std::time(nullptr))));
-        top.set("info", std::move(info));
-        if (!v2.layers.empty()) {
-            Value layers = Value::dict();
-            for (auto& entry : v2.layers) layers.set(entry.key, entry.value);
-            top.set("piece layers", std::move(layers));
-        }
-        return top;
+        for (; !open.empty(); open.pop_back()) w.end();
+        w.end();
     }
 
-    void add_v1(Value& info, const std::vector<PieceDigest>& digests) const {
-        std::string pieces;
-        pieces.reserve(digests.size() * 20);
-        for (const auto& d : digests) pieces += digest_bytes(d.v1);
-        info.set("pieces", Value::string(std::move(pieces)));
+    // v1: "files" (multi-file; a hybrid lists its pads) or "length" (single file).
+    void write_v1_files(bencode::Writer& w) const {
+        const FileTable& files = m_layout.files;
         if (!m_multi) {
-            const FileEntry& e = m_layout.files.front();
-            if (e.executable) info.set("attr", Value::string("x"));
-            info.set("length", Value::integer(e.size));
+            w.key("length");
+            w.integer(files.front().size);
             return;
         }
-        Value files = Value::list();
-        for (std::size_t i = 0; i < m_layout.files.size(); ++i) {
-            const FileEntry& e = m_layout.files[i];
-            if (e.pad && !m_layout.listed_pad[i]) continue;
-            Value entry = file_props(e, std::nullopt, e.pad);
-            Value path = Value::list();
-            std::vector<std::string> rel = e.pad ? std::vector<std::string>{".pad", std::to_string(e.size)} : m_layout.disk_rel[i];
-            for (const auto& element : rel) path.mutable_list().push_back(Value::string(element));
-            entry.set("path", std::move(path));
-            files.mutable_list().push_back(std::move(entry));
+        w.key("files");
+        w.begin_list();
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            FileEntry e = files[i];
+            if (e.pad && m_options.kind != Kind::hybrid) continue;
+            w.begin_dict();
+            write_props(w, e, std::nullopt);
+            w.key("path");
+            w.begin_list();
+            for_each_element(files.rel_bytes(i), [&](std::string_view element) { w.string(element); });
+            w.end();
+            w.end();
         }
-        info.set("files", std::move(files));
+        w.end();
     }
 
     const std::filesystem::path m_source;
@@ -332,7 +409,7 @@ private:
     std::string m_name;
     bool m_multi = false;
     std::filesystem::path m_root_dir;
-    std::vector<SourceFile> m_sources;
+    SourceList m_sources;
     std::int64_t m_payload = 0;
     std::int64_t m_piece_length = 0;
     std::int64_t m_piece_count = 0;

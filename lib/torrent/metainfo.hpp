@@ -23,27 +23,12 @@
 #include <vector>
 
 #include "lib/base/result.hpp"
+#include "lib/torrent/file_table.hpp"
 #include "lib/torrent/identity.hpp"
 #include "lib/torrent/path_rules.hpp"
 #include "lib/torrent/sha.hpp"
 
 namespace archctl::torrent {
-
-// One entry of the native file list.
-struct FileEntry {
-    // Path under the save path, root folder first for multi-file torrents: exactly what
-    // libtorrent writes on disk and qBittorrent shows as `name` (joined with '/').
-    std::vector<std::string> path;
-    std::int64_t size = 0;
-    std::int64_t offset = 0;  // first byte in piece space
-    bool pad = false;         // BEP 47 'p' (or a pad libtorrent inserts in v2 torrents)
-    bool executable = false;  // BEP 47 'x'
-    bool hidden = false;      // BEP 47 'h'
-    std::optional<Sha256Digest> pieces_root;  // v2/hybrid files with size > 0
-
-    std::string path_string() const { return join_path(path); }
-    std::int64_t end() const { return offset + size; }
-};
 
 struct ParseOptions {
     PathPlatform platform = PathPlatform::posix;  // windows_compatible adds the Windows rules
@@ -71,7 +56,7 @@ public:
     std::int64_t piece_size(std::int64_t piece) const;
 
     // Native file list, pads included, in piece-space order.
-    const std::vector<FileEntry>& files() const { return m_files; }
+    const FileTable& files() const { return m_files; }
 
     // v1 piece hashes (empty for v2-only).
     const std::vector<Sha1Digest>& v1_pieces() const { return m_v1_pieces; }
@@ -80,7 +65,7 @@ public:
     const std::vector<Sha256Digest>* piece_layer(const Sha256Digest& root) const;
 
     // Exact bencoded `info` bytes; the identity is computed over them.
-    std::string_view info_bytes() const { return m_info_bytes; }
+    std::string_view info_bytes() const { return std::string_view(m_bytes).substr(m_info_at, m_info_length); }
     // `created by`, `comment` (informational, may be empty).
     const std::string& created_by() const { return m_created_by; }
     const std::string& comment() const { return m_comment; }
@@ -94,10 +79,12 @@ private:
     std::int64_t m_piece_count = 0;
     std::int64_t m_total_size = 0;
     std::int64_t m_payload_size = 0;
-    std::vector<FileEntry> m_files;
+    FileTable m_files;
     std::vector<Sha1Digest> m_v1_pieces;
     std::map<Sha256Digest, std::vector<Sha256Digest>> m_layers;
-    std::string m_info_bytes;
+    std::string m_bytes;  // the whole .torrent
+    std::size_t m_info_at = 0;
+    std::size_t m_info_length = 0;
     std::string m_created_by;
     std::string m_comment;
 };
@@ -106,6 +93,9 @@ private:
 // errors read "invalid torrent 'LABEL': ..." or "unsafe path in torrent 'NAME': ...".
 [[nodiscard]] Result<Metainfo> parse_metainfo(std::string_view bytes, std::string_view label,
                                               const ParseOptions& options = {});
+
+// parse_metainfo() of `bytes` that the Metainfo keeps (no copy of a large torrent is made).
+[[nodiscard]] Result<Metainfo> take_metainfo(std::string bytes, std::string_view label, const ParseOptions& options = {});
 
 // Reads and parses a .torrent file (at most 128 MiB). I/O errors have code IO.
 [[nodiscard]] Result<Metainfo> load_metainfo(const std::filesystem::path& file, const ParseOptions& options = {});

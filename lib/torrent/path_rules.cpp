@@ -183,41 +183,81 @@ Error unsafe_path_error(std::string_view torrent_name, std::string_view file, st
 
 Status check_payload_paths(std::string_view torrent_name, const std::vector<std::vector<std::string>>& paths,
                            PathPlatform platform) {
-    for (const auto& path : paths)
+    return check_payload_paths(torrent_name, paths.size(), [&](std::size_t n) { return paths[n]; }, platform);
+}
+
+namespace {
+
+// A path's collision key: its elements' keys joined with '/'; `dir` sees each directory prefix.
+template <typename Fn>
+std::string folded_path(const std::vector<std::string>& path, Fn&& dir) {
+    std::string folded;
+    for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+        folded += collision_key(path[i]);
+        dir(folded);
+        folded.push_back('/');
+    }
+    folded += collision_key(path.back());
+    return folded;
+}
+
+std::uint64_t key_hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+
+}  // namespace
+
+Status check_payload_paths(std::string_view torrent_name, std::size_t count, const PathSource& path_at,
+                           PathPlatform platform) {
+    for (std::size_t n = 0; n < count; ++n) {
+        auto path = path_at(n);
         if (auto v = path_violation(path, platform)) return unsafe_path_error(torrent_name, join_path(path), *v);
+    }
 
     // Names are kept byte for byte (an NFD name is legal on every Linux file system); two paths
     // collide when they are equal after NFC normalisation and case folding, as they would be
     // on a normalising or case-insensitive file system and in Syncthing.
-    // Folded full path → original, for files; folded directory prefixes → a file below them.
-    // Folded full path → index into `paths` of a file there; folded directory prefix → index of
-    // a file below it. Hash maps: a 100,000-file torrent checks in linear time.
-    std::unordered_map<std::string, std::size_t> files;
-    std::unordered_map<std::string, std::size_t> dirs;
-    files.reserve(paths.size());
-    std::vector<std::string> folded_of(paths.size());
-    for (std::size_t n = 0; n < paths.size(); ++n) {
-        const auto& path = paths[n];
-        std::string folded;
-        for (std::size_t i = 0; i + 1 < path.size(); ++i) {
-            folded += collision_key(path[i]);
-            dirs.try_emplace(folded, n);
-            folded.push_back('/');
+    // Only a hash of each folded path is kept (and the folded directory prefixes, far fewer): the
+    // folded paths are made again for the few files whose hash meets another's.
+    std::unordered_map<std::string, std::size_t> dirs;  // folded directory prefix → first file below it
+    std::vector<std::uint64_t> hashes(count);
+    for (std::size_t n = 0; n < count; ++n)
+        hashes[n] = key_hash(folded_path(path_at(n), [&](const std::string& d) { dirs.try_emplace(d, n); }));
+    auto folded_of = [&](std::size_t n) { return folded_path(path_at(n), [](const std::string&) {}); };
+
+    // The first file in torrent order whose folded path an earlier file has; the earliest such.
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> by_hash(count);
+    for (std::size_t n = 0; n < count; ++n) by_hash[n] = {hashes[n], static_cast<std::uint32_t>(n)};
+    std::sort(by_hash.begin(), by_hash.end());
+    std::size_t dup = count, first = count;
+    for (std::size_t i = 0; i < count;) {
+        std::size_t j = i;
+        while (j < count && by_hash[j].first == by_hash[i].first) ++j;
+        for (std::size_t a = i + 1; a < j; ++a) {
+            std::string folded = folded_of(by_hash[a].second);
+            for (std::size_t b = i; b < a; ++b) {
+                if (by_hash[a].second >= dup || folded_of(by_hash[b].second) != folded) continue;
+                dup = by_hash[a].second;
+                first = by_hash[b].second;
+                break;
+            }
         }
-        folded += collision_key(path.back());
-        auto [it, inserted] = files.try_emplace(folded, n);
-        if (!inserted)
-            return unsafe_path_error(torrent_name, join_path(path),
-                                     fmt::format("same path as '{}' after case folding and Unicode NFC normalisation",
-                                                 printable(join_path(paths[it->second]))));
-        folded_of[n] = std::move(folded);
+        i = j;
     }
+    by_hash = {};
+    if (dup < count)
+        return unsafe_path_error(torrent_name, join_path(path_at(dup)),
+                                 fmt::format("same path as '{}' after case folding and Unicode NFC normalisation",
+                                             printable(join_path(path_at(first)))));
+
     // The first file in torrent order that is also a directory of another.
-    for (std::size_t n = 0; n < paths.size(); ++n) {
-        auto d = dirs.find(folded_of[n]);
+    if (dirs.empty()) return ok_status();
+    std::unordered_map<std::uint64_t, bool> dir_hashes;
+    for (const auto& [d, n] : dirs) dir_hashes.emplace(key_hash(d), true);
+    for (std::size_t n = 0; n < count; ++n) {
+        if (dir_hashes.count(hashes[n]) == 0) continue;
+        auto d = dirs.find(folded_of(n));
         if (d != dirs.end())
-            return unsafe_path_error(torrent_name, join_path(paths[n]),
-                                     fmt::format("is also a directory of '{}'", printable(join_path(paths[d->second]))));
+            return unsafe_path_error(torrent_name, join_path(path_at(n)),
+                                     fmt::format("is also a directory of '{}'", printable(join_path(path_at(d->second)))));
     }
     return ok_status();
 }

@@ -21,6 +21,7 @@
 //  - with PathPlatform::windows_compatible also Windows device names, trailing '.' or space and
 //    the characters < > : " | ? *.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +56,12 @@ inline constexpr std::size_t k_max_path_bytes = 4095;
 // for multi-file torrents). Pad files must not be passed.
 [[nodiscard]] Status check_payload_paths(std::string_view torrent_name,
                                          const std::vector<std::vector<std::string>>& paths,
+                                         PathPlatform platform = PathPlatform::posix);
+
+// The same checks over `count` paths that `path_at(n)` makes on demand (each may be asked for
+// more than once), so a large torrent's paths need not all be held as element vectors.
+using PathSource = std::function<std::vector<std::string>(std::size_t)>;
+[[nodiscard]] Status check_payload_paths(std::string_view torrent_name, std::size_t count, const PathSource& path_at,
                                          PathPlatform platform = PathPlatform::posix);
 
 // Builds the TORRENT_UNSAFE_PATH error for one file and one broken rule.

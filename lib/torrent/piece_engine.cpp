@@ -51,12 +51,12 @@ private:
         std::optional<std::size_t> v2_file;
         merkle::LeafHasher leaves;
         d.outcome = PieceOutcome::hashed;
-        for (std::size_t i = first_file_at(start); i < m_files.size() && m_files[i].offset < end; ++i) {
-            const FileEntry& f = m_files[i];
-            if (f.size == 0) continue;
-            std::int64_t a = std::max(start, f.offset) - f.offset;
-            std::int64_t b = std::min(end, f.end()) - f.offset;
-            if (f.pad) {
+        for (std::size_t i = first_file_at(start); i < m_files.size() && m_files.offset_of(i) < end; ++i) {
+            const std::int64_t f_size = m_files.size_of(i), f_offset = m_files.offset_of(i);
+            if (f_size == 0) continue;
+            std::int64_t a = std::max(start, f_offset) - f_offset;
+            std::int64_t b = std::min(end, f_offset + f_size) - f_offset;
+            if (m_files.pad(i)) {
                 feed_zeros(b - a);
                 continue;
             }
@@ -74,16 +74,21 @@ private:
             leaves.flush();
             auto l = leaves.take_leaves();
             d.has_v2 = true;
-            d.v2 = m_files[*v2_file].size <= m_job.piece_length ? merkle::small_file_root(l)
+            d.v2 = m_files.size_of(*v2_file) <= m_job.piece_length ? merkle::small_file_root(l)
                                                                   : merkle::piece_hash(l, m_job.piece_length);
         }
         return d;
     }
 
     std::size_t first_file_at(std::int64_t offset) const {
-        auto it = std::upper_bound(m_files.begin(), m_files.end(), offset,
-                                   [](std::int64_t o, const FileEntry& f) { return o < f.end(); });
-        return static_cast<std::size_t>(it - m_files.begin());
+        // The first file ending after `offset` (ends ascend).
+        std::size_t lo = 0, hi = m_files.size();
+        while (lo < hi) {
+            std::size_t mid = lo + (hi - lo) / 2;
+            if (offset < m_files.end_of(mid)) hi = mid;
+            else lo = mid + 1;
+        }
+        return lo;
     }
 
     void feed_zeros(std::int64_t n) {
@@ -98,12 +103,12 @@ private:
 
     // Feeds bytes [a, b) of file i; refills the window with large reads bounded by the chunk.
     PieceOutcome feed_file(std::size_t i, std::int64_t a, std::int64_t b, merkle::LeafHasher* leaves) {
-        const FileEntry& f = m_files[i];
+        const std::int64_t f_size = m_files.size_of(i), f_offset = m_files.offset_of(i);
         std::int64_t pos = a;
         while (pos < b) {
             if (m_window.file != i || pos < m_window.start ||
                 pos >= m_window.start + static_cast<std::int64_t>(m_window.length)) {
-                PieceOutcome o = refill(i, pos, std::min(f.size, m_chunk_end - f.offset));
+                PieceOutcome o = refill(i, pos, std::min(f_size, m_chunk_end - f_offset));
                 if (o != PieceOutcome::hashed) return o;
             }
             auto in_window = static_cast<std::size_t>(pos - m_window.start);
@@ -177,7 +182,7 @@ private:
     }
 
     const HashJob& m_job;
-    const std::vector<FileEntry>& m_files;
+    const FileTable& m_files;
     PayloadReader& m_reader;
     std::mutex& m_error_mutex;
     std::int64_t m_chunk_end = 0;

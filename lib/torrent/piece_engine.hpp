@@ -62,7 +62,7 @@ struct PieceDigest {
 };
 
 struct HashJob {
-    const std::vector<FileEntry>* files = nullptr;
+    const FileTable* files = nullptr;
     std::int64_t piece_length = 0;
     std::int64_t total_size = 0;
     std::int64_t piece_count = 0;

@@ -66,6 +66,9 @@ struct VerifyOptions {
     // span files): they are opened and read where such a piece needs them, never checked or
     // reported themselves. Default: none (such a piece is "needs skipped file").
     std::optional<Selection> readable = std::nullopt;
+    // false: VerifyReport::files lists only the selected files that did not verify (the others
+    // are complete), so a report on a million files holds only its failures.
+    bool keep_complete = true;
 };
 
 struct VerifyReport {
@@ -86,6 +89,11 @@ struct VerifyReport {
     //  "verdict","corrupt_pieces","needs_skipped_pieces","blocked_pieces","detail"}],
     //  "pieces": {"ok": "...", ...}}
     [[nodiscard]] nlohmann::json to_json() const;
+    // Parts of to_json(), for writing the document piece by piece: "summary" for `file_count`
+    // selected files of which `failed` did not verify, one entry of "files", and "pieces".
+    [[nodiscard]] nlohmann::json summary_json(std::size_t file_count, std::size_t failed) const;
+    [[nodiscard]] static nlohmann::json file_json(const FileReport& f);
+    [[nodiscard]] nlohmann::json pieces_json() const;
 };
 
 // Verifies `save_path` (the directory holding the torrent's root folder or single file) against

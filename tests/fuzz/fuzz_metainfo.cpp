@@ -28,7 +28,7 @@ void check_metainfo(const Metainfo& m) {
     check(m.identity().has_v1() ? *m.identity().v1() == sha1(m.info_bytes()) : true);
     check(m.identity().has_v2() ? *m.identity().v2() == sha256(m.info_bytes()) : true);
     for (const auto& e : m.files())
-        check(!path_violation(e.path, PathPlatform::posix, e.pad ? PathRole::pad : PathRole::payload).has_value());
+        check(!path_violation(e.path_elements(), PathPlatform::posix, e.pad ? PathRole::pad : PathRole::payload).has_value());
     FileModel model(m);
     check(model.piece_count() == m.piece_count());
     std::int64_t last_end = 0;

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "lib/torrent/bencode.hpp"
 
@@ -114,4 +115,58 @@ TEST_CASE("bencode encode is canonical and round-trips") {
     CHECK(bencode::encode(*back) == out);
     v.set("zeta", Value::integer(5));  // replace keeps one key
     CHECK(bencode::encode(v) == "d5:alphal1:xi0ee3:midde4:zetai5ee");
+}
+
+TEST_CASE("bencode parse: a View walks the checked input without copying it") {
+    std::string in = "d3:bari-7e5:emptyle3:fool1:ai0ee4:infod1:xi1eee";
+    auto r = bencode::parse(in);
+    REQUIRE(r.ok());
+    bencode::View v = *r;
+    CHECK(v.is_dict());
+    CHECK(v.bytes().data() == in.data());
+    CHECK(v.find("bar").as_integer() == -7);
+    CHECK(v.find("foo").size() == 2);
+    std::vector<std::string> items;
+    for (bencode::View item : v.find("foo").items()) items.push_back(std::string(item.bytes()));
+    CHECK(items == std::vector<std::string>{"1:a", "i0e"});
+    CHECK(v.find("foo").items().begin()->as_string() == "a");
+    CHECK(v.find("empty").is_list());
+    CHECK(v.find("empty").size() == 0);
+    CHECK(v.find("info").bytes() == "d1:xi1ee");
+    CHECK_FALSE(v.find("missing").present());
+    CHECK_FALSE(v.find("bar").find("x").present());
+    std::vector<std::string> keys;
+    for (const auto& e : v.entries()) keys.push_back(std::string(e.key));
+    CHECK(keys == std::vector<std::string>{"bar", "empty", "foo", "info"});
+    CHECK(bencode::parse("i-9223372036854775808e")->as_integer() == INT64_MIN);
+    CHECK(bencode::parse("11:hello world")->as_string() == "hello world");
+}
+
+TEST_CASE("bencode parse refuses what decode refuses, with the same message") {
+    for (std::string_view bad : {"", "i01e", "i-0e", "d1:bi1e1:ai2ee", "d1:ai1e1:ai2ee", "l", "3:ab", "i1ei2e", "di1ei2ee"}) {
+        auto parsed = bencode::parse(bad);
+        auto decoded = bencode::decode(bad);
+        REQUIRE_FALSE(parsed.ok());
+        REQUIRE_FALSE(decoded.ok());
+        CHECK(parsed.error().message == decoded.error().message);
+    }
+}
+
+TEST_CASE("bencode writer: pieces in order give the canonical encoding") {
+    std::string out;
+    bencode::Writer w(out);
+    w.begin_dict();
+    w.key("a");
+    w.integer(-3);
+    w.key("b");
+    w.begin_list();
+    w.string("xy");
+    w.raw("i0e");
+    w.end();
+    w.end();
+    CHECK(out == "d1:ai-3e1:bl2:xyi0eee");
+    Value v = Value::dict();
+    v.set("b", Value::list({Value::string("xy"), Value::integer(0)}));
+    v.set("a", Value::integer(-3));
+    CHECK(bencode::encode(v) == out);
 }

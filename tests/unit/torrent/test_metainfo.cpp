@@ -301,7 +301,7 @@ TEST_CASE("metainfo: pads keep their names and may share a path") {
         CHECK(r->files()[1].pad);
         std::vector<std::string> expected{"root"};
         expected.insert(expected.end(), name.begin(), name.end());
-        CHECK(r->files()[1].path == expected);
+        CHECK(r->files()[1].path_elements() == expected);
     }
     // Two pads of one length with one path, as libtorrent names them (.pad/<N>).
     MemTorrent t;

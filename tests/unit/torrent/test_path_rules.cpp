@@ -167,7 +167,7 @@ TEST_CASE("path rules: parse_metainfo keeps an NFD name and refuses an NFC/NFD p
         one.files = {MemFile{{"cafe\xcc\x81.txt"}, "nfd", ""}};
         auto parsed = parse_metainfo(one.encode(), "t.torrent");
         REQUIRE(parsed.ok());
-        CHECK(parsed.value().files().at(0).path.back() == "cafe\xcc\x81.txt");
+        CHECK(parsed.value().files()[0].path_elements().back() == "cafe\xcc\x81.txt");
 
         MemTorrent two;
         two.kind = kind;

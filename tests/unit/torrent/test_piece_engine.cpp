@@ -19,7 +19,7 @@ using namespace archctl::torrent;
 namespace {
 
 struct Payload {
-    std::vector<FileEntry> files;  // pads after every file but the last
+    FileTable files;  // pads after every file but the last
     std::vector<std::string> data; // by native index; pads empty
     std::int64_t piece_length = 0;
     std::int64_t total = 0;
@@ -30,21 +30,19 @@ Payload make_payload(const std::vector<std::size_t>& sizes, std::int64_t piece_l
     Payload p;
     p.piece_length = piece_length;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-        FileEntry f;
-        f.path = {"f" + std::to_string(i)};
+        FileFacts f;
         f.size = static_cast<std::int64_t>(sizes[i]);
         f.offset = p.total;
-        p.files.push_back(f);
+        p.files.add({"f" + std::to_string(i)}, f);
         p.data.push_back(test::random_bytes(sizes[i], static_cast<std::uint32_t>(i + 1)));
         p.total += f.size;
         std::int64_t rem = p.total % piece_length;
         if (i + 1 < sizes.size() && rem != 0) {
-            FileEntry pad;
-            pad.path = {".pad", std::to_string(piece_length - rem)};
+            FileFacts pad;
             pad.size = piece_length - rem;
             pad.offset = p.total;
             pad.pad = true;
-            p.files.push_back(pad);
+            p.files.add({".pad", std::to_string(piece_length - rem)}, pad);
             p.data.emplace_back();
             p.total += pad.size;
         }
@@ -104,7 +102,7 @@ std::vector<PieceDigest> reference(const Payload& p) {
     }
     const auto k = static_cast<std::size_t>(p.piece_length / merkle::k_block_size);
     for (std::size_t i = 0; i < p.files.size(); ++i) {
-        const FileEntry& f = p.files[i];
+        const FileEntry f = p.files[i];
         if (f.pad || f.size == 0) continue;
         merkle::LeafHasher h;
         h.feed(reinterpret_cast<const std::uint8_t*>(p.data[i].data()), p.data[i].size());
@@ -226,7 +224,7 @@ TEST_CASE("piece engine: a short file and a read error fail only their own piece
     Payload p = make_payload({200000, 700000, 100000}, pl);
     std::vector<PieceDigest> want = reference(p);
     const std::size_t second = 2;  // native index of f1 (f0, pad, f1, pad, f2)
-    REQUIRE(p.files[second].path.front() == "f1");
+    REQUIRE(p.files[second].path_elements().front() == "f1");
     const auto first_of_f1 = static_cast<std::size_t>(p.files[second].offset / pl);
     const auto first_of_f2 = static_cast<std::size_t>(p.files[4].offset / pl);
     for (unsigned threads : {1u, 2u}) {
