@@ -52,6 +52,8 @@ def event_times(job):
     with open(os.path.join(LAB.state_dir, "jobs", job, "events.jsonl")) as f:
         for line in f:
             e = json.loads(line)
+            if "at" not in e or "type" not in e:  # the journal's header
+                continue
             out[e["type"]] = datetime.datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()
     return out
 
