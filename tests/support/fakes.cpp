@@ -93,6 +93,13 @@ void FakeQb::script_recheck(const std::string& id, std::vector<QbState> states) 
     if (Torrent* t = find(id)) t->script.assign(states.begin(), states.end());
 }
 
+void FakeQb::script_rechecks(const std::string& id, std::vector<std::vector<QbState>> scripts) {
+    Torrent* t = find(id);
+    if (t == nullptr || scripts.empty()) return;
+    t->script.assign(scripts[0].begin(), scripts[0].end());
+    t->later_scripts.assign(scripts.begin() + 1, scripts.end());
+}
+
 qb::TorrentInfo FakeQb::read(Torrent& t) {
     if (!t.pending.empty()) {
         set_state(t.info, t.pending.front());
@@ -168,15 +175,36 @@ Status FakeQb::set_file_priority(const std::string& id, const std::vector<std::u
 
 Status FakeQb::recheck(const std::vector<std::string>& ids) {
     if (auto e = record("recheck", {{"ids", ids}})) return *e;
-    for (const auto& id : ids)
-        if (Torrent* t = find(id)) t->pending = t->script;
+    for (const auto& id : ids) {
+        Torrent* t = find(id);
+        if (t == nullptr) continue;
+        if (recheck_during_check_sticks && t->info.run_state == qb::RunState::checking && t->info.state != "checkingResumeData") {
+            t->pending.clear();
+            set_state(t->info, {"checkingDL", 0});
+            continue;
+        }
+        t->pending = t->script;
+        if (!t->later_scripts.empty()) {
+            t->script.assign(t->later_scripts.front().begin(), t->later_scripts.front().end());
+            t->later_scripts.pop_front();
+        }
+    }
     return ok_status();
 }
 
 Status FakeQb::stop(const std::vector<std::string>& ids) {
     if (auto e = record("stop", {{"ids", ids}})) return *e;
-    for (const auto& id : ids)
-        if (Torrent* t = find(id)) set_state(t->info, {t->info.progress >= 1.0 ? "pausedUP" : "pausedDL", t->info.progress});
+    for (const auto& id : ids) {
+        Torrent* t = find(id);
+        if (t == nullptr) continue;
+        // A stop ends a running check.
+        if (t->info.run_state == qb::RunState::checking) {
+            t->pending.clear();
+            set_state(t->info, {"pausedDL", 0});
+        } else {
+            set_state(t->info, {t->info.progress >= 1.0 ? "pausedUP" : "pausedDL", t->info.progress});
+        }
+    }
     return ok_status();
 }
 

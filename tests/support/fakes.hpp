@@ -91,6 +91,7 @@ public:
         std::string metainfo;           // what export_torrent returns
         std::deque<QbState> script;     // states a recheck goes through (see script_recheck)
         std::deque<QbState> pending;    // the running recheck's states still to show
+        std::deque<std::vector<QbState>> later_scripts;  // the scripts of the rechecks after the next (script_rechecks)
     };
 
     // Adds or replaces a torrent (info.id names it; run_state is set from info.state).
@@ -99,6 +100,11 @@ public:
     // After recheck(id), each read of the torrent (torrents(), all_torrents()) shows the next of
     // `states`; the last one stays. Without a script a recheck changes nothing.
     void script_recheck(const std::string& id, std::vector<QbState> states);
+    // The first recheck shows `scripts[0]`, the next `scripts[1]`, …; the last one stays.
+    void script_rechecks(const std::string& id, std::vector<std::vector<QbState>> scripts);
+    // As qBittorrent 4.5 does: a recheck asked for while the torrent is checking leaves it at
+    // checkingDL 0% for good (until a stop, which ends a check: pausedDL 0%).
+    bool recheck_during_check_sticks = true;
     // What add() does besides recording (default: nothing is added, as when qBittorrent has not
     // listed the torrent yet).
     std::function<Status(const clients::qbittorrent::AddTorrent&)> on_add;

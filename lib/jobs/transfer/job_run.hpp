@@ -89,11 +89,23 @@ Status compensate(JobRun& run, const Error& why);
 [[nodiscard]] Status start_and_confirm(JobRun& run, clients::qbittorrent::Api& tqb);
 // Drop the job's copy of the baseline part file (after commit or compensation).
 [[nodiscard]] Status drop_baseline_copy(JobRun& run);
-// Recheck a stopped torrent and wait for the result; an attempt to download fails.
+// Recheck a stopped torrent and wait for the result; an attempt to download fails. A check
+// qBittorrent is still running (asked for by a run that was stopped) is stopped first: asked to
+// recheck during its check, qBittorrent 4.5 leaves the torrent at 0% for good. A check that
+// makes no progress for recheck_stall_limit() while no other check of that qBittorrent moves
+// either (it checks one torrent at a time: a queued one shows checking at 0%) is stopped and
+// asked for once more; a second stall is the error is_recheck_stall() recognises, naming the
+// torrent and what to do.
 [[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Api& client,
                                                                                       const std::string& id);
+// recheck_and_wait's error after a second stall.
+[[nodiscard]] bool is_recheck_stall(const Error& e);
+// How long a recheck may show no progress before it counts as stalled, for a torrent of `bytes`:
+// 30 s plus 1 s per 100 MiB, 10 minutes at most.
+[[nodiscard]] std::chrono::seconds recheck_stall_limit(std::int64_t bytes);
 // How long recheck_and_wait sleeps between two reads of the torrent, `since_recheck` after it
-// asked for the recheck: 50 ms for the first 2 s, then 200 ms.
+// asked for the recheck: 50 ms for the first 2 s, 200 ms up to 5 s, 500 ms up to 20 s, 1 s up to a
+// minute, then 2 s.
 [[nodiscard]] std::chrono::milliseconds recheck_poll_interval(std::chrono::steady_clock::duration since_recheck);
 
 // A stop stops the bytes (hold.cpp): hold_transfer() stops the rest of an unsynced

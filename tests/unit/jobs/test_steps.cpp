@@ -222,6 +222,140 @@ TEST_CASE("steps: verify selects the union explicitly and reads it back; a file 
     }
 }
 
+namespace {
+
+constexpr const char* k_stall_id = "5a11ed0000000000000000000000000000000000";
+
+// A stopped torrent of 1 GiB on a FakeQb.
+fakes::FakeQb stall_qb(const std::string& state = "pausedDL", double progress = 0) {
+    fakes::FakeQb qb;
+    clients::qbittorrent::TorrentInfo info;
+    info.id = k_stall_id;
+    info.state = state;
+    info.progress = progress;
+    info.size = info.total_size = std::int64_t{1} << 30;
+    qb.put(info, {fakes::qb_file(0, "show/a.bin", info.size, 1.0)});
+    return qb;
+}
+
+// The names of `qb`'s calls of `names`, in order.
+std::vector<std::string> calls_named(const fakes::FakeQb& qb, const std::set<std::string>& names) {
+    std::vector<std::string> out;
+    for (const auto& c : qb.calls)
+        if (names.contains(c.name)) out.push_back(c.name);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("verify recheck: a check still running when the recheck is asked for is stopped first (a recheck during a check sticks at 0%)") {
+    // A run stopped right after it asked for the recheck leaves qBittorrent checking; the rerun's
+    // recheck must not land on that check.
+    fakes::FakeQb qb = stall_qb("checkingDL", 0.3);
+    qb.script_recheck(k_stall_id, {{"checkingDL", 0.2}, {"checkingDL", 0.7}, {"pausedUP", 1.0}});
+    fakes::ManualClock clock;
+    auto files = recheck_and_wait(clock, qb, k_stall_id);
+    REQUIRE_MESSAGE(files.ok(), files.error().message);
+    CHECK(calls_named(qb, {"stop", "recheck"}) == std::vector<std::string>{"stop", "recheck"});
+}
+
+TEST_CASE("verify recheck: a stalled check is stopped and asked for again; the second one verifies") {
+    fakes::FakeQb qb = stall_qb();
+    qb.script_rechecks(k_stall_id, {{{"checkingDL", 0}}, {{"checkingDL", 0.4}, {"pausedUP", 1.0}}});
+    fakes::ManualClock clock;
+    auto begun = clock.steady();
+    auto files = recheck_and_wait(clock, qb, k_stall_id);
+    REQUIRE_MESSAGE(files.ok(), files.error().message);
+    CHECK(calls_named(qb, {"stop", "recheck"}) == std::vector<std::string>{"recheck", "stop", "recheck"});
+    // Stopped after the stall limit of a 1 GiB torrent, not after 30 minutes.
+    CHECK(clock.steady() - begun >= recheck_stall_limit(std::int64_t{1} << 30));
+    CHECK(clock.steady() - begun < 2 * recheck_stall_limit(std::int64_t{1} << 30));
+    MESSAGE("reads of the torrent in ", std::chrono::duration_cast<std::chrono::seconds>(clock.steady() - begun).count(), " s: ", qb.count("torrents"));
+}
+
+TEST_CASE("verify recheck: a check queued behind another torrent's moving check is waited for, not redone") {
+    fakes::FakeQb qb = stall_qb();
+    // The other torrent's check moves at each look (qBittorrent checks one torrent at a time; the
+    // one waiting shows checking at 0%).
+    clients::qbittorrent::TorrentInfo other;
+    other.id = "0the40000000000000000000000000000000000";
+    other.state = "pausedUP";
+    other.progress = 1;
+    qb.put(other);
+    std::vector<fakes::QbState> moving;
+    for (int i = 1; i <= 40; ++i) moving.push_back({"checkingUP", i / 41.0});
+    moving.push_back({"pausedUP", 1.0});
+    qb.script_recheck(other.id, moving);
+    REQUIRE(qb.recheck({other.id}).ok());
+    std::vector<fakes::QbState> ours(400, {"checkingDL", 0});
+    ours.push_back({"checkingDL", 0.5});
+    ours.push_back({"pausedUP", 1.0});
+    qb.script_recheck(k_stall_id, ours);
+    fakes::ManualClock clock;
+    auto begun = clock.steady();
+    auto files = recheck_and_wait(clock, qb, k_stall_id);
+    REQUIRE_MESSAGE(files.ok(), files.error().message);
+    CHECK(qb.count("recheck") == 2);  // the other's, and ours once
+    CHECK(qb.count("stop") == 0);
+    CHECK(clock.steady() - begun > 2 * recheck_stall_limit(std::int64_t{1} << 30));
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(clock.steady() - begun).count();
+    MESSAGE("queued for ", waited, " s: ", qb.count("torrents"), " reads of the torrent, ", qb.count("all_torrents"), " of the list");
+    // A long wait reads the torrent less than once a second on average (not 5 times).
+    CHECK(qb.count("torrents") < static_cast<std::size_t>(waited));
+}
+
+TEST_CASE("verify recheck: a check stalled twice is an error naming the torrent and what to do") {
+    fakes::FakeQb qb = stall_qb();
+    qb.script_recheck(k_stall_id, {{"checkingDL", 0}});
+    fakes::ManualClock clock;
+    auto files = recheck_and_wait(clock, qb, k_stall_id);
+    REQUIRE_FALSE(files.ok());
+    CHECK(is_recheck_stall(files.error()));
+    CHECK(contains(files.error().message, "'5a11ed000000'"));
+    CHECK(contains(files.error().message, "made no progress"));
+    CHECK(contains(files.error().hint, "archctl resume"));
+    CHECK(qb.count("recheck") == 2);
+    CHECK_FALSE(is_recheck_stall(Error(ErrorCode::QB_TIMEOUT, "the recheck of 'x' did not finish")));
+}
+
+TEST_CASE("verify recheck: the stall limit grows with the torrent's size; polls back off to one every 2 s") {
+    CHECK(recheck_stall_limit(0) == std::chrono::seconds(30));
+    CHECK(recheck_stall_limit(std::int64_t{1} << 30) == std::chrono::seconds(40));
+    CHECK(recheck_stall_limit(std::int64_t{1} << 40) == std::chrono::minutes(10));
+    CHECK(recheck_poll_interval(std::chrono::milliseconds(0)) == std::chrono::milliseconds(50));
+    CHECK(recheck_poll_interval(std::chrono::seconds(3)) == std::chrono::milliseconds(200));
+    CHECK(recheck_poll_interval(std::chrono::seconds(10)) == std::chrono::milliseconds(500));
+    CHECK(recheck_poll_interval(std::chrono::seconds(30)) == std::chrono::seconds(1));
+    CHECK(recheck_poll_interval(std::chrono::minutes(5)) == std::chrono::seconds(2));
+}
+
+TEST_CASE("steps: a verify recheck that stalls twice stops the run 'waiting' naming the target; the resume verifies") {
+    TransferFixture f;
+    f.recheck = {{"checkingDL", 0}};
+    RunResult r = f.run();
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::stopped, r.error.code, ": ", r.error.message);
+    CHECK(r.stop_reason == "waiting");  // exit 10 at the command
+    CHECK(r.step == "verify");
+    CHECK(contains(r.stop_text, "on 'nas'"));
+    CHECK(contains(r.stop_text, f.qb_id.substr(0, 12)));
+    CHECK(contains(r.stop_text, "archctl resume"));
+    CHECK(f.nas.qb.count("recheck") == 2);
+    // Nothing undone: the job waits to be resumed.
+    CHECK(f.nas.qb.count("remove") == 0);
+    CHECK(f.nas.ops.count("unmerge") == 0);
+    CHECK(f.ledger()["committed"] == false);
+    // Polled with back-off, not 5 times a second.
+    MESSAGE("reads of the target torrent over ", std::chrono::duration_cast<std::chrono::seconds>(f.clock.slept).count(), " s: ",
+            f.nas.qb.count("torrents"));
+
+    // qBittorrent checks again: the resume stops the stuck check, rechecks and commits.
+    f.nas.qb.script_recheck(f.qb_id, {{"checkingUP", 0.5}, {"pausedUP", 1.0}});
+    RunResult again = f.run();
+    REQUIRE_MESSAGE(again.outcome == RunOutcome::done, again.error.code, ": ", again.error.message);
+    CHECK(f.ledger()["committed"] == true);
+    CHECK(f.nas.qb.count("recheck") == 3);
+}
+
 TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun continues from there") {
     SUBCASE("the budget runs out inside stage") {
         TransferFixture f;
