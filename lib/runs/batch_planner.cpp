@@ -57,6 +57,7 @@ void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, Pla
     t.verify_transit = m_spec.verify_transit;
     t.route_mode = mode == PlanMode::read_only ? jobs::TransferRequest::RouteMode::look_up : jobs::TransferRequest::RouteMode::ensure;
     t.no_wait = m_spec.no_wait;
+    t.settle_held = true;
     auto p = m_transfers.prepare(t, snapshot);
     if (!p.ok()) {
         bool clean = routes::is_clean_stop(p.error());
@@ -71,7 +72,7 @@ void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, Pla
     if (p->existing_job) {
         it.action = Action::continue_job;
         it.existing_job = p->existing_job;
-    } else if (p->plan.empty_delta()) {
+    } else if (p->held || p->plan.empty_delta()) {
         it.action = Action::nothing_to_do;
         it.reason = fmt::format("'{}' already holds it", p->target);
     } else if (auto refused = p->refusal()) {

@@ -47,6 +47,10 @@ struct TransferRequest {
     enum class RouteMode { look_up, ensure } route_mode = RouteMode::ensure;
     std::optional<SteadyTime> stop_at;        // --max-minutes also bounds route provisioning
     bool no_wait = false;                     // --no-wait: a route not ready now is a clean stop, not a wait
+    // A batch: a target that holds every file of the torrent complete is nothing to do, settled
+    // from the target's file list without reading the source's files or the metainfo (`plan` of
+    // one resource reads them to show its arithmetic).
+    bool settle_held = false;
 };
 
 struct Prepared {
@@ -62,6 +66,7 @@ struct Prepared {
     std::vector<JobFile> preexisting;         // delta files already on the target at full size (kept, rechecked)
     std::string request_digest;
     std::optional<std::string> existing_job;  // identical unfinished job to continue
+    bool held = false;                        // settle_held: the target holds every file; no plan was made
     std::vector<JobFile> delta_files, union_files;
     std::size_t file_count = 0;
     std::int64_t piece_count = 0, piece_length = 0;

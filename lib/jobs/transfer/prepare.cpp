@@ -121,6 +121,17 @@ std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Se
     return out;
 }
 
+// The target holds every file of the torrent selected and complete (`view`), in a state that
+// keeps them: nothing is left to copy, whatever the source holds.
+bool holds_every_file(const Resource& resource, const std::string& target, const std::optional<plan::PlacementView>& view) {
+    using clients::qbittorrent::RunState;
+    auto listed = resource.placements.find(target);
+    if (!view || view->names.empty() || listed == resource.placements.end()) return false;
+    if (listed->second.run_state == RunState::error || listed->second.run_state == RunState::missing_files) return false;
+    const auto every = torrent::Selection::all(view->names.size());
+    return view->selected == every && view->complete == every;
+}
+
 }  // namespace
 
 // The route the job travels over, found once per pair of nodes in a snapshot.
@@ -227,9 +238,12 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
 
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, m_nodes.get(p.source));
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, m_nodes.get(p.target));
+    ARCHCTL_TRY_ASSIGN(auto target_view, snapshot.live.placement(*dst, p.resource));
+    p.held = request.settle_held && !request.files && request.file_paths.empty() && request.dir_paths.empty() &&
+             holds_every_file(p.resource, p.target, target_view);
+    if (p.held) return p;
     ARCHCTL_TRY_ASSIGN(auto source_view, snapshot.live.placement(*src, p.resource));
     if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
-    ARCHCTL_TRY_ASSIGN(auto target_view, snapshot.live.placement(*dst, p.resource));
     p.source_data_path = data_path(*source_view);
     ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
     ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));

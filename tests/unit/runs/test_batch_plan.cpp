@@ -1,6 +1,7 @@
 // Planning a batch with the real planners (LivePlanner over jobs::TransferPlanner) on the
 // recording fakes: whatever the number of resources, each node's torrent list is read once and
-// each route is looked up once; per resource only its file list and its metainfo are read.
+// each route is looked up once; per resource only its file list and its metainfo are read, and
+// for one the target already holds whole only the target's file list.
 
 #include <doctest/doctest.h>
 
@@ -54,6 +55,16 @@ public:
         return std::move(p.value());
     }
 
+    // nas holds torrent `i` too, complete, with only `selected_files` of its files selected.
+    void hold_on_nas(std::size_t i, int selected_files = 2) {
+        qb::TorrentInfo t = seedbox.qb.torrent_list.at(i).info;
+        t.save_path = fmt::format("/tank/{}", t.name);
+        t.state = "pausedUP";
+        std::vector<qb::TorrentFile> files = seedbox.qb.torrent_list.at(i).files;
+        if (selected_files < 2) files[1].priority = 0, files[1].progress = 0;
+        nas.qb.put(t, files);
+    }
+
     runs::BatchSpec spec = every_torrent();
     jobs::JobIo io;
 
@@ -91,16 +102,13 @@ private:
         out["entries"] = json::array();
         std::uint64_t ino = 100;
         for (const auto& p : request.paths) {
-            node::TreeEntry e;
-            e.path = p;
+            // The entry as the wire carries it.
             const bool a = p.ends_with("/a.bin"), b = p.ends_with("/b.bin");
-            if (present && (a || b)) {
-                e.type = "file";
-                e.stat = node::EntryStat{.size = a ? 10u : 20u, .dev = 1, .ino = ino++, .nlink = 1, .mtime_ns = 5, .mode = 0644};
-            } else {
-                e.type = "absent";
-            }
-            out["entries"].push_back(e);
+            if (present && (a || b))
+                out["entries"].push_back(
+                    {{"path", p}, {"type", "file"}, {"size", a ? 10 : 20}, {"dev", 1}, {"ino", ino++}, {"nlink", 1}, {"mtime_ns", 5}, {"mode", 0644}});
+            else
+                out["entries"].push_back({{"path", p}, {"type", "absent"}});
         }
         return out;
     }
@@ -174,4 +182,25 @@ TEST_CASE("batch plan: a re-plan reads the lists afresh") {
     CHECK(planned.items[1].action == runs::Action::new_job);
     CHECK(f.seedbox.qb.count("all_torrents") == 2);
     CHECK(f.nas.qb.count("all_torrents") == 2);
+}
+
+TEST_CASE("batch plan: a resource the target holds whole is nothing to do, from the target's file list alone") {
+    ManyTorrents f(4);
+    f.hold_on_nas(1);
+    f.hold_on_nas(2, 1);  // one file not selected there: the other is still to copy
+    runs::Planned planned = f.plan();
+    REQUIRE(planned.items.size() == 4);
+    CHECK(planned.items[0].action == runs::Action::new_job);
+    CHECK(planned.items[1].action == runs::Action::nothing_to_do);
+    CHECK(planned.items[1].reason == "'nas' already holds it");
+    CHECK(planned.items[2].action == runs::Action::new_job);
+    CHECK(planned.items[2].bytes == 20);
+    CHECK(planned.items[3].action == runs::Action::new_job);
+    CHECK(f.seedbox.qb.count("all_torrents") == 1);
+    CHECK(f.nas.qb.count("all_torrents") == 1);
+    // The held one: nas's file list only; the others: the source's files and metainfo, and
+    // nas's file list for the one it holds in part.
+    CHECK(f.seedbox.qb.count("files") == 3);
+    CHECK(f.seedbox.qb.count("export_torrent") == 3);
+    CHECK(f.nas.qb.count("files") == 2);
 }
