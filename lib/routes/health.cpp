@@ -102,8 +102,8 @@ SideFacts probe_side(clients::syncthing::Api& client, node::Transport* transport
             s.folder_refused = e;
         return s;
     }
-    const std::string type = tree->entries.empty() ? "absent" : tree->entries[0].type;
-    s.marker_present = type != "absent" && type != "refused";
+    const node::EntryType type = tree->entries.empty() ? node::EntryType::absent : tree->entries[0].type;
+    s.marker_present = type != node::EntryType::absent && type != node::EntryType::refused;
     return s;
 }
 

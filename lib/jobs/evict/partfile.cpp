@@ -17,12 +17,12 @@ jobs::StepResult step_partfile(EvictRun& run) {
     std::string name = torrent::partfile_name(run.def.qb_id);
     std::string path = run.abs(name);
     ARCHCTL_TRY_ASSIGN(auto tree, ops.tree({run.def.save_path, {name}}));
-    node::TreeEntry entry = tree.entries.empty() ? node::TreeEntry{name, "absent", {}, {}} : tree.entries[0];
+    node::TreeEntry entry = tree.entries.empty() ? node::TreeEntry{name, node::EntryType::absent, {}, {}} : tree.entries[0];
     std::string outcome;
-    if (entry.type == "absent") {
+    if (entry.type == node::EntryType::absent) {
         outcome = "absent";
-    } else if (entry.type != "file") {
-        outcome = fmt::format("kept: a {}, not a part file", entry.type);
+    } else if (entry.type != node::EntryType::file) {
+        outcome = fmt::format("kept: a {}, not a part file", node::to_string(entry.type));
     } else {
         ARCHCTL_TRY_ASSIGN(auto infos, cache->qb().torrents({run.def.qb_id}));
         auto header = ops.partfile_read({path, node::qb_partfile_check(run.def.piece_count, run.def.piece_length)});

@@ -58,8 +58,8 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
     for (std::size_t k = 0; k < files.size(); ++k) {
         if (files[k].index >= out.size()) continue;
         plan::DiskFile& d = out[files[k].index];
-        d.type = entries[k].type;
-        if (d.type != "file") continue;
+        d.type = std::string(node::to_string(entries[k].type));
+        if (entries[k].type != node::EntryType::file) continue;
         node::EntryStat st = entries[k].stat.value_or(node::EntryStat{});
         d.stamp = {st.dev, st.ino, st.size, st.mtime_ns, st.btime_ns, st.ctime_ns};
     }

@@ -40,7 +40,7 @@ Result<std::string> content_digest(NodeHandle& dst, const JobDefinition& def, co
     for (const auto& f : files) facts += fmt::format("{} {} {:.6f} {}\n", f.index, f.size, f.progress, f.priority);
     for (const auto& e : tree.entries) {
         node::EntryStat st = e.stat.value_or(node::EntryStat{});
-        facts += fmt::format("{} {} {} {} {}\n", e.path, e.type, st.size, st.ino, st.mtime_ns);
+        facts += fmt::format("{} {} {} {} {}\n", e.path, node::to_string(e.type), st.size, st.ino, st.mtime_ns);
     }
     return sha256_hex(facts);
 }
@@ -50,7 +50,7 @@ Result<nlohmann::json> partfile_baseline(NodeHandle& dst, const JobDefinition& d
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
     node::Ops ops(*transport);
     ARCHCTL_TRY_ASSIGN(auto tree, ops.tree({.base = def.target_save_path, .paths = {torrent::partfile_name(def.qb_id)}}));
-    if (tree.entries.empty() || tree.entries[0].type != "file") return nlohmann::json{{"present", false}};
+    if (tree.entries.empty() || tree.entries[0].type != node::EntryType::file) return nlohmann::json{{"present", false}};
     std::string copy = fmt::format("{}/.archctl/baseline-{}.parts", dst.config().qb_root, def.id);
     ARCHCTL_TRY_ASSIGN(auto copied, ops.partfile_copy({.from = partfile_path(def), .to = copy, .create_parents = true, .replace = true,
                                                        .check = node::qb_partfile_check()}));

@@ -98,8 +98,8 @@ Status settle_staging(JobRun& run) {
             node::Ops ops(*transport);
             const std::string dir = job_dir(folder, run.def.id);
             ARCHCTL_TRY_ASSIGN(auto tree, ops.tree({.base = folder, .paths = {run.def.id}}));
-            if (tree.entries.empty() || tree.entries[0].type == "absent") continue;
-            if (tree.entries[0].type != "dir") continue;  // not archctl's to remove; the cleanup said so
+            if (tree.entries.empty() || tree.entries[0].type == node::EntryType::absent) continue;
+            if (tree.entries[0].type != node::EntryType::dir) continue;  // not archctl's to remove; the cleanup said so
             left = true;
             // The referenced paths are read fresh, as for the first pass.
             ARCHCTL_TRY_ASSIGN(auto used, referenced_paths_below(*node, dir));

@@ -104,10 +104,10 @@ Result<SourceHoldings> source_holdings(node::Ops& ops, const SourceNeeds& needs,
     if (!tree.ok()) return unreachable_path(tree.take_error());
     for (std::size_t i = 0; i < others.size() && i + 1 < tree->entries.size(); ++i) {
         const auto& e = tree->entries[i + 1];
-        if (e.type == "file" && e.stat && e.stat->size == static_cast<std::uint64_t>(file_at(model, others[i]).size))
+        if (e.type == node::EntryType::file && e.stat && e.stat->size == static_cast<std::uint64_t>(file_at(model, others[i]).size))
             h.on_disk.insert(others[i]);
     }
-    if (tree->entries.empty() || tree->entries[0].type != "file") return h;
+    if (tree->entries.empty() || tree->entries[0].type != node::EntryType::file) return h;
     auto header = ops.partfile_read({partfile_path, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
     if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
     if (!header.ok()) {
@@ -288,16 +288,16 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     for (std::size_t i = 0; i < needs.files.size() && i < tree->entries.size(); ++i) {
         const JobFile& f = needs.files[i];
         const node::TreeEntry& e = tree->entries[i];
-        if (e.type == "file" && (!e.stat || e.stat->size == f.size)) continue;  // the common case: nothing to say
+        if (e.type == node::EntryType::file && (!e.stat || e.stat->size == f.size)) continue;  // the common case: nothing to say
         std::string shown = fmt::format("{}/{}", strip_trailing_slashes(needs.save_path), f.at_source());
-        if (e.type == "refused" && e.error) return unreachable_path(*e.error);
-        if (e.type == "absent")
+        if (e.type == node::EntryType::refused && e.error) return unreachable_path(*e.error);
+        if (e.type == node::EntryType::absent)
             return Error(ErrorCode::NOT_FOUND, fmt::format("source file '{}' on '{}' does not exist", shown, view.node),
                          "qBittorrent says it is complete: recheck the torrent in qBittorrent");
-        if (e.type == "symlink")
+        if (e.type == node::EntryType::symlink)
             return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}': it is a symlink", shown), k_symlink_fix);
-        if (e.type != "file")
-            return Error(ErrorCode::NOT_REGULAR, fmt::format("refusing path '{}': it is a {}, not a regular file", shown, e.type));
+        if (e.type != node::EntryType::file)
+            return Error(ErrorCode::NOT_REGULAR, fmt::format("refusing path '{}': it is a {}, not a regular file", shown, node::to_string(e.type)));
         if (e.stat && e.stat->size != f.size)
             return Error(ErrorCode::SOURCE_CHANGED,
                          fmt::format("source file '{}' on '{}' is {} bytes, the metainfo says {}", shown, view.node, e.stat->size, f.size),
@@ -325,10 +325,10 @@ Status check_target_partfile(NodeHandle& target, const std::string& save_path, c
     std::set<std::uint32_t> on_disk;
     for (std::size_t i = 0; i < others.size() && i + 1 < tree.entries.size(); ++i) {
         const auto& e = tree.entries[i + 1];
-        if (e.type == "file" && e.stat && e.stat->size == static_cast<std::uint64_t>(by_index.at(others[i])->size)) on_disk.insert(others[i]);
+        if (e.type == node::EntryType::file && e.stat && e.stat->size == static_cast<std::uint64_t>(by_index.at(others[i])->size)) on_disk.insert(others[i]);
     }
     std::set<std::int64_t> have;
-    if (!tree.entries.empty() && tree.entries[0].type == "file") {
+    if (!tree.entries.empty() && tree.entries[0].type == node::EntryType::file) {
         auto header = ops.partfile_read({partfile, node::qb_partfile_check(needs.piece_count, needs.piece_length)});
         if (!header.ok() && !partfile_verdict(header.error())) return header.take_error();
         if (!header.ok())
@@ -372,14 +372,14 @@ Status target_paths_usable(const node::TreeResult& tree, NodeHandle& target, con
                            const std::vector<JobFile>& files) {
     for (std::size_t i = 0; i < files.size() && i < tree.entries.size(); ++i) {
         const node::TreeEntry& e = tree.entries[i];
-        if (e.type == "absent" || e.type == "file") continue;
+        if (e.type == node::EntryType::absent || e.type == node::EntryType::file) continue;
         std::string shown = fmt::format("{}/{}", strip_trailing_slashes(save_path), files[i].at_target());
-        if (e.type == "refused" && e.error) return unreachable_path(*e.error);
-        if (e.type == "symlink")
+        if (e.type == node::EntryType::refused && e.error) return unreachable_path(*e.error);
+        if (e.type == node::EntryType::symlink)
             return Error(ErrorCode::PATH_SYMLINK, fmt::format("refusing path '{}' on '{}': it is a symlink", shown, target.name()),
                          "archctl never follows symlinks below a node root; remove the symlink");
         return Error(ErrorCode::MERGE_CONFLICT,
-                     fmt::format("the target path '{}' on '{}' is a {}, where the torrent has a file", shown, target.name(), e.type),
+                     fmt::format("the target path '{}' on '{}' is a {}, where the torrent has a file", shown, target.name(), node::to_string(e.type)),
                      "move it out of the way");
     }
     return {};
@@ -389,7 +389,7 @@ std::vector<JobFile> complete_files_in(const node::TreeResult& tree, const std::
     std::vector<JobFile> out;
     for (std::size_t i = 0; i < files.size() && i < tree.entries.size(); ++i) {
         const node::TreeEntry& e = tree.entries[i];
-        if (e.type == "file" && e.stat && e.stat->size == files[i].size) out.push_back(files[i]);
+        if (e.type == node::EntryType::file && e.stat && e.stat->size == files[i].size) out.push_back(files[i]);
     }
     return out;
 }

@@ -20,7 +20,7 @@ Result<bool> all_files_at_target(node::Ops& ops, const JobDefinition& def) {
     if (def.files.empty() || tree.entries.size() != def.files.size()) return false;
     for (std::size_t i = 0; i < tree.entries.size(); ++i) {
         const auto& e = tree.entries[i];
-        if (e.type != "file" || !e.stat || e.stat->size != def.files[i].size) return false;
+        if (e.type != node::EntryType::file || !e.stat || e.stat->size != def.files[i].size) return false;
     }
     return true;
 }

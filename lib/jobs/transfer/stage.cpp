@@ -161,14 +161,14 @@ StepResult step_stage(JobRun& run) {
     run.session.bytes_copied += c.bytes_copied;
     if (!r.value().complete) {
         ARCHCTL_TRY_STATUS(run.save());
-        if (r.value().stopped == "disk")
+        if (r.value().stopped == node::Stop::disk)
             return StepResult::stopped("disk", fmt::format("stage stopped at the free-space floor on '{}': {} free, {} still to copy, floor {} (--min-free)",
                                                            run.def.source, format_size(r.value().free_bytes),
                                                            format_size(r.value().need_bytes), format_size(run.env.budgets.min_free)));
         if (auto stop = run.should_stop()) return *stop;
-        std::string why = r.value().stopped;
-        return StepResult::stopped(why == "budget" ? "budget" : "interrupt",
-                                   why == "budget" ? fmt::format("budget reached ({} copied this run)", format_size(run.session.bytes_copied))
+        const bool budget = r.value().stopped == node::Stop::budget;
+        return StepResult::stopped(budget ? "budget" : "interrupt",
+                                   budget ? fmt::format("budget reached ({} copied this run)", format_size(run.session.bytes_copied))
                                                    : "interrupted (Ctrl-C)");
     }
     run.ledger.staged = true;

@@ -45,6 +45,17 @@ DirectoryInfo directory_info(int fd, const std::string& display) {
     return d;
 }
 
+EntryType entry_type_of(mode_t mode) {
+    if (S_ISREG(mode)) return EntryType::file;
+    if (S_ISDIR(mode)) return EntryType::dir;
+    if (S_ISLNK(mode)) return EntryType::symlink;
+    if (S_ISFIFO(mode)) return EntryType::fifo;
+    if (S_ISSOCK(mode)) return EntryType::socket;
+    if (S_ISCHR(mode)) return EntryType::char_device;
+    if (S_ISBLK(mode)) return EntryType::block;
+    return EntryType::other;
+}
+
 // The node path of `components` below root `root`.
 std::string node_path(const std::string& root, std::span<const std::string> components) {
     if (components.empty()) return root;
@@ -71,7 +82,7 @@ TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string
     entry.path = rel;
     auto parts = split_relative(rel);
     if (!parts.ok()) {
-        entry.type = "refused";
+        entry.type = EntryType::refused;
         entry.error = parts.error();
         return entry;
     }
@@ -79,9 +90,9 @@ TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string
     auto dir = cache.dir(std::span<const std::string>(comps.data(), comps.size() - 1));
     if (!dir.ok()) {
         if (dir.error().is(ErrorCode::NOT_FOUND)) {
-            entry.type = "absent";
+            entry.type = EntryType::absent;
         } else {
-            entry.type = "refused";
+            entry.type = EntryType::refused;
             entry.error = dir.error();
         }
         return entry;
@@ -89,14 +100,14 @@ TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string
     struct stat st {};
     if (::fstatat(dir.value(), comps.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) {
-            entry.type = "absent";
+            entry.type = EntryType::absent;
         } else {
-            entry.type = "refused";
+            entry.type = EntryType::refused;
             entry.error = errno_error("cannot stat", fmt::format("{}/{}", base, rel), errno);
         }
         return entry;
     }
-    entry.type = std::string(file_type_name(st.st_mode));
+    entry.type = entry_type_of(st.st_mode);
     entry.stat = entry_stat(st);
     // The birth time tells a file from a new one that reuses its inode number (a replacement
     // with the same size and a restored mtime is otherwise the same stamp).
@@ -141,7 +152,7 @@ Result<json> op_tree(OpContext& ctx, const json& args) {
     auto base_fd = ctx.roots().open_dir(request.base);
     if (!base_fd.ok()) {
         if (!base_fd.error().is(ErrorCode::NOT_FOUND)) return base_fd.take_error();
-        for (const auto& p : request.paths) out.entries.push_back(TreeEntry{p, "absent", std::nullopt, std::nullopt});
+        for (const auto& p : request.paths) out.entries.push_back(TreeEntry{p, EntryType::absent, std::nullopt, std::nullopt});
         return json(out);
     }
     out.base_exists = true;

@@ -671,7 +671,7 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_STATUS(fsync_fd_dir(s.payload.get(), args.job_dir + "/" + k_payload_dir));
     if (stop != Stop::none) {
         StageResult result;
-        result.stopped = to_string(stop);
+        result.stopped = stop;
         result.free_bytes = s.floor_free;
         result.need_bytes = s.floor_need;
         result.counters = counters_of(s.counters);

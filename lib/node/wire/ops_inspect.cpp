@@ -95,6 +95,45 @@ void from_json(const json& j, TreeRequest& v) {
     v.paths = j.at("paths").get<std::vector<std::string>>();
 }
 
+namespace {
+
+constexpr EntryType k_entry_types[] = {EntryType::file,   EntryType::dir,         EntryType::symlink,
+                                       EntryType::fifo,   EntryType::socket,      EntryType::char_device,
+                                       EntryType::block,  EntryType::other,       EntryType::absent,
+                                       EntryType::refused};
+
+}  // namespace
+
+std::string_view to_string(EntryType type) {
+    switch (type) {
+        case EntryType::file: return "file";
+        case EntryType::dir: return "dir";
+        case EntryType::symlink: return "symlink";
+        case EntryType::fifo: return "fifo";
+        case EntryType::socket: return "socket";
+        case EntryType::char_device: return "char";
+        case EntryType::block: return "block";
+        case EntryType::other: return "other";
+        case EntryType::absent: return "absent";
+        case EntryType::refused: return "refused";
+    }
+    return "refused";
+}
+
+std::optional<EntryType> parse_entry_type(std::string_view name) {
+    for (EntryType type : k_entry_types)
+        if (to_string(type) == name) return type;
+    return std::nullopt;
+}
+
+void to_json(json& j, EntryType v) { j = to_string(v); }
+void from_json(const json& j, EntryType& v) {
+    const auto text = j.get<std::string>();
+    auto type = parse_entry_type(text);
+    if (!type) throw json::other_error::create(501, "unknown tree entry type '" + text + "'", &j);
+    v = *type;
+}
+
 void to_json(json& j, const TreeEntry& v) {
     j = {{"path", v.path}, {"type", v.type}};
     if (v.stat) {
@@ -111,7 +150,7 @@ void to_json(json& j, const TreeEntry& v) {
 }
 void from_json(const json& j, TreeEntry& v) {
     v.path = j.value("path", "");
-    v.type = j.value("type", "refused");
+    v.type = j.value("type", EntryType::refused);
     v.stat.reset();
     v.error.reset();
     if (j.contains("size") || j.contains("ino")) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -94,11 +95,21 @@ struct EntryStat {
     std::int64_t ctime_ns = 0;  // inode change time; 0 from a node that does not send it
 };
 
-// Keys: path, type ("file", "dir", ..., "absent", "refused"), error {code, message} (refused
-// only), and the EntryStat keys when the entry exists.
+// What a tree entry is: the file type lstat saw ("file", "dir", "symlink", "fifo", "socket",
+// "char", "block", "other" on the wire), "absent" (nothing there) or "refused" (the node would
+// not look: the entry's error says why).
+enum class EntryType { file, dir, symlink, fifo, socket, char_device, block, other, absent, refused };
+
+// The wire name of `type` ("char" for char_device, else the enumerator's name).
+[[nodiscard]] std::string_view to_string(EntryType type);
+// The type a wire name stands for; nullopt for a name no node sends.
+[[nodiscard]] std::optional<EntryType> parse_entry_type(std::string_view name);
+
+// Keys: path, type (EntryType's wire name; absent: "refused"), error {code, message} (refused
+// only), and the EntryStat keys when the entry exists. A type no node sends does not read.
 struct TreeEntry {
     std::string path;
-    std::string type;
+    EntryType type = EntryType::refused;
     std::optional<EntryStat> stat;
     std::optional<Error> error;
 };
@@ -169,6 +180,8 @@ void to_json(nlohmann::json& j, const SpaceResult& v);
 void from_json(const nlohmann::json& j, SpaceResult& v);
 void to_json(nlohmann::json& j, const TreeRequest& v);
 void from_json(const nlohmann::json& j, TreeRequest& v);
+void to_json(nlohmann::json& j, EntryType v);
+void from_json(const nlohmann::json& j, EntryType& v);
 void to_json(nlohmann::json& j, const TreeEntry& v);
 void from_json(const nlohmann::json& j, TreeEntry& v);
 void to_json(nlohmann::json& j, const TreeResult& v);

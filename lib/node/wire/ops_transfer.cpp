@@ -109,13 +109,13 @@ void to_json(json& j, const StageResult& v) {
     j = v.counters;
     j["complete"] = v.complete;
     j["stopped"] = v.stopped;
-    if (v.stopped == "disk") j.update({{"free_bytes", v.free_bytes}, {"need_bytes", v.need_bytes}});
+    if (v.stopped == Stop::disk) j.update({{"free_bytes", v.free_bytes}, {"need_bytes", v.need_bytes}});
     put_optional(j, "already_ready", v.already_ready);
     put_optional(j, "manifest_xxh3", v.manifest_xxh3);
 }
 void from_json(const json& j, StageResult& v) {
     v.complete = j.value("complete", false);
-    v.stopped = j.value("stopped", "");
+    v.stopped = j.value("stopped", Stop::none);
     v.free_bytes = j.value("free_bytes", std::uint64_t{0});
     v.need_bytes = j.value("need_bytes", std::uint64_t{0});
     get_optional(j, "already_ready", v.already_ready);

@@ -90,7 +90,7 @@ struct StageCounters {
 // copy still needed), and the StageCounters keys.
 struct StageResult {
     bool complete = false;
-    std::string stopped;
+    Stop stopped = Stop::none;
     std::optional<bool> already_ready;
     std::optional<std::string> manifest_xxh3;
     StageCounters counters;

@@ -52,7 +52,7 @@ const std::string k_info = "d5:filesld6:lengthi10e4:pathl5:a.bineed6:lengthi20e4
 json file_entry(const std::string& path, const plan::FileStamp& s) {
     node::TreeEntry e;
     e.path = path;
-    e.type = "file";
+    e.type = node::EntryType::file;
     e.stat = node::EntryStat{.size = s.size, .dev = s.dev, .ino = s.ino, .nlink = 1, .mtime_ns = s.mtime_ns, .mode = 0644};
     return e;
 }
@@ -60,7 +60,7 @@ json file_entry(const std::string& path, const plan::FileStamp& s) {
 json absent_entry(const std::string& path) {
     node::TreeEntry e;
     e.path = path;
-    e.type = "absent";
+    e.type = node::EntryType::absent;
     return e;
 }
 
@@ -208,7 +208,7 @@ void TransferFixture::answer_stage_and_sync() {
         r.counters.files_copied = request.files.size();
         r.counters.bytes_copied = total;
         if (request.budget_bytes && *request.budget_bytes < total) {
-            r.stopped = "budget";
+            r.stopped = node::Stop::budget;
             r.counters.bytes_copied = *request.budget_bytes;
             return json(r);
         }

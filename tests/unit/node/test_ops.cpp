@@ -201,29 +201,41 @@ TEST_CASE("result structs write the keys the handlers answered with") {
 
     TreeResult tree;
     tree.base_exists = true;
-    tree.entries.push_back(TreeEntry{"a", "file", EntryStat{5, 1, 77, 2, 123456789, 0644}, std::nullopt});
-    tree.entries.push_back(TreeEntry{"b", "absent", std::nullopt, std::nullopt});
-    tree.entries.push_back(TreeEntry{"../c", "refused", std::nullopt, Error(ErrorCode::PATH_OUTSIDE_ROOT, "no")});
+    tree.entries.push_back(TreeEntry{"a", EntryType::file, EntryStat{5, 1, 77, 2, 123456789, 0644}, std::nullopt});
+    tree.entries.push_back(TreeEntry{"b", EntryType::absent, std::nullopt, std::nullopt});
+    tree.entries.push_back(TreeEntry{"../c", EntryType::refused, std::nullopt, Error(ErrorCode::PATH_OUTSIDE_ROOT, "no")});
     round_trip(tree, json{{"base_exists", true},
                           {"entries",
                            {{{"path", "a"}, {"type", "file"}, {"size", 5}, {"dev", 1}, {"ino", 77}, {"nlink", 2}, {"mtime_ns", 123456789},
                              {"mode", 0644}},
                             {{"path", "b"}, {"type", "absent"}},
                             {{"path", "../c"}, {"type", "refused"}, {"error", {{"code", "PATH_OUTSIDE_ROOT"}, {"message", "no"}}}}}}});
+    // Every entry type reads back as itself under its wire name; a type no node sends does not read
+    // (the facade's PROTOCOL), and an entry without a type is one the node refused.
+    for (EntryType type : {EntryType::file, EntryType::dir, EntryType::symlink, EntryType::fifo, EntryType::socket,
+                           EntryType::char_device, EntryType::block, EntryType::other, EntryType::absent, EntryType::refused}) {
+        CHECK(parse_entry_type(to_string(type)) == type);
+        CHECK(json(TreeEntry{"x", type, std::nullopt, std::nullopt}).get<TreeEntry>().type == type);
+    }
+    CHECK(to_string(EntryType::char_device) == "char");
+    CHECK_FALSE(parse_entry_type("hole").has_value());
+    CHECK_THROWS_AS(json({{"path", "x"}, {"type", "hole"}}).get<TreeEntry>(), json::exception);
+    CHECK(json({{"path", "x"}}).get<TreeEntry>().type == EntryType::refused);
 
     json counters = {{"files_linked", 1}, {"files_reflinked", 2}, {"files_copied", 3}, {"files_reused", 4}, {"bytes_linked", 5},
                      {"bytes_reflinked", 6}, {"bytes_copied", 7}, {"bytes_hashed", 8}, {"files_done", 9}, {"bytes_done", 10}};
     StageResult stage;
     stage.counters = counters.get<StageCounters>();
     CHECK(stage.counters.bytes_copied == 7);
-    stage.stopped = "budget";
+    stage.stopped = Stop::budget;
     json stopped = counters;
     stopped.update({{"complete", false}, {"stopped", "budget"}});
     round_trip(stage, stopped);
-    stage = StageResult{true, "", false, "ff00", stage.counters, 0, 0};
+    stage = StageResult{true, Stop::none, false, "ff00", stage.counters, 0, 0};
     json done = counters;
     done.update({{"complete", true}, {"stopped", ""}, {"already_ready", false}, {"manifest_xxh3", "ff00"}});
     round_trip(stage, done);
+    CHECK_THROWS_AS(json({{"complete", false}, {"stopped", "nap"}}).get<StageResult>(), json::exception);
 
     ReceiveCheckResult check;
     check.complete = false;
@@ -356,11 +368,11 @@ TEST_CASE("the facade reaches the handlers and reads their answers") {
     REQUIRE(tree.ok());
     CHECK(tree->base_exists);
     REQUIRE(tree->entries.size() == 3);
-    CHECK(tree->entries[0].type == "file");
+    CHECK(tree->entries[0].type == EntryType::file);
     REQUIRE(tree->entries[0].stat);
     CHECK(tree->entries[0].stat->size == 5);
-    CHECK(tree->entries[1].type == "absent");
-    CHECK(tree->entries[2].type == "refused");
+    CHECK(tree->entries[1].type == EntryType::absent);
+    CHECK(tree->entries[2].type == EntryType::refused);
     CHECK(tree->entries[2].error.has_value());
 
     std::string nonce = f.sync() + "/folder/.archctl-nonce-x";
