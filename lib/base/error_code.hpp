@@ -70,6 +70,7 @@ namespace archctl {
     X(QB_GONE) \
     X(QB_INVALID_TORRENT) \
     X(QB_NOT_FOUND) \
+    X(QB_RECHECK_STALLED) \
     X(QB_REJECTED) \
     X(QB_SERVER_ERROR) \
     X(QB_TIMEOUT) \

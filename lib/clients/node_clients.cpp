@@ -29,6 +29,7 @@ qbittorrent::Settings qbittorrent_settings(const config::NodeConfig& node, const
     s.username = qb.username;
     s.password = qb.password.value;
     s.password_file = qb.password.file;
+    s.export_timeout = qb.export_timeout;
     return s;
 }
 

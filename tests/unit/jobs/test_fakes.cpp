@@ -65,18 +65,20 @@ TEST_CASE("recheck_and_wait: a recheck that ends stopped at 100% returns the fil
     CHECK(files->size() == 2);
     CHECK(fake.count("recheck") == 1);
     CHECK(fake.args_of("recheck").front()["ids"] == json::array({k_id}));
-    CHECK(fake.count("torrents") == 3);
+    CHECK(fake.count("torrents") == 4);  // one read before the recheck (a running check is stopped first)
     CHECK(fake.count("files") == 1);
     CHECK(fake.calls.back().name == "files");
     CHECK(clock.sleeps == 3);
     CHECK(clock.slept == std::chrono::milliseconds(150));  // a short recheck is seen ending within 50 ms
 }
 
-TEST_CASE("recheck_poll_interval: 50 ms for the first 2 s of a recheck, then 200 ms") {
+TEST_CASE("recheck_poll_interval: 50 ms for the first 2 s of a recheck, then less and less often, every 2 s after a minute") {
     CHECK(recheck_poll_interval(std::chrono::milliseconds(0)) == std::chrono::milliseconds(50));
     CHECK(recheck_poll_interval(std::chrono::milliseconds(1999)) == std::chrono::milliseconds(50));
     CHECK(recheck_poll_interval(std::chrono::seconds(2)) == std::chrono::milliseconds(200));
-    CHECK(recheck_poll_interval(std::chrono::minutes(5)) == std::chrono::milliseconds(200));
+    CHECK(recheck_poll_interval(std::chrono::seconds(5)) == std::chrono::milliseconds(500));
+    CHECK(recheck_poll_interval(std::chrono::seconds(20)) == std::chrono::milliseconds(1000));
+    CHECK(recheck_poll_interval(std::chrono::minutes(5)) == std::chrono::milliseconds(2000));
 }
 
 TEST_CASE("recheck_and_wait: a recheck that ends below 100% returns the files as they are") {
@@ -86,7 +88,7 @@ TEST_CASE("recheck_and_wait: a recheck that ends below 100% returns the files as
     auto files = recheck_and_wait(clock, fake, k_id);
     REQUIRE(files.ok());
     CHECK(qb::complete_files(*files) == std::vector<std::uint32_t>{0});
-    CHECK(fake.count("torrents") == 2);
+    CHECK(fake.count("torrents") == 3);
 }
 
 TEST_CASE("recheck_and_wait: a download attempt during the recheck fails DOWNLOAD_ATTEMPT") {
@@ -117,7 +119,7 @@ TEST_CASE("recheck_and_wait: without a checking state seen, a stopped torrent be
     REQUIRE(files.ok());
     CHECK(clock.steady() - begun > std::chrono::seconds(4));
     CHECK(clock.steady() - begun < std::chrono::seconds(5));
-    CHECK(static_cast<std::size_t>(clock.sleeps) == fake.count("torrents"));
+    CHECK(static_cast<std::size_t>(clock.sleeps) + 1 == fake.count("torrents"));  // + the read before the recheck
 }
 
 TEST_CASE("recheck_and_wait: qBittorrent's failures and a vanished torrent end the wait") {
@@ -128,7 +130,7 @@ TEST_CASE("recheck_and_wait: qBittorrent's failures and a vanished torrent end t
         auto files = recheck_and_wait(clock, fake, k_id);
         REQUIRE_FALSE(files.ok());
         CHECK(files.error().code == "HTTP_UNREACHABLE");
-        CHECK(fake.count("torrents") == 0);
+        CHECK(fake.count("torrents") == 1);  // the read before the recheck
     }
     SUBCASE("the torrent disappears") {
         FakeQb fake = recheckable({{"checkingUP", 0.5}});
