@@ -37,7 +37,7 @@ StepResult OutageWait::wait(const Error& e) {
     ++m_tries;
     const SteadyTime until = std::min(now + delay, *m_since + m_env.budgets.outage_wait);
     while (clock.steady() < until) {
-        if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C) while waiting: " + e.message);
+        if (stop_requested()) return StepResult::stopped("interrupt", std::string(interrupt_text()) + " while waiting: " + e.message);
         if (m_env.budgets.max_duration && clock.steady() - m_run_started >= *m_env.budgets.max_duration)
             return StepResult::stopped("deadline", text("deadline reached while waiting"));
         clock.sleep_for(std::chrono::milliseconds(200));

@@ -36,7 +36,7 @@ std::string budget_text(std::uint64_t moved, std::uint64_t limit) {
 }
 
 std::optional<StepResult> budget_stop(const Budgets& budgets, std::uint64_t moved, SteadyTime started, SteadyTime now) {
-    if (stop_requested()) return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
+    if (stop_requested()) return StepResult::stopped("interrupt", interrupt_text());
     if (budgets.max_bytes && moved >= *budgets.max_bytes)
         return StepResult::stopped("budget", budget_text(moved, *budgets.max_bytes));
     if (budgets.max_duration && now - started >= *budgets.max_duration)

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/node/client/ops.hpp"
@@ -23,7 +24,7 @@ StepResult merge_stopped(JobRun& run, const node::MergeResult& r) {
         return StepResult::stopped("disk", fmt::format("merge stopped: the filesystem of '{}' on '{}' is full ({} free, {} still to copy)",
                                                        r.stopped_at, run.def.target, format_size(r.free_bytes), format_size(r.need_bytes)));
     if (auto stop = run.should_stop()) return *stop;
-    return StepResult::stopped("interrupt", "interrupted (Ctrl-C)");
+    return StepResult::stopped("interrupt", interrupt_text());
 }
 
 // The delta as the target's disk will have it: each file at its path there.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/transfer/preflight.hpp"
@@ -169,7 +170,7 @@ StepResult step_stage(JobRun& run) {
         const bool budget = r.value().stopped == node::Stop::budget;
         return StepResult::stopped(budget ? "budget" : "interrupt",
                                    budget ? fmt::format("budget reached ({} copied this run)", format_size(run.session.bytes_copied))
-                                                   : "interrupted (Ctrl-C)");
+                                                   : std::string(interrupt_text()));
     }
     run.ledger.staged = true;
     ARCHCTL_TRY_STATUS(run.event(

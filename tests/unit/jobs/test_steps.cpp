@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -522,7 +524,11 @@ TEST_CASE("steps: Ctrl-C during stage stops cleanly before sync (in a child proc
     // request_stop() cannot be undone in this process, so the run that sees it is a forked child;
     // the parent reads what it reported and the state directory it left.
     TransferFixture f;
-    JobFixture::before(f.seedbox.ops, "stage", [] { request_stop(); });
+    // A real SIGINT, as a Ctrl-C delivers it (the handlers are installed in the child alone).
+    JobFixture::before(f.seedbox.ops, "stage", [] {
+        install_interrupt_handlers();
+        std::raise(SIGINT);
+    });
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     pid_t pid = ::fork();

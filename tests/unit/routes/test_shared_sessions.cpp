@@ -48,7 +48,7 @@ void share(FakeSyncthing& fake, const std::string& self, const std::string& peer
 FakeTransport::Handler marker_present() {
     return [](const json& args) -> Result<json> {
         CHECK(args["paths"] == json::array({".stfolder"}));
-        return json{{"entries", json::array({json{{"type", "directory"}}})}};
+        return json{{"entries", json::array({json{{"type", "dir"}}})}};
     };
 }
 
