@@ -8,6 +8,7 @@
 
 #include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
+#include "lib/jobs/evidence/archive_evidence.hpp"
 
 namespace archctl::jobs {
 namespace {
@@ -19,20 +20,12 @@ std::string lower(std::string s) {
     return s;
 }
 
-// The placement `info` on `node` is, with its file list.
+// The placement `info` on `node` is, with its file list, and where qBittorrent keeps its content
+// (a transfer reads the content and download paths to find the files it moves).
 plan::PlacementView view_of(const std::string& node, const qb::TorrentInfo& info, const std::vector<qb::TorrentFile>& files) {
-    plan::PlacementView v;
-    v.node = node;
-    v.qb_id = info.id;
-    v.save_path = info.save_path;
+    plan::PlacementView v = placement_view(node, info, files);
     v.content_path = info.content_path;
     v.download_path = info.download_path;
-    v.run_state = qb::to_string(info.run_state);
-    v.selected = torrent::Selection::of(qb::selected_files(files));
-    v.complete = torrent::Selection::of(qb::complete_files(files));
-    v.names.resize(files.size());
-    for (const auto& f : files)
-        if (f.index < v.names.size()) v.names[f.index] = f.name;
     return v;
 }
 
