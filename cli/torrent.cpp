@@ -358,12 +358,10 @@ Outcome run_create(Context& ctx, const TorrentOptions& o) {
         if (!size) return Outcome::usage(size.take_error());
         co.piece_length = static_cast<std::int64_t>(*size);
     }
-    auto bytes = create_torrent(o.source, co);
-    if (!bytes) return Outcome::failed(bytes.take_error());
-    auto write = write_file_atomic(o.output, *bytes);
-    if (!write.ok()) return Outcome::failed(write.take_error());
-    auto meta = take_metainfo(std::move(*bytes), o.output);
+    auto meta = create_metainfo(o.source, co);
     if (!meta) return Outcome::failed(meta.take_error());
+    auto write = write_file_atomic(o.output, meta->bytes());
+    if (!write.ok()) return Outcome::failed(write.take_error());
     std::size_t file_count = payload_count(*meta);
     ctx.out().result(fmt::format("created '{}': {}, {} in {}, {} × {}", printable(o.output), headline(*meta, ctx),
                                  format_size(static_cast<std::uint64_t>(meta->payload_size())),

@@ -195,13 +195,13 @@ void write_props(bencode::Writer& w, const FileEntry& e, const std::optional<Sha
     }
 }
 
-}  // namespace
-
 class TorrentBuilder {
 public:
     TorrentBuilder(const std::filesystem::path& source, const CreateOptions& options) : m_source(source), m_options(options) {}
 
-    Result<std::string> run() {
+    // The built metainfo, parsed back. Each stage's tables are freed before the next grows: the
+    // scan's list before hashing, the layout and digests before the parse.
+    Result<Metainfo> run() {
         ARCHCTL_TRY_STATUS(scan());
         ARCHCTL_TRY_STATUS(choose_piece_length());
         m_layout = lay_out(m_sources, m_options, m_piece_length, m_multi, m_name);
@@ -211,9 +211,9 @@ public:
         std::string bytes = encode(digests);
         digests = {};
         m_layout = Layout();
-        auto parsed = parse_metainfo(bytes, m_name);
+        auto parsed = take_metainfo(std::move(bytes), m_name);
         if (!parsed) return create_error(m_source, fmt::format("the created metainfo does not parse back: {}", parsed.error().message));
-        return bytes;
+        return parsed;
     }
 
 private:
@@ -416,8 +416,15 @@ private:
     Layout m_layout;
 };
 
-Result<std::string> create_torrent(const std::filesystem::path& source, const CreateOptions& options) {
+}  // namespace
+
+Result<Metainfo> create_metainfo(const std::filesystem::path& source, const CreateOptions& options) {
     return TorrentBuilder(source, options).run();
+}
+
+Result<std::string> create_torrent(const std::filesystem::path& source, const CreateOptions& options) {
+    ARCHCTL_TRY_ASSIGN(auto meta, create_metainfo(source, options));
+    return std::string(meta.bytes());
 }
 
 }  // namespace archctl::torrent

@@ -8,7 +8,8 @@
 // boundary; a hybrid multi-file torrent lists a BEP 47 pad file (attr "p", path .pad/<N>) after
 // every non-empty file that does not end on a piece boundary, the last file included ("tail
 // padding"); its v1 `files` list is in the v2 order. Executable files get attr "x". The result is
-// parsed back with parse_metainfo() before it is returned.
+// parsed back before it is returned; create_metainfo() returns that parse (which holds the bytes),
+// so a caller that needs both keeps one copy of a large torrent, not three.
 
 #include <cstdint>
 #include <filesystem>
@@ -17,6 +18,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/torrent/identity.hpp"
+#include "lib/torrent/metainfo.hpp"
 
 namespace archctl::torrent {
 
@@ -37,5 +39,7 @@ struct CreateOptions {
 // Builds the metainfo of `source`. Errors: TORRENT_CREATE (bad option, empty payload, symlink,
 // special file, file changed while hashing), TORRENT_UNSAFE_PATH, IO.
 [[nodiscard]] Result<std::string> create_torrent(const std::filesystem::path& source, const CreateOptions& options = {});
+// create_torrent(), parsed: Metainfo::bytes() is the .torrent.
+[[nodiscard]] Result<Metainfo> create_metainfo(const std::filesystem::path& source, const CreateOptions& options = {});
 
 }  // namespace archctl::torrent

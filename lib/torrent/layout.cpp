@@ -31,7 +31,8 @@ bool dropped(std::int32_t cp) {
     return std::find(bidi.begin(), bidi.end(), cp) != bidi.end() || cp == '/' || cp == '\\';
 }
 
-constexpr std::size_t k_max_element_bytes = 240;
+// Where libtorrent starts truncating a long element (keeping its extension).
+constexpr std::size_t k_truncate_element_at = 240;
 
 std::string strip_first(std::string_view path) {
     auto slash = path.find('/');
@@ -100,7 +101,7 @@ std::string disk_element(std::string_view element) {
         out.append(element.substr(i, len));
         if (cp == '.') ++dots;
         added += len;
-        if (added >= k_max_element_bytes && !found_extension) {
+        if (added >= k_truncate_element_at && !found_extension) {
             // Keep an extension: a '.' among the element's last 9 bytes, after this point.
             std::size_t dot = std::string_view::npos;
             std::size_t floor = std::max(element.size() < 10 ? std::size_t{0} : element.size() - 10, i);

@@ -64,6 +64,8 @@ public:
     // the file has none (size <= piece length, or no v2).
     const std::vector<Sha256Digest>* piece_layer(const Sha256Digest& root) const;
 
+    // The whole .torrent as parsed.
+    std::string_view bytes() const { return m_bytes; }
     // Exact bencoded `info` bytes; the identity is computed over them.
     std::string_view info_bytes() const { return std::string_view(m_bytes).substr(m_info_at, m_info_length); }
     // `created by`, `comment` (informational, may be empty).
