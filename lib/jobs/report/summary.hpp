@@ -110,8 +110,11 @@ struct ResourceStatus {
 };
 
 // Fill in the placements and coverage of each resource (given by identity and name) on every
-// configured node: one torrent list per node for all of them, then the file list of each
-// placement found. An unreadable node is reported in its placement's `error`, never fatal.
+// configured node: one torrent list per node for all of them; a placement whose torrent entry
+// proves every file selected and complete takes the resource's file table (kept in the state
+// directory's cache/files/ after its first read), every other placement reads its own file list
+// (docs/status.md "What status reads"). An unreadable node is reported in its placement's
+// `error`, never fatal.
 // `count_shared`: evict.count_shared_copies (coverage counts copies other torrents share).
 [[nodiscard]] std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir& dir,
                                                           const std::vector<ResourceStatus>& resources, bool count_shared = false);
