@@ -209,7 +209,7 @@ public:
         ARCHCTL_TRY_STATUS(check_paths());
         ARCHCTL_TRY_ASSIGN(auto digests, hash());
         std::string bytes = encode(digests);
-        digests = {};
+        std::vector<PieceDigest>().swap(digests);  // `= {}` would keep its capacity
         m_layout = Layout();
         auto parsed = take_metainfo(std::move(bytes), m_name);
         if (!parsed) return create_error(m_source, fmt::format("the created metainfo does not parse back: {}", parsed.error().message));
@@ -302,9 +302,18 @@ private:
         return root;
     }
 
+    // More than the encoded metainfo can take: per file its path twice (the v2 tree and the v1
+    // list) and its keys, per piece a v1 hash and a v2 layer entry. Reserved up front so a large
+    // torrent is never copied while it grows; pages never written cost no memory.
+    std::size_t encoded_bound(std::size_t pieces) const {
+        const FileTable& files = m_layout.files;
+        return 4096 + m_name.size() + m_options.created_by.size() + 2 * files.path_bytes() + files.size() * 160 + pieces * 64;
+    }
+
     // The metainfo, written in canonical key order.
     std::string encode(const std::vector<PieceDigest>& digests) const {
         std::string out;
+        out.reserve(encoded_bound(digests.size()));
         bencode::Writer w(out);
         std::map<Sha256Digest, std::string> layers;
         w.begin_dict();

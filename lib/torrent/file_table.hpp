@@ -101,6 +101,8 @@ public:
     void add_from(const FileTable& other, std::size_t i, std::int64_t offset);
 
     std::size_t size() const { return m_rows.size(); }
+    // Bytes of every path in the table (the arena), for sizing what is written from it.
+    std::size_t path_bytes() const { return m_arena.size(); }
     bool empty() const { return m_rows.empty(); }
     FileEntry operator[](std::size_t i) const;
     FileEntry front() const { return (*this)[0]; }
