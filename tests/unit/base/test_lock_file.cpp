@@ -14,7 +14,7 @@
 
 using namespace archctl;
 
-static std::string helper() { return std::getenv("ARCHCTL_BASE_HELPER"); }
+static std::string lock_helper() { return std::getenv("ARCHCTL_BASE_HELPER"); }
 
 static std::string read_line(int fd) {
     std::string line;
@@ -25,7 +25,7 @@ static std::string read_line(int fd) {
 
 TEST_CASE("a live holder in another process refuses with its pid and host") {
     test::Scratch s;
-    auto holder = Subprocess::spawn({helper(), "lock-hold", s.path().string()});
+    auto holder = Subprocess::spawn({lock_helper(), "lock-hold", s.path().string()});
     REQUIRE(holder.ok());
     REQUIRE(read_line(holder->stdout_fd()) == "locked");
     std::vector<std::string> notices;
@@ -44,7 +44,7 @@ TEST_CASE("a live holder in another process refuses with its pid and host") {
 
 TEST_CASE("a lock whose process died is stale and reclaimed with a notice") {
     test::Scratch s;
-    auto holder = Subprocess::spawn({helper(), "lock-hold", s.path().string()});
+    auto holder = Subprocess::spawn({lock_helper(), "lock-hold", s.path().string()});
     REQUIRE(read_line(holder->stdout_fd()) == "locked");
     ::kill(static_cast<pid_t>(holder->pid()), SIGKILL);
     holder->wait();

@@ -24,7 +24,7 @@ const std::string k_job = "20261201-183412-7f3c";
 const std::string k_own = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
 // torrents/info and torrents/files from a table; everything else is "Ok.".
-struct FakeQb {
+struct CompensationQb {
     json torrents = json::array();
     std::map<std::string, json> files;  // qB id → torrents/files body
 
@@ -102,7 +102,7 @@ TEST_CASE("who added a new target's torrent is decided from the live torrent") {
 }
 
 TEST_CASE("referenced_paths: one torrent list, each torrent's files, the excluded one skipped") {
-    FakeQb fake;
+    CompensationQb fake;
     fake.torrents = json::array({listed(k_own, "/tank/t/show"), listed("bbbb", "/tank/t/show/"), listed("cccc", "/tank/other")});
     fake.files[k_own] = json::array({file(0, "Show/a.bin")});
     fake.files["bbbb"] = json::array({file(0, "Show/a.bin"), file(1, "Show/sub/b.bin")});
@@ -134,7 +134,7 @@ TEST_CASE("referenced_paths: one torrent list, each torrent's files, the exclude
 }
 
 TEST_CASE("referenced_paths_below reads only torrents that can reference the directory") {
-    FakeQb fake;
+    CompensationQb fake;
     fake.torrents = json::array({listed("aaaa", "/tank/sync/route"), listed("bbbb", "/tank/sync/route/job/p"),
                                  listed("cccc", "/tank/t/show"), listed("dddd", "/")});
     fake.files["aaaa"] = json::array({file(0, "job/p/0")});

@@ -49,7 +49,7 @@ Result<node::Response> info(node::Transport& t) {
 }  // namespace
 
 TEST_CASE("a transport whose child died is dropped: the next ops() starts a fresh child") {
-    test::Scratch s;
+    archctl::test::Scratch s;
     std::string log = (s / "starts").string();
     config::NodeConfig node = exec_node(log, "read line; exit 3", std::chrono::seconds(20));
     session::NodeSession session(node, clients::Tuning{});
@@ -79,7 +79,7 @@ TEST_CASE("a transport whose child died is dropped: the next ops() starts a fres
 }
 
 TEST_CASE("a transport that timed out is dropped, and the node's timeout reaches the transport") {
-    test::Scratch s;
+    archctl::test::Scratch s;
     std::string log = (s / "starts").string();
     config::NodeConfig node = exec_node(log, "sleep 60", std::chrono::seconds(2));
     session::NodeSession session(node, clients::Tuning{});
@@ -97,7 +97,7 @@ TEST_CASE("a transport that timed out is dropped, and the node's timeout reaches
 }
 
 TEST_CASE("a node that cannot be reached at all is retried on the next ops()") {
-    test::Scratch s;
+    archctl::test::Scratch s;
     std::string log = (s / "starts").string();
     config::NodeConfig node = exec_node(log, "", std::chrono::seconds(20));
     node.exec = {"sh", "-c", "echo started >> " + log + "; echo 'ssh: connect to host far port 22: Connection refused' >&2; exit 255"};

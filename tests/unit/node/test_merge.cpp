@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t k_size = 256u << 10;
+constexpr std::size_t k_merge_size = 256u << 10;
 
 // A received job in sync/route/<job>/p/{1,3,5} (as Syncthing leaves it: nlink 1) and the
 // merge request that places it under qb/save.
@@ -23,8 +23,8 @@ json received(NodeFixture& f, const std::string& job = "job") {
     const char* paths[] = {"Show/a.bin", "Show/b.bin", "Show/extras/c.bin"};
     for (unsigned i = 0; i < 3; ++i) {
         unsigned index = i * 2 + 1;
-        f.write("sync/route/" + job + "/p/" + std::to_string(index), random_bytes(k_size, 60 + i));
-        files.push_back({{"index", index}, {"path", paths[i]}, {"size", k_size}});
+        f.write("sync/route/" + job + "/p/" + std::to_string(index), random_bytes(k_merge_size, 60 + i));
+        files.push_back({{"index", index}, {"path", paths[i]}, {"size", k_merge_size}});
     }
     return {{"job_dir", f.sync() + "/route/" + job}, {"save_path", f.qb() + "/save"}, {"files", files}};
 }
@@ -78,7 +78,7 @@ NODE_TEST(merge_moves_received_files_out_of_the_route_folder) {
 
 NODE_TEST(merge_reuses_a_same_size_file_and_unmerge_never_removes_it) {
     json req = received(f);
-    std::string mine = random_bytes(k_size, 99);
+    std::string mine = random_bytes(k_merge_size, 99);
     f.write("qb/save/Show/a.bin", mine);
     auto before = lstat_path(f.qb() + "/save/Show/a.bin");
     json r = f.ok(Op::merge, req);
@@ -134,7 +134,7 @@ NODE_TEST(merge_across_filesystems_copies_and_drops_the_received_file) {
     std::string c = file_content(f.sync() + "/route/job/p/5");
     json r = f.ok(Op::merge, req);
     CHECK(by_index(r["provenance"], 5)["how"] == "copy");
-    CHECK(r["bytes_copied"] == 3 * k_size);
+    CHECK(r["bytes_copied"] == 3 * k_merge_size);
     CHECK(file_content(f.qb() + "/save/Show/extras/c.bin") == c);
     CHECK(list_files(f.sync() + "/route/job/p").empty());
     f.reconnect();
@@ -151,7 +151,7 @@ NODE_TEST(a_merge_copy_holds_the_floor_and_leaves_no_temp_file) {
     json r = f.ok(Op::merge, floored);
     CHECK(r["complete"] == false);
     CHECK(r["stopped"] == "disk");
-    CHECK(r["need_bytes"] == k_size);
+    CHECK(r["need_bytes"] == k_merge_size);
     CHECK(r["stopped_at"] == f.qb() + "/save/Show/a.bin");
     CHECK(r["free_bytes"].get<std::uint64_t>() > 0);
     // Nothing was written: no temp file, no half file, and the received files wait in the route folder.
@@ -204,7 +204,7 @@ NODE_TEST(a_merge_copy_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
 TEST_CASE("merge converges, or unmerges cleanly, after a crash at every point [exec]") {
     NodeFixture f(Kind::exec);
     json reference = received(f, "ref");
-    f.write("qb/save/Show/a.bin", random_bytes(k_size, 7));  // one pre-existing file
+    f.write("qb/save/Show/a.bin", random_bytes(k_merge_size, 7));  // one pre-existing file
     CrashRun clean = run_serve(f, Op::merge, reference, "");
     REQUIRE(clean.exit_code == 0);
     auto specs = crash_specs(clean.passed);
@@ -245,7 +245,7 @@ NODE_TEST(adopt_incomplete_moves_only_over_an_allocation_and_unmerge_takes_back_
     std::string save = f.qb() + "/save/";
     std::string a_bytes = file_content(save + "Show/a.bin");
     auto a_ino = lstat_path(save + "Show/a.bin").ino;
-    f.write("qb/save/Show/a.bin.!qB", std::string(k_size, '\0'));  // what qBittorrent allocates
+    f.write("qb/save/Show/a.bin.!qB", std::string(k_merge_size, '\0'));  // what qBittorrent allocates
     f.write("qb/save/Show/b.bin.!qB", partial);                     // real bytes: never replaced
     json base = {{"job_dir", req["job_dir"]}, {"save_path", req["save_path"]}, {"indices", {1, 3, 5}}};
     json report = base;

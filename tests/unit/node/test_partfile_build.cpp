@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string be32(std::uint32_t v) {
+std::string big_endian32(std::uint32_t v) {
     std::string out(4, '\0');
     for (int i = 0; i < 4; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
     return out;
@@ -73,7 +73,7 @@ NODE_TEST(partfile_build_writes_the_slots_libtorrent_reads) {
     std::string built = file_content(to);
     REQUIRE(built.size() == 1024 + 2 * k_piece);
     CHECK(r["bytes"] == built.size());
-    std::string header = be32(3) + be32(k_piece) + be32(0) + be32(1) + be32(0xFFFFFFFFu);
+    std::string header = big_endian32(3) + big_endian32(k_piece) + big_endian32(0) + big_endian32(1) + big_endian32(0xFFFFFFFFu);
     header.resize(1024, '\0');
     CHECK(built.substr(0, 1024) == header);
     // Slot 0 (piece 0): only b's bytes, at their piece-relative offset; slot 1 (piece 1) likewise.
@@ -92,7 +92,7 @@ NODE_TEST(partfile_build_reads_a_skipped_files_bytes_from_the_source_part_file) 
     write_payload(f, p);
     std::filesystem::remove(f.qb() + "/save/T/b.bin");
     // The source's own part file: piece 1 in slot 0, piece 0 in slot 1 (b's bytes only).
-    std::string source = be32(3) + be32(k_piece) + be32(1) + be32(0) + be32(0xFFFFFFFFu);
+    std::string source = big_endian32(3) + big_endian32(k_piece) + big_endian32(1) + big_endian32(0) + big_endian32(0xFFFFFFFFu);
     source.resize(1024, '\0');
     std::string slot0(k_piece, '\0'), slot1(k_piece, '\0');
     slot0.replace(0, 13616, p.b.substr(6384, 13616));

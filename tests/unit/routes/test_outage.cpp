@@ -26,9 +26,9 @@ namespace st = archctl::clients::syncthing;
 
 namespace {
 
-const std::string k_route = "archctl-cache1-archive1-abc123";
-const std::string k_cache_dev = "CACHEDV-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA";
-const std::string k_archive_dev = "ARCHIVE-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB";
+const std::string k_outage_route = "archctl-cache1-archive1-abc123";
+const std::string k_outage_cache_dev = "CACHEDV-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA";
+const std::string k_outage_archive_dev = "ARCHIVE-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB";
 
 Discovery answered(std::set<std::string> nodes, std::map<std::string, std::string> down = {}) {
     Discovery d;
@@ -61,8 +61,8 @@ struct Pair {
         auto opened = state::StateDir::open(cfg.state_dir);
         REQUIRE(opened.ok());
         dir.emplace(opened.value());
-        cache_st.system.my_id = k_cache_dev;
-        archive_st.system.my_id = k_archive_dev;
+        cache_st.system.my_id = k_outage_cache_dev;
+        archive_st.system.my_id = k_outage_archive_dev;
         nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("cache1"), clients::Tuning{},
                                                          session::NodeSession::Injected{nullptr, &cache_st, &cache_ops}));
         nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
@@ -72,14 +72,14 @@ struct Pair {
 
     // The route's folder on both sides (and each side's peer device).
     void share_route() {
-        for (auto [fake, self, peer, path] : {std::tuple{&cache_st, k_cache_dev, k_archive_dev, "/c/sync/" + k_route},
-                                               std::tuple{&archive_st, k_archive_dev, k_cache_dev, "/a/sync/" + k_route}}) {
+        for (auto [fake, self, peer, path] : {std::tuple{&cache_st, k_outage_cache_dev, k_outage_archive_dev, "/c/sync/" + k_outage_route},
+                                               std::tuple{&archive_st, k_outage_archive_dev, k_outage_cache_dev, "/a/sync/" + k_outage_route}}) {
             st::Folder f;
-            f.id = k_route;
+            f.id = k_outage_route;
             f.path = path;
             f.devices = {self, peer};
             f.ignore_perms = true;
-            fake->folder_map[k_route] = f;
+            fake->folder_map[k_outage_route] = f;
             st::Device d;
             d.device_id = peer;
             fake->device_map[peer] = d;
@@ -89,23 +89,23 @@ struct Pair {
     // A record of the route as archctl provisioned and verified it.
     void record_created_route() {
         RouteRecord r;
-        r.id = k_route;
+        r.id = k_outage_route;
         r.cache = "cache1";
         r.archive = "archive1";
-        r.cache_path = "/c/sync/" + k_route;
-        r.archive_path = "/a/sync/" + k_route;
-        r.cache_device = k_cache_dev;
-        r.archive_device = k_archive_dev;
+        r.cache_path = "/c/sync/" + k_outage_route;
+        r.archive_path = "/a/sync/" + k_outage_route;
+        r.cache_device = k_outage_cache_dev;
+        r.archive_device = k_outage_archive_dev;
         r.state = RouteState::ready;
         r.verified_at = "2026-12-01T18:00:00Z";
-        r.created = {{"cache1", ObjectKind::device, k_archive_dev, "x", ObjectStatus::created, "", ""},
-                     {"cache1", ObjectKind::folder, k_route, "x", ObjectStatus::created, "", ""},
-                     {"archive1", ObjectKind::device, k_cache_dev, "x", ObjectStatus::created, "", ""},
-                     {"archive1", ObjectKind::folder, k_route, "x", ObjectStatus::created, "", ""}};
+        r.created = {{"cache1", ObjectKind::device, k_outage_archive_dev, "x", ObjectStatus::created, "", ""},
+                     {"cache1", ObjectKind::folder, k_outage_route, "x", ObjectStatus::created, "", ""},
+                     {"archive1", ObjectKind::device, k_outage_cache_dev, "x", ObjectStatus::created, "", ""},
+                     {"archive1", ObjectKind::folder, k_outage_route, "x", ObjectStatus::created, "", ""}};
         REQUIRE(RouteStore(dir->routes()).save(r, "test").ok());
     }
 
-    bool record_exists() const { return std::filesystem::exists(RouteStore(dir->routes()).path_of(k_route)); }
+    bool record_exists() const { return std::filesystem::exists(RouteStore(dir->routes()).path_of(k_outage_route)); }
 };
 
 }  // namespace
@@ -197,24 +197,24 @@ TEST_CASE("route rm refuses routes archctl did not make and routes an unfinished
     Pair p;
     p.share_route();
 
-    auto foreign = remove_route(*p.env, k_route);
+    auto foreign = remove_route(*p.env, k_outage_route);
     REQUIRE_FALSE(foreign.ok());
     CHECK(foreign.error().is(ErrorCode::ROUTE_CONFLICT));
-    CHECK(foreign.error().message == "route '" + k_route + "' was not created by archctl (it has no provisioning record)");
+    CHECK(foreign.error().message == "route '" + k_outage_route + "' was not created by archctl (it has no provisioning record)");
 
     p.record_created_route();
     state::JobStore jobs(*p.dir);
-    REQUIRE(jobs.create("20261201-180000-abcd", {{"id", "20261201-180000-abcd"}, {"route", {{"id", k_route}}}}).ok());
-    auto used = remove_route(*p.env, k_route);
+    REQUIRE(jobs.create("20261201-180000-abcd", {{"id", "20261201-180000-abcd"}, {"route", {{"id", k_outage_route}}}}).ok());
+    auto used = remove_route(*p.env, k_outage_route);
     REQUIRE_FALSE(used.ok());
     CHECK(used.error().is(ErrorCode::ROUTE_IN_USE));
-    CHECK(used.error().message == "route '" + k_route + "' is used by unfinished job 20261201-180000-abcd (running)");
+    CHECK(used.error().message == "route '" + k_outage_route + "' is used by unfinished job 20261201-180000-abcd (running)");
     CHECK(p.cache_st.count("delete_folder") == 0);
 
     SUBCASE("while a Syncthing does not answer nothing is removed") {
         REQUIRE(jobs.write_ledger("20261201-180000-abcd", {{"state", "done"}}).ok());
         p.archive_st.fail_always("status", Error("HTTP_UNREACHABLE", "connection refused"));
-        auto waiting = remove_route(*p.env, k_route);
+        auto waiting = remove_route(*p.env, k_outage_route);
         REQUIRE_FALSE(waiting.ok());
         CHECK(waiting.error().is(ErrorCode::ROUTE_WAITING));
         CHECK(p.cache_st.count("delete_folder") == 0);
@@ -226,14 +226,14 @@ TEST_CASE("route rm refuses routes archctl did not make and routes an unfinished
         st::Folder other;
         other.id = "other";
         other.path = "/a/sync/other";
-        other.devices = {k_archive_dev, k_cache_dev};
+        other.devices = {k_outage_archive_dev, k_outage_cache_dev};
         p.archive_st.folder_map["other"] = other;
-        auto removed = remove_route(*p.env, k_route);
+        auto removed = remove_route(*p.env, k_outage_route);
         REQUIRE(removed.ok());
-        CHECK(p.cache_st.folder_map.count(k_route) == 0);
-        CHECK(p.archive_st.folder_map.count(k_route) == 0);
-        CHECK(p.cache_st.device_map.count(k_archive_dev) == 0);
-        CHECK(p.archive_st.device_map.count(k_cache_dev) == 1);
+        CHECK(p.cache_st.folder_map.count(k_outage_route) == 0);
+        CHECK(p.archive_st.folder_map.count(k_outage_route) == 0);
+        CHECK(p.cache_st.device_map.count(k_outage_archive_dev) == 0);
+        CHECK(p.archive_st.device_map.count(k_outage_cache_dev) == 1);
         const auto& objects = removed->objects;
         REQUIRE(objects.size() == 4);
         CHECK(objects[3].status == "kept");
@@ -241,7 +241,7 @@ TEST_CASE("route rm refuses routes archctl did not make and routes an unfinished
         CHECK(removed->files_left.size() == 2);
         CHECK_FALSE(p.record_exists());
         // Nothing left to remove: the route is gone.
-        auto again = remove_route(*p.env, k_route);
+        auto again = remove_route(*p.env, k_outage_route);
         REQUIRE_FALSE(again.ok());
         CHECK(again.error().is(ErrorCode::NOT_FOUND));
     }

@@ -16,8 +16,8 @@ namespace st = archctl::clients::syncthing;
 
 namespace {
 
-const std::string k_cache = "AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA";
-const std::string k_archive = "BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB";
+const std::string k_valve_cache = "AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA-AAAAAAA";
+const std::string k_valve_archive = "BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB-BBBBBBB";
 
 // A route folder as Syncthing 1.19 returns it, with the valve holding; `changes` on top.
 st::Folder folder(const json& changes = json::object()) {
@@ -25,7 +25,7 @@ st::Folder folder(const json& changes = json::object()) {
               {"label", "r"},
               {"path", "/s/r"},
               {"type", "sendreceive"},
-              {"devices", json::array({{{"deviceID", k_cache}}, {{"deviceID", k_archive}}})},
+              {"devices", json::array({{{"deviceID", k_valve_cache}}, {{"deviceID", k_valve_archive}}})},
               {"ignorePerms", true},
               {"ignoreDelete", false},
               {"versioning", {{"type", ""}, {"params", json::object()}, {"cleanupIntervalS", 3600}, {"fsPath", ""}, {"fsType", "basic"}}},
@@ -103,8 +103,8 @@ TEST_CASE("the valve error names the route, the node, the settings and the repai
 }
 
 TEST_CASE("discovery carries each side's valve problems, cache first") {
-    auto c = snapshot("cache1", config::Role::cache, k_cache, folder({{"ignorePerms", false}}));
-    auto a = snapshot("archive1", config::Role::archive, k_archive, folder({{"versioning", {{"type", "trashcan"}}}}));
+    auto c = snapshot("cache1", config::Role::cache, k_valve_cache, folder({{"ignorePerms", false}}));
+    auto a = snapshot("archive1", config::Role::archive, k_valve_archive, folder({{"versioning", {{"type", "trashcan"}}}}));
     Discovery d = classify({c, a});
     REQUIRE(d.routes.size() == 1);
     const auto& valve = d.routes[0].valve;
@@ -114,8 +114,8 @@ TEST_CASE("discovery carries each side's valve problems, cache first") {
     CHECK(valve[1].node == "archive1");
     CHECK(valve_text(valve) == "cache1: ignorePerms false (must be true); archive1: versioning 'trashcan' (must be off)");
 
-    Discovery fine = classify({snapshot("cache1", config::Role::cache, k_cache, folder()),
-                               snapshot("archive1", config::Role::archive, k_archive, folder())});
+    Discovery fine = classify({snapshot("cache1", config::Role::cache, k_valve_cache, folder()),
+                               snapshot("archive1", config::Role::archive, k_valve_archive, folder())});
     REQUIRE(fine.routes.size() == 1);
     CHECK(fine.routes[0].valve.empty());
 }

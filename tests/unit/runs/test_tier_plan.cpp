@@ -12,7 +12,7 @@ namespace {
 constexpr std::int64_t k_now = 1'800'000'000;
 constexpr std::int64_t k_day = 86400;
 
-TorrentInfo torrent(const std::string& id, const std::string& category, std::int64_t size, std::int64_t completed_days_ago) {
+TorrentInfo listed_torrent(const std::string& id, const std::string& category, std::int64_t size, std::int64_t completed_days_ago) {
     TorrentInfo t;
     t.id = id;
     t.infohash_v1 = id;
@@ -48,8 +48,8 @@ runs::TierInput input(const config::TierPolicy& p, std::uint64_t free) {
     in.free = free;
     in.total = 10000;
     in.now = k_now;
-    in.cache = {torrent("aa", "tv", 300, 20), torrent("bb", "tv", 500, 40), torrent("cc", "film", 400, 30),
-                torrent("dd", "tv", 900, 2), torrent("ee", "keep", 700, 100)};
+    in.cache = {listed_torrent("aa", "tv", 300, 20), listed_torrent("bb", "tv", 500, 40), listed_torrent("cc", "film", 400, 30),
+                listed_torrent("dd", "tv", 900, 2), listed_torrent("ee", "keep", 700, 100)};
     return in;
 }
 
@@ -58,7 +58,7 @@ runs::TierInput input(const config::TierPolicy& p, std::uint64_t free) {
 TEST_CASE("tier plan: candidates oldest first until the goal holds; excluded and young ones are not evicted") {
     auto p = policy();
     runs::TierInput in = input(p, 200);  // needs 800 more free
-    in.archives["nas"] = {torrent("cc", "film", 400, 30)};
+    in.archives["nas"] = {listed_torrent("cc", "film", 400, 30)};
     runs::TierPlan plan = runs::make_tier_plan(in);
     REQUIRE(plan.rows.size() >= 3);
     // oldest completed first: bb (40 d), cc (30 d), aa (20 d)

@@ -18,7 +18,7 @@ using Calls = std::vector<std::string>;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool text_has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Three candidates: largest first is aa (500), bb (400), cc (300).
 void three_candidates(TierFixture& f) {
@@ -53,8 +53,8 @@ TEST_CASE("tier run: the unfinished job first, then candidates largest first unt
     CHECK_FALSE(run.stop);
     CHECK_FALSE(run.first_error);
     CHECK(f.ledger()["state"] == "done");
-    CHECK(contains(f.said_text(), "archctl: tier box: continuing job " + f.job_id + " (archive show)"));
-    CHECK(contains(f.said_text(), "archctl: tier box: job evict-aa  evict evict-aa from seedbox"));
+    CHECK(text_has(f.said_text(), "archctl: tier box: continuing job " + f.job_id + " (archive show)"));
+    CHECK(text_has(f.said_text(), "archctl: tier box: job evict-aa  evict evict-aa from seedbox"));
 
     auto j = run.to_json();
     CHECK(j["outcome"] == "done");
@@ -90,7 +90,7 @@ TEST_CASE("tier run: an unproven eviction is made up by the next candidate; none
     CHECK(blocked.blocked == 3);
     REQUIRE(blocked.first_error);
     CHECK(blocked.first_error->is(ErrorCode::TIER_GOAL_UNREACHABLE));
-    CHECK(contains(blocked.first_error->message, "3 candidate(s) blocked"));
+    CHECK(text_has(blocked.first_error->message, "3 candidate(s) blocked"));
     CHECK_FALSE(blocked.goal_met);
 }
 
@@ -106,7 +106,7 @@ TEST_CASE("tier run: an archive node that cannot take the job falls back to the 
     CHECK(f.driven == Calls{f.job_id, "archive-aa-nas2", "evict-aa", "archive-bb-nas2", "evict-bb"});
     CHECK(run.outcome == runs::TierOutcome::done);
     CHECK(run.failed == 0);
-    CHECK(contains(f.said_text(), "job archive-aa-nas2  archive archive-aa-nas2 seedbox → nas2"));
+    CHECK(text_has(f.said_text(), "job archive-aa-nas2  archive archive-aa-nas2 seedbox → nas2"));
 }
 
 TEST_CASE("tier run: no archive node takes a candidate: it fails, is not evicted, and the next one runs") {
@@ -142,7 +142,7 @@ TEST_CASE("tier run: a job waiting on an outage ends its own turn, and the run g
     CHECK(run.goal_met);
     CHECK(run.stop == std::optional<std::string>("waiting: node 'nas' unreachable"));
     CHECK_FALSE(f.many->ended());
-    CHECK(contains(f.said_text(), "archctl: job archive-aa-nas is at sync; nothing is lost (waiting: node 'nas' unreachable)"));
+    CHECK(text_has(f.said_text(), "archctl: job archive-aa-nas is at sync; nothing is lost (waiting: node 'nas' unreachable)"));
 }
 
 TEST_CASE("tier run: the unfinished job waiting on the real driver does not hold up the candidates") {
@@ -153,7 +153,7 @@ TEST_CASE("tier run: the unfinished job waiting on the real driver does not hold
     REQUIRE_FALSE(run.steps.empty());
     CHECK(run.steps[0].job == f.job_id);
     CHECK(run.steps[0].outcome == "stopped");
-    CHECK(contains(run.steps[0].message, "unreachable"));
+    CHECK(text_has(run.steps[0].message, "unreachable"));
     CHECK(f.driven == Calls{f.job_id, "archive-aa-nas", "evict-aa", "archive-bb-nas", "evict-bb"});
     CHECK(run.outcome == runs::TierOutcome::stopped);
     CHECK(run.archived == 2);
@@ -183,8 +183,8 @@ TEST_CASE("tier run: a job another archctl drives is skipped here, and the run g
     CHECK(run.outcome == runs::TierOutcome::stopped);
     CHECK(run.failed == 0);
     REQUIRE(run.stop);
-    CHECK(contains(*run.stop, "job archive-aa-nas is being driven by another archctl"));
-    CHECK(contains(f.said_text(), "; skipped here"));
+    CHECK(text_has(*run.stop, "job archive-aa-nas is being driven by another archctl"));
+    CHECK(text_has(f.said_text(), "; skipped here"));
 }
 
 TEST_CASE("tier run: a route that keeps a node waiting is not asked again; the next node takes the jobs") {
@@ -207,7 +207,7 @@ TEST_CASE("tier run: a route that keeps a node waiting is not asked again; the n
     CHECK(waits.outcome == runs::TierOutcome::stopped);
     CHECK(waits.failed == 0);
     REQUIRE(waits.stop);
-    CHECK(contains(*waits.stop, "waiting: no archive node can take 'cc' now (nas: route to nas: Syncthing unreachable)"));
+    CHECK(text_has(*waits.stop, "waiting: no archive node can take 'cc' now (nas: route to nas: Syncthing unreachable)"));
 }
 
 TEST_CASE("tier run: an unreachable cache is a wait before anything is read, said without a free space") {
@@ -218,7 +218,7 @@ TEST_CASE("tier run: an unreachable cache is a wait before anything is read, sai
     CHECK(run.outcome == runs::TierOutcome::stopped);
     CHECK_FALSE(run.measured);
     REQUIRE(run.stop);
-    CHECK(contains(*run.stop, "waiting: qBittorrent of 'seedbox' is unreachable"));
+    CHECK(text_has(*run.stop, "waiting: qBittorrent of 'seedbox' is unreachable"));
     CHECK(f.planner.calls.empty());
 }
 

@@ -45,7 +45,7 @@ std::string parse_error(const Value& v) {
     return r.error().message;
 }
 
-bool has(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+bool mentions(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -144,62 +144,62 @@ TEST_CASE("metainfo: v2 single file takes its name from the file tree") {
 }
 
 TEST_CASE("metainfo: invalid structures are TORRENT_INVALID") {
-    CHECK(has(parse_metainfo("i1e", "x").error().message, "top level is not a dictionary"));
-    CHECK(has(parse_metainfo("de", "x").error().message, "missing 'info'"));
-    CHECK(has(parse_metainfo("d4:infoi1ee", "x").error().message, "missing 'info'"));
-    CHECK(has(parse_metainfo("d1:b0:1:a0:e", "x").error().message, "invalid torrent 'x': invalid bencoding"));
+    CHECK(mentions(parse_metainfo("i1e", "x").error().message, "top level is not a dictionary"));
+    CHECK(mentions(parse_metainfo("de", "x").error().message, "missing 'info'"));
+    CHECK(mentions(parse_metainfo("d4:infoi1ee", "x").error().message, "missing 'info'"));
+    CHECK(mentions(parse_metainfo("d1:b0:1:a0:e", "x").error().message, "invalid torrent 'x': invalid bencoding"));
 
     Value v = sample(MemKind::hybrid).build();
     Value& info = at(v, "info");
-    { Value c = v; at(at(c, "info"), "meta version") = Value::integer(3); CHECK(has(parse_error(c), "unsupported meta version 3")); }
-    { Value c = v; at(at(c, "info"), "piece length") = Value::integer(24576); CHECK(has(parse_error(c), "not a power of two")); }
-    { Value c = v; at(at(c, "info"), "piece length") = Value::integer(0); CHECK(has(parse_error(c), "out of range")); }
-    { Value c = v; at(at(c, "info"), "pieces") = Value::string("abc"); CHECK(has(parse_error(c), "multiple of 20")); }
-    { Value c = v; at(at(c, "info"), "pieces") = Value::string(std::string(20, 'x')); CHECK(has(parse_error(c), "holds 1 hashes but the files need")); }
-    { Value c = v; at(at(c, "info"), "length") = Value::integer(5); CHECK(has(parse_error(c), "both 'length' and 'files'")); }
-    { Value c = v; erase(at(c, "info"), "name"); CHECK(has(parse_error(c), "missing 'name'")); }
-    { Value c = v; erase(c, "piece layers"); CHECK(has(parse_error(c), "missing 'piece layers'")); }
+    { Value c = v; at(at(c, "info"), "meta version") = Value::integer(3); CHECK(mentions(parse_error(c), "unsupported meta version 3")); }
+    { Value c = v; at(at(c, "info"), "piece length") = Value::integer(24576); CHECK(mentions(parse_error(c), "not a power of two")); }
+    { Value c = v; at(at(c, "info"), "piece length") = Value::integer(0); CHECK(mentions(parse_error(c), "out of range")); }
+    { Value c = v; at(at(c, "info"), "pieces") = Value::string("abc"); CHECK(mentions(parse_error(c), "multiple of 20")); }
+    { Value c = v; at(at(c, "info"), "pieces") = Value::string(std::string(20, 'x')); CHECK(mentions(parse_error(c), "holds 1 hashes but the files need")); }
+    { Value c = v; at(at(c, "info"), "length") = Value::integer(5); CHECK(mentions(parse_error(c), "both 'length' and 'files'")); }
+    { Value c = v; erase(at(c, "info"), "name"); CHECK(mentions(parse_error(c), "missing 'name'")); }
+    { Value c = v; erase(c, "piece layers"); CHECK(mentions(parse_error(c), "missing 'piece layers'")); }
     {
         Value c = v;
         Value& layers = at(c, "piece layers");
         std::string bytes = layers.as_dict()[0].value.as_string();
         bytes[0] = static_cast<char>(bytes[0] ^ 1);
         layers.mutable_dict()[0].value = Value::string(bytes);
-        CHECK(has(parse_error(c), "does not match its 'pieces root'"));
+        CHECK(mentions(parse_error(c), "does not match its 'pieces root'"));
     }
     {
         Value c = v;
         at(c, "piece layers").set(std::string(32, 'k'), Value::string(std::string(64, 'z')));
-        CHECK(has(parse_error(c), "for no file larger than one piece"));
+        CHECK(mentions(parse_error(c), "for no file larger than one piece"));
     }
     {
         Value c = v;
         Value& props = at(at(at(at(c, "info"), "file tree"), "b.txt"), "");
         at(props, "pieces root") = Value::string(std::string(32, '\0'));
-        CHECK(has(parse_error(c), "all zeros"));
+        CHECK(mentions(parse_error(c), "all zeros"));
         erase(props, "pieces root");
-        CHECK(has(parse_error(c), "has no 'pieces root'"));
+        CHECK(mentions(parse_error(c), "has no 'pieces root'"));
     }
     {
         Value c = v;
         Value& props = at(at(at(at(c, "info"), "file tree"), "b.txt"), "");
         at(props, "attr") = Value::string("p");
-        CHECK(has(parse_error(c), "pad attribute inside the v2 file tree"));
+        CHECK(mentions(parse_error(c), "pad attribute inside the v2 file tree"));
     }
     {
         Value c = v;
         at(at(at(at(c, "info"), "file tree"), "b.txt"), "extra") = Value::dict();
-        CHECK(has(parse_error(c), "both a file and a directory"));
+        CHECK(mentions(parse_error(c), "both a file and a directory"));
     }
     {
         Value c = v;
         at(at(at(c, "info"), "file tree"), "emptydir") = Value::dict();
-        CHECK(has(parse_error(c), "not a non-empty dictionary"));
+        CHECK(mentions(parse_error(c), "not a non-empty dictionary"));
     }
     {
         Value c = v;
         at(at(c, "info"), "file tree") = Value::dict({bencode::DictEntry{"", Value::dict()}});
-        CHECK(has(parse_error(c), "file tree root is a file"));
+        CHECK(mentions(parse_error(c), "file tree root is a file"));
     }
     (void)info;
 }
@@ -210,23 +210,23 @@ TEST_CASE("metainfo: hybrid consistency") {
     Value v = t.build();
     Value& files = at(at(v, "info"), "files");
     std::swap(files.mutable_list()[0], files.mutable_list()[2]);
-    CHECK(has(parse_error(v), "inconsistent hybrid"));
+    CHECK(mentions(parse_error(v), "inconsistent hybrid"));
     // Missing pad: a file that does not start on a piece boundary.
     Value w = t.build();
     auto& list = at(at(w, "info"), "files").mutable_list();
     list.erase(list.begin() + 1);  // the pad after b.txt
-    CHECK(has(parse_error(w), "inconsistent hybrid"));
+    CHECK(mentions(parse_error(w), "inconsistent hybrid"));
     // v1 size differs from v2.
     Value x = t.build();
     at(at(x, "info"), "files").mutable_list()[0].set("length", Value::integer(101));
-    CHECK(has(parse_error(x), "inconsistent hybrid"));
+    CHECK(mentions(parse_error(x), "inconsistent hybrid"));
 }
 
 TEST_CASE("metainfo: total size 0 and v1 pad path defaults") {
     MemTorrent t;
     t.kind = MemKind::v1;
     t.files = {MemFile{{"a"}, "", ""}};
-    CHECK(has(parse_metainfo(t.encode(), "z").error().message, "total size 0"));
+    CHECK(mentions(parse_metainfo(t.encode(), "z").error().message, "total size 0"));
 
     // A v1 pad without a path is laid out as .pad/<N> and never counted as payload.
     MemTorrent p;
@@ -273,17 +273,17 @@ TEST_CASE("metainfo: a v1 pad file's path obeys the path rules of every other fi
           "unsafe path in torrent 'root': file 'root/..': element '..' is not allowed (pad file)");
     CHECK(unsafe_error(v1_with_pad({"..", "x"})).message ==
           "unsafe path in torrent 'root': file 'root/../x': element '..' is not allowed (pad file)");
-    CHECK(has(unsafe_error(v1_with_pad({"..", "..", "escape"})).message, "file 'root/../../escape': element '..'"));
-    CHECK(has(unsafe_error(v1_with_pad({".pad", "..", "16284"})).message, "element '..' is not allowed"));
+    CHECK(mentions(unsafe_error(v1_with_pad({"..", "..", "escape"})).message, "file 'root/../../escape': element '..'"));
+    CHECK(mentions(unsafe_error(v1_with_pad({".pad", "..", "16284"})).message, "element '..' is not allowed"));
     // Absolute: the whole path in one element, or a leading empty element as "/etc/x" splits.
-    CHECK(has(unsafe_error(v1_with_pad({"/etc/passwd"})).message, "contains '/'"));
-    CHECK(has(unsafe_error(v1_with_pad({"", "etc", "passwd"})).message, "empty element"));
-    CHECK(has(unsafe_error(v1_with_pad({".pad", "", "16284"})).message, "empty element"));
-    CHECK(has(unsafe_error(v1_with_pad({"\xfe"})).message, "not valid UTF-8"));
-    CHECK(has(unsafe_error(v1_with_pad({"a", ".", "b"})).message, "element '.' is not allowed"));
-    CHECK(has(unsafe_error(v1_with_pad({"x\ny"})).message, "control character 0x0a"));
+    CHECK(mentions(unsafe_error(v1_with_pad({"/etc/passwd"})).message, "contains '/'"));
+    CHECK(mentions(unsafe_error(v1_with_pad({"", "etc", "passwd"})).message, "empty element"));
+    CHECK(mentions(unsafe_error(v1_with_pad({".pad", "", "16284"})).message, "empty element"));
+    CHECK(mentions(unsafe_error(v1_with_pad({"\xfe"})).message, "not valid UTF-8"));
+    CHECK(mentions(unsafe_error(v1_with_pad({"a", ".", "b"})).message, "element '.' is not allowed"));
+    CHECK(mentions(unsafe_error(v1_with_pad({"x\ny"})).message, "control character 0x0a"));
     // An explicit empty list is an empty path, as for any file; only a missing `path` defaults.
-    CHECK(has(unsafe_error(v1_with_pad({})).message, "empty path"));
+    CHECK(mentions(unsafe_error(v1_with_pad({})).message, "empty path"));
 }
 
 TEST_CASE("metainfo: a pad's path.utf-8 is checked too") {
@@ -291,7 +291,7 @@ TEST_CASE("metainfo: a pad's path.utf-8 is checked too") {
     Value& pad = at(at(v, "info"), "files").mutable_list()[1];
     erase(pad, "path");
     pad.set("path.utf-8", Value::list({Value::string(".."), Value::string("x")}));
-    CHECK(has(unsafe_error(v).message, "file 'root/../x': element '..'"));
+    CHECK(mentions(unsafe_error(v).message, "file 'root/../x': element '..'"));
 }
 
 TEST_CASE("metainfo: pads keep their names and may share a path") {
@@ -322,6 +322,6 @@ TEST_CASE("metainfo: a hybrid's v1 pad entry with an unsafe path is refused") {
         for (const auto& e : bad) list.mutable_list().push_back(Value::string(e));
         at(pad, "path") = list;
         CAPTURE(bad.size());
-        CHECK(has(unsafe_error(v).message, "(pad file)"));
+        CHECK(mentions(unsafe_error(v).message, "(pad file)"));
     }
 }
