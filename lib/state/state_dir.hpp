@@ -13,6 +13,9 @@
 //     tombstones/<job-id>             idempotency tombstones of hidden jobs
 //     index/active/<job-id>           jobs that may still need something (job_index.hpp)
 //     index/finished.jsonl            one row per job that ended cleanly (job_index.hpp)
+//     tiers/<policy>.json             the last run of each tier policy (tier_store.hpp)
+//     cache/files/<qb id>.json        file tables status keeps (paths and sizes by qB index);
+//                                     safe to delete, read again when missing
 //
 // Every write is durable (temp + fsync + rename + fsync dir, or O_EXCL + fsync + fsync dir).
 // Nothing here talks to a service; callers bring the facts.
@@ -38,6 +41,8 @@ public:
     std::string tombstones() const { return m_root + "/tombstones"; }
     // The job index: active markers and the finished-job log (job_index.hpp).
     std::string index() const { return m_root + "/index"; }
+    // The file tables status keeps, one per resource (docs/status.md "What status reads").
+    std::string file_tables() const { return m_root + "/cache/files"; }
     // One record per tier policy: its last run's outcome (<tiers>/<name>.json).
     std::string tiers() const { return m_root + "/tiers"; }
 

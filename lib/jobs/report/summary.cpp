@@ -61,7 +61,7 @@ void fill_files(PlacementSummary& p, std::vector<qb::TorrentFile> files) {
 using FileTable = std::vector<qb::TorrentFile>;
 
 std::string table_path(const state::StateDir& dir, const std::string& qb_id) {
-    return dir.root() + "/cache/files/" + lower_hex(qb_id) + ".json";
+    return dir.file_tables() + "/" + lower_hex(qb_id) + ".json";
 }
 
 std::optional<FileTable> load_table(const state::StateDir& dir, const std::string& qb_id) {
