@@ -25,7 +25,7 @@ namespace qb = archctl::clients::qbittorrent;
 
 namespace {
 
-config::NodeConfig node_config(const std::string& name, config::Role role) {
+config::NodeConfig coverage_node(const std::string& name, config::Role role) {
     config::NodeConfig n;
     n.name = name;
     n.role = role;
@@ -83,8 +83,8 @@ std::string hex(char c, std::size_t n) { return std::string(n, c); }
 struct Lab {
     Lab() {
         cfg.state_dir = (scratch / "state").string();
-        cfg.nodes["cache1"] = node_config("cache1", config::Role::cache);
-        cfg.nodes["archive1"] = node_config("archive1", config::Role::archive);
+        cfg.nodes["cache1"] = coverage_node("cache1", config::Role::cache);
+        cfg.nodes["archive1"] = coverage_node("archive1", config::Role::archive);
         auto d = state::StateDir::open(cfg.state_dir);
         REQUIRE(d.ok());
         dir = std::make_unique<state::StateDir>(d.value());
