@@ -6,16 +6,24 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "cli/command.hpp"
 #include "lib/base/clock.hpp"
+#include "lib/node/wire/ops_transfer.hpp"
 
 namespace archctl::cli {
 namespace {
 
 // ARCHCTL_TEST_* switches (tests/README.md): read here, never in the library.
-jobs::TestSwitches test_switches() {
+Result<jobs::TestSwitches> test_switches() {
     jobs::TestSwitches t;
-    if (const char* m = std::getenv("ARCHCTL_TEST_STAGE_METHOD"); m && *m) t.stage_method = m;
+    if (const char* m = std::getenv("ARCHCTL_TEST_STAGE_METHOD"); m && *m) {
+        auto method = node::parse_method_choice(m);
+        if (!method)
+            return Error(ErrorCode::BAD_VALUE, fmt::format("invalid ARCHCTL_TEST_STAGE_METHOD '{}'", m), "use auto, hardlink, reflink or copy");
+        t.stage_method = *method;
+    }
     if (const char* b = std::getenv("ARCHCTL_TEST_UNLINK_BATCH"); b && *b) {
         long n = std::strtol(b, nullptr, 10);
         if (n > 0) t.unlink_batch = static_cast<std::size_t>(n);
@@ -56,7 +64,7 @@ Result<Services*> Context::services() {
         if (!out->quiet()) renderer->log(line);
     };
     s->io.progress = renderer;
-    s->io.test = test_switches();
+    ARCHCTL_TRY_ASSIGN(s->io.test, test_switches());
     s->transfers = std::make_unique<jobs::TransferPlanner>(*s->config, *s->state, *s->nodes, s->io);
     s->evictor = std::make_unique<evict::Evictor>(*s->config, *s->state, *s->nodes, s->io);
     s->driver = std::make_unique<jobs::Driver>(*s->config, *s->state, *s->nodes, s->io);

@@ -15,6 +15,7 @@
 #include "lib/base/result.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/core/nodes.hpp"
+#include "lib/node/wire/ops_transfer.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/state_dir.hpp"
@@ -60,7 +61,7 @@ struct RunResult {
 // Test-only switches, set by the command from ARCHCTL_TEST_* (tests/README.md); the library
 // never reads the environment. Empty/zero: the normal behaviour.
 struct TestSwitches {
-    std::string stage_method;        // force the node's stage method (reflink|hardlink|copy)
+    node::MethodChoice stage_method = node::MethodChoice::automatic;  // force the node's stage method
     std::size_t unlink_batch = 0;    // evict: files unlinked per revalidated batch (default 1000)
 };
 

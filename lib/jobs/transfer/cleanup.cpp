@@ -140,7 +140,7 @@ StepResult step_cleanup(JobRun& run) {
         for (const auto& kept : r.value().kept) {
             nlohmann::json k = kept;
             // Files the keep rule kept; unknown content and directories are only reported.
-            if (!kept.code.empty() && kept.code != "not_empty") run.note_kept(node_name, k, "cleanup");
+            if (kept.code != node::KeptCode::none && kept.code != node::KeptCode::not_empty) run.note_kept(node_name, k, "cleanup");
             k["node"] = node_name;
             kept_all.push_back(std::move(k));
         }

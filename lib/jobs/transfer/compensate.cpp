@@ -82,9 +82,9 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
     run.ledger.merged = false;
     nlohmann::json kept = r.value().kept;
     for (const auto& k : r.value().kept)
-        if (k.code != "not_empty") run.note_kept(run.def.target, k, "unmerge");
+        if (k.code != node::KeptCode::not_empty) run.note_kept(run.def.target, k, "unmerge");
     for (const auto& p : r.value().preexisting)
-        run.note_kept(run.def.target, node::KeptEntry{p, "it was there before this job", "preexisting"}, "unmerge");
+        run.note_kept(run.def.target, node::KeptEntry{p, "it was there before this job", node::KeptCode::preexisting}, "unmerge");
     run.record("unmerged", {{"removed", r.value().removed},
                                  {"kept", kept},
                                  {"preexisting", r.value().preexisting},

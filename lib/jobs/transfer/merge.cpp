@@ -16,11 +16,11 @@ namespace {
 // Why a merge that did not complete stopped, as the run reports it.
 StepResult merge_stopped(JobRun& run, const node::MergeResult& r) {
     std::uint64_t floor = run.env.budgets.min_free;
-    if (r.stopped == "disk" && floor)
+    if (r.stopped == node::Stop::disk && floor)
         return StepResult::stopped(
             "disk", fmt::format("merge stopped at the free-space floor on '{}': {} free, {} still to copy for '{}', floor {} (--min-free)",
                                 run.def.target, format_size(r.free_bytes), format_size(r.need_bytes), r.stopped_at, format_size(floor)));
-    if (r.stopped == "disk")
+    if (r.stopped == node::Stop::disk)
         return StepResult::stopped("disk", fmt::format("merge stopped: the filesystem of '{}' on '{}' is full ({} free, {} still to copy)",
                                                        r.stopped_at, run.def.target, format_size(r.free_bytes), format_size(r.need_bytes)));
     if (auto stop = run.should_stop()) return *stop;

@@ -83,9 +83,9 @@ Status rebuild_ledger(JobRun& run) {
         ARCHCTL_TRY_ASSIGN(auto record, ops.merge_record({.save_path = run.def.target_save_path,
                                                           .job_dir = job_dir(run.def.route.target_path, run.def.id),
                                                           .record_path = std::nullopt}));
-        evidence["merge_record"] = record.record;
+        evidence["merge_record"] = node::to_string(record.record);
         evidence["placed"] = record.placed.size();
-        if (record.record == "present") {
+        if (record.record == node::MergeRecord::present) {
             l.staged = l.synced = true;
             l.step = "merge";
         } else {

@@ -183,8 +183,8 @@ private:
 bool all_at_final_names(const node::ReceiveCheckResult& r, const std::set<std::string>* indexed) {
     if (!r.job_exists || !r.manifest) return false;
     return std::all_of(r.files.begin(), r.files.end(), [&](const node::ReceivedFile& f) {
-        if (f.state == "absent") return false;
-        return f.state != "in_transit" || (indexed && !indexed->count(f.name));
+        if (f.state == node::Arrival::absent) return false;
+        return f.state != node::Arrival::in_transit || (indexed && !indexed->count(f.name));
     });
 }
 
@@ -264,7 +264,7 @@ StepResult step_sync(JobRun& run) {
     if (before.ok() && !before.value().foreign.empty()) return StepResult::failed(foreign_error(run, before.value().foreign));
     if (before.ok())
         for (const auto& f : before.value().files)
-            if (f.index && f.state == "present") present_at_start.insert(*f.index);
+            if (f.index && f.state == node::Arrival::present) present_at_start.insert(*f.index);
     if (Status limited = limit_transfer(run, present_at_start, false); !limited.ok())
         return StepResult::stopped("waiting", limited.error().message);
     // Ask the sender to scan the job prefix now instead of waiting for its watcher.
@@ -326,7 +326,7 @@ StepResult step_sync(JobRun& run) {
         // only an indexed file that does not match fails the job.
         if (given)
             for (const auto& f : check.value().files)
-                if (f.state == "mismatch")
+                if (f.state == node::Arrival::mismatch)
                     return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH,
                                                     fmt::format("received file '{}' of job {} does not match the manifest{}", f.name,
                                                                 run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
@@ -335,7 +335,7 @@ StepResult step_sync(JobRun& run) {
         // Every file this run's budget released is there; the rest waits for the next run.
         if (!run.budget_held.empty()) {
             bool released_here = std::all_of(check.value().files.begin(), check.value().files.end(), [&](const node::ReceivedFile& f) {
-                return !f.index || run.budget_held.count(*f.index) || f.state == "present" || f.state == "verified";
+                return !f.index || run.budget_held.count(*f.index) || f.state == node::Arrival::present || f.state == node::Arrival::verified;
             });
             if (released_here)
                 return StepResult::stopped("budget", fmt::format("{}; {} file{} of job {} wait for the next run",

@@ -17,18 +17,6 @@ KeepVerdict keep_verdict(const OwnedPath& owned, const struct stat& now, const s
     return {};
 }
 
-const char* to_string(KeepReason reason) {
-    switch (reason) {
-        case KeepReason::none: return "none";
-        case KeepReason::referenced: return "referenced";
-        case KeepReason::not_regular: return "not_regular";
-        case KeepReason::size_changed: return "size_changed";
-        case KeepReason::replaced: return "replaced";
-        case KeepReason::other_links: return "other_links";
-    }
-    return "none";
-}
-
-KeptEntry kept_entry(const std::string& path, const KeepVerdict& verdict) { return KeptEntry{path, verdict.text, to_string(verdict.reason)}; }
+KeptEntry kept_entry(const std::string& path, const KeepVerdict& verdict) { return KeptEntry{path, verdict.text, verdict.reason}; }
 
 }  // namespace archctl::node

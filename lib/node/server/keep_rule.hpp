@@ -36,7 +36,9 @@ enum class OtherLinks {
     keep_file,  // another link means the file is used elsewhere (unmerge)
 };
 
-enum class KeepReason { none, referenced, not_regular, size_changed, replaced, other_links };
+// Why the rule keeps a path: one of none, referenced, not_regular, size_changed, replaced and
+// other_links of the wire's kept codes (lib/node/wire/ops_transfer.hpp).
+using KeepReason = KeptCode;
 
 struct KeepVerdict {
     KeepReason reason = KeepReason::none;
@@ -48,9 +50,6 @@ struct KeepVerdict {
 // torrents reference now?
 [[nodiscard]] KeepVerdict keep_verdict(const OwnedPath& owned, const struct stat& now, const std::set<std::string>& referenced,
                                        OtherLinks links);
-
-// Stable name of a reason ("referenced", "not_regular", …) for JSON records.
-[[nodiscard]] const char* to_string(KeepReason reason);
 
 // How every operation reports a kept file: path, the reason in words, the reason's code.
 [[nodiscard]] KeptEntry kept_entry(const std::string& path, const KeepVerdict& verdict);

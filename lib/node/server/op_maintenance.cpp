@@ -170,7 +170,7 @@ Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned
         if (dir.error().is(ErrorCode::NOT_FOUND)) return {};
         // Something else took the directory's place (a symlink, a file): never followed, never removed.
         if (dir.error().is(ErrorCode::PATH_SYMLINK) || dir.error().is(ErrorCode::NOT_A_DIRECTORY)) {
-            sweep.kept.push_back(KeptEntry{display, "not the directory archctl staged: " + dir.error().message, ""});
+            sweep.kept.push_back(KeptEntry{display, "not the directory archctl staged: " + dir.error().message, KeptCode::none});
             return {};
         }
         return dir.take_error();
@@ -183,7 +183,7 @@ Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned
         if (mine) {
             ARCHCTL_TRY_STATUS(unlink_in(dir.value().get(), name, shown, sweep));
         } else {
-            sweep.kept.push_back(KeptEntry{shown, "not a file of this job", ""});
+            sweep.kept.push_back(KeptEntry{shown, "not a file of this job", KeptCode::none});
         }
     }
     ARCHCTL_TRY_STATUS(fsync_fd_dir(dir.value().get(), display));
@@ -198,7 +198,7 @@ Status remove_dir_if_empty(int parent, const std::string& name, const std::strin
     }
     if (errno == ENOENT || errno == ENOTDIR) return {};  // gone, or not a directory (kept by the sweep)
     if (errno == ENOTEMPTY || errno == EEXIST) {
-        sweep.kept.push_back(KeptEntry{display, "directory is not empty", ""});
+        sweep.kept.push_back(KeptEntry{display, "directory is not empty", KeptCode::none});
         return {};
     }
     return errno_error("cannot remove directory", display, errno);
@@ -265,7 +265,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     }
     std::set<std::string> known = {k_payload_dir, k_aux_dir};
     for (const auto& entry : list_names(jfd))
-        if (!known.count(entry)) sweep.kept.push_back(KeptEntry{job_dir + "/" + entry, "not a file of this job", ""});
+        if (!known.count(entry)) sweep.kept.push_back(KeptEntry{job_dir + "/" + entry, "not a file of this job", KeptCode::none});
     ARCHCTL_TRY_STATUS(fsync_fd_dir(jfd, job_dir));
     ARCHCTL_TRY_STATUS(remove_dir_if_empty(route.value().dir.get(), job_id, job_dir, sweep));
     ARCHCTL_TRY_STATUS(fsync_fd_dir(route.value().dir.get(), job_dir));
@@ -321,7 +321,7 @@ Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
             crash_point("unlink_owned.rmdir");
             removed.push_back(d);
         } else if (errno == ENOTEMPTY || errno == EEXIST) {
-            kept.push_back(KeptEntry{d, "directory has other content", ""});
+            kept.push_back(KeptEntry{d, "directory has other content", KeptCode::none});
         } else if (errno != ENOENT && errno != ENOTDIR) {
             return errno_error("cannot remove directory", d, errno);
         }

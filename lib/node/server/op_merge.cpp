@@ -268,7 +268,7 @@ Result<OpenedRecord> open_record(const RootSet& roots, const MergeRequest& reque
 Result<json> stopped_merge(Merger& m, const std::string& record_path, Stop why) {
     ARCHCTL_TRY_STATUS(m.journal->flush());
     MergeResult r;
-    r.stopped = to_string(why);
+    r.stopped = why;
     r.record_path = record_path;
     r.bytes_copied = m.bytes_copied;
     if (m.floor) {

@@ -19,7 +19,7 @@ using nlohmann::json;
 Result<json> op_merge_record(OpContext& ctx, const json& args) {
     auto request = args.get<MergeRecordRequest>();
     ARCHCTL_TRY_ASSIGN(std::string record_path, merge_record_path_for(ctx.roots(), request.record_path, request.job_dir, request.save_path));
-    MergeRecordResult out{"absent", record_path, {}, {}};
+    MergeRecordResult out{MergeRecord::absent, record_path, {}, {}};
     auto parent = ctx.roots().open_parent(record_path);
     if (!parent.ok()) {
         if (parent.error().is(ErrorCode::NOT_FOUND)) return json(out);
@@ -27,7 +27,7 @@ Result<json> op_merge_record(OpContext& ctx, const json& args) {
     }
     ARCHCTL_TRY_ASSIGN(std::optional<MergeState> state, load_merge_record(fd_path(parent.value().dir.get(), parent.value().name)));
     if (!state) return json(out);
-    out.record = "present";
+    out.record = MergeRecord::present;
     for (const auto& pre : state->pre.at("pre")) {
         auto index = pre.at("i").get<std::uint32_t>();
         out.files.push_back(index);

@@ -28,19 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-enum class Arrival { absent, in_transit, present, verified, mismatch };
-
-const char* arrival_name(Arrival a) {
-    switch (a) {
-        case Arrival::absent: return "absent";
-        case Arrival::in_transit: return "in_transit";
-        case Arrival::present: return "present";
-        case Arrival::verified: return "verified";
-        case Arrival::mismatch: return "mismatch";
-    }
-    return "absent";
-}
-
 struct Expected {
     std::string name;  // relative to the job directory: "p/3", "a/source.torrent", "manifest.json"
     std::optional<std::uint64_t> size;
@@ -269,7 +256,7 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
         }
         bool done = v.arrival == Arrival::present || v.arrival == Arrival::verified;
         complete = complete && done;
-        out.files.push_back(ReceivedFile{e.name, arrival_name(v.arrival), v.have_bytes, e.index, e.size, v.detail});
+        out.files.push_back(ReceivedFile{e.name, v.arrival, v.have_bytes, e.index, e.size, v.detail});
         if (e.index) {
             out.bytes_present += v.have_bytes;
             out.bytes_total += *e.size;

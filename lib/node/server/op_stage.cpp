@@ -56,12 +56,7 @@ Result<StageArgs> parse_args(const json& raw) {
     StageArgs a;
     a.job_dir = request.job_dir;
     a.source_base = request.source_base;
-    const std::string& method = request.method;
-    if (method == "auto") a.method = MethodChoice::automatic;
-    else if (method == "hardlink") a.method = MethodChoice::hardlink;
-    else if (method == "reflink") a.method = MethodChoice::reflink;
-    else if (method == "copy") a.method = MethodChoice::copy;
-    else return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid stage method '{}': use auto, hardlink, reflink or copy", method));
+    a.method = request.method;
     a.verify_transit = request.verify_transit;
     a.budget_bytes = request.budget_bytes.value_or(0);
     a.min_free = request.min_free;

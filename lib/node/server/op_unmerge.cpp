@@ -65,7 +65,7 @@ Status unmerge_suffixed(int dir, const std::string& name, const std::string& des
             ARCHCTL_TRY_ASSIGN(allocated, qb_allocation(dir, suffixed_name, shown, pre, *st, size));
         }
         if (!allocated) {
-            out.kept.push_back(KeptEntry{shown, "it holds bytes this job did not place", "not_owned"});
+            out.kept.push_back(KeptEntry{shown, "it holds bytes this job did not place", KeptCode::not_owned});
             return {};
         }
     }
@@ -123,7 +123,7 @@ Status remove_created_dirs(const RootSet& roots, const json& dirs, Removal& out)
         if (!parent.ok()) continue;
         if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), AT_REMOVEDIR) != 0) {
             if (errno == ENOTEMPTY || errno == EEXIST)
-                out.kept.push_back(KeptEntry{d, "directory is not empty", "not_empty"});
+                out.kept.push_back(KeptEntry{d, "directory is not empty", KeptCode::not_empty});
             else if (errno != ENOENT) return errno_error("cannot remove directory", d, errno);
             continue;
         }

@@ -37,8 +37,6 @@ constexpr unsigned k_link_record_batch = 16384;
 constexpr std::uint64_t k_progress_every_files = 256;
 
 
-enum class MethodChoice { automatic, hardlink, reflink, copy };
-
 struct SourceFile {
     std::uint32_t index = 0;
     std::string path;

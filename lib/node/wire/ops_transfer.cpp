@@ -10,6 +10,18 @@ using namespace json_fields;
 
 // ---- shared records ------------------------------------------------------------------------
 
+namespace {
+
+constexpr Stop k_stops[] = {Stop::none, Stop::cancel, Stop::budget, Stop::disk};
+constexpr KeptCode k_kept_codes[] = {KeptCode::none,     KeptCode::referenced, KeptCode::not_regular,
+                                     KeptCode::size_changed, KeptCode::replaced, KeptCode::other_links,
+                                     KeptCode::not_owned, KeptCode::not_empty, KeptCode::preexisting};
+constexpr Arrival k_arrivals[] = {Arrival::absent, Arrival::in_transit, Arrival::present, Arrival::verified, Arrival::mismatch};
+constexpr MergeRecord k_merge_records[] = {MergeRecord::absent, MergeRecord::present};
+constexpr MethodChoice k_method_choices[] = {MethodChoice::automatic, MethodChoice::hardlink, MethodChoice::reflink, MethodChoice::copy};
+
+}  // namespace
+
 std::string_view to_string(Stop stop) {
     switch (stop) {
         case Stop::none: return "";
@@ -21,16 +33,7 @@ std::string_view to_string(Stop stop) {
 }
 
 void to_json(json& j, Stop v) { j = to_string(v); }
-void from_json(const json& j, Stop& v) {
-    const auto text = j.get<std::string>();
-    for (Stop stop : {Stop::none, Stop::cancel, Stop::budget, Stop::disk}) {
-        if (to_string(stop) == text) {
-            v = stop;
-            return;
-        }
-    }
-    throw json::other_error::create(501, "unknown stop reason '" + text + "'", &j);
-}
+void from_json(const json& j, Stop& v) { v = enum_from_json(j, k_stops, "stop reason"); }
 
 void to_json(json& j, const FileEntry& v) { j = {{"index", v.index}, {"path", v.path}, {"size", v.size}}; }
 void from_json(const json& j, FileEntry& v) {
@@ -39,14 +42,32 @@ void from_json(const json& j, FileEntry& v) {
     v.size = j.at("size").get<std::uint64_t>();
 }
 
+std::string_view to_string(KeptCode code) {
+    switch (code) {
+        case KeptCode::none: return "";
+        case KeptCode::referenced: return "referenced";
+        case KeptCode::not_regular: return "not_regular";
+        case KeptCode::size_changed: return "size_changed";
+        case KeptCode::replaced: return "replaced";
+        case KeptCode::other_links: return "other_links";
+        case KeptCode::not_owned: return "not_owned";
+        case KeptCode::not_empty: return "not_empty";
+        case KeptCode::preexisting: return "preexisting";
+    }
+    return "";
+}
+
+void to_json(json& j, KeptCode v) { j = to_string(v); }
+void from_json(const json& j, KeptCode& v) { v = enum_from_json(j, k_kept_codes, "kept code"); }
+
 void to_json(json& j, const KeptEntry& v) {
     j = {{"path", v.path}, {"reason", v.reason}};
-    if (!v.code.empty()) j["code"] = v.code;
+    if (v.code != KeptCode::none) j["code"] = v.code;
 }
 void from_json(const json& j, KeptEntry& v) {
     v.path = j.value("path", "");
     v.reason = j.value("reason", "");
-    v.code = j.value("code", "");
+    v.code = j.value("code", KeptCode::none);
 }
 
 // ---- stage ---------------------------------------------------------------------------------
@@ -67,9 +88,24 @@ void from_json(const json& j, StageAux& v) {
     v.present = j.value("present", false);
 }
 
+std::string_view to_string(MethodChoice method) {
+    switch (method) {
+        case MethodChoice::automatic: return "auto";
+        case MethodChoice::hardlink: return "hardlink";
+        case MethodChoice::reflink: return "reflink";
+        case MethodChoice::copy: return "copy";
+    }
+    return "auto";
+}
+
+std::optional<MethodChoice> parse_method_choice(std::string_view name) { return parse_enum(name, k_method_choices); }
+
+void to_json(json& j, MethodChoice v) { j = to_string(v); }
+void from_json(const json& j, MethodChoice& v) { v = enum_from_json(j, k_method_choices, "stage method (use auto, hardlink, reflink or copy)"); }
+
 void to_json(json& j, const StageRequest& v) {
     j = {{"job_dir", v.job_dir}, {"source_base", v.source_base}, {"files", v.files}, {"verify_transit", v.verify_transit}, {"aux", v.aux}};
-    if (!v.method.empty()) j["method"] = v.method;
+    if (v.method != MethodChoice::automatic) j["method"] = v.method;
     put_optional(j, "budget_bytes", v.budget_bytes);
     if (v.min_free) j["min_free"] = v.min_free;
 }
@@ -77,7 +113,7 @@ void from_json(const json& j, StageRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
     v.source_base = j.at("source_base").get<std::string>();
     v.files = j.at("files").get<std::vector<FileEntry>>();
-    v.method = j.value("method", "auto");
+    v.method = j.value("method", MethodChoice::automatic);
     v.verify_transit = j.value("verify_transit", false);
     v.budget_bytes.reset();
     if (std::uint64_t b = j.value("budget_bytes", std::uint64_t{0}); b) v.budget_bytes = b;
@@ -125,6 +161,20 @@ void from_json(const json& j, StageResult& v) {
 
 // ---- receive_check -------------------------------------------------------------------------
 
+std::string_view to_string(Arrival arrival) {
+    switch (arrival) {
+        case Arrival::absent: return "absent";
+        case Arrival::in_transit: return "in_transit";
+        case Arrival::present: return "present";
+        case Arrival::verified: return "verified";
+        case Arrival::mismatch: return "mismatch";
+    }
+    return "absent";
+}
+
+void to_json(json& j, Arrival v) { j = to_string(v); }
+void from_json(const json& j, Arrival& v) { v = enum_from_json(j, k_arrivals, "arrival state"); }
+
 void to_json(json& j, const ReceiveCheckRequest& v) {
     j = {{"job_dir", v.job_dir}, {"files", v.files}, {"verify_transit", v.verify_transit}};
     if (v.indexed) j["indexed"] = *v.indexed;
@@ -147,7 +197,7 @@ void to_json(json& j, const ReceivedFile& v) {
 }
 void from_json(const json& j, ReceivedFile& v) {
     v.name = j.value("name", "");
-    v.state = j.value("state", "absent");
+    v.state = j.value("state", Arrival::absent);
     v.have_bytes = j.value("have_bytes", std::uint64_t{0});
     get_optional(j, "index", v.index);
     get_optional(j, "size", v.size);
@@ -215,14 +265,14 @@ void from_json(const json& j, MergedFile& v) {
 
 void to_json(json& j, const MergeResult& v) {
     j = {{"complete", v.complete}, {"stopped", v.stopped}, {"record_path", v.record_path}, {"bytes_copied", v.bytes_copied}};
-    if (v.stopped == "disk")
+    if (v.stopped == Stop::disk)
         j.update({{"free_bytes", v.free_bytes}, {"need_bytes", v.need_bytes}, {"stopped_at", v.stopped_at}});
-    if (!v.stopped.empty()) return;  // a stopped merge reports where its record is and why it stopped
+    if (v.stopped != Stop::none) return;  // a stopped merge reports where its record is and why it stopped
     j.update({{"provenance", v.provenance}, {"dirs_created", v.dirs_created}, {"bytes_renamed", v.bytes_renamed}});
 }
 void from_json(const json& j, MergeResult& v) {
     v.complete = j.value("complete", false);
-    v.stopped = j.value("stopped", "");
+    v.stopped = j.value("stopped", Stop::none);
     v.free_bytes = j.value("free_bytes", std::uint64_t{0});
     v.need_bytes = j.value("need_bytes", std::uint64_t{0});
     v.stopped_at = j.value("stopped_at", "");
@@ -263,11 +313,16 @@ void from_json(const json& j, MergeRecordRequest& v) {
     get_optional(j, "record_path", v.record_path);
 }
 
+std::string_view to_string(MergeRecord record) { return record == MergeRecord::present ? "present" : "absent"; }
+
+void to_json(json& j, MergeRecord v) { j = to_string(v); }
+void from_json(const json& j, MergeRecord& v) { v = enum_from_json(j, k_merge_records, "merge record state"); }
+
 void to_json(json& j, const MergeRecordResult& v) {
     j = {{"record", v.record}, {"record_path", v.record_path}, {"files", v.files}, {"placed", v.placed}};
 }
 void from_json(const json& j, MergeRecordResult& v) {
-    v.record = j.value("record", "");
+    v.record = j.value("record", MergeRecord::absent);
     v.record_path = j.value("record_path", "");
     v.files = get_list<std::uint32_t>(j, "files");
     v.placed = get_list<std::uint32_t>(j, "placed");

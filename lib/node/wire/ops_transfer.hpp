@@ -40,12 +40,21 @@ enum class Stop { none, cancel, budget, disk };
 // "" for Stop::none, else the enumerator's name.
 [[nodiscard]] std::string_view to_string(Stop stop);
 
+// Why a file or directory was kept, as a code: none (no code: unknown content and non-empty
+// directories of cleanup), a keep-rule reason (referenced, not_regular, size_changed, replaced,
+// other_links: lib/node/server/keep_rule.hpp), not_owned (bytes this job did not place),
+// not_empty (a directory unmerge leaves), preexisting (there before the job).
+enum class KeptCode { none, referenced, not_regular, size_changed, replaced, other_links, not_owned, not_empty, preexisting };
+
+// The enumerator's name; "" for none.
+[[nodiscard]] std::string_view to_string(KeptCode code);
+
 // How an operation reports a file or directory it kept. Keys: path, reason, code (absent for
-// unknown content and non-empty directories of cleanup).
+// KeptCode::none).
 struct KeptEntry {
     std::string path;
     std::string reason;
-    std::string code;  // keep-rule reason ("referenced", ...), "not_empty", or empty
+    KeptCode code = KeptCode::none;
 };
 
 // ---- stage ---------------------------------------------------------------------------------
@@ -61,13 +70,22 @@ struct StageAux {
     [[nodiscard]] static StageAux already_present(std::string name);
 };
 
+// How the stage places a payload file in the job directory: automatic (a hard link, else a
+// clone, else a copy) or only the one named. On the wire "auto", "hardlink", "reflink", "copy".
+enum class MethodChoice { automatic, hardlink, reflink, copy };
+
+// The wire name ("auto" for automatic).
+[[nodiscard]] std::string_view to_string(MethodChoice method);
+// The method a wire name names; nullopt for any other text.
+[[nodiscard]] std::optional<MethodChoice> parse_method_choice(std::string_view name);
+
 // Keys: job_dir, source_base, files, method (absent: "auto"), verify_transit, budget_bytes
 // (absent: no limit), aux, min_free (absent or 0: no floor).
 struct StageRequest {
     std::string job_dir;
     std::string source_base;
     std::vector<FileEntry> files;
-    std::string method;  // "", "auto", "hardlink", "reflink", "copy"
+    MethodChoice method = MethodChoice::automatic;
     bool verify_transit = false;
     std::optional<std::uint64_t> budget_bytes;
     std::vector<StageAux> aux;
@@ -108,11 +126,18 @@ struct ReceiveCheckRequest {
     bool verify_transit = false;
 };
 
-// Keys: name, state (absent, in_transit, present, verified, mismatch), have_bytes, index, size,
-// detail (the last three when known).
+// How far one expected entry of a job directory has arrived (lib/node/server/op_receive.cpp):
+// absent, in_transit, present, verified or mismatch; on the wire, the enumerator's name.
+enum class Arrival { absent, in_transit, present, verified, mismatch };
+
+// The enumerator's name.
+[[nodiscard]] std::string_view to_string(Arrival arrival);
+
+// Keys: name, state (an Arrival; absent key: absent), have_bytes, index, size, detail (the last
+// three when known).
 struct ReceivedFile {
     std::string name;
-    std::string state;
+    Arrival state = Arrival::absent;
     std::uint64_t have_bytes = 0;
     std::optional<std::uint32_t> index;
     std::optional<std::uint64_t> size;
@@ -169,7 +194,7 @@ struct MergedFile {
 // path); when complete: provenance, dirs_created, bytes_renamed.
 struct MergeResult {
     bool complete = false;
-    std::string stopped;
+    Stop stopped = Stop::none;  // none, cancel or disk
     std::vector<MergedFile> provenance;
     std::vector<std::string> dirs_created;
     std::string record_path;
@@ -196,11 +221,17 @@ struct MergeRecordRequest {
     std::optional<std::string> record_path;
 };
 
-// Keys: record ("absent": merge never recorded its pre-state, "present"), record_path, files
+// Whether a merge record is there: absent (merge never recorded its pre-state) or present.
+enum class MergeRecord { absent, present };
+
+// The enumerator's name.
+[[nodiscard]] std::string_view to_string(MergeRecord record);
+
+// Keys: record (a MergeRecord; absent key: absent), record_path, files
 // (every delta index the record holds), placed (the indices whose file is at its destination:
 // the inode its intent names, or a pre-existing file the merge reuses).
 struct MergeRecordResult {
-    std::string record;
+    MergeRecord record = MergeRecord::absent;
     std::string record_path;
     std::vector<std::uint32_t> files;
     std::vector<std::uint32_t> placed;
@@ -247,15 +278,19 @@ struct AdoptIncompleteResult {
 
 // nlohmann/json conversions (`nlohmann::json j = request;`, `j.get<TreeResult>()`): see
 // lib/node/wire/ops.hpp for what a from_json does with missing keys. A Stop reads only its own
-// names; another one throws, so such a result is invalid.
+// names; another one throws, so such a result is invalid. So do Arrival and the other enums here.
 void to_json(nlohmann::json& j, Stop v);
 void from_json(const nlohmann::json& j, Stop& v);
 void to_json(nlohmann::json& j, const FileEntry& v);
 void from_json(const nlohmann::json& j, FileEntry& v);
+void to_json(nlohmann::json& j, KeptCode v);
+void from_json(const nlohmann::json& j, KeptCode& v);
 void to_json(nlohmann::json& j, const KeptEntry& v);
 void from_json(const nlohmann::json& j, KeptEntry& v);
 void to_json(nlohmann::json& j, const StageAux& v);
 void from_json(const nlohmann::json& j, StageAux& v);
+void to_json(nlohmann::json& j, MethodChoice v);
+void from_json(const nlohmann::json& j, MethodChoice& v);
 void to_json(nlohmann::json& j, const StageRequest& v);
 void from_json(const nlohmann::json& j, StageRequest& v);
 void to_json(nlohmann::json& j, const StageCounters& v);
@@ -264,6 +299,8 @@ void to_json(nlohmann::json& j, const StageResult& v);
 void from_json(const nlohmann::json& j, StageResult& v);
 void to_json(nlohmann::json& j, const ReceiveCheckRequest& v);
 void from_json(const nlohmann::json& j, ReceiveCheckRequest& v);
+void to_json(nlohmann::json& j, Arrival v);
+void from_json(const nlohmann::json& j, Arrival& v);
 void to_json(nlohmann::json& j, const ReceivedFile& v);
 void from_json(const nlohmann::json& j, ReceivedFile& v);
 void to_json(nlohmann::json& j, const ReceiveCheckResult& v);
@@ -280,6 +317,8 @@ void to_json(nlohmann::json& j, const UnmergeRequest& v);
 void from_json(const nlohmann::json& j, UnmergeRequest& v);
 void to_json(nlohmann::json& j, const MergeRecordRequest& v);
 void from_json(const nlohmann::json& j, MergeRecordRequest& v);
+void to_json(nlohmann::json& j, MergeRecord v);
+void from_json(const nlohmann::json& j, MergeRecord& v);
 void to_json(nlohmann::json& j, const MergeRecordResult& v);
 void from_json(const nlohmann::json& j, MergeRecordResult& v);
 void to_json(nlohmann::json& j, const UnmergeResult& v);

@@ -234,7 +234,7 @@ void TransferFixture::answer_stage_and_sync() {
         r.complete = r.job_exists = r.manifest = true;
         r.index_evidence = request.indexed.has_value();
         for (const auto& f : request.files) {
-            r.files.push_back({node::payload_name(f.index), "present", f.size, f.index, f.size, ""});
+            r.files.push_back({node::payload_name(f.index), node::Arrival::present, f.size, f.index, f.size, ""});
             r.bytes_present += f.size;
             ++r.files_present;
         }
@@ -267,7 +267,7 @@ void TransferFixture::answer_merge_and_unmerge() {
         for (const auto& m : request.provenance.value_or(json::array())) {
             std::string dest = request.save_path + "/" + m.value("path", "");
             if (m.value("provenance", "") == "preexisting") r.preexisting.push_back(dest);
-            else if (referenced.count(dest)) r.kept.push_back({dest, "referenced by another torrent", "referenced"});
+            else if (referenced.count(dest)) r.kept.push_back({dest, "referenced by another torrent", node::KeptCode::referenced});
             else r.removed.push_back(dest);
         }
         return json(r);
@@ -401,7 +401,7 @@ void EvictFixture::answer_disks() {
         for (const auto& p : request.paths) {
             if (unlinked.count(p.path)) continue;
             if (referenced.count(p.path)) {
-                r.kept.push_back({p.path, "referenced by another torrent", "referenced"});
+                r.kept.push_back({p.path, "referenced by another torrent", node::KeptCode::referenced});
                 continue;
             }
             unlinked.insert(p.path);

@@ -441,7 +441,7 @@ TEST_CASE("steps: a merge stopped at the free-space floor is a clean 'disk' stop
     f.nas.ops.handlers["merge"] = [](const json& args) -> Result<json> {
         auto request = args.get<node::MergeRequest>();
         node::MergeResult r;
-        r.stopped = "disk";
+        r.stopped = node::Stop::disk;
         r.record_path = request.save_path + "/.archctl-merge.json";
         r.free_bytes = 3u << 20;
         r.need_bytes = 6u << 20;
@@ -482,7 +482,7 @@ TEST_CASE("steps: a lost ledger after merge began is rebuilt at merge from the t
     // job must not wait for them to arrive again.
     f.nas.ops.handlers["merge_record"] = [](const json& args) -> Result<json> {
         auto request = args.get<node::MergeRecordRequest>();
-        return json(node::MergeRecordResult{"present", request.save_path + "/.archctl-merge.json", {0, 1}, {0}});
+        return json(node::MergeRecordResult{node::MergeRecord::present, request.save_path + "/.archctl-merge.json", {0, 1}, {0}});
     };
     f.nas.ops.handlers["receive_check"] = [](const json&) -> Result<json> {
         return Error("TEST", "sync ran again after the merge began");
@@ -985,7 +985,7 @@ struct ArrivingJob {
         r.index_evidence = request.indexed.has_value();
         r.complete = true;
         for (std::size_t k = 0; k < names.size(); ++k) {
-            node::ReceivedFile file{names[k], "absent", 0, std::nullopt, std::nullopt, ""};
+            node::ReceivedFile file{names[k], node::Arrival::absent, 0, std::nullopt, std::nullopt, ""};
             if (k >= 3) {
                 file.index = static_cast<std::uint32_t>(k - 3);
                 file.size = 100;
@@ -993,15 +993,15 @@ struct ArrivingJob {
             if (k < there) {
                 file.have_bytes = file.size.value_or(0);
                 const bool listed = !request.indexed || indexed.count(names[k]);
-                file.state = listed ? "present" : "in_transit";
+                file.state = listed ? node::Arrival::present : node::Arrival::in_transit;
                 if (!listed) file.detail = "not yet in the target index";
             }
-            r.complete = r.complete && file.state == "present";
+            r.complete = r.complete && file.state == node::Arrival::present;
             if (file.index) {
                 r.bytes_present += file.have_bytes;
                 r.bytes_total += 100;
                 ++r.files_total;
-                r.files_present += file.state == "present" ? 1u : 0u;
+                r.files_present += file.state == node::Arrival::present ? 1u : 0u;
             }
             r.files.push_back(file);
         }

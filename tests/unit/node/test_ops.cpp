@@ -45,7 +45,7 @@ TEST_CASE("request structs write the keys the handlers read") {
     round_trip(InfoRequest{{"/srv/a/x"}}, json{{"probe_dirs", {"/srv/a/x"}}});
     round_trip(TreeRequest{"/srv/a", {"x", "y/z"}}, json{{"base", "/srv/a"}, {"paths", {"x", "y/z"}}});
 
-    StageRequest stage{.job_dir = "/sync/r/job", .source_base = "/qb/save", .files = files, .method = "", .verify_transit = true,
+    StageRequest stage{.job_dir = "/sync/r/job", .source_base = "/qb/save", .files = files, .method = MethodChoice::automatic, .verify_transit = true,
                        .budget_bytes = std::nullopt,
                        .aux = {StageAux::with_bytes("resource.torrent", "d1:xi1ee"), StageAux::already_present("partfile")},
                        .min_free = 0};
@@ -56,13 +56,18 @@ TEST_CASE("request structs write the keys the handlers read") {
                        {"aux", {{{"name", "resource.torrent"}, {"data_b64", "ZDE6eGkxZWU="}}, {{"name", "partfile"}, {"present", true}}}}};
     CHECK(json(stage) == stage_wire);
     StageRequest parsed = stage_wire.get<StageRequest>();
-    CHECK(parsed.method == "auto");  // absent: the handler's default
+    CHECK(parsed.method == MethodChoice::automatic);  // absent: the handler's default
     CHECK_FALSE(parsed.budget_bytes);
-    stage.method = "copy";
+    stage.method = MethodChoice::copy;
     stage.budget_bytes = 4096;
     stage_wire["method"] = "copy";
     stage_wire["budget_bytes"] = 4096;
     round_trip(stage, stage_wire);
+    stage_wire["method"] = "teleport";  // a method this build does not know makes the request invalid
+    CHECK_THROWS_AS(stage_wire.get<StageRequest>(), json::exception);
+    stage_wire["method"] = "copy";
+    CHECK(parse_method_choice("auto") == MethodChoice::automatic);
+    CHECK_FALSE(parse_method_choice("teleport"));
     stage.min_free = 30u << 20;  // the floor travels only when set
     stage_wire["min_free"] = 30u << 20;
     round_trip(stage, stage_wire);
@@ -242,8 +247,8 @@ TEST_CASE("result structs write the keys the handlers answered with") {
     check.job_exists = true;
     check.manifest = true;
     check.index_evidence = true;
-    check.files = {ReceivedFile{"manifest.json", "present", 10, std::nullopt, std::nullopt, ""},
-                   ReceivedFile{"p/3", "in_transit", 4, 3, 10, "syncthing temp file"}};
+    check.files = {ReceivedFile{"manifest.json", Arrival::present, 10, std::nullopt, std::nullopt, ""},
+                   ReceivedFile{"p/3", Arrival::in_transit, 4, 3, 10, "syncthing temp file"}};
     check.ignored = {"p/.syncthing.3.tmp"};
     check.bytes_present = 4;
     check.bytes_total = 10;
@@ -268,8 +273,11 @@ TEST_CASE("result structs write the keys the handlers answered with") {
     round_trip(cancelled, json{{"complete", false}, {"stopped", "cancel"}});
     // A stop reason this build does not know makes the result invalid (the facade's PROTOCOL).
     CHECK_THROWS_AS(json({{"complete", false}, {"stopped", "nap"}}).get<ReceiveCheckResult>(), json::exception);
+    // So does an arrival state it does not know; an absent one is "absent".
+    CHECK_THROWS_AS(json({{"files", {{{"name", "p/0"}, {"state", "arrived"}}}}}).get<ReceiveCheckResult>(), json::exception);
+    CHECK(json({{"name", "p/0"}}).get<ReceivedFile>().state == Arrival::absent);
 
-    MergeResult merge{true, "", {MergedFile{3, "d/a", "created", "rename", 77}, MergedFile{4, "b", "preexisting", "none", 5}},
+    MergeResult merge{true, Stop::none, {MergedFile{3, "d/a", "created", "rename", 77}, MergedFile{4, "b", "preexisting", "none", 5}},
                       {"/qb/save/d"}, "/qb/.archctl/merge-j.jsonl", 0, 10, 0, 0, ""};
     round_trip(merge, json{{"complete", true},
                            {"stopped", ""},
@@ -280,15 +288,19 @@ TEST_CASE("result structs write the keys the handlers answered with") {
                            {"record_path", "/qb/.archctl/merge-j.jsonl"},
                            {"bytes_copied", 0},
                            {"bytes_renamed", 10}});
-    round_trip(MergeResult{false, "cancel", {}, {}, "/r.jsonl", 0, 0, 0, 0, ""},
+    round_trip(MergeResult{false, Stop::cancel, {}, {}, "/r.jsonl", 0, 0, 0, 0, ""},
                json{{"complete", false}, {"stopped", "cancel"}, {"record_path", "/r.jsonl"}, {"bytes_copied", 0}});
-    round_trip(MergeResult{false, "disk", {}, {}, "/r.jsonl", 1048576, 0, 5000, 9000, "/qb/save/d/a"},
+    round_trip(MergeResult{false, Stop::disk, {}, {}, "/r.jsonl", 1048576, 0, 5000, 9000, "/qb/save/d/a"},
                json{{"complete", false}, {"stopped", "disk"}, {"record_path", "/r.jsonl"}, {"bytes_copied", 1048576},
                     {"free_bytes", 5000}, {"need_bytes", 9000}, {"stopped_at", "/qb/save/d/a"}});
-    round_trip(MergeRecordResult{"present", "/qb/.archctl/merge-j.jsonl", {3, 4}, {3}},
+    round_trip(MergeRecordResult{MergeRecord::present, "/qb/.archctl/merge-j.jsonl", {3, 4}, {3}},
                json{{"record", "present"}, {"record_path", "/qb/.archctl/merge-j.jsonl"}, {"files", {3, 4}}, {"placed", {3}}});
+    CHECK_THROWS_AS(json({{"complete", false}, {"stopped", "full"}}).get<MergeResult>(), json::exception);
+    CHECK_THROWS_AS(json({{"record", "lost"}}).get<MergeRecordResult>(), json::exception);
+    CHECK_THROWS_AS(json({{"path", "/a"}, {"code", "mine"}}).get<KeptEntry>(), json::exception);
+    CHECK(json({{"path", "/a"}, {"reason", "x"}}).get<KeptEntry>().code == KeptCode::none);
 
-    round_trip(UnmergeResult{"removed", {"/qb/save/a"}, {KeptEntry{"/qb/save/d", "directory is not empty", "not_empty"}}, {"/qb/save/b"}},
+    round_trip(UnmergeResult{"removed", {"/qb/save/a"}, {KeptEntry{"/qb/save/d", "directory is not empty", KeptCode::not_empty}}, {"/qb/save/b"}},
                json{{"record", "removed"},
                     {"removed", {"/qb/save/a"}},
                     {"kept", {{{"path", "/qb/save/d"}, {"reason", "directory is not empty"}, {"code", "not_empty"}}}},
@@ -297,7 +309,7 @@ TEST_CASE("result structs write the keys the handlers answered with") {
                json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}, {"preexisting", json::array()}});
     round_trip(ChmodReadableResult{2, 1, {"gone"}}, json{{"files_changed", 2}, {"dirs_changed", 1}, {"missing", {"gone"}}});
     // Unknown content is kept without a code.
-    round_trip(CleanupResult{"kept", {"/j/READY"}, {KeptEntry{"/j/other", "not a file of this job", ""}}, {}, {}},
+    round_trip(CleanupResult{"kept", {"/j/READY"}, {KeptEntry{"/j/other", "not a file of this job", KeptCode::none}}, {}, {}},
                json{{"job_dir", "kept"}, {"removed", {"/j/READY"}}, {"kept", {{{"path", "/j/other"}, {"reason", "not a file of this job"}}}}});
     // Source metadata the cleanup put back, with modes as octal text.
     round_trip(CleanupResult{"removed", {}, {}, {RestoredStamp{3, "d/f", 978307200000000000, 1700000000123456789, 0644, 0644}}, {"d/g"}},
@@ -305,7 +317,7 @@ TEST_CASE("result structs write the keys the handlers answered with") {
                     {"restored", {{{"index", 3}, {"path", "d/f"}, {"mtime_found", 978307200000000000}, {"mtime_restored", 1700000000123456789},
                                    {"mode_found", "0644"}, {"mode_restored", "0644"}}}},
                     {"replaced", {"d/g"}}});
-    round_trip(UnlinkOwnedResult{{"/qb/x/a"}, {KeptEntry{"/qb/x/b", "referenced by another torrent", "referenced"}}},
+    round_trip(UnlinkOwnedResult{{"/qb/x/a"}, {KeptEntry{"/qb/x/b", "referenced by another torrent", KeptCode::referenced}}},
                json{{"removed", {"/qb/x/a"}},
                     {"kept", {{{"path", "/qb/x/b"}, {"reason", "referenced by another torrent"}, {"code", "referenced"}}}}});
     round_trip(NonceWriteResult{"/n", 5}, json{{"path", "/n"}, {"size", 5}});
