@@ -66,6 +66,13 @@ json absent_entry(const std::string& path) {
 
 }  // namespace
 
+config::NodeConfig canned_node(const std::string& name, config::Role role) {
+    config::NodeConfig n = node_config(name, role, "/q", "/s");
+    n.qbittorrent.url = "http://127.0.0.1:1";  // never dialled: the fakes answer
+    n.syncthing.url = "http://127.0.0.1:2";
+    return n;
+}
+
 // --- JobFixture ---
 
 JobFixture::JobFixture() : state(open_state(scratch)) {

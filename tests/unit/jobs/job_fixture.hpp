@@ -36,6 +36,9 @@
 
 namespace archctl::test {
 
+// A node's configuration for tests on the fakes: roots /q and /s, URLs never dialled.
+config::NodeConfig canned_node(const std::string& name, config::Role role);
+
 // What one node answers with.
 struct FakeNode {
     explicit FakeNode(const std::string& name) : ops(name) {}

@@ -16,6 +16,7 @@
 #include "lib/state/state_dir.hpp"
 #include "tests/support/fakes.hpp"
 #include "tests/support/scratch.hpp"
+#include "tests/unit/jobs/job_fixture.hpp"
 
 using namespace archctl;
 using archctl::fakes::FakeQb;
@@ -24,17 +25,6 @@ using archctl::fakes::FakeTransport;
 namespace qb = archctl::clients::qbittorrent;
 
 namespace {
-
-config::NodeConfig coverage_node(const std::string& name, config::Role role) {
-    config::NodeConfig n;
-    n.name = name;
-    n.role = role;
-    n.qb_root = "/q";
-    n.sync_root = "/s";
-    n.qbittorrent.url = "http://127.0.0.1:1";  // never dialled: the fakes answer
-    n.syncthing.url = "http://127.0.0.1:2";
-    return n;
-}
 
 qb::TorrentFile file(std::uint32_t index, const std::string& name, std::int64_t size, double progress, int priority) {
     return {index, name, size, progress, priority};
@@ -83,8 +73,8 @@ std::string hex(char c, std::size_t n) { return std::string(n, c); }
 struct Lab {
     Lab() {
         cfg.state_dir = (scratch / "state").string();
-        cfg.nodes["cache1"] = coverage_node("cache1", config::Role::cache);
-        cfg.nodes["archive1"] = coverage_node("archive1", config::Role::archive);
+        cfg.nodes["cache1"] = test::canned_node("cache1", config::Role::cache);
+        cfg.nodes["archive1"] = test::canned_node("archive1", config::Role::archive);
         auto d = state::StateDir::open(cfg.state_dir);
         REQUIRE(d.ok());
         dir = std::make_unique<state::StateDir>(d.value());

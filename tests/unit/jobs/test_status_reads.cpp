@@ -14,6 +14,7 @@
 #include "lib/state/state_dir.hpp"
 #include "tests/support/fakes.hpp"
 #include "tests/support/scratch.hpp"
+#include "tests/unit/jobs/job_fixture.hpp"
 
 using namespace archctl;
 using archctl::fakes::FakeQb;
@@ -46,25 +47,14 @@ void fill(FakeQb& fake, std::size_t n) {
     }
 }
 
-config::NodeConfig node_config(const std::string& name, config::Role role) {
-    config::NodeConfig n;
-    n.name = name;
-    n.role = role;
-    n.qb_root = "/q";
-    n.sync_root = "/s";
-    n.qbittorrent.url = "http://127.0.0.1:1";  // never dialled: the fakes answer
-    n.syncthing.url = "http://127.0.0.1:2";
-    return n;
-}
-
 }  // namespace
 
 TEST_CASE("status: one torrent list per node for 2,000 torrents; files only of recorded placements that are present") {
     test::Scratch scratch;
     config::Config cfg;
     cfg.state_dir = (scratch / "state").string();
-    cfg.nodes["cache1"] = node_config("cache1", config::Role::cache);
-    cfg.nodes["archive1"] = node_config("archive1", config::Role::cache);
+    cfg.nodes["cache1"] = test::canned_node("cache1", config::Role::cache);
+    cfg.nodes["archive1"] = test::canned_node("archive1", config::Role::cache);
     auto dir = state::StateDir::open(cfg.state_dir);
     REQUIRE(dir.ok());
 
@@ -115,7 +105,7 @@ TEST_CASE("status: one torrent list per node for 2,000 torrents; files only of r
 }
 
 TEST_CASE("a session's torrent list is read once, its error too") {
-    config::NodeConfig cfg = node_config("cache1", config::Role::cache);
+    config::NodeConfig cfg = test::canned_node("cache1", config::Role::cache);
     FakeQb fake;
     fill(fake, 3);
     session::NodeSession s(cfg, clients::Tuning{}, session::NodeSession::Injected{&fake, nullptr, nullptr});
