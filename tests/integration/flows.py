@@ -253,6 +253,17 @@ def archctl_paused_at(lab, point, *args, env=None, timeout=120):
     return release
 
 
+def crash_points_in(err):
+    """The crash points a run with ARCHCTL_TEST_CRASH_LIST=1 passed, in order, each once."""
+    points = []
+    for line in err.splitlines():
+        if line.startswith("archctl: crash-point "):
+            p = line.split(" ", 2)[2]
+            if p not in points:
+                points.append(p)
+    return points
+
+
 def job_of(lab, tid):
     """The newest job id on resource `tid` (qB id)."""
     jobs = json.loads(lab.archctl("job", "list", "--all", "--json")[1])["jobs"]

@@ -137,12 +137,7 @@ class Faults(unittest.TestCase):
         """Archive `tid` listing the crash points it passes: (points in order, target state)."""
         rc, out, err = LAB.archctl("archive", tid[:12], "--yes", env={"ARCHCTL_TEST_CRASH_LIST": "1"}, timeout=300)
         self.assertEqual(rc, 0, err)
-        points = []
-        for line in err.splitlines():
-            if line.startswith("archctl: crash-point "):
-                p = line.split(" ", 2)[2]
-                if p not in points:
-                    points.append(p)
+        points = flows.crash_points_in(err)
         return points, target_state(tid, name)
 
     def test_b_a_byte_flipped_in_transit_fails_before_commit(self):

@@ -606,12 +606,7 @@ class CrashMatrix(unittest.TestCase):
         archive(tid)
         rc, out, err = evict(tid, env={"ARCHCTL_TEST_CRASH_LIST": "1"})
         self.assertEqual(rc, 0, err)
-        points = []
-        for line in err.splitlines():
-            if line.startswith("archctl: crash-point "):
-                p = line.split(" ", 2)[2]
-                if p not in points:
-                    points.append(p)
+        points = flows.crash_points_in(err)
         self.assertIn("evict.removed", points)
         self.assertIn("unlink_owned.unlinked", points)
         covered = []
