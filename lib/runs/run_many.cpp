@@ -5,29 +5,6 @@
 
 namespace archctl::runs {
 
-StopReason stop_reason_of(const std::string& reason) {
-    if (reason.empty()) return StopReason::none;
-    if (reason == "waiting") return StopReason::waiting;
-    if (reason == "budget") return StopReason::budget;
-    if (reason == "deadline") return StopReason::deadline;
-    if (reason == "disk") return StopReason::disk;
-    if (reason == "interrupt") return StopReason::interrupt;
-    return StopReason::other;
-}
-
-const char* to_string(StopReason reason) {
-    switch (reason) {
-        case StopReason::none: return "";
-        case StopReason::waiting: return "waiting";
-        case StopReason::budget: return "budget";
-        case StopReason::deadline: return "deadline";
-        case StopReason::disk: return "disk";
-        case StopReason::interrupt: return "interrupt";
-        case StopReason::other: return "other";
-    }
-    return "";
-}
-
 bool ends_run(StopReason reason) { return reason != StopReason::none && reason != StopReason::waiting; }
 
 std::size_t RunSummary::count(JobOutcome outcome) const {
@@ -57,7 +34,7 @@ JobRun turn_of(const std::string& id, jobs::RunResult r) {
         j.outcome = JobOutcome::done;
     } else if (r.outcome == jobs::RunOutcome::stopped) {
         j.outcome = JobOutcome::stopped;
-        j.stop = stop_reason_of(r.stop_reason);
+        j.stop = r.stop_reason;
     } else if (r.error.is(ErrorCode::LOCKED)) {
         // Another archctl drives it (an overlapping cron run): not a failure, it goes on there.
         j.outcome = JobOutcome::locked;
@@ -76,7 +53,7 @@ ManyRun::ManyRun(RunJob run, Clock& clock, jobs::Budgets budgets, SteadyTime sta
 bool ManyRun::can_start() {
     if (ended()) return false;
     if (auto stop = m_shared.exhausted(m_clock.steady())) {
-        m_summary.ended = RunStop{stop_reason_of(stop->reason), stop->text};
+        m_summary.ended = RunStop{stop->reason, stop->text};
         return false;
     }
     return true;

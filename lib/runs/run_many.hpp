@@ -38,12 +38,8 @@ enum class JobOutcome { done, stopped, locked, failed };
 
 // Why a job, or the whole run, stopped. `other` is a reason this list does not know: like every
 // reason but `waiting`, it ends the run.
-enum class StopReason { none, waiting, budget, deadline, disk, interrupt, other };
-
-// RunResult::stop_reason as a StopReason ("" → none).
-[[nodiscard]] StopReason stop_reason_of(const std::string& reason);
-// "waiting", "budget", …; "" for none.
-[[nodiscard]] const char* to_string(StopReason reason);
+using jobs::StopReason;
+using jobs::to_string;
 // Every stop but `waiting` (and none) ends the whole run.
 [[nodiscard]] bool ends_run(StopReason reason);
 

@@ -101,10 +101,10 @@ RunResult drive(KindRun& job, const RunEnv& env, const std::string& job_id, Outa
         if (end.unread) return r.kind == StepResult::fail ? job.fail(r.error) : stopped(job, job_id, r);
         if (r.kind == StepResult::fail) return job.fail(r.error);
         if (r.kind == StepResult::stop) {
-            job.end_session(r.reason);
+            job.stop_session(r.reason);
             Status saved = job.save();
             if (!saved.ok()) return job.fail(saved.error());
-            Status noted = job.event("stopped", {{"reason", r.reason}, {"step", job.step()}, {"text", r.text}});
+            Status noted = job.event("stopped", {{"reason", to_string(r.reason)}, {"step", job.step()}, {"text", r.text}});
             if (!noted.ok()) return job.fail(noted.error());
             return stopped(job, job_id, r);
         }
@@ -151,7 +151,7 @@ Budgets SharedBudgets::next() const {
 std::optional<SharedBudgets::Stop> SharedBudgets::exhausted(SteadyTime now) const {
     std::optional<StepResult> stop = budget_stop(m_base, m_moved, m_started, now);
     if (!stop) return std::nullopt;
-    return Stop{std::move(stop->reason), std::move(stop->text)};
+    return Stop{stop->reason, std::move(stop->text)};
 }
 
 Driver::Driver(const config::Config& config, const state::StateDir& state, Nodes& nodes, JobIo io)

@@ -74,7 +74,8 @@ public:
     // Before a job starts: the stop when the byte budget is spent or the deadline passed
     // ({reason, text} as a job's stop would say it), else nullopt.
     struct Stop {
-        std::string reason, text;
+        StopReason reason;
+        std::string text;
     };
     [[nodiscard]] std::optional<Stop> exhausted(SteadyTime now) const;
 

@@ -55,8 +55,10 @@ public:
     // Durable records: the ledger and one event.
     [[nodiscard]] virtual Status save() = 0;
     [[nodiscard]] virtual Status event(const std::string& type, nlohmann::json fields) = 0;
-    // Close this session's record in the ledger (saved with the next save()).
+    // Close this session's record in the ledger (saved with the next save()): "complete", "error".
     virtual void end_session(const std::string& reason) = 0;
+    // The session ends with a clean stop: whatever the kind does at a stop, then its record.
+    virtual void stop_session(StopReason reason) { end_session(to_string(reason)); }
     // The last step ran: mark the job done; returns the "done" event's fields.
     virtual nlohmann::json mark_done() = 0;
     // After the "done" record: give the resource back (release the job's reservation).

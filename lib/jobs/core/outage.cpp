@@ -29,17 +29,17 @@ StepResult OutageWait::wait(const Error& e) {
         m_env.log(fmt::format("archctl: waiting: {} (retrying for up to {})", e.message, format_duration(m_env.budgets.outage_wait.count())));
     }
     auto text = [&](const std::string& why) { return fmt::format("{}: {}", why, e.message); };
-    if (m_env.budgets.no_wait) return StepResult::stopped("waiting", text("unreachable (--no-wait)"));
+    if (m_env.budgets.no_wait) return StepResult::stopped(StopReason::waiting, text("unreachable (--no-wait)"));
     if (now - *m_since >= m_env.budgets.outage_wait)
-        return StepResult::stopped("waiting", text(fmt::format("still unreachable after {}", format_duration(m_env.budgets.outage_wait.count()))));
+        return StepResult::stopped(StopReason::waiting, text(fmt::format("still unreachable after {}", format_duration(m_env.budgets.outage_wait.count()))));
     auto delay = std::chrono::milliseconds(1000) * (1 << std::min(m_tries, 4));
     delay = std::min<std::chrono::milliseconds>(delay, std::chrono::seconds(15));
     ++m_tries;
     const SteadyTime until = std::min(now + delay, *m_since + m_env.budgets.outage_wait);
     while (clock.steady() < until) {
-        if (stop_requested()) return StepResult::stopped("interrupt", std::string(interrupt_text()) + " while waiting: " + e.message);
+        if (stop_requested()) return StepResult::stopped(StopReason::interrupt, std::string(interrupt_text()) + " while waiting: " + e.message);
         if (m_env.budgets.max_duration && clock.steady() - m_run_started >= *m_env.budgets.max_duration)
-            return StepResult::stopped("deadline", text("deadline reached while waiting"));
+            return StepResult::stopped(StopReason::deadline, text("deadline reached while waiting"));
         clock.sleep_for(std::chrono::milliseconds(200));
     }
     return {};

@@ -8,10 +8,22 @@
 
 namespace archctl::jobs {
 
+const char* to_string(StopReason reason) {
+    switch (reason) {
+        case StopReason::none: return "";
+        case StopReason::waiting: return "waiting";
+        case StopReason::budget: return "budget";
+        case StopReason::deadline: return "deadline";
+        case StopReason::disk: return "disk";
+        case StopReason::interrupt: return "interrupt";
+    }
+    return "";
+}
+
 nlohmann::json RunResult::to_json() const {
     nlohmann::json j = {{"job", job_id}, {"step", step}, {"bytes_moved", bytes_moved}};
     j["outcome"] = outcome == RunOutcome::done ? "done" : outcome == RunOutcome::stopped ? "stopped" : "failed";
-    if (outcome == RunOutcome::stopped) j["stop_reason"] = stop_reason;
+    if (outcome == RunOutcome::stopped) j["stop_reason"] = to_string(stop_reason);
     if (outcome == RunOutcome::failed) j["error"] = {{"code", error.code}, {"message", error.message}};
     if (!ended.empty()) j["already_ended"] = ended;
     if (compensated) j["compensated"] = true;
@@ -36,11 +48,11 @@ std::string budget_text(std::uint64_t moved, std::uint64_t limit) {
 }
 
 std::optional<StepResult> budget_stop(const Budgets& budgets, std::uint64_t moved, SteadyTime started, SteadyTime now) {
-    if (stop_requested()) return StepResult::stopped("interrupt", interrupt_text());
+    if (stop_requested()) return StepResult::stopped(StopReason::interrupt, interrupt_text());
     if (budgets.max_bytes && moved >= *budgets.max_bytes)
-        return StepResult::stopped("budget", budget_text(moved, *budgets.max_bytes));
+        return StepResult::stopped(StopReason::budget, budget_text(moved, *budgets.max_bytes));
     if (budgets.max_duration && now - started >= *budgets.max_duration)
-        return StepResult::stopped("deadline", fmt::format("deadline reached ({} this run)", format_duration(budgets.max_duration->count())));
+        return StepResult::stopped(StopReason::deadline, fmt::format("deadline reached ({} this run)", format_duration(budgets.max_duration->count())));
     return std::nullopt;
 }
 

@@ -39,9 +39,16 @@ struct Budgets {
 
 enum class RunOutcome { done, stopped, failed };
 
+// Why a run stopped cleanly (exit 10: nothing is lost, a rerun goes on). Its name is the JSON's
+// stop_reason and the reason a ledger's session records.
+enum class StopReason { none, waiting, budget, deadline, disk, interrupt };
+
+// "waiting", "budget", "deadline", "disk", "interrupt"; "" for none.
+[[nodiscard]] const char* to_string(StopReason reason);
+
 struct RunResult {
     RunOutcome outcome = RunOutcome::done;
-    std::string stop_reason;      // budget|deadline|disk|interrupt|waiting
+    StopReason stop_reason = StopReason::none;  // set when stopped
     std::string stop_text;        // "budget reached (10.0 GiB moved this run, --max-bytes ...)"
     Error error;
     std::string job_id;

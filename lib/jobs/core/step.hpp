@@ -16,16 +16,16 @@ namespace archctl::jobs {
 // ARCHCTL_TRY_ASSIGN: an error converts into a failure.
 struct StepResult {
     enum Kind { next, stop, fail } kind = next;
-    std::string reason;  // stop: budget|deadline|disk|interrupt|waiting; fail: error code
-    std::string text;    // stop: human reason
-    Error error;         // fail; stop after an outage: the outage
+    StopReason reason = StopReason::none;  // stop: why
+    std::string text;                      // stop: human reason
+    Error error;                           // fail; stop after an outage: the outage
 
     StepResult() = default;
-    StepResult(Error e) : kind(fail), reason(e.code), error(std::move(e)) {}
-    StepResult(Kind k, std::string r, std::string t) : kind(k), reason(std::move(r)), text(std::move(t)) {}
+    StepResult(Error e) : kind(fail), error(std::move(e)) {}
+    StepResult(Kind k, StopReason r, std::string t) : kind(k), reason(r), text(std::move(t)) {}
 
     static StepResult ok() { return {}; }
-    static StepResult stopped(std::string reason, std::string text) { return {stop, std::move(reason), std::move(text)}; }
+    static StepResult stopped(StopReason reason, std::string text) { return {stop, reason, std::move(text)}; }
     static StepResult failed(Error e) { return StepResult(std::move(e)); }
     static StepResult of(Status s) { return s.ok() ? StepResult() : StepResult(s.take_error()); }
 };

@@ -94,7 +94,7 @@ public:
 
     // Eviction moves no bytes: only Ctrl-C stops it between steps.
     jobs::StepResult before_step() override {
-        if (stop_requested()) return jobs::StepResult::stopped("interrupt", interrupt_text());
+        if (stop_requested()) return jobs::StepResult::stopped(jobs::StopReason::interrupt, interrupt_text());
         return {};
     }
 

@@ -179,14 +179,13 @@ Status release_transfer(JobRun& run) {
     return ok_status();
 }
 
-void hold_after_stop(JobRun& run, const std::string& reason) {
-    static const char* const k_stop_reasons[] = {"budget", "deadline", "disk", "interrupt", "waiting"};
-    if (std::find(std::begin(k_stop_reasons), std::end(k_stop_reasons), reason) == std::end(k_stop_reasons)) return;
+void hold_after_stop(JobRun& run, StopReason reason) {
+    if (reason == StopReason::none) return;
     // --no-wait asks archctl not to wait while Syncthing carries the job; holding there would
     // keep a loop of --no-wait runs from ever moving a byte.
-    if (reason == "waiting" && run.env.budgets.no_wait) return;
+    if (reason == StopReason::waiting && run.env.budgets.no_wait) return;
     if (run.ledger.synced) return;  // every byte has arrived: nothing left to hold
-    Status s = hold_transfer(run, reason);
+    Status s = hold_transfer(run, to_string(reason));
     if (!s.ok())
         run.log(fmt::format("archctl: warning: {}; Syncthing may go on carrying it until the next run", s.error().message));
 }

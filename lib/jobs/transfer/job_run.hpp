@@ -132,7 +132,7 @@ Status compensate(JobRun& run, const Error& why);
 // For the driver's session end: after a stop (budget, deadline, disk, interrupt, waiting), hold;
 // a hold that cannot be written is a warning on the log, never a failure of the stop. A
 // --no-wait run that ends waiting does not hold: the user asked Syncthing to carry on alone.
-void hold_after_stop(JobRun& run, const std::string& reason);
+void hold_after_stop(JobRun& run, StopReason reason);
 // At the start of a run: release, a failure is a warning (the sync step releases again).
 void release_before_run(JobRun& run);
 

@@ -18,13 +18,13 @@ StepResult merge_stopped(JobRun& run, const node::MergeResult& r) {
     std::uint64_t floor = run.env.budgets.min_free;
     if (r.stopped == node::Stop::disk && floor)
         return StepResult::stopped(
-            "disk", fmt::format("merge stopped at the free-space floor on '{}': {} free, {} still to copy for '{}', floor {} (--min-free)",
+            StopReason::disk, fmt::format("merge stopped at the free-space floor on '{}': {} free, {} still to copy for '{}', floor {} (--min-free)",
                                 run.def.target, format_size(r.free_bytes), format_size(r.need_bytes), r.stopped_at, format_size(floor)));
     if (r.stopped == node::Stop::disk)
-        return StepResult::stopped("disk", fmt::format("merge stopped: the filesystem of '{}' on '{}' is full ({} free, {} still to copy)",
+        return StepResult::stopped(StopReason::disk, fmt::format("merge stopped: the filesystem of '{}' on '{}' is full ({} free, {} still to copy)",
                                                        r.stopped_at, run.def.target, format_size(r.free_bytes), format_size(r.need_bytes)));
     if (auto stop = run.should_stop()) return *stop;
-    return StepResult::stopped("interrupt", interrupt_text());
+    return StepResult::stopped(StopReason::interrupt, interrupt_text());
 }
 
 // The delta as the target's disk will have it: each file at its path there.

@@ -130,9 +130,11 @@ public:
     Status save() override { return m_run.save(); }
     Status event(const std::string& type, nlohmann::json fields) override { return m_run.event(type, std::move(fields)); }
 
-    void end_session(const std::string& reason) override {
+    void end_session(const std::string& reason) override { m_run.end_session(reason); }
+
+    void stop_session(StopReason reason) override {
         hold_after_stop(m_run, reason);  // a stop stops the bytes (hold.cpp)
-        m_run.end_session(reason);
+        m_run.end_session(to_string(reason));
     }
 
     nlohmann::json mark_done() override {
@@ -228,7 +230,7 @@ public:
             m_run.warn_unrecorded(m_run.save(), "the ledger");
             if (is_outage(comp.error()) || stop_requested()) {
                 r.outcome = RunOutcome::stopped;
-                r.stop_reason = stop_requested() ? "interrupt" : "waiting";
+                r.stop_reason = stop_requested() ? StopReason::interrupt : StopReason::waiting;
                 r.stop_text = fmt::format("undoing job {} waits: {}", m_run.def.id, comp.error().message);
                 return r;
             }

@@ -98,7 +98,7 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
                                                  run.def.source, restarted.error().message));
         const Error& e = built.error();
         // The floor is a clean stop, not a verdict on the part file; an outage stays an outage.
-        if (e.is(ErrorCode::DISK_INSUFFICIENT)) return StepResult::stopped("disk", e.message);
+        if (e.is(ErrorCode::DISK_INSUFFICIENT)) return StepResult::stopped(StopReason::disk, e.message);
         if (e.is(ErrorCode::PARTFILE_UNSUPPORTED)) return StepResult::failed(built.take_error());
         for (ErrorCode c : {ErrorCode::PARTFILE_INVALID, ErrorCode::SOURCE_CHANGED, ErrorCode::NOT_FOUND, ErrorCode::NOT_REGULAR,
                             ErrorCode::PATH_SYMLINK})
@@ -163,12 +163,12 @@ StepResult step_stage(JobRun& run) {
     if (!r.value().complete) {
         ARCHCTL_TRY_STATUS(run.save());
         if (r.value().stopped == node::Stop::disk)
-            return StepResult::stopped("disk", fmt::format("stage stopped at the free-space floor on '{}': {} free, {} still to copy, floor {} (--min-free)",
+            return StepResult::stopped(StopReason::disk, fmt::format("stage stopped at the free-space floor on '{}': {} free, {} still to copy, floor {} (--min-free)",
                                                            run.def.source, format_size(r.value().free_bytes),
                                                            format_size(r.value().need_bytes), format_size(run.env.budgets.min_free)));
         if (auto stop = run.should_stop()) return *stop;
         const bool budget = r.value().stopped == node::Stop::budget;
-        return StepResult::stopped(budget ? "budget" : "interrupt",
+        return StepResult::stopped(budget ? StopReason::budget : StopReason::interrupt,
                                    budget ? fmt::format("budget reached ({} copied this run)", format_size(run.session.bytes_copied))
                                                    : std::string(interrupt_text()));
     }

@@ -94,7 +94,7 @@ public:
             m_since = now;
         }
         if (why.empty() || now - m_since < k_stall_limit) return std::nullopt;
-        return StepResult::stopped("waiting", fmt::format("{} (nothing moved for {}s)", why,
+        return StepResult::stopped(StopReason::waiting, fmt::format("{} (nothing moved for {}s)", why,
                                                           std::chrono::duration_cast<std::chrono::seconds>(now - m_since).count()));
     }
 
@@ -266,7 +266,7 @@ StepResult step_sync(JobRun& run) {
         for (const auto& f : before.value().files)
             if (f.index && f.state == node::Arrival::present) present_at_start.insert(*f.index);
     if (Status limited = limit_transfer(run, present_at_start, false); !limited.ok())
-        return StepResult::stopped("waiting", limited.error().message);
+        return StepResult::stopped(StopReason::waiting, limited.error().message);
     // Ask the sender to scan the job prefix now instead of waiting for its watcher.
     ARCHCTL_TRY_STATUS(src.value()->st().scan(run.def.route.id, {run.def.id}));
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
@@ -338,7 +338,7 @@ StepResult step_sync(JobRun& run) {
                 return !f.index || run.budget_held.count(*f.index) || f.state == node::Arrival::present || f.state == node::Arrival::verified;
             });
             if (released_here)
-                return StepResult::stopped("budget", fmt::format("{}; {} file{} of job {} wait for the next run",
+                return StepResult::stopped(StopReason::budget, fmt::format("{}; {} file{} of job {} wait for the next run",
                                                                  budget_text(run.env.budgets.moved_before + run.session_bytes(),
                                                                              *run.env.budgets.max_bytes),
                                                                  run.budget_held.size(), run.budget_held.size() == 1 ? "" : "s", run.def.id));
@@ -354,7 +354,7 @@ StepResult step_sync(JobRun& run) {
             run.progress("sync", 2, present, total, files_done, "");
         }
         if (run.env.budgets.no_wait)
-            return StepResult::stopped("waiting", "still waiting on Syncthing (--no-wait)" + (run.waiting_on.empty() ? "" : ": " + run.waiting_on));
+            return StepResult::stopped(StopReason::waiting, "still waiting on Syncthing (--no-wait)" + (run.waiting_on.empty() ? "" : ": " + run.waiting_on));
         if (auto stop = run.should_stop()) return *stop;
         if (run.env.budgets.min_free && run.clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
             last_floor_probe = run.clock().steady();
@@ -364,7 +364,7 @@ StepResult step_sync(JobRun& run) {
             auto free = target_free(run, *dst.value(), unmeasured_said);
             if (free && *free < run.env.budgets.min_free + still)
                 return StepResult::stopped(
-                    "disk", still == 0 || *free < run.env.budgets.min_free
+                    StopReason::disk, still == 0 || *free < run.env.budgets.min_free
                                 ? fmt::format("destination free space fell below the floor ({} free < {} floor)", format_size(*free),
                                               format_size(run.env.budgets.min_free))
                                 : fmt::format("destination free space would fall below the floor ({} free, {} of the job still to "

@@ -440,7 +440,7 @@ StepResult step_verify(JobRun& run) {
         if (run.def.new_target) {
             Status added = add_new_target(run, *dst);
             if (!added.ok() && added.error().is(ErrorCode::DISK_INSUFFICIENT))
-                return StepResult::stopped("disk", fmt::format("the part file does not fit on '{}' above the floor: {}", run.def.target,
+                return StepResult::stopped(StopReason::disk, fmt::format("the part file does not fit on '{}' above the floor: {}", run.def.target,
                                                                added.error().message));
             ARCHCTL_TRY_STATUS(std::move(added));
         }
@@ -451,7 +451,7 @@ StepResult step_verify(JobRun& run) {
         auto files = recheck_and_wait(run.clock(), dst->qb(), run.def.qb_id);
         // A stuck check is not a verdict on the files: the job waits to be resumed.
         if (!files.ok() && is_recheck_stall(files.error()))
-            return StepResult::stopped("waiting", fmt::format("on '{}': {}; {}", run.def.target, files.error().message, files.error().hint));
+            return StepResult::stopped(StopReason::waiting, fmt::format("on '{}': {}; {}", run.def.target, files.error().message, files.error().hint));
         ARCHCTL_TRY_STATUS(files.ok() ? check_verified(run, files.value()) : Status(files.take_error()));
         ARCHCTL_TRY_STATUS(wait_final_names(run, *dst, suffixed));
         // The source is checked once more right before the commit; after it, a change there no

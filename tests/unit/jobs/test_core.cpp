@@ -161,12 +161,12 @@ TEST_CASE("budgets: one stop text for a job's steps and for the run that drives 
     auto bytes = budget_stop(b, 2048, start, start);
     REQUIRE(bytes);
     CHECK(bytes->kind == StepResult::stop);
-    CHECK(bytes->reason == "budget");
+    CHECK(bytes->reason == StopReason::budget);
     CHECK(bytes->text == "budget reached (2.0 KiB moved this run, limit 1.0 KiB)");
     CHECK(budget_text(2048, 1024) == bytes->text);  // the sync step's stop at the budget opens with it
     auto late = budget_stop(b, 0, start, start + std::chrono::seconds(60));
     REQUIRE(late);
-    CHECK(late->reason == "deadline");
+    CHECK(late->reason == StopReason::deadline);
     CHECK(late->text == "deadline reached (1m this run)");
 
     SharedBudgets shared(b, start);
@@ -253,7 +253,7 @@ TEST_CASE("retry_through_outage in a job run: next, the error that is no outage,
         OutageWait outage(env);
         StepResult r = retry_through_outage(outage, [&]() -> Status { return down; });
         CHECK(r.kind == StepResult::stop);
-        CHECK(r.reason == "waiting");
+        CHECK(r.reason == StopReason::waiting);
         CHECK(r.text == "still unreachable after 5s: node 'nas' does not answer");
         CHECK(r.error.code == "NODE_UNREACHABLE");
     }

@@ -336,7 +336,7 @@ TEST_CASE("steps: a verify recheck that stalls twice stops the run 'waiting' nam
     f.recheck = {{"checkingDL", 0}};
     RunResult r = f.run();
     REQUIRE_MESSAGE(r.outcome == RunOutcome::stopped, r.error.code, ": ", r.error.message);
-    CHECK(r.stop_reason == "waiting");  // exit 10 at the command
+    CHECK(r.stop_reason == StopReason::waiting);  // exit 10 at the command
     CHECK(r.step == "verify");
     CHECK(contains(r.stop_text, "on 'nas'"));
     CHECK(contains(r.stop_text, f.qb_id.substr(0, 12)));
@@ -366,7 +366,7 @@ TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun cont
         RunResult r = f.run(budgets);
         // `stopped` is exit 10 at the command (cli/transfer_common.cpp).
         REQUIRE(r.outcome == RunOutcome::stopped);
-        CHECK(r.stop_reason == "budget");
+        CHECK(r.stop_reason == StopReason::budget);
         CHECK(contains(r.stop_text, "budget reached"));
         CHECK(r.step == "stage");
         REQUIRE(f.seedbox.ops.count("stage") == 1);
@@ -400,7 +400,7 @@ TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun cont
         budgets.max_bytes = 30;
         RunResult r = f.run(budgets);
         REQUIRE(r.outcome == RunOutcome::stopped);
-        CHECK(r.stop_reason == "budget");
+        CHECK(r.stop_reason == StopReason::budget);
         CHECK(r.step == "sync");
         json l = f.ledger();
         CHECK(l["step"] == "sync");
@@ -412,7 +412,7 @@ TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun cont
         // The budget is per run: the rerun continues at sync, whose 30 bytes reach it again.
         RunResult again = f.run(budgets);
         REQUIRE(again.outcome == RunOutcome::stopped);
-        CHECK(again.stop_reason == "budget");
+        CHECK(again.stop_reason == StopReason::budget);
         CHECK(again.step == "merge");
         CHECK(f.seedbox.ops.count("stage") == 1);  // not staged again
         // One to count what the target holds before the budget's hold is set, one in the wait.
@@ -452,7 +452,7 @@ TEST_CASE("steps: a merge stopped at the free-space floor is a clean 'disk' stop
     budgets.min_free = 8u << 20;
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
-    CHECK(r.stop_reason == "disk");
+    CHECK(r.stop_reason == StopReason::disk);
     CHECK(contains(r.stop_text, "free-space floor on 'nas': 3.0 MiB free, 6.0 MiB still to copy"));
     CHECK(contains(r.stop_text, "floor 8.0 MiB"));
     CHECK(r.step == "merge");
@@ -506,7 +506,7 @@ TEST_CASE("steps: --max-minutes stops cleanly once the manual clock passes the d
     budgets.max_duration = std::chrono::seconds(60);
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
-    CHECK(r.stop_reason == "deadline");
+    CHECK(r.stop_reason == StopReason::deadline);
     CHECK(contains(r.stop_text, "deadline reached"));
     CHECK(r.step == "sync");
     json l = f.ledger();
@@ -537,7 +537,7 @@ TEST_CASE("steps: Ctrl-C during stage stops cleanly before sync (in a child proc
         ::close(fds[0]);
         RunResult r = f.run();
         json out = {{"result", r.to_json()},
-                    {"stop_reason", r.stop_reason},
+                    {"stop_reason", to_string(r.stop_reason)},
                     {"stop_text", r.stop_text},
                     {"stages", f.seedbox.ops.count("stage")},
                     {"scans", f.seedbox.st.count("scan")},
@@ -761,7 +761,7 @@ TEST_CASE("steps: an outage longer than the wait stops the run with reason 'wait
     auto started = f.clock.steady();
     RunResult r = f.run(b);
     REQUIRE_MESSAGE(r.outcome == RunOutcome::stopped, r.error.code, ": ", r.error.message);
-    CHECK(r.stop_reason == "waiting");
+    CHECK(r.stop_reason == StopReason::waiting);
     CHECK(contains(r.stop_text, "still unreachable after"));
     CHECK(f.clock.steady() - started >= std::chrono::seconds(20));
     CHECK(f.clock.steady() - started < std::chrono::seconds(40));
@@ -799,7 +799,7 @@ TEST_CASE("steps: a failure whose compensation meets an outage leaves the job co
     // Still down at the next run: a clean stop with the job still compensating.
     RunResult waiting = f.run(b);
     CHECK(waiting.outcome == RunOutcome::stopped);
-    CHECK(waiting.stop_reason == "waiting");
+    CHECK(waiting.stop_reason == StopReason::waiting);
     CHECK(f.ledger()["state"] == "compensating");
 
     f.nas.ops.heal("unmerge");
@@ -844,7 +844,7 @@ TEST_CASE("steps: a stop holds the rest of the job on the target's Syncthing; th
     budgets.max_bytes = 20;
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
-    CHECK(r.stop_reason == "budget");
+    CHECK(r.stop_reason == StopReason::budget);
     // The job's directory is ignored above the user's own lines, and the folder was restarted
     // (paused and resumed) so that a pull already running stops.
     auto lines = f.nas.st.ignore_lines[f.def.route.id];
@@ -890,7 +890,7 @@ TEST_CASE("steps: --no-wait ends waiting without a hold: Syncthing carries the j
     budgets.no_wait = true;
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
-    CHECK(r.stop_reason == "waiting");
+    CHECK(r.stop_reason == StopReason::waiting);
     CHECK(contains(r.stop_text, "--no-wait"));
     CHECK(f.nas.st.count("set_ignores") == 0);
     CHECK(f.nas.st.count("patch_folder") == 0);
@@ -903,7 +903,7 @@ TEST_CASE("steps: a hold that cannot be written is a warning; the stop stays a s
     budgets.max_bytes = 20;
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
-    CHECK(r.stop_reason == "budget");
+    CHECK(r.stop_reason == StopReason::budget);
     CHECK(contains(f.log_text(), "cannot hold the transfer of job " + f.job_id + " on 'nas'"));
     CHECK(f.events_of("transfer_held").empty());
 }
@@ -916,7 +916,7 @@ TEST_CASE("steps: sync says why nothing moves and stops with 'waiting' once a kn
     f.nas.st.folder_map[f.def.route.id] = folder;
     RunResult r = f.run();
     REQUIRE_MESSAGE(r.outcome == RunOutcome::stopped, r.error.message);
-    CHECK(r.stop_reason == "waiting");
+    CHECK(r.stop_reason == StopReason::waiting);
     CHECK(r.step == "sync");
     CHECK(contains(r.stop_text, "waiting for Syncthing on 'nas': folder paused"));
     CHECK(contains(r.stop_text, "nothing moved for 30s"));
@@ -939,7 +939,7 @@ TEST_CASE("steps: sync without a known cause waits on (no 'waiting' stop), bound
     budgets.max_duration = std::chrono::seconds(90);
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
-    CHECK(r.stop_reason == "deadline");
+    CHECK(r.stop_reason == StopReason::deadline);
 }
 
 namespace {
@@ -1081,7 +1081,7 @@ TEST_CASE("steps: the floor counts what Syncthing will still write into the targ
     budgets.min_free = 100;  // 120 free, but 30 bytes of the job still to arrive
     RunResult r = f.run(budgets);
     REQUIRE(r.outcome == RunOutcome::stopped);
-    CHECK(r.stop_reason == "disk");
+    CHECK(r.stop_reason == StopReason::disk);
     CHECK(contains(r.stop_text, "would fall below the floor"));
     CHECK(contains(r.stop_text, "30 B of the job still to arrive"));
 }

@@ -132,7 +132,7 @@ TEST_CASE("tier run: no archive node takes a candidate: it fails, is not evicted
 TEST_CASE("tier run: a job waiting on an outage ends its own turn, and the run goes on (exit 10 at the end)") {
     TierFixture f;
     three_candidates(f);
-    f.results["archive-aa-nas"] = TierFixture::stopped("waiting", "waiting: node 'nas' unreachable");
+    f.results["archive-aa-nas"] = TierFixture::stopped(jobs::StopReason::waiting, "waiting: node 'nas' unreachable");
     f.policy.keep_free = 800;
     runs::TierRun run = f.run_policy();
     // aa waits and is not evicted without its copy; bb and cc reach the goal.
@@ -163,7 +163,7 @@ TEST_CASE("tier run: the unfinished job waiting on the real driver does not hold
 TEST_CASE("tier run: a budget stop ends the whole run; no other job starts") {
     TierFixture f;
     three_candidates(f);
-    f.results["archive-aa-nas"] = TierFixture::stopped("budget", "budget reached (30 B moved this run, limit 30 B)");
+    f.results["archive-aa-nas"] = TierFixture::stopped(jobs::StopReason::budget, "budget reached (30 B moved this run, limit 30 B)");
     runs::TierRun run = f.run_policy();
     CHECK(f.driven == Calls{f.job_id, "archive-aa-nas"});
     CHECK(f.planner.calls == Calls{"archive aa nas"});

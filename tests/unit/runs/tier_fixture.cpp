@@ -101,7 +101,7 @@ void TierFixture::candidate(const std::string& id, std::int64_t size) {
     sizes[id] = size;
 }
 
-jobs::RunResult TierFixture::stopped(const std::string& reason, const std::string& text) {
+jobs::RunResult TierFixture::stopped(jobs::StopReason reason, const std::string& text) {
     jobs::RunResult r;
     r.outcome = jobs::RunOutcome::stopped;
     r.stop_reason = reason;

@@ -9,7 +9,7 @@
 //
 //   TierFixture f;
 //   f.candidate("aa", 500);
-//   f.results["archive-aa-nas"] = TierFixture::stopped("waiting", "unreachable");
+//   f.results["archive-aa-nas"] = TierFixture::stopped(jobs::StopReason::waiting, "unreachable");
 //   runs::TierRun run = f.run_policy();
 //   CHECK(f.planner.calls == std::vector<std::string>{"archive aa nas"});
 
@@ -58,7 +58,7 @@ public:
     runs::TierRun run_policy(const jobs::Budgets& budgets = {});
 
     // What a job's run answers.
-    [[nodiscard]] static jobs::RunResult stopped(const std::string& reason, const std::string& text);
+    [[nodiscard]] static jobs::RunResult stopped(jobs::StopReason reason, const std::string& text);
     [[nodiscard]] static jobs::RunResult failed(Error error);
 
     FakeNode nas2{"nas2"};
