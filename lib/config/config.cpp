@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -137,27 +138,29 @@ bool group_or_world_readable(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 && (st.st_mode & 044) != 0;
 }
 
-// Load one file layer. A missing user/state file is simply absent; a missing --config is an error.
+// Load one checked file layer. A missing user/state file is simply absent; a missing --config is an error.
 enum class Presence { optional, required };
 
-Status load_file(const std::string& path, const std::string& origin, Presence presence, Values& out,
+Status load_file(const Layer& layer, const std::string& origin, Presence presence, Values& out,
                  std::vector<std::string>& warnings) {
-    if (!path_exists(path)) {
+    const std::string& path = layer.path;
+    if (!layer.exists) {
         if (presence == Presence::optional) return {};
         return Error(ErrorCode::CONFIG_INVALID, fmt::format("cannot read config '{}': no such file", path),
                      "check the --config path");
     }
+    ARCHCTL_TRY_ASSIGN(std::string text, read_checked(layer));
     toml::table table;
     try {
-        table = toml::parse_file(path);
+        table = toml::parse(text, path);
     } catch (const toml::parse_error& e) {
         return Error(ErrorCode::CONFIG_INVALID, fmt::format("cannot read config '{}': line {}: {}", path,
                                                    e.source().begin.line, std::string(e.description())));
     }
-    Values layer;
-    ARCHCTL_TRY_STATUS(flatten(table, "", path, origin, layer, warnings));
+    Values layer_values;
+    ARCHCTL_TRY_STATUS(flatten(table, "", path, origin, layer_values, warnings));
     bool inline_secret = false;
-    for (auto& [key, value] : layer) {
+    for (auto& [key, value] : layer_values) {
         const KeySpec* spec = find_key(key);
         if (spec && spec->secret) inline_secret = true;
         out[key] = std::move(value);
@@ -284,7 +287,24 @@ Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnin
     std::string user = user_config_path(options);
     Presence user_presence = options.config_file.empty() && !env(options, "ARCHCTL_CONFIG") ? Presence::optional
                                                                                               : Presence::required;
-    ARCHCTL_TRY_STATUS(load_file(user, "user:" + user, user_presence, values, warnings));
+    uid_t uid = options.uid ? static_cast<uid_t>(*options.uid) : ::geteuid();
+    std::vector<Layer> layers;
+    // A layer another user owns or others can write: refused (the default), or left out and
+    // reported (`archctl config`).
+    auto usable = [&](Layer layer) -> Result<bool> {
+        bool refused = layer.refused();
+        layers.push_back(std::move(layer));
+        if (refused && options.unsafe == UnsafeLayers::refuse) return layers.back().error();
+        return !refused;
+    };
+    // The user config cannot trust itself: it is checked against an empty trust list.
+    ARCHCTL_TRY_ASSIGN(bool user_ok, usable(TrustCheck(uid, {}, user).check(LayerKind::user, user)));
+    if (user_ok) ARCHCTL_TRY_STATUS(load_file(layers.back(), "user:" + user, user_presence, values, warnings));
+    std::vector<std::string> trusted;
+    if (auto t = values.find("safe.trusted"); t != values.end()) {
+        ARCHCTL_TRY_ASSIGN(trusted, validate_trusted(t->second.items, t->second.origin));
+    }
+    TrustCheck check(uid, trusted, user);
 
     // The state directory decides where the state layer lives: flag > env > user file > default.
     std::string state_dir;
@@ -295,10 +315,15 @@ Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnin
     else { state_dir = default_state_dir(options); state_origin = "default"; }
 
     std::string state_file = state_dir + "/config.toml";
+    ARCHCTL_TRY_ASSIGN(bool dir_ok, usable(check.check(LayerKind::state_dir, state_dir)));
+    ARCHCTL_TRY_ASSIGN(bool file_ok, usable(check.check(LayerKind::state, state_file)));
     Values state_layer;
-    ARCHCTL_TRY_STATUS(load_file(state_file, "state:" + state_file, Presence::optional, state_layer, warnings));
+    if (dir_ok && file_ok)
+        ARCHCTL_TRY_STATUS(load_file(layers.back(), "state:" + state_file, Presence::optional, state_layer, warnings));
     if (state_layer.erase("state_dir"))
         warnings.push_back(fmt::format("'state_dir' in '{}' is ignored: the state directory cannot move itself", state_file));
+    if (state_layer.erase("safe.trusted"))
+        warnings.push_back(fmt::format("'safe.trusted' in '{}' is ignored: only the user config can trust a path", state_file));
     for (auto& [k, v] : state_layer) values[k] = std::move(v);
     ARCHCTL_TRY_STATUS(apply_env(options, values));
     if (options.min_free) {
@@ -312,7 +337,49 @@ Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnin
 
     Config config;
     ARCHCTL_TRY_STATUS(build(values, config, warnings));
+    config.layers = std::move(layers);
+    config.trusted = std::move(trusted);
     return config;
+}
+
+Status refusal(const Config& config) {
+    for (const Layer& layer : config.layers)
+        if (layer.refused()) return layer.error();
+    return {};
+}
+
+std::string mask_url(const std::string& url) {
+    std::size_t scheme = url.find("://");
+    std::size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+    std::size_t end = url.find_first_of("/?#", start);
+    std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string out = url.substr(0, start);
+    std::size_t at = authority.rfind('@');
+    if (at != std::string::npos) {
+        std::string userinfo = authority.substr(0, at);
+        std::size_t colon = userinfo.find(':');
+        out += colon == std::string::npos ? userinfo : userinfo.substr(0, colon) + ":<set>";
+        out += authority.substr(at);
+    } else {
+        out += authority;
+    }
+    if (end == std::string::npos) return out;
+    std::string rest = url.substr(end);
+    std::size_t query = rest.find('?');
+    if (query == std::string::npos) return out + rest;
+    std::size_t fragment = rest.find('#', query);
+    std::string params = rest.substr(query + 1, fragment == std::string::npos ? std::string::npos : fragment - query - 1);
+    out += rest.substr(0, query + 1);
+    std::size_t p = 0;
+    while (p <= params.size()) {
+        std::size_t amp = params.find('&', p);
+        std::string param = params.substr(p, amp == std::string::npos ? std::string::npos : amp - p);
+        std::size_t eq = param.find('=');
+        out += (p ? "&" : "") + (eq == std::string::npos ? param : param.substr(0, eq) + "=<set>");
+        if (amp == std::string::npos) break;
+        p = amp + 1;
+    }
+    return fragment == std::string::npos ? out : out + rest.substr(fragment);
 }
 
 namespace {
@@ -357,6 +424,38 @@ Status require(const Values& values, const std::string& node, const std::string&
     return {};
 }
 
+// A node root is an absolute path without '.' or '..' components: the node confines every
+// request below it by its text, and a root that climbs would confine nothing the user meant.
+Status check_root(const Values& values, const std::string& key) {
+    const Value& v = values.at(key);
+    const std::string& root = v.text;
+    if (root.front() != '/')
+        return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: {} '{}' is not an absolute path ({}); write the "
+                                                            "node path from '/', e.g. '/srv/torrents'", key, root, v.origin));
+    std::string normal;
+    bool climbs = false, dot = false;
+    std::size_t at = 1;
+    while (at <= root.size()) {
+        std::size_t slash = root.find('/', at);
+        std::string part = root.substr(at, slash == std::string::npos ? std::string::npos : slash - at);
+        if (part == "..") {
+            climbs = true;
+            auto cut = normal.rfind('/');
+            normal.erase(cut == std::string::npos ? 0 : cut);
+        } else if (part == ".") {
+            dot = true;
+        } else if (!part.empty()) {
+            normal += "/" + part;
+        }
+        if (slash == std::string::npos) break;
+        at = slash + 1;
+    }
+    if (!climbs && !dot) return {};
+    return Error(ErrorCode::CONFIG_INVALID,
+                 fmt::format("invalid config: {} '{}' has a '{}' component ({}); write the path without it, e.g. '{}'", key, root,
+                             climbs ? ".." : ".", v.origin, normal.empty() ? "/" : normal));
+}
+
 Result<NodeConfig> build_node(const Values& values, const std::string& name, std::vector<std::string>& warnings) {
     for (const char* key : {"role", "qb_root", "sync_root", "qbittorrent.url", "syncthing.url"})
         ARCHCTL_TRY_STATUS(require(values, name, key));
@@ -369,9 +468,10 @@ Result<NodeConfig> build_node(const Values& values, const std::string& name, std
     else return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': role '{}' is not 'cache' or 'archive'", name, role));
     n.qb_root = str(values, p + "qb_root");
     n.sync_root = str(values, p + "sync_root");
-    for (const std::string* root : {&n.qb_root, &n.sync_root})
-        if (root->front() != '/')
-            return Error(ErrorCode::CONFIG_INVALID, fmt::format("invalid config: node '{}': root '{}' is not an absolute path", name, *root));
+    for (auto [key, root] : {std::pair{"qb_root", &n.qb_root}, std::pair{"sync_root", &n.sync_root}}) {
+        ARCHCTL_TRY_STATUS(check_root(values, p + key));
+        *root = strip_trailing_slashes(*root);
+    }
     std::string transport = str(values, p + "transport", "local");
     if (values.count(p + "exec")) n.exec = values.at(p + "exec").items;
     if (transport == "local" && !n.exec.empty() && values.count(p + "transport"))
@@ -448,6 +548,8 @@ std::string display_value(const std::string& key, const Value& v, const Config& 
         case ValueType::string: break;
     }
     (void)config;
+    // A URL may carry a password (user:password@) or a token in its query.
+    if (key.ends_with(".url") || key == "notify.url") return mask_url(v.text);
     return v.text;
 }
 
@@ -615,7 +717,7 @@ Status build(const Values& values, Config& config, std::vector<std::string>& war
     if (values.count("notify.url")) config.notify_url = values.at("notify.url").text;
     if (!config.notify_url.empty() && config.notify_url.rfind("http://", 0) != 0 && config.notify_url.rfind("https://", 0) != 0)
         return Error(ErrorCode::CONFIG_INVALID,
-                     fmt::format("invalid config: notify.url '{}' is not an http:// or https:// URL ({})", config.notify_url,
+                     fmt::format("invalid config: notify.url '{}' is not an http:// or https:// URL ({})", mask_url(config.notify_url),
                                  values.at("notify.url").origin),
                      "write the full URL the job-end document is POSTed to, e.g. url = \"https://hooks.example/archctl\"");
 

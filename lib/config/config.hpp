@@ -7,6 +7,11 @@
 // layer that set it, so `archctl config` can say where a setting came from. Unknown keys in a
 // known table warn (naming file, table, key and the closest known key); unknown tables are
 // ignored; a malformed file or value is an error naming file, line and key.
+//
+// Before a file layer is read and before the state directory is chosen, each is checked as
+// trust.hpp says (owner, mode, the directories above it): one that another user owns or others
+// can write is refused unless the user config's safe.trusted names it, so nothing it sets (an
+// exec transport, a [notify] exec hook) ever runs.
 
 #include <chrono>
 #include <cstdint>
@@ -17,6 +22,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/config/criteria.hpp"
+#include "lib/config/trust.hpp"
 
 namespace archctl::config {
 
@@ -124,10 +130,23 @@ struct Config {
     // key (dotted, e.g. "transfer.min_free", "nodes.nas.qbittorrent.url") → layer that set it:
     // "default", "user:<path>", "state:<path>", "env:ARCHCTL_X", "flag".
     std::map<std::string, std::string> origin;
-    // key → display value (secrets already masked). Drives `archctl config`.
+    // key → display value (secrets already masked, and the password and query values of a URL).
+    // Drives `archctl config`.
     std::map<std::string, std::string> display;
+    // The user file, the state directory and its config.toml as checked (trust.hpp), in that
+    // order: what `archctl config` shows of each layer's owner, mode and problems.
+    std::vector<Layer> layers;
+    std::vector<std::string> trusted;  // safe.trusted, from the user config only
 
     const NodeConfig* node(const std::string& name) const;
+};
+
+// What load() does with a layer that another user owns or others can write (trust.hpp) and that
+// safe.trusted does not name.
+enum class UnsafeLayers {
+    refuse,  // load fails with the first such layer's error (every command)
+    skip,    // its values are left out and Config::layers says why (`archctl config`, which shows
+             // every layer's problems and then fails with refusal())
 };
 
 // What the command line contributes (the flag layer and layer selection).
@@ -135,12 +154,22 @@ struct LoadOptions {
     std::string config_file;                // --config FILE
     std::string state_dir;                  // --state DIR
     std::optional<std::uint64_t> min_free;  // --min-free
+    UnsafeLayers unsafe = UnsafeLayers::refuse;
     // Environment lookup seam for tests; defaults to ::getenv.
     const char* (*getenv)(const char*) = nullptr;
+    // Who archctl runs as, for tests; defaults to ::geteuid().
+    std::optional<unsigned> uid;
 };
 
 // Load and validate every layer. Warnings (unknown keys, readable secrets) are appended to
 // `warnings` as complete lines without the "archctl: warning: " prefix.
 Result<Config> load(const LoadOptions& options, std::vector<std::string>& warnings);
+
+// The error of the first layer in `config.layers` that is refused, or success.
+Status refusal(const Config& config);
+
+// `url` with the password of its user:password@ and the values of its query shown as <set>:
+// "http://admin:<set>@host:8080/". What `archctl config` and config errors print of a URL.
+std::string mask_url(const std::string& url);
 
 }  // namespace archctl::config

@@ -54,6 +54,7 @@ const std::vector<KeySpec>& schema() {
         {"evict.count_shared_copies", ValueType::boolean},
         {"notify.exec", ValueType::string_array},
         {"notify.url", ValueType::string},
+        {"safe.trusted", ValueType::string_array},
         {"nodes.*.role", ValueType::string},
         {"nodes.*.qb_root", ValueType::string},
         {"nodes.*.sync_root", ValueType::string},

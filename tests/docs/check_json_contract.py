@@ -59,8 +59,13 @@ class Contract(unittest.TestCase):
         self.assertTrue(jc.validate(envelope(jobs=[{**run, "op": "archive"}]), "resume"))
         # A setting's value: text or a list of text.
         settings = [{"key": "nodes.a.exec", "value": ["ssh", "a"], "origin": "default"}, {"key": "k", "value": "v", "origin": "o"}]
-        self.assertEqual(jc.validate(envelope(settings=settings), "config"), [])
-        self.assertTrue(jc.validate(envelope(settings=[{"key": "k", "value": 5, "origin": "o"}]), "config"))
+        self.assertEqual(jc.validate(envelope(settings=settings, layers=[]), "config"), [])
+        self.assertTrue(jc.validate(envelope(settings=[{"key": "k", "value": 5, "origin": "o"}], layers=[]), "config"))
+        # A layer: an absent one has no owner or mode.
+        absent = {"layer": "state_dir", "path": "/s", "exists": False, "owner": None, "uid": None, "mode": None, "problems": [],
+                  "trusted": False, "refused": False}
+        self.assertEqual(jc.validate(envelope(settings=settings, layers=[absent]), "config"), [])
+        self.assertTrue(jc.validate(envelope(settings=settings, layers=[{**absent, "mode": 644}]), "config"))
 
 
 if __name__ == "__main__":
