@@ -13,6 +13,7 @@
 #include "lib/base/result.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/core/nodes.hpp"
+#include "lib/jobs/report/placements.hpp"
 #include "lib/jobs/report/summary.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/session/node_probe.hpp"

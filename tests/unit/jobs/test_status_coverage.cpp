@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/report/placements.hpp"
 #include "lib/session/node_session.hpp"
 #include "lib/state/state_dir.hpp"
 #include "tests/support/fakes.hpp"
