@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/services.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
 #include "lib/node/client/ops.hpp"
@@ -72,7 +73,15 @@ Outcome run_node_info(Context& ctx, const NodeOptions& options) {
 Outcome run_node_check(Context& ctx, const NodeOptions& options) {
     auto config = ctx.config();
     if (!config.ok()) return Outcome::failed(config.take_error());
-    session::NodeSessions sessions(*config.value(), session::probe_tuning());
+    // A check tries the credentials even when an earlier command's login was refused: the user
+    // asked. A refusal now is remembered again.
+    clients::Tuning tuning = session::probe_tuning();
+    if (auto state = ctx.state(); state.ok()) {
+        Output& out = ctx.out();
+        tuning.logins = login_records(*state.value(), [&out](const std::string& line) { out.warn(line); });
+        tuning.logins->forget(options.check_node);
+    }
+    session::NodeSessions sessions(*config.value(), tuning);
     auto node = sessions.get(options.check_node);
     if (!node.ok()) return Outcome::failed(node.take_error());
     const session::NodeCheck check = session::check_node(*node.value());

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/services.hpp"
 #include "lib/config/config.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/session/node_session.hpp"
@@ -52,6 +53,7 @@ Status prepare(Context& ctx, Setup& s) {
     Output& out = ctx.out();
     clients::Tuning tuning;
     tuning.warn = [&out](const std::string& line) { out.warn(line); };
+    tuning.logins = login_records(*dir, tuning.warn);
     if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
     s.nodes.emplace(*s.config, tuning);
     s.env.emplace(routes::Env{*s.config, *s.state, [&out](const std::string& line) { out.info(line); }, *s.nodes});

@@ -11,9 +11,31 @@
 #include "cli/command.hpp"
 #include "lib/base/clock.hpp"
 #include "lib/node/wire/ops_transfer.hpp"
+#include "lib/state/refused_logins.hpp"
 
 namespace archctl::cli {
 namespace {
+
+class StateLoginRecords final : public clients::qbittorrent::LoginRecords {
+public:
+    StateLoginRecords(const state::StateDir& dir, std::function<void(const std::string&)> warn) : m_logins(dir), m_warn(std::move(warn)) {}
+
+    bool refused(const std::string& node, const std::string& username, const std::string& password) const override {
+        return m_logins.refused(node, username, password);
+    }
+    void remember(const std::string& node, const std::string& username, const std::string& password) const override {
+        if (Status s = m_logins.remember(node, username, password); !s.ok() && m_warn)
+            m_warn(fmt::format("archctl: warning: the refused login of '{}' was not recorded: {}", node, s.error().message));
+    }
+    void forget(const std::string& node) const override {
+        if (Status s = m_logins.forget(node); !s.ok() && m_warn)
+            m_warn(fmt::format("archctl: warning: the refused login of '{}' could not be forgotten: {}", node, s.error().message));
+    }
+
+private:
+    state::RefusedLogins m_logins;
+    std::function<void(const std::string&)> m_warn;
+};
 
 // ARCHCTL_TEST_* switches (tests/README.md): read here, never in the library.
 Result<jobs::TestSwitches> test_switches() {
@@ -53,6 +75,7 @@ Result<Services*> Context::services() {
     ARCHCTL_TRY_ASSIGN(s->state, state());
     clients::Tuning tuning;
     Output* out = &m_out;
+    tuning.logins = login_records(*s->state, [out](const std::string& line) { out->warn(line); });
     // -vv: one line per HTTP request (service, node, method, endpoint, status, time; redacted).
     if (out->verbose() > 1) tuning.log = [out](const std::string& line) { out->debug(line); };
     s->nodes = std::make_unique<jobs::Nodes>(*s->config, tuning);
@@ -92,6 +115,11 @@ Status Context::prepare(Needs needs) {
         }
     }
     return {};
+}
+
+std::shared_ptr<const clients::qbittorrent::LoginRecords> login_records(const state::StateDir& dir,
+                                                                      std::function<void(const std::string&)> warn) {
+    return std::make_shared<StateLoginRecords>(dir, std::move(warn));
 }
 
 }  // namespace archctl::cli

@@ -3,8 +3,11 @@
 // the configured nodes (one connection set per node for the whole run), the progress panel, the
 // planners (TransferPlanner for archive/unarchive, Evictor for evict) and the job driver.
 
+#include <functional>
 #include <memory>
+#include <string>
 
+#include "lib/clients/qbittorrent/client.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/core/driver.hpp"
 #include "lib/jobs/transfer/planner.hpp"
@@ -25,5 +28,10 @@ struct Services {
     std::unique_ptr<evict::Evictor> evictor;
     std::unique_ptr<jobs::Driver> driver;
 };
+
+// qBittorrent's refused logins, remembered in the state directory's logins/ for every command
+// that reaches nodes (state/refused_logins.hpp); a record that cannot be written is `warn`ed.
+[[nodiscard]] std::shared_ptr<const clients::qbittorrent::LoginRecords> login_records(const state::StateDir& dir,
+                                                                                     std::function<void(const std::string&)> warn);
 
 }  // namespace archctl::cli

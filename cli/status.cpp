@@ -17,6 +17,7 @@
 #include <map>
 
 #include "cli/commands.hpp"
+#include "cli/services.hpp"
 #include "cli/tier.hpp"
 #include "lib/session/node_probe.hpp"
 #include "lib/config/config.hpp"
@@ -243,6 +244,7 @@ Outcome run_focused(Context& ctx, const config::Config& config, const std::strin
     clients::Tuning tuning;
     Output& out = ctx.out();
     if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
+    tuning.logins = login_records(*state.value(), [&out](const std::string& line) { out.warn(line); });
     jobs::Nodes nodes(config, tuning);
     auto focus = jobs::read_focus(*state.value(), nodes, target, config.count_shared_copies);
     if (!focus.ok()) return Outcome::failed(focus.take_error());
@@ -274,8 +276,9 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
     Output& out = ctx.out();
     if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
     tuning.warn = [&out](const std::string& line) { out.warn(line); };
-    session::NodeSessions sessions(*config.value(), tuning);
     auto state = ctx.state();
+    if (state.ok()) tuning.logins = login_records(*state.value(), tuning.warn);
+    session::NodeSessions sessions(*config.value(), tuning);
     const jobs::Overview o = jobs::read_overview(*config.value(), state.ok() ? state.value() : nullptr,
                                                  state.ok() ? std::string() : state.error().message, sessions);
 

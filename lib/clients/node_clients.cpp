@@ -30,6 +30,7 @@ qbittorrent::Settings qbittorrent_settings(const config::NodeConfig& node, const
     s.password = qb.password.value;
     s.password_file = qb.password.file;
     s.export_timeout = qb.export_timeout;
+    s.logins = tuning.logins;
     return s;
 }
 

@@ -6,6 +6,7 @@
 // clients register them with their redactors.
 
 #include <chrono>
+#include <memory>
 
 #include "lib/clients/http/http_client.hpp"
 #include "lib/clients/qbittorrent/client.hpp"
@@ -21,6 +22,8 @@ struct Tuning {
     http::LogSink log;
     http::LogSink warn;
     http::Sleeper sleep;  // empty: real sleeping
+    // Where qBittorrent's refused logins are remembered across commands (null: not kept).
+    std::shared_ptr<const qbittorrent::LoginRecords> logins;
 };
 
 [[nodiscard]] qbittorrent::Settings qbittorrent_settings(const config::NodeConfig& node, const Tuning& tuning);

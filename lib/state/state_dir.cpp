@@ -11,7 +11,7 @@ namespace archctl::state {
 Result<StateDir> StateDir::open(const std::string& root) {
     StateDir dir(root);
     for (const std::string& sub : {dir.jobs(), dir.reservations(), dir.placements(), dir.routes(), dir.tokens(),
-                                   dir.tombstones(), dir.tiers(), dir.index(), dir.index() + "/active"})
+                                   dir.tombstones(), dir.tiers(), dir.logins(), dir.index(), dir.index() + "/active"})
         ARCHCTL_TRY_STATUS(make_dirs(sub, 0700));
     return dir;
 }

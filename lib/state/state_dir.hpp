@@ -14,6 +14,7 @@
 //     index/active/<job-id>           jobs that may still need something (job_index.hpp)
 //     index/finished.jsonl            one row per job that ended cleanly (job_index.hpp)
 //     tiers/<policy>.json             the last run of each tier policy (tier_store.hpp)
+//     logins/<node>.json              a login the node's qBittorrent refused (refused_logins.hpp)
 //     cache/files/<qb id>.json        file tables status keeps (paths and sizes by qB index);
 //                                     safe to delete, read again when missing
 //
@@ -45,6 +46,8 @@ public:
     std::string file_tables() const { return m_root + "/cache/files"; }
     // One record per tier policy: its last run's outcome (<tiers>/<name>.json).
     std::string tiers() const { return m_root + "/tiers"; }
+    // Logins a node's qBittorrent refused (<logins>/<node>.json, refused_logins.hpp).
+    std::string logins() const { return m_root + "/logins"; }
 
 private:
     explicit StateDir(std::string root) : m_root(std::move(root)) {}

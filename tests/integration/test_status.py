@@ -146,6 +146,66 @@ class Status(unittest.TestCase):
             with open(LAB.config_path, "w") as f:
                 f.write(original)
 
+    def test_c2_refused_credentials_are_not_sent_again(self):
+        # qBittorrent bans an address after MaxAuthenticationFailCount failed logins, and with it
+        # every other WebUI client on the host. Four cron runs with a wrong password must cost
+        # one failed login, not two per run; a changed password and `node check` try once more.
+        node = LAB.node("cache1")["qb"]
+        qb = LAB.qb("cache1")
+        bad_file = os.path.join(LAB.dir, "archctl", "secrets", "cache1.refused.qb")
+        record = os.path.join(LAB.state_dir, "logins", "cache1.json")
+
+        def write_secret(text):
+            fd = os.open(bad_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(text + "\n")
+
+        def login_error():
+            rc, out, err = archctl("status", "--json")
+            self.assertEqual(rc, 1, err)
+            cache = next(n for n in json.loads(out)["nodes"] if n["name"] == "cache1")
+            return cache["qbittorrent"]["error"], out + err
+
+        wrong = "refusedpw-" + os.urandom(5).hex()
+        write_secret(wrong)
+        with open(LAB.config_path) as f:
+            original = f.read()
+        qb.set_preferences({"web_ui_max_auth_fail_count": 4})
+        try:
+            with open(LAB.config_path, "w") as f:
+                f.write(original.replace(node["password_file"], bad_file))
+            first, text = login_error()
+            self.assertEqual(first["code"], "QB_AUTH")
+            self.assertIn("failed: wrong username or password", first["message"])
+            for _ in range(3):
+                again, text = login_error()
+                self.assertEqual(again["code"], "QB_AUTH")
+                self.assertEqual(again["message"], "login to qBittorrent on 'cache1' was refused for these credentials before; "
+                                                   "archctl does not send them again")
+                self.assertNotIn(wrong, text)
+            with open(record) as f:
+                self.assertNotIn(wrong, f.read())
+            # Not banned: the right password still logs in from this address.
+            status, body = qb._raw("POST", "auth/login", form={"username": qb.username, "password": qb.password})
+            self.assertEqual((status, body.decode().strip()), (200, "Ok."))
+            # Other credentials are tried (once), and so are the same ones when the user asks.
+            write_secret(wrong + "-2")
+            changed, _ = login_error()
+            self.assertIn("failed: wrong username or password", changed["message"])
+            rc, out, err = archctl("node", "check", "cache1")
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("wrong username or password", out + err)
+            status, body = qb._raw("POST", "auth/login", form={"username": qb.username, "password": qb.password})
+            self.assertEqual((status, body.decode().strip()), (200, "Ok."))
+        finally:
+            with open(LAB.config_path, "w") as f:
+                f.write(original)
+            qb.set_preferences({"web_ui_max_auth_fail_count": 0})
+        # The right password logs in and drops the record.
+        rc, _, err = archctl("status")
+        self.assertEqual(rc, 0, err)
+        self.assertFalse(os.path.exists(record))
+
     def test_d_verbose_shows_requests_but_no_secret(self):
         rc, out, err = archctl("status", "-vv")
         self.assertEqual(rc, 0, err)

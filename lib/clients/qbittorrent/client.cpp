@@ -129,6 +129,18 @@ Error Client::login_error(const http::Response& response) const {
 }
 
 Status Client::login() {
+    // Credentials qBittorrent refused are never sent twice: a few refusals ban the address, and
+    // with it every other WebUI client on this host.
+    if (m_refused) return *m_refused;
+    const auto& node = m_settings.http.node;
+    if (m_settings.logins && m_settings.logins->refused(node, m_settings.username, m_settings.password)) {
+        m_refused = Error(ErrorCode::QB_AUTH,
+                          fmt::format("login to qBittorrent on '{}' was refused for these credentials before; archctl does not send them again", node),
+                          fmt::format("check nodes.{}.qbittorrent.username and the password (changed credentials are tried again), or run "
+                                      "'archctl node check {}' to try these once more",
+                                      node, node));
+        return *m_refused;
+    }
     m_http.clear_cookies();
     m_logged_in = false;
     ARCHCTL_TRY_ASSIGN(auto response, m_http.send(post_form("auth/login", {{"username", m_settings.username},
@@ -137,9 +149,20 @@ Status Client::login() {
     const bool ok = response.status == 204 || (response.status == 200 && (body == "Ok." || body.empty()));
     if (ok) {
         m_logged_in = true;
+        if (m_settings.logins) m_settings.logins->forget(node);
         return ok_status();
     }
-    if (response.status == 200 || response.status == 401 || response.status == 403) return login_error(response);
+    if (response.status == 200 || response.status == 401 || response.status == 403) {
+        Error e = login_error(response);
+        if (e.is(ErrorCode::QB_AUTH)) {
+            e.hint += fmt::format("; archctl does not send these credentials again until they change or you run 'archctl node check {}' "
+                                  "(qBittorrent bans an address after repeated failed logins)",
+                                  node);
+            m_refused = e;
+            if (m_settings.logins) m_settings.logins->remember(node, m_settings.username, m_settings.password);
+        }
+        return e;
+    }
     return m_http.status_error(post_form("auth/login", {}), response, code_for_status(response.status));
 }
 

@@ -33,6 +33,20 @@ namespace archctl::clients::qbittorrent {
 // How long one torrents/export may take unless the node's config says otherwise.
 inline constexpr std::chrono::seconds k_default_export_timeout{600};
 
+// Where refused logins are remembered across commands (the state directory's logins/, kept as a
+// salted digest): qBittorrent bans an address after a few failed logins, so credentials it
+// refused once are not sent again until they change or the user asks (`archctl node check`).
+class LoginRecords {
+public:
+    virtual ~LoginRecords() = default;
+    // Whether `node`'s qBittorrent refused exactly these credentials before.
+    [[nodiscard]] virtual bool refused(const std::string& node, const std::string& username, const std::string& password) const = 0;
+    // It refused them now (best effort: a record that cannot be written is the caller's warning).
+    virtual void remember(const std::string& node, const std::string& username, const std::string& password) const = 0;
+    // It accepted a login: whatever was recorded for the node no longer holds.
+    virtual void forget(const std::string& node) const = 0;
+};
+
 struct Settings {
     http::ClientSettings http;  // base_url = the WebUI URL; service defaults to "qBittorrent"
     // torrents/export's own limit (nodes.<name>.qbittorrent.export_timeout): qBittorrent builds
@@ -41,6 +55,9 @@ struct Settings {
     std::string username = "admin";
     std::string password;
     std::string password_file;  // where the password came from (for messages); empty if inline
+    // Refused logins remembered across commands; null: only this client remembers (it never
+    // sends credentials that were refused a second time either way).
+    std::shared_ptr<const LoginRecords> logins;
 };
 
 class Client final : public Api {
@@ -125,6 +142,7 @@ private:
     Settings m_settings;
     http::HttpClient m_http;
     bool m_logged_in = false;
+    std::optional<Error> m_refused;  // this client's login was refused for its credentials
     std::optional<Capabilities> m_capabilities;
     std::uint64_t m_uploads = 0;
 };

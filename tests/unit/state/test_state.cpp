@@ -6,6 +6,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/placements.hpp"
+#include "lib/state/refused_logins.hpp"
 #include "lib/state/reservations.hpp"
 #include "lib/state/tokens.hpp"
 #include "lib/state/tombstones.hpp"
@@ -137,4 +138,28 @@ TEST_CASE("tombstones are kept for the retention period") {
     auto left = read_tombstones(dir).value();
     REQUIRE(left.size() == 1);
     CHECK(left[0].job_id == "job-new");
+}
+
+TEST_CASE("a refused login is remembered by digest: the same credentials match, others do not, forget clears it") {
+    test::Scratch s;
+    auto dir = StateDir::open((s / "state").string());
+    REQUIRE(dir.ok());
+    RefusedLogins logins(dir.value());
+    CHECK_FALSE(logins.refused("cache1", "admin", "hunter2"));
+    REQUIRE(logins.remember("cache1", "admin", "hunter2").ok());
+    CHECK(logins.refused("cache1", "admin", "hunter2"));
+    CHECK_FALSE(logins.refused("cache1", "admin", "hunter3"));   // a changed password is tried
+    CHECK_FALSE(logins.refused("cache1", "admin2", "hunter2"));  // so is another user
+    CHECK_FALSE(logins.refused("cache1", "adminh", "unter2"));   // the pair, not the concatenation
+    CHECK_FALSE(logins.refused("nas", "admin", "hunter2"));      // per node
+    auto text = read_file(logins.path_of("cache1"));
+    REQUIRE(text.ok());
+    CHECK(text->find("hunter2") == std::string::npos);
+    CHECK(text->find("admin") == std::string::npos);
+    // A record that is not one never blocks a login.
+    REQUIRE(write_file_atomic(logins.path_of("nas"), "{not json", 0600).ok());
+    CHECK_FALSE(logins.refused("nas", "admin", "hunter2"));
+    REQUIRE(logins.forget("cache1").ok());
+    CHECK_FALSE(logins.refused("cache1", "admin", "hunter2"));
+    CHECK(logins.forget("cache1").ok());  // nothing to forget is fine
 }
