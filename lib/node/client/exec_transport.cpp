@@ -1,13 +1,19 @@
 // The exec transport: a spawned `archctl node serve` (locally or through ssh), JSON lines on
 // its stdin/stdout, stderr captured for error messages.
 //
-// It never waits without bound: the child runs in a process group of its own (a Ctrl-C reaches
-// archctl only, which cancels the running operation instead), a far end that exits or stops
-// reading is an error within a second, and one that stays silent longer than the node's
-// timeout — before its hello, while a request is written, or between two lines of a call
-// (`node serve` sends keepalives while an operation runs) — is killed with its process group.
-// After either the transport is broken(): every later call fails at once, and NodeSession
-// connects anew.
+// It never waits without bound, in time or in memory: the child runs in a process group of its
+// own (a Ctrl-C reaches archctl only, which cancels the running operation instead), a far end
+// that exits or stops reading is an error within a second, and one that stays silent longer
+// than the node's timeout — before its hello, while a request is written, or between two lines
+// of a call (`node serve` sends keepalives while an operation runs) — is killed with its process
+// group. So is one that does not speak the protocol: a line that does not begin as a JSON
+// object (the first byte tells), a line longer than k_max_line_bytes, or a line that is not
+// complete within the timeout after its first byte (plus a second for each MiB it carries, so
+// a large result on a slow link still arrives, and a far end dripping bytes does not). A stop
+// (SIGINT, SIGTERM) cancels the running operation; a far end that has not answered within
+// k_stop_grace of it is killed, and one that has not greeted yet is killed at once.
+// After any of these the transport is broken(): every later call fails at once, and
+// NodeSession connects anew.
 
 #include <algorithm>
 #include <atomic>
@@ -25,7 +31,9 @@
 #include "lib/base/signals.hpp"
 #include "lib/base/units.hpp"
 #include "lib/node/client/transport.hpp"
+#include "lib/node/wire/line_reader.hpp"
 #include "lib/node/wire/ops_inspect.hpp"
+#include "lib/torrent/path_rules.hpp"
 
 namespace archctl::node {
 namespace {
@@ -37,13 +45,22 @@ constexpr int k_poll_ms = 200;  // how often a waiting call looks at Ctrl-C
 constexpr std::chrono::seconds k_exit_grace{1};           // a far end that hung up gets this to exit
 constexpr std::chrono::seconds k_close_grace{5};          // one told to finish (end of input) gets this
 constexpr std::chrono::milliseconds k_cancel_write{1000};  // a cancel line that cannot be written is dropped
+// After a stop (SIGINT, SIGTERM) the running operation is cancelled; a far end that has not
+// answered this long after is killed, so archctl ends within a second or two of the signal.
+constexpr std::chrono::milliseconds k_stop_grace{1500};
+// How much of what a far end sent instead of the protocol its error quotes.
+constexpr std::size_t k_quoted_bytes = 40;
 
-enum class WriteOutcome { written, closed, timed_out };
+enum class WriteOutcome { written, closed, timed_out, stopped };
+// Whether a write gives up when a stop is requested (a request does; the cancel line that a
+// stop sends does not).
+enum class OnStop { give_up, carry_on };
 
 // Writes all of `data` to the non-blocking `fd` by `deadline`.
-WriteOutcome write_until(int fd, std::string_view data, Clock::time_point deadline) {
+WriteOutcome write_until(int fd, std::string_view data, Clock::time_point deadline, OnStop on_stop) {
     if (fd < 0) return WriteOutcome::closed;
     while (!data.empty()) {
+        if (on_stop == OnStop::give_up && stop_requested()) return WriteOutcome::stopped;
         ssize_t n = ::write(fd, data.data(), data.size());
         if (n > 0) {
             data.remove_prefix(static_cast<std::size_t>(n));
@@ -71,8 +88,9 @@ public:
     }
 
     ~ExecTransport() override {
-        // The far end exits at end of input; one that lingers (a hung ssh) is killed.
-        if (!m_ended) (void)end_child(k_close_grace);
+        // The far end exits at end of input; one that lingers (a hung ssh) is killed, after a
+        // stop without the grace a finishing operation would get.
+        if (!m_ended) (void)end_child(stop_requested() ? k_exit_grace : k_close_grace);
     }
 
     const std::string& node_name() const override { return m_name; }
@@ -82,8 +100,11 @@ public:
     Status read_hello() {
         ARCHCTL_TRY_ASSIGN(std::string line, read_line("hello"));
         auto msg = decode(line);
-        if (!msg.ok() || !std::holds_alternative<Hello>(msg.value()))
-            return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' did not greet with a hello line: '{}'", m_name, line.substr(0, 200))));
+        if (!msg.ok() || !std::holds_alternative<Hello>(msg.value())) {
+            (void)end_child(std::chrono::milliseconds(0));
+            return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' did not greet with a hello line: '{}'", m_name, quoted(line)),
+                              exec_hint()));
+        }
         m_hello = std::get<Hello>(std::move(msg).value());
         if (m_hello.protocol != k_protocol_version)
             return fail(Error(ErrorCode::PROTOCOL_MISMATCH,
@@ -120,7 +141,7 @@ public:
         Request sent = request;
         if (sent.id == 0) sent.id = ++m_next_id;
         m_current = sent.id;
-        m_cancel_sent = false;
+        m_cancelled_at.reset();
         struct Reset {
             std::atomic<std::uint64_t>& id;
             ~Reset() { id = 0; }
@@ -129,7 +150,10 @@ public:
         for (;;) {
             ARCHCTL_TRY_ASSIGN(std::string line, read_line(sent.op));
             auto msg = decode(line);
-            if (!msg.ok()) return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' sent an invalid line: {}", m_name, msg.error().message)));
+            if (!msg.ok()) {
+                (void)end_child(std::chrono::milliseconds(0));
+                return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' sent an invalid line: {}", m_name, msg.error().message)));
+            }
             if (auto* p = std::get_if<Progress>(&msg.value())) {
                 if (p->id == sent.id && sink && !p->keepalive) sink->on_progress(*p);
             } else if (auto* r = std::get_if<Response>(&msg.value())) {
@@ -144,7 +168,7 @@ public:
         std::uint64_t id = m_current;
         if (id == 0) return;
         std::lock_guard lock(m_write_mutex);
-        (void)write_until(m_child.stdin_fd(), encode(Message{Cancel{id}}) + "\n", Clock::now() + k_cancel_write);
+        (void)write_until(m_child.stdin_fd(), encode(Message{Cancel{id}}) + "\n", Clock::now() + k_cancel_write, OnStop::carry_on);
     }
 
 private:
@@ -158,31 +182,45 @@ private:
         WriteOutcome outcome;
         {
             std::lock_guard lock(m_write_mutex);
-            outcome = write_until(m_child.stdin_fd(), line + "\n", Clock::now() + m_timeout);
+            outcome = write_until(m_child.stdin_fd(), line + "\n", Clock::now() + m_timeout, OnStop::give_up);
         }
         if (outcome == WriteOutcome::timed_out) return fail(silence_error(op));
         if (outcome == WriteOutcome::closed) return fail(death_error(op));
+        if (outcome == WriteOutcome::stopped) return fail(stop_error(op));
         return {};
     }
 
     // Next line from the child's stdout. A closed stream is the far end's death; no byte for
-    // the timeout is its silence.
+    // the timeout is its silence; bytes that are not the protocol, a line past the limit or one
+    // not complete in time end it (see the file's opening comment).
     Result<std::string> read_line(const std::string& op) {
-        auto deadline = Clock::now() + m_timeout;
+        auto silence_deadline = Clock::now() + m_timeout;
         for (;;) {
-            if (auto nl = m_buffer.find('\n'); nl != std::string::npos) {
-                std::string line = m_buffer.substr(0, nl);
-                m_buffer.erase(0, nl + 1);
-                if (!line.empty()) return line;
-                continue;
+            while (auto line = m_lines.next()) {
+                if (line->kind == LineReader::Kind::overlong) return fail(overlong_error(op, line->text));
+                if (line->text.front() != '{') return fail(not_protocol_error(op, line->text));
+                m_line_started = m_lines.partial().empty() ? std::nullopt : std::optional(Clock::now());
+                return std::move(line->text);
             }
-            // The child has a process group of its own, so a Ctrl-C does not reach it: the
-            // running operation is cancelled here instead, and stops at its next chunk boundary.
-            if (stop_requested() && !m_cancel_sent) {
-                m_cancel_sent = true;
-                cancel();
+            const std::string_view partial = m_lines.partial();
+            if (!partial.empty() && partial.front() != '{') return fail(not_protocol_error(op, partial));
+            const auto now = Clock::now();
+            if (partial.empty()) m_line_started.reset();
+            else if (!m_line_started) m_line_started = now;
+            if (m_line_started && now >= line_deadline(partial.size())) return fail(slow_line_error(op, partial.size()));
+            if (stop_requested()) {
+                // The child has a process group of its own, so a Ctrl-C does not reach it: the
+                // running operation is cancelled here instead, and stops at its next chunk
+                // boundary; a far end that does not answer by k_stop_grace is killed. Before the
+                // hello there is nothing to cancel.
+                if (m_current == 0) return fail(stop_error(op));
+                if (!m_cancelled_at) {
+                    m_cancelled_at = now;
+                    cancel();
+                }
+                if (now - *m_cancelled_at >= k_stop_grace) return fail(stop_error(op));
             }
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(silence_deadline - now);
             if (left.count() <= 0) return fail(silence_error(op));
             pollfd p{m_child.stdout_fd(), POLLIN, 0};
             int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), k_poll_ms)));
@@ -192,9 +230,15 @@ private:
             ssize_t n = ::read(m_child.stdout_fd(), chunk, sizeof chunk);
             if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
             if (n <= 0) return fail(death_error(op));
-            m_buffer.append(chunk, static_cast<std::size_t>(n));
-            deadline = Clock::now() + m_timeout;
+            m_lines.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
+            silence_deadline = Clock::now() + m_timeout;
         }
+    }
+
+    // When the line being received must be complete: the timeout after its first byte, plus a
+    // second for each MiB it has brought so far.
+    Clock::time_point line_deadline(std::size_t bytes) const {
+        return *m_line_started + m_timeout + std::chrono::seconds(bytes >> 20);
     }
 
     struct Ending {
@@ -243,6 +287,62 @@ private:
                      hint);
     }
 
+    // What the far end sent, quoted: its first bytes, escaped.
+    static std::string quoted(std::string_view bytes) {
+        std::string text = torrent::printable(bytes.substr(0, k_quoted_bytes));
+        if (bytes.size() > k_quoted_bytes) text += "\u2026";
+        return text;
+    }
+
+    std::string exec_hint() const {
+        return fmt::format("is nodes.{}.exec a command that runs 'archctl node serve'? Anything it prints on stdout "
+                           "before the protocol (a login banner, a shell's greeting) must go to stderr or be turned off",
+                           m_name);
+    }
+
+    // The far end sent bytes that are not the protocol: it is killed, and the bytes quoted.
+    Error not_protocol_error(const std::string& op, std::string_view bytes) {
+        Ending end = end_child(std::chrono::milliseconds(0));
+        std::string hint = exec_hint();
+        if (std::string said = stderr_tail_hint(m_name, end.said); !said.empty()) hint = said + "\n" + hint;
+        return Error(ErrorCode::PROTOCOL,
+                     fmt::format("node '{}' printed '{}' instead of the node protocol during '{}'", m_name, quoted(bytes), op), hint);
+    }
+
+    // A line longer than any the protocol carries.
+    Error overlong_error(const std::string& op, std::string_view first_bytes) {
+        (void)end_child(std::chrono::milliseconds(0));
+        return Error(ErrorCode::PROTOCOL,
+                     fmt::format("node '{}' sent a line longer than {} during '{}' (it begins '{}')", m_name,
+                                 format_size(k_max_line_bytes), op, quoted(first_bytes)),
+                     exec_hint());
+    }
+
+    // A line begun and not finished in time (bytes dripping in, each too soon for the silence timeout).
+    Error slow_line_error(const std::string& op, std::size_t bytes) {
+        Ending end = end_child(std::chrono::milliseconds(0));
+        std::string setting = fmt::format("nodes.{}.timeout", m_name);
+        std::string hint = fmt::format("a node sends each line whole; if the link to '{}' is only slow, raise {}", m_name, setting);
+        if (std::string said = stderr_tail_hint(m_name, end.said); !said.empty()) hint = said + "\n" + hint;
+        return Error(ErrorCode::NODE_UNREACHABLE,
+                     fmt::format("node '{}' did not finish a line in {} during '{}' ({} received; {})", m_name,
+                                 format_duration(std::chrono::duration_cast<std::chrono::seconds>(line_deadline(bytes) - *m_line_started).count()),
+                                 op, format_size(bytes), setting),
+                     hint);
+    }
+
+    // A stop (SIGINT, SIGTERM) while the far end had not greeted, or had not answered the cancel
+    // in time: it is killed. An outage to the job driver, which ends the run as interrupted.
+    Error stop_error(const std::string& op) {
+        (void)end_child(std::chrono::milliseconds(0));
+        if (m_current == 0 || !m_cancelled_at)
+            return Error(ErrorCode::NODE_UNREACHABLE, fmt::format("{} while waiting for node '{}' during '{}'", interrupt_text(), m_name, op));
+        return Error(ErrorCode::NODE_UNREACHABLE,
+                     fmt::format("{}: node '{}' did not stop '{}' within {} ms, so it was killed", interrupt_text(), m_name, op,
+                                 k_stop_grace.count()),
+                     "a rerun continues from what the node finished");
+    }
+
     // The child and whatever it started in its process group.
     void kill_group() {
         ::kill(-static_cast<pid_t>(m_child.pid()), SIGKILL);
@@ -285,7 +385,8 @@ private:
     Subprocess m_child;
     std::chrono::seconds m_timeout;
     Hello m_hello;
-    std::string m_buffer;
+    LineReader m_lines{k_max_line_bytes};
+    std::optional<Clock::time_point> m_line_started;  // first byte of the line being received
     std::thread m_stderr_thread;
     std::mutex m_stderr_mutex;
     std::string m_stderr_tail;
@@ -297,7 +398,7 @@ private:
     std::atomic<bool> m_broken{false};
     std::atomic<bool> m_child_reaped{false};
     bool m_ended = false;
-    bool m_cancel_sent = false;
+    std::optional<Clock::time_point> m_cancelled_at;  // when this call sent its cancel (after a stop)
 };
 
 }  // namespace

@@ -36,22 +36,6 @@ Result<std::size_t> pread_full(int fd, char* buf, std::size_t size, std::uint64_
     return got;
 }
 
-Status pwrite_full(int fd, const char* buf, std::size_t size, std::uint64_t offset, const std::string& display) {
-    std::size_t done = 0;
-    while (done < size) {
-        ssize_t n = ::pwrite(fd, buf + done, size - done, static_cast<off_t>(offset + done));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == ENOSPC || errno == EDQUOT)
-                return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", display,
-                                                                       errno == ENOSPC ? "no space left" : "quota exceeded"));
-            return errno_error("cannot write", display, errno);
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    return {};
-}
-
 std::unique_ptr<char[]> chunk_buffer() { return std::make_unique<char[]>(k_chunk_bytes); }
 
 // One read-hash-write step of a copy: small enough that the bytes just read are still in the CPU
@@ -135,6 +119,22 @@ Capabilities probe_capabilities(int dirfd, const std::string& display) {
 }
 
 }  // namespace
+
+Status pwrite_full(int fd, const char* buf, std::size_t size, std::uint64_t offset, const std::string& display) {
+    std::size_t done = 0;
+    while (done < size) {
+        ssize_t n = ::pwrite(fd, buf + done, size - done, static_cast<off_t>(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == ENOSPC || errno == EDQUOT)
+                return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", display,
+                                                                       errno == ENOSPC ? "no space left" : "quota exceeded"));
+            return errno_error("cannot write", display, errno);
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return {};
+}
 
 Status fsync_fd_dir(int fd, const std::string& display) {
     if (::fsync(fd) != 0 && errno != EINVAL) return errno_error("cannot fsync directory", display, errno);

@@ -22,6 +22,18 @@ namespace archctl::node {
 
 inline constexpr std::size_t k_chunk_bytes = 1u << 20;  // copy/hash chunk: large sequential I/O, cache-sized
 
+// Writes all of `size` bytes at `offset` (pwrite, retried on EINTR and short writes). A full
+// filesystem (ENOSPC, EDQUOT) is DISK_INSUFFICIENT: the floor's business, a 'disk' stop, not a
+// verdict on the request.
+[[nodiscard]] Status pwrite_full(int fd, const char* buf, std::size_t size, std::uint64_t offset, const std::string& display);
+
+// Whether writing `need` bytes where `free` bytes are free leaves at least `floor` free (the
+// free-space floor, min_free; 0: the bytes must merely fit). Exact for every value: a request's
+// huge numbers cannot wrap it into a yes.
+[[nodiscard]] constexpr bool leaves_floor(std::uint64_t free, std::uint64_t need, std::uint64_t floor) {
+    return need <= free && free - need >= floor;
+}
+
 // fsync a directory descriptor (`display` names it in errors).
 [[nodiscard]] Status fsync_fd_dir(int fd, const std::string& display);
 

@@ -68,12 +68,12 @@ struct Merger {
     std::uint64_t bytes_copied = 0, bytes_renamed = 0;
 };
 
-// Whether writing `need` more bytes on the filesystem of `fd` keeps it at or above the floor;
-// records the stop when not. A filesystem that does not say its free space is not judged.
+// Whether writing `need` more bytes on the filesystem of `fd` keeps it at or above the floor
+// (0: whether they fit); records the stop when not. A filesystem that does not say its free
+// space is not judged.
 bool above_floor(Merger& m, int fd, std::uint64_t need, const std::string& path) {
-    if (!m.min_free) return true;
     auto free = free_bytes_of(fd);
-    if (!free || *free >= m.min_free + need) return true;
+    if (!free || leaves_floor(*free, need, m.min_free)) return true;
     m.floor = FloorStop{*free, need, path};
     return false;
 }

@@ -10,9 +10,10 @@
 // "allow_short_last_slot": true; every other rule stays strict. Reading must only happen while
 // the torrent is stopped (the caller's duty). partfile_copy writes a temp file beside the
 // destination, fsyncs it and renames it into place (on the source: into the job under a
-// job-local name; on the target: to <save path>/.<qB id>.parts before torrents/add). With
-// min_free it first checks that the copy keeps the destination's filesystem at or above that
-// floor (DISK_INSUFFICIENT otherwise, nothing written); every failure removes its temp file.
+// job-local name; on the target: to <save path>/.<qB id>.parts before torrents/add). It first
+// checks that the copy keeps the destination's filesystem at or above the floor min_free (0:
+// that it fits at all; DISK_INSUFFICIENT otherwise, nothing written); every failure removes its
+// temp file.
 //
 // Crash point: partfile.copied. partfile_build: lib/node/server/op_partfile_build.cpp.
 
@@ -121,14 +122,11 @@ Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
             return Error(ErrorCode::PARTFILE_EXISTS, fmt::format("cannot place part file '{}': a different file is already there", to),
                          "a part file in a save path belongs to the torrent loaded there; it is never overwritten silently");
     }
-    if (request.min_free) {
-        auto free = free_bytes_of(dest.dir.get());
-        if (free && *free < request.min_free + p.size)
-            return Error(ErrorCode::DISK_INSUFFICIENT,
-                         fmt::format("cannot copy part file to '{}': {} free, it needs {}, floor {} (--min-free)", to, format_size(*free),
-                                     format_size(p.size), format_size(request.min_free)),
-                         "free space on that filesystem, or lower the floor (--min-free, transfer.min_free)");
-    }
+    if (auto free = free_bytes_of(dest.dir.get()); free && !leaves_floor(*free, p.size, request.min_free))
+        return Error(ErrorCode::DISK_INSUFFICIENT,
+                     fmt::format("cannot copy part file to '{}': {} free, it needs {}, floor {} (--min-free)", to, format_size(*free),
+                                 format_size(p.size), format_size(request.min_free)),
+                     "free space on that filesystem, or lower the floor (--min-free, transfer.min_free)");
     // Every failure below (a short write on a full disk included) removes the temp file.
     TempFile tmp(dest.dir.get(), fmt::format(".{}.archctl-tmp", dest.name));
     ::unlinkat(dest.dir.get(), tmp.name().c_str(), 0);

@@ -12,6 +12,7 @@
 // Crash point: partfile.built.
 
 #include <cerrno>
+#include <limits>
 #include <map>
 #include <memory>
 #include <fcntl.h>
@@ -80,14 +81,34 @@ struct BuildLayout {
     std::vector<std::optional<std::uint32_t>> slot_of;  // by piece
     std::vector<std::uint32_t> slotted;                 // by slot: its piece
     std::uint64_t header_size = 0, total = 0;
+    std::uint64_t written = 0;  // the bytes written: the header and the kept ranges (the rest are holes)
 
     std::uint64_t offset_of(std::uint32_t piece, std::uint64_t at, std::uint32_t piece_size) const {
         return header_size + std::uint64_t{*slot_of[piece]} * piece_size + at;
     }
 };
 
+// A range's checks: inside its piece, and a file offset pread can reach (both without overflow).
+Status check_range(const PartfileBuildPiece& piece, const PartfileBuildRange& r, bool has_source_partfile) {
+    if (r.at > piece.length || r.length > piece.length - r.at)
+        return bad_build(fmt::format("a range of piece {} ({} bytes at {}) ends past the piece's {} bytes", piece.piece, r.length, r.at,
+                                     piece.length));
+    constexpr auto k_max_offset = static_cast<std::uint64_t>(std::numeric_limits<off_t>::max());
+    if (r.offset > k_max_offset - r.length)
+        return bad_build(fmt::format("a range of piece {} reads at offset {}, past any file", piece.piece, r.offset));
+    if (r.from_partfile && !r.keep) return bad_build("a range read from the part file must be kept");
+    if (r.from_partfile && !has_source_partfile) return bad_build("a range is read from the part file but none is given");
+    return {};
+}
+
 Result<BuildLayout> layout_build(const PartfileBuildRequest& request) {
     if (request.piece_size == 0 || request.piece_count == 0) return bad_build("piece_count and piece_size must be positive");
+    if (request.piece_count > k_max_partfile_pieces)
+        return bad_build(fmt::format("piece_count {} is more than any torrent has (at most {})", request.piece_count, k_max_partfile_pieces));
+    if (request.piece_size > k_max_partfile_piece_size)
+        return bad_build(fmt::format("piece_size {} is larger than any torrent's (at most {})", request.piece_size, k_max_partfile_piece_size));
+    if (request.pieces.size() > request.piece_count)
+        return bad_build(fmt::format("{} pieces listed of a torrent of {}", request.pieces.size(), request.piece_count));
     if (!request.dry_run && request.to.empty()) return bad_build("'to' is required");
     BuildLayout l;
     l.slot_of.resize(request.piece_count);
@@ -100,11 +121,9 @@ Result<BuildLayout> layout_build(const PartfileBuildRequest& request) {
             return bad_build(fmt::format("piece {} has length {}", piece.piece, piece.length));
         bool keeps = false;
         for (const auto& r : piece.ranges) {
-            if (r.at + r.length > piece.length)
-                return bad_build(fmt::format("a range of piece {} ends at {}, past the piece", piece.piece, r.at + r.length));
-            if (r.from_partfile && !r.keep) return bad_build("a range read from the part file must be kept");
-            if (r.from_partfile && !request.source_partfile) return bad_build("a range is read from the part file but none is given");
+            ARCHCTL_TRY_STATUS(check_range(piece, r, request.source_partfile.has_value()));
             keeps = keeps || (r.keep && r.length > 0);
+            if (r.keep) l.written += r.length;  // at most piece_count * piece_size: no overflow
         }
         if (keeps) {
             l.slot_of[piece.piece] = static_cast<std::uint32_t>(l.slotted.size());
@@ -113,6 +132,7 @@ Result<BuildLayout> layout_build(const PartfileBuildRequest& request) {
     }
     l.header_size = ((std::uint64_t{2} + request.piece_count) * 4 + 1023) / 1024 * 1024;
     l.total = l.header_size + std::uint64_t{l.slotted.size()} * request.piece_size;
+    l.written += l.header_size;
     return l;
 }
 
@@ -172,18 +192,17 @@ Result<bool> piece_verifies(const PartfileBuildPiece& piece, const std::string& 
 // commit(); removed on every other way out.
 class BuildOutput {
 public:
-    static Result<std::unique_ptr<BuildOutput>> open(const RootSet& roots, const PartfileBuildRequest& request, std::uint64_t total) {
+    // `written`: the bytes the build writes (what must fit above the floor).
+    static Result<std::unique_ptr<BuildOutput>> open(const RootSet& roots, const PartfileBuildRequest& request, std::uint64_t written) {
         std::vector<std::string> ignored;
         CreateDirs create = request.create_parents ? CreateDirs::yes : CreateDirs::no;
         ARCHCTL_TRY_ASSIGN(RootSet::Parent dest, roots.open_parent(request.to, create, &ignored));
-        if (request.min_free) {
-            auto free = free_bytes_of(dest.dir.get());
-            if (free && *free < request.min_free + total)
-                return Error(ErrorCode::DISK_INSUFFICIENT,
-                             fmt::format("cannot build part file '{}': {} free, it needs {}, floor {} (--min-free)", request.to,
-                                         format_size(*free), format_size(total), format_size(request.min_free)),
-                             "free space on that filesystem, or lower the floor (--min-free, transfer.min_free)");
-        }
+        // What the build writes is what the request's numbers make it: it must fit above the floor.
+        if (auto free = free_bytes_of(dest.dir.get()); free && !leaves_floor(*free, written, request.min_free))
+            return Error(ErrorCode::DISK_INSUFFICIENT,
+                         fmt::format("cannot build part file '{}': {} free, it needs {}, floor {} (--min-free)", request.to,
+                                     format_size(*free), format_size(written), format_size(request.min_free)),
+                         "free space on that filesystem, or lower the floor (--min-free, transfer.min_free)");
         auto out = std::unique_ptr<BuildOutput>(new BuildOutput(std::move(dest), request.to));
         ::unlinkat(out->m_dest.dir.get(), out->m_tmp.name().c_str(), 0);
         out->m_fd = UniqueFd(::openat(out->m_dest.dir.get(), out->m_tmp.name().c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
@@ -196,20 +215,7 @@ public:
     }
 
     Status write_at(std::string_view bytes, std::uint64_t offset) {
-        std::uint64_t done = 0;
-        while (done < bytes.size()) {
-            ssize_t n = ::pwrite(m_fd.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                // A full filesystem is the floor's business (a 'disk' stop), not a verdict.
-                if (errno == ENOSPC || errno == EDQUOT)
-                    return Error(ErrorCode::DISK_INSUFFICIENT, fmt::format("cannot write '{}': its filesystem is full ({})", m_path,
-                                                                           errno == ENOSPC ? "no space left" : "quota exceeded"));
-                return errno_error("cannot write", m_path, errno);
-            }
-            done += static_cast<std::uint64_t>(n);
-        }
-        return {};
+        return pwrite_full(m_fd.get(), bytes.data(), bytes.size(), offset, m_path);
     }
 
     // Sizes the file (unwritten slot bytes stay holes), hashes, fsyncs and renames it into place.
@@ -247,7 +253,7 @@ Result<json> op_partfile_build(OpContext& ctx, const json& args) {
     }
     std::unique_ptr<BuildOutput> out;
     if (!request.dry_run) {
-        ARCHCTL_TRY_ASSIGN(out, BuildOutput::open(ctx.roots(), request, layout.total));
+        ARCHCTL_TRY_ASSIGN(out, BuildOutput::open(ctx.roots(), request, layout.written));
     }
     BuildInputs inputs(ctx.roots());
     PartfileBuildResult result;

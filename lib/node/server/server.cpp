@@ -1,5 +1,6 @@
 #include "lib/node/server/server.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -13,14 +14,16 @@
 #include <fmt/format.h>
 
 #include "lib/base/signals.hpp"
+#include "lib/base/units.hpp"
 #include "lib/base/version.hpp"
 #include "lib/node/server/file_ops.hpp"
+#include "lib/node/wire/line_reader.hpp"
 #include "lib/node/wire/ops_inspect.hpp"
+#include "lib/torrent/path_rules.hpp"
 
 namespace archctl::node {
 namespace {
 
-constexpr std::size_t k_max_line_bytes = 256u << 20;  // a request listing 100,000 files fits
 // How long a running operation may be silent before a keepalive line is sent for it. The
 // caller's timeout (nodes.<name>.timeout, at least 2 s) must be longer.
 constexpr std::chrono::milliseconds k_keepalive_interval{1000};
@@ -67,6 +70,11 @@ struct Queue {
     bool stop_keepalive = false;
 };
 
+// Requests read ahead of the running one: a caller sends one at a time, so one waiting is
+// plenty; past it the reader waits (a request's memory is bounded by the line limit, their
+// number by this).
+constexpr std::size_t k_max_waiting_requests = 1;
+
 // While an operation runs, a line at least every k_keepalive_interval: a silent stretch (one
 // large file hashed or copied) gets a keepalive, so the caller can tell slow from gone.
 void keepalive_loop(Queue& q, LineWriter& out) {
@@ -97,33 +105,45 @@ void handle_line(const std::string& line, Queue& q, LineWriter& out) {
     } else if (auto* c = std::get_if<Cancel>(&msg.value())) {
         if (q.running && *q.running == c->id) {
             q.cancel_running = true;
-        } else {
-            q.cancelled.insert(c->id);
+        } else if (std::any_of(q.pending.begin(), q.pending.end(), [&](const Request& waiting) { return waiting.id == c->id; })) {
+            q.cancelled.insert(c->id);  // a cancel for no request it knows is dropped, never kept
         }
     } else {
         out.write(Response::failure(0, Error(ErrorCode::PROTOCOL, "invalid node protocol line: only requests and cancels are accepted")));
     }
 }
 
+// Reads lines until the input ends or a stop is requested (SIGTERM or Ctrl-C to `node serve`:
+// the running operation stops at its next chunk, and serve() returns once it has answered).
+// An overlong line is answered with an error as soon as it passes the limit, in time
+// proportional to the limit; its rest is dropped as it arrives and the next line is read.
 void read_loop(int in_fd, Queue& q, LineWriter& out) {
-    std::string buffer;
+    LineReader lines(k_max_line_bytes);
     char chunk[65536];
-    while (!q.stop_reader) {
+    while (!q.stop_reader && !stop_requested()) {
+        {
+            std::unique_lock lock(q.mutex);
+            if (q.pending.size() >= k_max_waiting_requests) {
+                q.cv.wait_for(lock, std::chrono::milliseconds(200));
+                continue;
+            }
+        }
         pollfd p{in_fd, POLLIN, 0};
         int r = ::poll(&p, 1, 200);
         if (r < 0 && errno != EINTR) break;
         if (r <= 0) continue;
         ssize_t n = ::read(in_fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n <= 0) break;
-        buffer.append(chunk, static_cast<std::size_t>(n));
-        std::size_t start = 0;
-        for (std::size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1)
-            if (nl > start) handle_line(buffer.substr(start, nl - start), q, out);
-        buffer.erase(0, start);
-        if (buffer.size() > k_max_line_bytes) {
-            out.write(Response::failure(0, Error(ErrorCode::PROTOCOL, "invalid node protocol line: longer than 256 MiB")));
-            break;
+        lines.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
+        while (auto line = lines.next()) {
+            if (line->kind == LineReader::Kind::line) {
+                handle_line(line->text, q, out);
+                continue;
+            }
+            out.write(Response::failure(0, Error(ErrorCode::PROTOCOL,
+                                                 fmt::format("invalid node protocol line: longer than {} (it begins '{}')",
+                                                             format_size(k_max_line_bytes), torrent::printable(line->text)))));
         }
     }
     std::lock_guard lock(q.mutex);
@@ -179,13 +199,20 @@ const Hello& Server::hello() {
 
 namespace {
 
-// What `run` answers for operation `op`, or BAD_REQUEST when its arguments do not read.
+// What `run` answers for operation `op`: BAD_REQUEST when its arguments do not read, and an
+// error (never the end of the server) for anything else a request could make it throw. The
+// operations check sizes, counts and offsets before acting; this is the net under them.
 template <class Run>
 Result<nlohmann::json> run_guarded(std::string_view op, Run&& run) {
     try {
         return run();
     } catch (const nlohmann::json::exception& e) {
         return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation '{}': {}", op, e.what()));
+    } catch (const std::bad_alloc&) {
+        return Error(ErrorCode::BAD_REQUEST, fmt::format("node operation '{}' needs more memory than this node has", op),
+                     "the request is larger than any archctl sends: check the node runs the same archctl version");
+    } catch (const std::exception& e) {
+        return Error(ErrorCode::INTERNAL, fmt::format("node operation '{}' failed: {}", op, e.what()));
     }
 }
 
@@ -241,6 +268,7 @@ Status Server::serve(int in_fd, int out_fd) {
             if (q.pending.empty() || out.broken()) break;
             request = std::move(q.pending.front());
             q.pending.pop_front();
+            q.cv.notify_all();  // the reader may be waiting for room
             q.running = request.id;
             q.cancel_running = q.cancelled.erase(request.id) > 0;
         }

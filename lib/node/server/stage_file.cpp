@@ -218,11 +218,11 @@ std::optional<std::uint64_t> resumable_prefix(Stager& s, const SourceFile& f, co
 }
 
 // Whether writing `need` more bytes into the job directory keeps its filesystem at or above the
-// floor; records what it saw when not. A filesystem that does not say its free space is not judged.
+// floor (0: whether they fit); records what it saw when not. A filesystem that does not say its
+// free space is not judged.
 bool above_floor(Stager& s, int fd, std::uint64_t need) {
-    if (!s.args.min_free) return true;
     auto free = free_bytes_of(fd);
-    if (!free || *free >= s.args.min_free + need) return true;
+    if (!free || leaves_floor(*free, need, s.args.min_free)) return true;
     s.floor_free = *free;
     s.floor_need = need;
     return false;

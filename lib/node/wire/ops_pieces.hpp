@@ -72,6 +72,13 @@ struct PartfileCopyResult {
     std::optional<std::uint64_t> bytes;
 };
 
+// The largest part file a partfile_build request may describe: more pieces than any torrent
+// lib/torrent reads has (its 128 MiB metainfo limit holds at most 6,710,886 v1 piece hashes) or
+// libtorrent loads by default (2,097,152), and libtorrent's largest piece size (1 GiB). Such a
+// part file's header is 32 MiB.
+inline constexpr std::uint32_t k_max_partfile_pieces = std::uint32_t{1} << 23;
+inline constexpr std::uint32_t k_max_partfile_piece_size = std::uint32_t{1} << 30;
+
 // partfile_build: a libtorrent part file written from bytes the node holds (docs/torrent-format.md
 // "Part files"): one slot per listed piece that has a kept range, in request order. Each range is `length`
 // bytes at piece-relative offset `at`, read from the regular file `path` at `offset`, or (with
@@ -100,6 +107,10 @@ struct PartfileBuildPiece {
 // Keys: to, create_parents, piece_count, piece_size, source_partfile (absent: none; read with
 // the qBittorrent check for piece_count and piece_size), pieces, min_free, dry_run. With
 // dry_run nothing is written: every piece is read and checked, and the result says which verify.
+// The node checks the request against itself before acting: piece_count and piece_size within
+// the limits above, each piece listed once and in range, no longer than piece_size, each range
+// inside its piece and its file offset within a file's reach; a part file that would not fit in
+// the free space above min_free (0: the free space itself) is refused with DISK_INSUFFICIENT.
 struct PartfileBuildRequest {
     std::string to;
     bool create_parents = false;

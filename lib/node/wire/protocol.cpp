@@ -11,6 +11,32 @@ Error protocol_error(std::string_view cause) {
     return Error(ErrorCode::PROTOCOL, fmt::format("invalid node protocol line: {}", cause));
 }
 
+// How deep a line's arrays and objects may nest. No message nests past a handful of levels;
+// the limit keeps the recursive parts of the JSON library (copying, printing a value) from
+// running out of stack on a line of a million '['.
+constexpr std::size_t k_max_depth = 64;
+
+// Whether `line` nests deeper than k_max_depth, by one pass over its bytes (strings skipped).
+bool nests_too_deep(std::string_view line) {
+    std::size_t depth = 0;
+    bool in_string = false, escaped = false;
+    for (char c : line) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == '"') in_string = true;
+        else if (c == '[' || c == '{') {
+            if (++depth > k_max_depth) return true;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return false;
+}
+
 json encode_hello(const Hello& h) {
     json roots = json::array();
     for (const auto& r : h.roots) roots.push_back(to_json(r));
@@ -129,6 +155,7 @@ std::string encode(const Message& message) {
 }
 
 Result<Message> decode(std::string_view line) {
+    if (nests_too_deep(line)) return protocol_error(fmt::format("nested deeper than {} levels", k_max_depth));
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) return protocol_error("not a JSON object");
     try {

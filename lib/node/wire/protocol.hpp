@@ -27,6 +27,7 @@
 // Every response carries the node process's own read counters for the operation (`io`), so tests
 // and benchmarks can check the payload read budget of docs/design.md "Performance rules" on either transport.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,6 +42,13 @@
 namespace archctl::node {
 
 inline constexpr int k_protocol_version = 1;
+
+// The longest line either end accepts (lib/node/wire/line_reader.hpp). A line is one whole
+// message, so this bounds the largest request and result: a tree of 100,000 files with paths of
+// 80 bytes is a 27 MB line (268 bytes a file), its stage request 10 MB; 64 MiB leaves room for
+// paths five times as long. A longer line is refused: `node serve` answers it with an error and
+// reads on, the exec transport gives up on the far end that sent it.
+inline constexpr std::size_t k_max_line_bytes = std::size_t{64} << 20;
 
 // What a root supports, proven by creating files in it (device ids lie across bind mounts).
 struct Capabilities {
@@ -113,7 +121,8 @@ using Message = std::variant<Hello, Request, Cancel, Progress, Response>;
 
 // One line (no trailing newline) for each message type.
 [[nodiscard]] std::string encode(const Message& message);
-// Parses one line. Errors: PROTOCOL (not JSON, unknown type, missing fields).
+// Parses one line. Errors: PROTOCOL (not JSON, nested deeper than 64 levels, unknown type,
+// missing fields).
 [[nodiscard]] Result<Message> decode(std::string_view line);
 
 nlohmann::json to_json(const Capabilities& c);

@@ -167,7 +167,7 @@ NODE_TEST(partfile_build_refuses_what_it_cannot_prove) {
     CHECK(list_files(dir).empty());
 }
 
-NODE_TEST(partfile_build_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
+NODE_TEST(partfile_build_into_a_filesystem_without_room_stops_and_leaves_no_temp_file) {
     std::string dir = f.sync() + "/route/job/a";
     std::filesystem::create_directories(dir);
     if (::geteuid() != 0 || archctl::test::run({"mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir}).exit_code != 0) {
@@ -187,9 +187,10 @@ NODE_TEST(partfile_build_into_a_full_filesystem_stops_and_leaves_no_temp_file) {
                     {"piece_count", 1},
                     {"piece_size", piece},
                     {"pieces", {{{"piece", 0}, {"length", piece}, {"ranges", {range(0, kept, f.qb() + "/save/T/skipped.bin", 0, true)}}}}}};
+    // Refused before a byte is written: it would write more than the filesystem has free.
     Error e = f.fails(Op::partfile_build, request);
     CHECK(e.code == "DISK_INSUFFICIENT");
-    CHECK(e.message.find("full") != std::string::npos);
+    CHECK(e.message.find("free, it needs 1.5 MiB") != std::string::npos);
     CHECK(list_files(dir).empty());
     REQUIRE(archctl::test::run({"mount", "-o", "remount,size=8m", dir}).exit_code == 0);
     json r = f.ok(Op::partfile_build, request);
