@@ -5,22 +5,28 @@ anything from it runs, with one line naming the path, its owner and mode and the
 user config trusts it (safe.trusted). Run as root (as CI does) against files owned by `nobody`:
 no exec transport command and no [notify] exec hook from such a layer runs, and `archctl config`
 shows every layer's owner, mode and problem. Also: a credential inside a URL is masked by
-`archctl config`, and a node root with a '..' component is refused at config load."""
+`archctl config`, a node root with a '..' component is refused at config load, and TLS set-ups
+gone wrong on a real Syncthing GUI and qBittorrent WebUI with HTTPS (an http:// URL, a
+certificate that names another host, Syncthing's host check) say what is wrong and how to fix it."""
 
 import json
 import os
 import pwd
 import shutil
+import socket
+import ssl
 import stat
 import subprocess
 import sys
 import tempfile
 import unittest
+from xml.etree import ElementTree
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
+from lab import lab as lablib  # noqa: E402
 
 BIN = os.environ.get("ARCHCTL_BIN", "")
 IS_ROOT = os.geteuid() == 0
@@ -198,6 +204,107 @@ class Hostile(unittest.TestCase):
             self.assertIn("nodes.n.qb_root", lines[0])
             self.assertIn("'..'", lines[0])
             self.assertNotIn("--root", err)
+
+
+def wait_for(check, what, timeout=60):
+    return flows.wait(check, timeout=timeout, what=what, interval=0.1)
+
+
+def https_up(port):
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as raw:
+            with context.wrap_socket(raw):
+                return True
+    except OSError:
+        return False
+
+
+class Tls(unittest.TestCase):
+    """A Syncthing whose GUI speaks TLS with its own generated certificate (it names the host,
+    not 127.0.0.1) and a qBittorrent whose WebUI speaks HTTPS with that same certificate."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="archctl-tls-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
+        cls.pids = []
+        cls.addClassCleanup(cls.stop_all)
+        home = os.path.join(cls.dir, "st")
+        cls.st_port, listen = lablib.free_port(), lablib.free_port()
+        cls.api_key = "stkey-tls-" + os.urandom(6).hex()
+        lablib.write_syncthing_config(home, cls.st_port, listen, cls.api_key, "tls")
+        config_xml = os.path.join(home, "config.xml")
+        tree = ElementTree.parse(config_xml)
+        tree.getroot().find("gui").set("tls", "true")
+        tree.write(config_xml)
+        env = dict(os.environ, STNODEFAULTFOLDER="1", STNOUPGRADE="1")
+        cls.pids.append((lablib._spawn([lablib.ST_BIN, "serve", f"--home={home}", "--no-browser", "--no-restart",
+                                        "--no-upgrade"], os.path.join(cls.dir, "st.log"), env=env), home))
+        wait_for(lambda: https_up(cls.st_port), "Syncthing's TLS GUI")
+        cls.cert = os.path.join(home, "https-cert.pem")
+        cls.cert_name = ssl._ssl._test_decode_cert(cls.cert)["subject"][-1][0][1]  # its CN: the host name
+        profile = os.path.join(cls.dir, "qb")
+        cls.qb_port = lablib.free_port()
+        password = "qbpw-" + os.urandom(6).hex()
+        lablib.write_qb_config(profile, cls.qb_port, lablib.free_port(), password, os.path.join(cls.dir, "dl"), 100)
+        with open(os.path.join(profile, "qBittorrent", "config", "qBittorrent.conf"), "a") as f:
+            f.write(f"WebUI\\HTTPS\\Enabled=true\nWebUI\\HTTPS\\CertificatePath={cls.cert}\n"
+                    f"WebUI\\HTTPS\\KeyPath={os.path.join(home, 'https-key.pem')}\n")
+        cls.pids.append((lablib._spawn([lablib.QB_BIN, f"--profile={profile}", f"--webui-port={cls.qb_port}"],
+                                       os.path.join(cls.dir, "qb.out")), profile))
+        wait_for(lambda: https_up(cls.qb_port), "qBittorrent's HTTPS WebUI")
+        cls.password_file = write(os.path.join(cls.dir, "qb.pw"), password + "\n")
+        cls.key_file = write(os.path.join(cls.dir, "st.key"), cls.api_key + "\n")
+
+    @classmethod
+    def stop_all(cls):
+        for pid, token in cls.pids:
+            lablib.stop_pid(pid, token)
+
+    def node_check(self, qb_url, st_url, ca_file=None):
+        ca = [f"ca_file = {toml_str(ca_file)}"] if ca_file else []
+        config = write(os.path.join(self.dir, "tls.toml"), "\n".join([
+            "[nodes.n]", 'role = "cache"', f"qb_root = {toml_str(self.dir)}", f"sync_root = {toml_str(self.dir)}",
+            "[nodes.n.qbittorrent]", f"url = {toml_str(qb_url)}", f"password_file = {toml_str(self.password_file)}", *ca,
+            "[nodes.n.syncthing]", f"url = {toml_str(st_url)}", f"api_key_file = {toml_str(self.key_file)}", *ca, ""]))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHCTL_") or k == "ARCHCTL_BIN"}
+        env["NO_COLOR"] = "1"
+        proc = subprocess.run([BIN, "--config", config, "--state", os.path.join(self.dir, "state"), "node", "check", "n"],
+                              capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def test_a_http_url_at_a_tls_server_says_the_server_speaks_tls(self):
+        rc, out = self.node_check(f"http://127.0.0.1:{self.qb_port}", f"http://127.0.0.1:{self.st_port}")
+        self.assertNotEqual(rc, 0, out)
+        for service, port in (("qbittorrent", self.qb_port), ("syncthing", self.st_port)):
+            self.assertIn(f"set nodes.n.{service}.url to https://127.0.0.1:{port}", out)
+        self.assertEqual(out.count("the server speaks TLS (HTTPS), not plain HTTP"), 2, out)
+
+    def test_b_certificate_for_another_name_is_named_with_the_fix(self):
+        rc, out = self.node_check(f"https://127.0.0.1:{self.qb_port}", f"https://127.0.0.1:{self.st_port}", ca_file=self.cert)
+        self.assertNotEqual(rc, 0, out)
+        self.assertEqual(out.count(f"its TLS certificate is for '{self.cert_name}', not '127.0.0.1'"), 2, out)
+        self.assertIn(f"https://{self.cert_name}:{self.st_port}", out)
+        self.assertNotIn("API key", out)
+
+    def test_c_the_certificate_name_then_meets_syncthing_host_check(self):
+        try:
+            reaches = socket.gethostbyname(self.cert_name) == "127.0.0.1"
+        except OSError:
+            reaches = False
+        if not reaches:
+            self.skipTest(f"'{self.cert_name}' does not resolve to 127.0.0.1 here")
+        rc, out = self.node_check(f"https://{self.cert_name}:{self.qb_port}", f"https://{self.cert_name}:{self.st_port}",
+                                  ca_file=self.cert)
+        self.assertNotEqual(rc, 0, out)
+        self.assertNotIn("rejected the API key", out)
+        self.assertIn('("Host check error")', out)
+        self.assertIn("insecureSkipHostcheck", out)
+        # qBittorrent has no host check: its self-signed certificate, given as ca_file, verifies.
+        self.assertNotIn(f"qBittorrent on 'n' (https://{self.cert_name}:{self.qb_port}): ", out)
 
 
 LAB = flows.SuiteLab(nodes=[("cache1", "cache"), ("archive1", "archive")], routes=[("cache1", "archive1")])

@@ -72,6 +72,104 @@ std::string first_line(std::string_view text, std::size_t max_chars) {
     return line;
 }
 
+// "https://host:port/" for the scheme://authority of `url`.
+std::string https_origin(const std::string& url) {
+    const auto scheme_end = url.find("://");
+    const auto start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+    const auto end = url.find_first_of("/?#", start);
+    return "https://" + url.substr(start, end == std::string::npos ? std::string::npos : end - start) + "/";
+}
+
+// The host of `url` (no port, no brackets).
+std::string url_host(const std::string& url) {
+    const auto scheme_end = url.find("://");
+    auto start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+    auto end = url.find_first_of("/?#", start);
+    std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
+    if (!authority.empty() && authority.front() == '[') return authority.substr(1, authority.find(']') - 1);
+    return authority.substr(0, authority.find(':'));
+}
+
+// A TLS handshake with `https_url` and nothing else (CONNECT_ONLY: no request, no credentials),
+// verification off: whether it succeeds, and the names of the server's certificate (its subject
+// alternative names, else its common name).
+struct Handshake {
+    bool ok = false;
+    std::vector<std::string> names;
+};
+
+std::vector<std::string> names_in(const std::string& field, const std::string& value) {
+    std::vector<std::string> names;
+    if (field == "X509v3 Subject Alternative Name") {
+        std::size_t at = 0;
+        while (at < value.size()) {
+            std::size_t comma = value.find(',', at);
+            std::string item = value.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+            while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+            for (const char* prefix : {"DNS:", "IP Address:", "IP:"})
+                if (item.rfind(prefix, 0) == 0) names.push_back(item.substr(std::string(prefix).size()));
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+        }
+    } else if (field == "Subject") {
+        // "O = Syncthing, OU = Automatically Generated, CN = vm" or "CN=vm"
+        for (const char* key : {"CN = ", "CN="}) {
+            auto at = value.find(key);
+            if (at == std::string::npos) continue;
+            at += std::string(key).size();
+            names.push_back(value.substr(at, value.find_first_of(",/", at) - at));
+            break;
+        }
+    }
+    return names;
+}
+
+Handshake tls_handshake(const std::string& https_url, std::chrono::milliseconds timeout) {
+    Handshake out;
+    CURL* curl = curl_easy_init();
+    if (curl == nullptr) return out;
+    curl_easy_setopt(curl, CURLOPT_URL, https_url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECT_ONLY, 1L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(curl, CURLOPT_CERTINFO, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout.count()));
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+    if (curl_easy_perform(curl) == CURLE_OK) {
+        out.ok = true;
+        curl_certinfo* info = nullptr;
+        if (curl_easy_getinfo(curl, CURLINFO_CERTINFO, &info) == CURLE_OK && info != nullptr && info->num_of_certs > 0) {
+            std::vector<std::string> san, cn;
+            for (curl_slist* item = info->certinfo[0]; item != nullptr; item = item->next) {
+                std::string line = item->data;
+                auto colon = line.find(':');
+                if (colon == std::string::npos) continue;
+                std::string field = line.substr(0, colon);
+                auto& into = field == "Subject" ? cn : san;
+                for (auto& name : names_in(field, line.substr(colon + 1))) into.push_back(std::move(name));
+            }
+            out.names = san.empty() ? cn : san;
+        }
+    }
+    curl_easy_cleanup(curl);
+    return out;
+}
+
+bool name_mismatch(const std::string& detail) {
+    return detail.find("subject name") != std::string::npos || detail.find("does not match target host") != std::string::npos;
+}
+
+// A plain request reached a TLS port, by what the server answered.
+bool plain_request_refused(const Response& response, const std::string& base_url) {
+    if (response.status >= 300 && response.status < 400)
+        return response.location.rfind(https_origin(base_url), 0) == 0;
+    if (response.status != 400) return false;
+    return response.body.find("plain HTTP request was sent to HTTPS port") != std::string::npos ||  // nginx
+           response.body.find("HTTP request to an HTTPS server") != std::string::npos;           // Go
+}
+
 }  // namespace
 
 std::string to_string(Method method) {
@@ -251,6 +349,8 @@ Attempt HttpClient::perform(const Request& request, Response& response) {
         response.status = attempt.status;
         char* type = nullptr;
         if (curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type != nullptr) response.content_type = type;
+        char* location = nullptr;
+        if (curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location != nullptr) response.location = location;
     }
     if (m_settings.log) {
         const std::string outcome = code == CURLE_OK ? std::to_string(attempt.status) : describe(attempt.failure);
@@ -266,15 +366,58 @@ Result<Response> HttpClient::send(const Request& request) {
     Response response;
     const Attempt last = with_retry(m_settings.retry, request.retry,
                                     [&] { return perform(request, response); }, m_settings.sleep);
-    if (last.failure == TransportFailure::none) return response;
+    const bool plain = m_settings.base_url.rfind("http://", 0) == 0;
+    if (last.failure == TransportFailure::none) {
+        if (plain && plain_request_refused(response, m_settings.base_url)) return speaks_tls_error();
+        return response;
+    }
+    // Nothing came back from an http:// URL: a server that speaks TLS on that port does that.
+    if (plain && (last.failure == TransportFailure::reset || last.failure == TransportFailure::other) &&
+        tls_handshake(https_origin(m_settings.base_url), m_settings.connect_timeout).ok)
+        return speaks_tls_error();
+    if (last.failure == TransportFailure::tls) return tls_error(last.detail);
     std::string cause = describe(last.failure);
-    if (last.failure == TransportFailure::tls || last.failure == TransportFailure::other ||
-        last.failure == TransportFailure::resolve) {
+    if (last.failure == TransportFailure::other || last.failure == TransportFailure::resolve) {
         cause += " (" + first_line(last.detail, 200) + ")";
     }
-    std::string hint;
-    if (last.failure == TransportFailure::tls) hint = "set ca_file for this node, or insecure_tls = true to skip verification";
-    return Error(error_code_of(last.failure), m_redactor.redact(fmt::format("cannot reach {}: {}", subject(), cause)), hint);
+    return Error(error_code_of(last.failure), m_redactor.redact(fmt::format("cannot reach {}: {}", subject(), cause)));
+}
+
+std::string HttpClient::setting(const std::string& key) const {
+    std::string service = m_settings.service;
+    for (char& c : service) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return fmt::format("nodes.{}.{}.{}", m_settings.node, service, key);
+}
+
+Error HttpClient::speaks_tls_error() const {
+    const std::string https = display_url(https_origin(m_settings.base_url));
+    return Error(ErrorCode::HTTP_TLS,
+                 m_redactor.redact(fmt::format("cannot reach {}: the server speaks TLS (HTTPS), not plain HTTP", subject())),
+                 fmt::format("set {} to {} (and {} to its certificate or CA when no public CA signed it)", setting("url"),
+                             https.substr(0, https.size() - 1), setting("ca_file")));
+}
+
+Error HttpClient::tls_error(const std::string& detail) const {
+    const std::string host = url_host(m_settings.base_url);
+    if (name_mismatch(detail)) {
+        Handshake seen = tls_handshake(https_origin(m_settings.base_url), m_settings.connect_timeout);
+        std::string names;
+        for (const auto& name : seen.names) names += (names.empty() ? "'" : ", '") + name + "'";
+        if (!names.empty()) {
+            std::string example = display_url(m_settings.base_url);
+            if (auto at = example.find(host); at != std::string::npos) example.replace(at, host.size(), seen.names.front());
+            return Error(ErrorCode::HTTP_TLS,
+                         m_redactor.redact(fmt::format("cannot reach {}: its TLS certificate is for {}, not '{}'", subject(), names, host)),
+                         fmt::format("set {} to a URL whose host the certificate names (such as {}, if that name reaches the "
+                                     "server), or give the server a certificate that names '{}'",
+                                     setting("url"), example, host));
+        }
+    }
+    return Error(ErrorCode::HTTP_TLS,
+                 m_redactor.redact(fmt::format("cannot reach {}: TLS failure ({})", subject(), first_line(detail, 200))),
+                 fmt::format("set {} to the PEM file of the server's certificate or of the CA that signed it, or {} = true "
+                             "to skip verification",
+                             setting("ca_file"), setting("insecure_tls")));
 }
 
 Error HttpClient::status_error(const Request& request, const Response& response, ErrorCode code) const {

@@ -13,6 +13,11 @@
 // client can interpret them (qBittorrent's 403 means "log in again"). One request runs at a time
 // per client (a mutex serializes callers); use a second client for a long poll that must not
 // block other calls.
+//
+// TLS set-ups a user gets wrong are named with their fix (HTTP_TLS): an http:// URL whose server
+// speaks TLS (it redirects to https://, answers that a plain request reached its TLS port, or
+// sends nothing back while a TLS handshake with it succeeds), and a certificate that does not
+// name the URL's host (the names it has, read by a handshake that sends no request).
 
 #include <atomic>
 #include <chrono>
@@ -85,6 +90,7 @@ struct Response {
     long status = 0;
     std::string body;
     std::string content_type;
+    std::string location;  // where a redirect points (never followed)
     bool ok() const { return status >= 200 && status < 300; }
 };
 
@@ -119,6 +125,11 @@ public:
                                      ErrorCode code) const;
 
 private:
+    // "nodes.<node>.<service>.<key>": the setting a hint names.
+    std::string setting(const std::string& key) const;
+    // An http:// URL whose server speaks TLS; a TLS failure with its cause and fix.
+    Error speaks_tls_error() const;
+    Error tls_error(const std::string& detail) const;
     void configure_handle();
     Attempt perform(const Request& request, Response& response);
     void configure(const Request& request, ::curl_slist** headers, ::curl_mime** mime,

@@ -57,6 +57,23 @@ Result<http::Response> Client::call_ok(const http::Request& request, const std::
 
 Error Client::error_for(const http::Request& request, const http::Response& response, const std::string& subject) const {
     const auto& node = m_settings.http.node;
+    // Syncthing's GUI on a loopback address answers a Host other than localhost, 127.0.0.1 or
+    // ::1 with 403 "Host check error" (against DNS rebinding): what a URL naming the host its
+    // certificate names gets. The API key was never looked at.
+    if (response.status == 403 && response.body.find("Host check error") != std::string::npos) {
+        const std::string url = http::display_url(m_settings.http.base_url);
+        const auto authority = url.find("://") == std::string::npos ? 0 : url.find("://") + 3;
+        const auto colon = url.find(':', url.find(']', authority) == std::string::npos ? authority : url.find(']', authority));
+        const std::string port = colon == std::string::npos ? "8384" : url.substr(colon + 1, url.find('/', colon) - colon - 1);
+        return Error(ErrorCode::ST_BAD_REQUEST,
+                     fmt::format("Syncthing on '{}' refused the host name of {} (\"Host check error\"): its GUI listens on a "
+                                 "loopback address and accepts only localhost, 127.0.0.1 or ::1 as the host",
+                                 node, url),
+                     fmt::format("set insecureSkipHostcheck to true in Syncthing's GUI settings (Actions > Advanced > GUI), or "
+                                 "give its GUI a certificate that names 127.0.0.1 (https-cert.pem and https-key.pem in its home) "
+                                 "and set nodes.{}.syncthing.url to https://127.0.0.1:{}",
+                                 node, port));
+    }
     if (response.status == 403 || response.status == 401) {
         return Error(ErrorCode::ST_AUTH, fmt::format("Syncthing on '{}' rejected the API key (HTTP {})", node, response.status),
                      fmt::format("check nodes.{}.syncthing.api_key (the <apikey> in Syncthing's config.xml)", node));

@@ -175,3 +175,33 @@ TEST_CASE("insecure TLS is warned about once per https client") {
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0] == "TLS certificate verification is off for Syncthing on 'nas' (https://127.0.0.1:1) (insecure_tls = true)");
 }
+
+TEST_CASE("an http:// URL whose server speaks TLS is named with the https:// URL to set") {
+    // Syncthing's TLS GUI redirects a plain request to https://; a Go or nginx TLS port answers
+    // 400 saying a plain request reached it.
+    CannedServer server([](const SeenRequest& req) -> CannedReply {
+        if (req.path == "/redirect") return {307, "", {"Location: https://127.0.0.1:" + std::string(req.headers.at("host")).substr(10) + "/redirect"}};
+        if (req.path == "/go") return {400, "Client sent an HTTP request to an HTTPS server.\n"};
+        if (req.path == "/nginx") return {400, "<html><head><title>400 The plain HTTP request was sent to HTTPS port</title>"};
+        return {307, "", {"Location: http://elsewhere.example/"}};
+    });
+    Recorder rec;
+    HttpClient client(settings_for(server.url(), rec, 1));
+    const std::string https = "https://127.0.0.1:" + std::to_string(server.port());
+    for (const char* path : {"/redirect", "/go", "/nginx"}) {
+        Request r;
+        r.path = path;
+        auto result = client.send(r);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().code == "HTTP_TLS");
+        CHECK(result.error().message == "cannot reach qBittorrent on 'nas' (" + server.url() + "): the server speaks TLS (HTTPS), not plain HTTP");
+        CHECK(result.error().hint.find("set nodes.nas.qbittorrent.url to " + https + " (") == 0);
+    }
+    // A redirect to somewhere else stays a response for the service client to read.
+    Request other;
+    other.path = "/other";
+    auto result = client.send(other);
+    REQUIRE(result.ok());
+    CHECK(result->status == 307);
+    CHECK(result->location == "http://elsewhere.example/");
+}

@@ -262,3 +262,15 @@ TEST_CASE("client: db/need is read whole: a full page is asked again, larger, ne
     CHECK(seen[1].target == "/rest/db/need?folder=large&page=1&perpage=65536");
     CHECK(seen[2].target == "/rest/db/need?folder=large&page=1&perpage=131072");
 }
+
+TEST_CASE("client: Syncthing's 403 'Host check error' says which host it refused, not that the API key is wrong") {
+    CannedServer server([](const SeenRequest&) -> CannedReply { return {403, "Host check error\n"}; });
+    Client client(settings_for(server.url()));
+    auto st = client.ping();
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == "ST_BAD_REQUEST");
+    CHECK(st.error().message.find("refused the host name of " + server.url() + " (\"Host check error\")") != std::string::npos);
+    CHECK(st.error().message.find("API key") == std::string::npos);
+    CHECK(st.error().hint.find("insecureSkipHostcheck") != std::string::npos);
+    CHECK(st.error().hint.find("set nodes.archive1.syncthing.url to https://127.0.0.1:" + std::to_string(server.port())) != std::string::npos);
+}
