@@ -619,11 +619,19 @@ class CrashMatrix(unittest.TestCase):
                 self.assertEqual(rc, 0, f"{point}: {err}")
                 continue
             covered.append(point)
+            # A rerun that finds the cache torrent gone already says nothing about removing it.
+            still_there = bool(LAB.qb("cache1").info([tid]))
             rc, out, err = evict(tid)
             self.assertEqual(rc, 0, f"rerun after a crash at {point}: {err}{out}")
             Evict.assert_evicted(self, tid, name, before_cache, before_archives)
             job = evict_job(tid)
             self.assertEqual(job["state"], "done", point)
+            # Every file the killed run unlinked is accounted for, once, in the record and its
+            # events, whatever the point (the unlink step records its intent first).
+            self.assertEqual((job["files_done"], job["bytes_done"]), (len(LAYOUT), sum(LAYOUT.values())), point)
+            recorded = [f for e in events_of(job["id"]) if e["type"] == "unlinked" for f in e["files"]]
+            self.assertEqual(len(recorded), len(LAYOUT), f"{point}: {recorded}")
+            self.assertEqual((out + err).count("removed torrent"), 1 if still_there else 0, f"{point}: {out}{err}")
         print(f"  evict crash points: {len(points)} listed, {len(covered)} covered: {covered}", file=sys.stderr)
         self.assertGreaterEqual(len(covered), 12)
 

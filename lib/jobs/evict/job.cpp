@@ -78,6 +78,8 @@ nlohmann::json EvictLedger::to_json() const {
                         {"files_removed", files_removed},
                         {"bytes_freed", bytes_freed},
                         {"dirs_removed", dirs_removed},
+                        {"unlink_done", unlink_done},
+                        {"unlinking", unlinking ? nlohmann::json::array({unlinking->first, unlinking->second}) : nlohmann::json()},
                         {"partfile", partfile}};
     write_shared(j);
     return j;
@@ -91,6 +93,10 @@ EvictLedger EvictLedger::from_json(const nlohmann::json& j) {
     l.files_removed = j.value("files_removed", std::uint64_t{0});
     l.bytes_freed = j.value("bytes_freed", std::uint64_t{0});
     l.dirs_removed = j.value("dirs_removed", std::uint64_t{0});
+    l.unlink_done = j.value("unlink_done", std::uint64_t{0});
+    if (const auto it = j.find("unlinking"); it != j.end() && it->is_array() && it->size() == 2 && (*it)[0].is_number_unsigned() &&
+                                             (*it)[1].is_number_unsigned())
+        l.unlinking = std::make_pair((*it)[0].get<std::uint64_t>(), (*it)[1].get<std::uint64_t>());
     l.partfile = j.value("partfile", "");
     return l;
 }

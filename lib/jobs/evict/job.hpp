@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,12 @@ struct EvictLedger : jobs::LedgerCore {
 
     bool removed = false;                  // the cache torrent is gone from qBittorrent
     std::uint64_t files_removed = 0, bytes_freed = 0, dirs_removed = 0;
+    // The unlink step's progress through the definition's files, in order: the first
+    // `unlink_done` are accounted for in the counts above. `unlinking` is the intent written
+    // durably before a batch is unlinked, [first, last) of those files; a run that finds it set
+    // was killed during that batch and counts the intent's files now absent before going on.
+    std::uint64_t unlink_done = 0;
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> unlinking;
     std::string partfile;                  // "", absent, removed, kept: <reason>
 
     nlohmann::json to_json() const;

@@ -36,8 +36,10 @@ jobs::StepResult step_remove(EvictRun& run) {
     run.ledger.removed = true;
     ARCHCTL_TRY_STATUS(run.event("removed", {{"node", run.def.cache}, {"qb_id", run.def.qb_id}, {"delete_files", false},
                                              {"already_absent", !present}}));
-    run.log(fmt::format("archctl: removed torrent {} from qBittorrent on {} (files kept by qBittorrent)", run.def.qb_id.substr(0, 12),
-                        run.def.cache));
+    // A run that finds it gone already (a run before this one removed it) has nothing to say.
+    if (present)
+        run.log(fmt::format("archctl: removed torrent {} from qBittorrent on {}; its files are unlinked next", run.def.qb_id.substr(0, 12),
+                            run.def.cache));
     return {};
 }
 
