@@ -291,13 +291,16 @@ Result<std::string> read_checked(const Layer& layer) {
     struct stat st {};
     std::string content;
     Status status;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
         status = Error(ErrorCode::CONFIG_INVALID, fmt::format("cannot read config '{}': not a regular file", layer.path),
                        "point the config at a regular file");
     } else if (static_cast<unsigned long long>(st.st_dev) != layer.dev || static_cast<unsigned long long>(st.st_ino) != layer.ino) {
         status = Error(ErrorCode::CONFIG_INVALID,
                        fmt::format("cannot read config '{}': it was replaced while archctl checked it; run the command again", layer.path));
     } else {
+        // Opened without blocking (a FIFO without a writer would hang the open); a pipe such as
+        // `--config <(...)` is then read to its end.
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         char buf[65536];
         for (;;) {
             ssize_t n = ::read(fd, buf, sizeof buf);

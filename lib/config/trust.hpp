@@ -83,8 +83,8 @@ private:
 Result<std::vector<std::string>> validate_trusted(const std::vector<std::string>& entries, const std::string& origin);
 
 // The content of the config file `layer` checked, read through one descriptor that must still be
-// the file checked (same device and inode) and a regular file: a file swapped after the check is
-// an error, never read.
+// the file checked (same device and inode) and a regular file or a pipe (`--config <(...)`): a
+// file swapped after the check is an error, never read.
 Result<std::string> read_checked(const Layer& layer);
 
 }  // namespace archctl::config

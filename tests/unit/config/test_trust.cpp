@@ -306,3 +306,17 @@ TEST_CASE("a node root with a '.' or '..' component is refused at load, naming t
     CHECK(c->node("n")->qb_root == "/srv/q");
     CHECK(c->node("n")->sync_root == "/s");
 }
+
+TEST_CASE("trust: a config read from a pipe of the user's own (--config <(...)) is read to its end") {
+    Setup t;
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const std::string text = "[transfer]\nmin_free = \"1G\"\n";
+    REQUIRE(::write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fds[1]);
+    t.options.config_file = "/proc/self/fd/" + std::to_string(fds[0]);
+    auto c = t.load();
+    ::close(fds[0]);
+    REQUIRE(c.ok());
+    CHECK(c->min_free == 1ull << 30);
+}
