@@ -78,9 +78,10 @@ nlohmann::json EvictLedger::to_json() const {
                         {"files_removed", files_removed},
                         {"bytes_freed", bytes_freed},
                         {"dirs_removed", dirs_removed},
-                        {"unlink_done", unlink_done},
-                        {"unlinking", unlinking ? nlohmann::json::array({unlinking->first, unlinking->second}) : nlohmann::json()},
                         {"partfile", partfile}};
+    // The unlink step's progress only once it has some: a ledger from before it reads the same.
+    if (unlink_done > 0) j["unlink_done"] = unlink_done;
+    if (unlinking) j["unlinking"] = nlohmann::json::array({unlinking->first, unlinking->second});
     write_shared(j);
     return j;
 }

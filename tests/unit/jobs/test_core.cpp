@@ -258,3 +258,19 @@ TEST_CASE("retry_through_outage in a job run: next, the error that is no outage,
         CHECK(r.error.code == "NODE_UNREACHABLE");
     }
 }
+
+TEST_CASE("an evict ledger keeps the unlink step's progress and intent, and a ledger without them reads as none") {
+    archctl::evict::EvictLedger l;
+    l.unlink_done = 1000;
+    l.unlinking = std::make_pair(std::uint64_t{1000}, std::uint64_t{1500});
+    const auto j = l.to_json();
+    CHECK(j["unlink_done"] == 1000);
+    CHECK(j["unlinking"] == nlohmann::json::array({1000, 1500}));
+    const auto back = archctl::evict::EvictLedger::from_json(j);
+    CHECK(back.unlink_done == 1000);
+    REQUIRE(back.unlinking);
+    CHECK(*back.unlinking == std::make_pair(std::uint64_t{1000}, std::uint64_t{1500}));
+    const auto old = archctl::evict::EvictLedger::from_json(archctl::evict::EvictLedger{}.to_json());
+    CHECK(old.unlink_done == 0);
+    CHECK_FALSE(old.unlinking);
+}
