@@ -249,6 +249,7 @@ Layer TrustCheck::check(LayerKind kind, const std::string& path) const {
         }
     }
     std::string me = trust_user_name(m_uid);
+    if (me.rfind("uid ", 0) == 0) me = std::to_string(m_uid);  // what chown takes for a user without a name
     std::vector<std::string> fixes;
     for (const Finding& f : walk.findings) {
         // Named as the layer's path when the finding is the layer itself.

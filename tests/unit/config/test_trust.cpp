@@ -320,3 +320,16 @@ TEST_CASE("trust: a config read from a pipe of the user's own (--config <(...)) 
     REQUIRE(c.ok());
     CHECK(c->min_free == 1ull << 30);
 }
+
+TEST_CASE("trust: another user accepts layers root owns, and refuses one a third user owns") {
+    if (!is_root()) return;  // the scratch files must belong to root, and one to nobody
+    Setup t;
+    t.options.uid = 4242;  // archctl run by a user who is not root
+    t.dir("state", 0700);
+    t.write(t.state + "/config.toml", "", 0644);
+    CHECK(t.load().ok());
+    give_to_nobody(t.state + "/config.toml");
+    auto c = t.load();
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().message.find("another user (nobody) owns it; fix: chown 4242 '" + t.state + "/config.toml'") != std::string::npos);
+}
