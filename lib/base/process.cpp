@@ -1,5 +1,6 @@
 #include "lib/base/process.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -24,6 +25,26 @@ bool make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
     read_end.reset(fds[0]);
     write_end.reset(fds[1]);
     return true;
+}
+
+// The process groups of unreaped children started with own_process_group, for
+// kill_child_groups_for_exit(): a fixed table of lock-free atomics, which a signal handler may
+// read. More children than slots at once are not tracked (archctl runs one per exec node).
+constexpr std::size_t k_group_slots = 64;
+std::atomic<pid_t> g_child_groups[k_group_slots];
+
+void track_group(pid_t group) {
+    for (auto& slot : g_child_groups) {
+        pid_t empty = 0;
+        if (slot.compare_exchange_strong(empty, group)) return;
+    }
+}
+
+void untrack_group(pid_t group) {
+    for (auto& slot : g_child_groups) {
+        pid_t held = group;
+        if (slot.compare_exchange_strong(held, 0)) return;
+    }
 }
 
 int decode_status(int status) {
@@ -71,8 +92,10 @@ Result<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv, const
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return errno_error("cannot start", argv[0], rc);
 
+    if (options.own_process_group) track_group(pid);
     Subprocess p;
     p.m_pid = pid;
+    p.m_own_group = options.own_process_group;
     p.m_in = std::move(in_w);
     p.m_out = std::move(out_r);
     p.m_err = std::move(err_r);
@@ -81,7 +104,7 @@ Result<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv, const
 
 Subprocess::Subprocess(Subprocess&& other) noexcept
     : m_pid(other.m_pid), m_in(std::move(other.m_in)), m_out(std::move(other.m_out)), m_err(std::move(other.m_err)),
-      m_waited(other.m_waited), m_status(other.m_status) {
+      m_waited(other.m_waited), m_status(other.m_status), m_own_group(other.m_own_group) {
     other.m_pid = -1;
 }
 
@@ -100,12 +123,16 @@ Subprocess::~Subprocess() {
     m_err.reset();
     for (int i = 0; i < 50; ++i) {
         int status = 0;
-        if (::waitpid(static_cast<pid_t>(m_pid), &status, WNOHANG) == static_cast<pid_t>(m_pid)) return;
+        if (::waitpid(static_cast<pid_t>(m_pid), &status, WNOHANG) == static_cast<pid_t>(m_pid)) {
+            if (m_own_group) untrack_group(static_cast<pid_t>(m_pid));
+            return;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     ::kill(static_cast<pid_t>(m_pid), SIGKILL);
     int status = 0;
     ::waitpid(static_cast<pid_t>(m_pid), &status, 0);
+    if (m_own_group) untrack_group(static_cast<pid_t>(m_pid));
 }
 
 int Subprocess::wait() {
@@ -114,9 +141,15 @@ int Subprocess::wait() {
     while (::waitpid(static_cast<pid_t>(m_pid), &status, 0) < 0) {
         if (errno != EINTR) return -1;
     }
+    if (m_own_group) untrack_group(static_cast<pid_t>(m_pid));
     m_waited = true;
     m_status = decode_status(status);
     return m_status;
+}
+
+void kill_child_groups_for_exit() {
+    for (auto& slot : g_child_groups)
+        if (pid_t group = slot.load(); group > 0) ::kill(-group, SIGKILL);
 }
 
 Result<RunOutput> run_capture(const std::vector<std::string>& argv, const std::string& stdin_data,

@@ -46,7 +46,13 @@ private:
     UniqueFd m_in, m_out, m_err;
     bool m_waited = false;
     int m_status = -1;
+    bool m_own_group = false;  // its group is tracked for kill_child_groups_for_exit()
 };
+
+// Kills (SIGKILL) the process group of every child started with own_process_group and not yet
+// reaped. Async-signal-safe: the abort of a second interrupt (lib/base/signals.hpp) calls it
+// before it exits, so no far end outlives archctl in a group of its own.
+void kill_child_groups_for_exit();
 
 // Run to completion, capturing stdout and stderr.
 struct RunOutput {

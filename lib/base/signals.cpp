@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "lib/base/lock_file.hpp"
+#include "lib/base/process.hpp"
 
 namespace archctl {
 namespace {
@@ -27,6 +28,7 @@ void on_interrupt(int signo) {
     } else if (g_interrupts == 2) {
         const char msg[] = "\narchctl: aborted; state on disk is durable, rerun to continue\n";
         (void)!::write(2, msg, sizeof msg - 1);
+        kill_child_groups_for_exit();  // exec far ends live in groups of their own: none outlives the abort
         release_all_locks_for_exit();
         ::_exit(10);
     } else {

@@ -1,8 +1,8 @@
 #pragma once
 // Ctrl-C escalation (docs/design.md "Signals"): the first SIGINT (or SIGTERM) requests a clean stop — code
 // polls stop_requested() at chunk and step boundaries, banks what it has and exits 10; the second
-// aborts at once (every held lock is released; state is durable anyway) with exit 10; the third
-// hard-kills the process.
+// aborts at once (every held lock is released, every child in a process group of its own is
+// killed; state is durable anyway) with exit 10; the third hard-kills the process.
 
 namespace archctl {
 

@@ -16,6 +16,7 @@
 
 #include <doctest/doctest.h>
 
+#include "lib/base/process.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/node/client/transport.hpp"
 #include "lib/node/wire/protocol.hpp"
@@ -247,4 +248,29 @@ TEST_CASE("a stop during a call whose far end ignores the cancel ends the call w
     test::Scratch scratch;
     g_stop_pidfile = (scratch.path() / "pid").string();
     CHECK(stop_scenario(std::chrono::milliseconds(500), std::chrono::seconds(30), stop_during_call));
+}
+
+TEST_CASE("the abort of a second signal kills the process group of every exec far end before it exits") {
+    test::Scratch scratch;
+    const std::string pidfile = (scratch.path() / "pid").string();
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        install_interrupt_handlers();
+        SpawnOptions own;
+        own.own_process_group = true;
+        auto child = Subprocess::spawn(bounds_child(pidfile, with_child(pidfile) + "wait"), own);
+        if (!child.ok()) std::_Exit(1);
+        for (int i = 0; i < 500 && bounds_read_pid(pidfile + ".2") <= 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        ::kill(::getpid(), SIGTERM);
+        ::kill(::getpid(), SIGTERM);  // the abort: _exit(10) from the handler
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        std::_Exit(1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 10);
+    CHECK(bounds_gone(bounds_read_pid(pidfile)));
+    CHECK(bounds_gone(bounds_read_pid(pidfile + ".2")));
 }
