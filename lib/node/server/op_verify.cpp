@@ -43,9 +43,13 @@ Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
         ARCHCTL_TRY_ASSIGN(options.readable, torrent::Selection::parse(*request.readable));
     }
     for (const auto& [index, path] : request.paths) {
+        // A file the torrent has (an index past it would size the table by the request's number).
+        if (index >= meta.files().size())
+            return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid verify_pieces request: paths names file {}, the torrent has {} files",
+                                                             index, meta.files().size()));
         auto elements = split_relative(path);  // relative, no "." or ".." elements
         if (!elements.ok()) return elements.take_error();
-        if (index >= options.disk_paths.size()) options.disk_paths.resize(index + 1);
+        if (index >= options.disk_paths.size()) options.disk_paths.resize(std::size_t{index} + 1);
         options.disk_paths[index] = path;
     }
     ARCHCTL_TRY_ASSIGN(torrent::VerifyReport report, torrent::verify(meta, fd_path(dir.get(), ""), options));

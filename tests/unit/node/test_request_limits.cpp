@@ -29,6 +29,9 @@ namespace {
 
 constexpr std::uint64_t k_u64_max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t k_u32_max = std::numeric_limits<std::uint32_t>::max();
+// A v1 torrent of one 5-byte file, a.txt (tests/fuzz/corpus/v1-single.torrent).
+constexpr const char* k_one_file_torrent =
+    "ZDQ6aW5mb2Q2Omxlbmd0aGk1ZTQ6bmFtZTU6YS50eHQxMjpwaWVjZSBsZW5ndGhpMTYzODRlNjpwaWVjZXMyMDqq9MYd3MXootq+3g87SCzZrqlDTWVl";
 
 // The request seen to end `node serve` with "terminate called without an active exception".
 json absurd_build(const NodeFixture& f) {
@@ -133,6 +136,9 @@ NODE_TEST(no_request_ends_the_server) {
                    {"files", {{{"index", k_u32_max}, {"path", "a"}, {"size", k_u64_max}}}}}},
         {"adopt_incomplete", {{"job_dir", job}, {"save_path", f.qb() + "/save"}, {"suffix", ".!qB"}, {"indices", {k_u32_max}}}},
         {"verify_pieces", {{"save_path", f.qb()}, {"torrent_b64", "!!!!"}, {"files", "0-4294967295"}}},
+        {"verify_pieces", {{"save_path", f.qb()}, {"torrent_b64", k_one_file_torrent}, {"files", "0-4294967295"}}},
+        // A file index of 2^32-1 used to wrap the table's size to 0 and write past it.
+        {"verify_pieces", {{"save_path", f.qb()}, {"torrent_b64", k_one_file_torrent}, {"paths", {{k_u32_max, "x"}}}}},
         {"tree", {{"base", f.qb()}, {"paths", {"../../../..", std::string(5000, 'a'), ""}}}},
         {"unlink_owned", {{"paths", {victim, f.qb() + "/../outside/victim"}}, {"stop_at", "/"}}},
         {"nonce_write", {{"path", f.qb() + "/../outside/nonce"}, {"content", std::string(100000, 'n')}, {"create_parents", true}}},
