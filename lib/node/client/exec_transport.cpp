@@ -10,8 +10,8 @@
 // object (the first byte tells), a line longer than k_max_line_bytes, or a line that is not
 // complete within the timeout after its first byte (plus a second for each MiB it carries, so
 // a large result on a slow link still arrives, and a far end dripping bytes does not). A stop
-// (SIGINT, SIGTERM) cancels the running operation; a far end that has not answered within
-// k_stop_grace of it is killed, and one that has not greeted yet is killed at once.
+// (SIGINT, SIGTERM) cancels the running operation; a far end that has not answered (or greeted)
+// within k_stop_grace of it is killed.
 // After any of these the transport is broken(): every later call fails at once, and
 // NodeSession connects anew.
 
@@ -46,7 +46,8 @@ constexpr std::chrono::seconds k_exit_grace{1};           // a far end that hung
 constexpr std::chrono::seconds k_close_grace{5};          // one told to finish (end of input) gets this
 constexpr std::chrono::milliseconds k_cancel_write{1000};  // a cancel line that cannot be written is dropped
 // After a stop (SIGINT, SIGTERM) the running operation is cancelled; a far end that has not
-// answered this long after is killed, so archctl ends within a second or two of the signal.
+// answered (or greeted) this long after is killed, so archctl ends within a second or two of
+// the signal, and a call a far end answers at once still gets its answer.
 constexpr std::chrono::milliseconds k_stop_grace{1500};
 // How much of what a far end sent instead of the protocol its error quotes.
 constexpr std::size_t k_quoted_bytes = 40;
@@ -60,7 +61,6 @@ enum class OnStop { give_up, carry_on };
 WriteOutcome write_until(int fd, std::string_view data, Clock::time_point deadline, OnStop on_stop) {
     if (fd < 0) return WriteOutcome::closed;
     while (!data.empty()) {
-        if (on_stop == OnStop::give_up && stop_requested()) return WriteOutcome::stopped;
         ssize_t n = ::write(fd, data.data(), data.size());
         if (n > 0) {
             data.remove_prefix(static_cast<std::size_t>(n));
@@ -68,6 +68,9 @@ WriteOutcome write_until(int fd, std::string_view data, Clock::time_point deadli
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return WriteOutcome::closed;
+        // Only a write that has to wait gives up on a stop: a far end that reads still gets
+        // the request (the call then cancels it at once and allows it k_stop_grace).
+        if (on_stop == OnStop::give_up && stop_requested()) return WriteOutcome::stopped;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) return WriteOutcome::timed_out;
         pollfd p{fd, POLLOUT, 0};
@@ -141,7 +144,7 @@ public:
         Request sent = request;
         if (sent.id == 0) sent.id = ++m_next_id;
         m_current = sent.id;
-        m_cancelled_at.reset();
+        m_stop_seen_at.reset();
         struct Reset {
             std::atomic<std::uint64_t>& id;
             ~Reset() { id = 0; }
@@ -211,14 +214,13 @@ private:
             if (stop_requested()) {
                 // The child has a process group of its own, so a Ctrl-C does not reach it: the
                 // running operation is cancelled here instead, and stops at its next chunk
-                // boundary; a far end that does not answer by k_stop_grace is killed. Before the
-                // hello there is nothing to cancel.
-                if (m_current == 0) return fail(stop_error(op));
-                if (!m_cancelled_at) {
-                    m_cancelled_at = now;
-                    cancel();
+                // boundary. A far end that has not answered (or greeted) by k_stop_grace is
+                // killed.
+                if (!m_stop_seen_at) {
+                    m_stop_seen_at = now;
+                    if (m_current != 0) cancel();
                 }
-                if (now - *m_cancelled_at >= k_stop_grace) return fail(stop_error(op));
+                if (now - *m_stop_seen_at >= k_stop_grace) return fail(stop_error(op));
             }
             auto left = std::chrono::duration_cast<std::chrono::milliseconds>(silence_deadline - now);
             if (left.count() <= 0) return fail(silence_error(op));
@@ -331,11 +333,12 @@ private:
                      hint);
     }
 
-    // A stop (SIGINT, SIGTERM) while the far end had not greeted, or had not answered the cancel
-    // in time: it is killed. An outage to the job driver, which ends the run as interrupted.
+    // A stop (SIGINT, SIGTERM) while the far end had not greeted, had not answered the cancel in
+    // time, or was not reading a request: it is killed. An outage to the job driver, which ends
+    // the run as interrupted.
     Error stop_error(const std::string& op) {
         (void)end_child(std::chrono::milliseconds(0));
-        if (m_current == 0 || !m_cancelled_at)
+        if (m_current == 0 || !m_stop_seen_at)
             return Error(ErrorCode::NODE_UNREACHABLE, fmt::format("{} while waiting for node '{}' during '{}'", interrupt_text(), m_name, op));
         return Error(ErrorCode::NODE_UNREACHABLE,
                      fmt::format("{}: node '{}' did not stop '{}' within {} ms, so it was killed", interrupt_text(), m_name, op,
@@ -398,7 +401,7 @@ private:
     std::atomic<bool> m_broken{false};
     std::atomic<bool> m_child_reaped{false};
     bool m_ended = false;
-    std::optional<Clock::time_point> m_cancelled_at;  // when this call sent its cancel (after a stop)
+    std::optional<Clock::time_point> m_stop_seen_at;  // when this call (or the hello) first saw a stop
 };
 
 }  // namespace

@@ -236,7 +236,29 @@ bool stop_during_call() {
     return ok && bounds_gone(bounds_read_pid(g_stop_pidfile)) && bounds_gone(bounds_read_pid(g_stop_pidfile + ".2"));
 }
 
+bool quick_call_after_stop() {
+    while (!stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ExecOptions o;
+    o.node_name = "quick";
+    // Answers its first request at once (and never reads the cancel that follows it).
+    o.argv = bounds_greeting_child(g_stop_pidfile, "read line; printf '%s\\n' '" +
+                                                       encode(Message{Response::success(1, {{"fine", true}})}) + "'; sleep 600");
+    auto t = connect_exec(o);
+    if (!t.ok()) return false;
+    Request request;
+    request.op = name(Op::info);
+    auto r = t.value()->call(request, nullptr);
+    if (!r.ok()) std::fprintf(stderr, "%s\n", r.error().message.c_str());
+    return r.ok() && r->result.value("fine", false);
+}
+
 }  // namespace
+
+TEST_CASE("after a stop, a call that a far end answers at once still gets its answer") {
+    test::Scratch scratch;
+    g_stop_pidfile = (scratch.path() / "pid").string();
+    CHECK(stop_scenario(std::chrono::milliseconds(0), std::chrono::seconds(30), quick_call_after_stop));
+}
 
 TEST_CASE("a stop while waiting for a far end's hello ends the wait and kills its group") {
     test::Scratch scratch;
