@@ -4,13 +4,14 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "lib/base/text.hpp"
 #include "lib/state/tokens.hpp"
 
 namespace archctl::cli {
 namespace {
 
 bool ask(const std::string& question) {
-    std::fprintf(stderr, "%s [y/N] ", question.c_str());
+    std::fprintf(stderr, "%s [y/N] ", terminal_text(question).c_str());
     std::fflush(stderr);
     std::string answer;
     if (!std::getline(std::cin, answer)) return false;

@@ -19,6 +19,7 @@
 #include "cli/command.hpp"
 #include "cli/command_table.hpp"
 #include "lib/base/signals.hpp"
+#include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
 #include "lib/base/version.hpp"
 
@@ -71,11 +72,11 @@ Outcome set_up(Context& ctx, CLI::App& command, Needs needs) {
 
 void print_human(const Outcome& o) {
     if (o.kind == ExitKind::partial) {
-        std::fprintf(stderr, "archctl: stopped: %s\n", o.stop_reason.c_str());
-        if (!o.resume_hint.empty()) std::fprintf(stderr, "hint: %s\n", o.resume_hint.c_str());
+        std::fprintf(stderr, "archctl: stopped: %s\n", terminal_text(o.stop_reason).c_str());
+        if (!o.resume_hint.empty()) std::fprintf(stderr, "hint: %s\n", terminal_text(o.resume_hint).c_str());
     } else if (o.error) {
-        std::fprintf(stderr, "archctl: error: %s\n", o.error->message.c_str());
-        if (!o.error->hint.empty()) std::fprintf(stderr, "hint: %s\n", o.error->hint.c_str());
+        std::fprintf(stderr, "archctl: error: %s\n", terminal_text(o.error->message).c_str());
+        if (!o.error->hint.empty()) std::fprintf(stderr, "hint: %s\n", terminal_text(o.error->hint).c_str());
     }
 }
 
@@ -123,7 +124,7 @@ void print_streamed(const nlohmann::json& doc, const std::map<std::string, std::
     for (const auto& [key, value] : doc.items()) {
         if (members.count(key) != 0) continue;
         members[key] = [&value](std::FILE* out) {
-            std::string text = value.dump(2);
+            std::string text = dump_json(value, 2);
             for (char c : text) {
                 std::fputc(c, out);
                 if (c == '\n') std::fputs("  ", out);
@@ -133,7 +134,7 @@ void print_streamed(const nlohmann::json& doc, const std::map<std::string, std::
     std::fputs("{", stdout);
     const char* separator = "\n";
     for (const auto& [key, write] : members) {
-        std::fprintf(stdout, "%s  %s: ", separator, nlohmann::json(key).dump().c_str());
+        std::fprintf(stdout, "%s  %s: ", separator, dump_json(nlohmann::json(key)).c_str());
         write(stdout);
         separator = ",\n";
     }
@@ -154,7 +155,7 @@ void print_json(const Outcome& o, const std::string& command) {
         doc["error"] = e;
     }
     if (!o.streamed.empty()) return print_streamed(doc, o.streamed);
-    std::string text = doc.dump(2);
+    std::string text = dump_json(doc, 2);
     std::fprintf(stdout, "%s\n", text.c_str());
     std::fflush(stdout);
 }

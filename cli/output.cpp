@@ -1,9 +1,14 @@
 #include "cli/output.hpp"
 
+#include "lib/base/text.hpp"
+
 namespace archctl::cli {
 namespace {
 
-void put(std::FILE* f, const std::string& text) {
+// Text for a person: whatever a name from qBittorrent, a torrent or the disk holds, no byte of
+// it reaches the terminal as a control (terminal_text shows escapes and bad UTF-8 visibly).
+void put(std::FILE* f, const std::string& raw) {
+    const std::string text = terminal_text(raw);
     std::fputs(text.c_str(), f);
     if (text.empty() || text.back() != '\n') std::fputc('\n', f);
     std::fflush(f);

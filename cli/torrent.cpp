@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "lib/base/fs.hpp"
+#include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
 #include "lib/torrent/creator.hpp"
 #include "lib/torrent/metainfo.hpp"
@@ -108,7 +109,7 @@ public:
 
     // A value's dump(2), its lines after the first indented to `level`.
     void value(const nlohmann::json& v, std::size_t level) {
-        std::string text = v.dump(2);
+        std::string text = dump_json(v, 2);
         std::string indent(2 * level, ' ');
         for (char c : text) {
             m_buffer.push_back(c);
@@ -131,7 +132,7 @@ public:
         for (const auto& [k, write] : members) {
             text(separator);
             text(inner);
-            text(nlohmann::json(k).dump());
+            text(dump_json(nlohmann::json(k)));
             text(": ");
             write(*this);
             separator = ",\n";

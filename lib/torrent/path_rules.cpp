@@ -114,26 +114,6 @@ std::string fold_case(std::string_view s) {
     return out;
 }
 
-std::string printable(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size();) {
-        auto b = static_cast<unsigned char>(s[i]);
-        char32_t cp = 0;
-        std::size_t len = decode_utf8(s, i, cp);
-        if (len == 0 || b < 0x20 || b == 0x7F) {
-            out += fmt::format("\\x{:02x}", b);
-            ++i;
-        } else if (is_bidi_control(cp)) {
-            out += fmt::format("\\u{:04X}", static_cast<std::uint32_t>(cp));
-            i += len;
-        } else {
-            out.append(s.substr(i, len));
-            i += len;
-        }
-    }
-    return out;
-}
-
 std::string join_path(const std::vector<std::string>& path) {
     std::string out;
     for (std::size_t i = 0; i < path.size(); ++i) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "lib/base/result.hpp"
+#include "lib/base/text.hpp"
 
 namespace archctl::torrent {
 
@@ -76,8 +77,8 @@ using PathSource = std::function<std::vector<std::string>(std::size_t)>;
 [[nodiscard]] std::string fold_case(std::string_view s);
 
 // `s` with control bytes, invalid UTF-8 and bidi controls escaped (\xNN, \u202E), so a hostile
-// name cannot corrupt a terminal or a log line.
-[[nodiscard]] std::string printable(std::string_view s);
+// name cannot corrupt a terminal or a log line: lib/base/text.hpp's.
+using archctl::printable;
 
 // Joins path elements with '/'.
 [[nodiscard]] std::string join_path(const std::vector<std::string>& path);

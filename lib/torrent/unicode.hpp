@@ -13,14 +13,13 @@
 #include <string>
 #include <string_view>
 
+#include "lib/base/text.hpp"
+
 namespace archctl::torrent {
 
-// Decodes one UTF-8 sequence at s[i] into cp; returns its length, or 0 when malformed
-// (truncated, overlong, a surrogate, past U+10FFFF).
-[[nodiscard]] std::size_t decode_utf8(std::string_view s, std::size_t i, char32_t& cp);
-
-// Appends cp to out as UTF-8.
-void append_utf8(std::string& out, char32_t cp);
+// UTF-8 decoding and encoding are lib/base/text.hpp's.
+using archctl::append_utf8;
+using archctl::decode_utf8;
 
 // `s` in Unicode Normalization Form C. Bytes that are not valid UTF-8 are kept as they are.
 [[nodiscard]] std::string to_nfc(std::string_view s);

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
 #include "lib/ui/table.hpp"
 
@@ -164,8 +165,8 @@ std::string format_panel(const ProgressSnapshot& s, double rate, const std::stri
     std::string files = fmt::format("files {}/{}", s.files_done, s.files_total);
     std::string line2 = w >= 60 ? std::string(14, ' ') + pad_right(files, 14) : " " + files + "  ";
     if (s.stopping) line2 += "stopping after the current chunk…";
-    else if (!s.why.empty()) line2 += s.why;
-    else if (!s.current.empty()) line2 += "now: " + s.current;
+    else if (!s.why.empty()) line2 += printable(s.why);
+    else if (!s.current.empty()) line2 += "now: " + printable(s.current);
     return clip(line1, w) + "\n" + clip(line2, w);
 }
 
@@ -201,7 +202,7 @@ std::string format_status_line(const ProgressSnapshot& s, double rate, SystemTim
     return fmt::format("{} job {} {} {:.1f}% {}/{} {} eta {} files {}/{}{}", format_rfc3339(now), s.job_id, s.step, f * 100.0,
                        format_size_compact(s.done_bytes), format_size_compact(s.total_bytes),
                        format_size_compact(static_cast<std::uint64_t>(std::max(0.0, rate))) + "/s", eta, s.files_done,
-                       s.files_total, s.why.empty() ? "" : " — " + s.why);
+                       s.files_total, s.why.empty() ? "" : " — " + printable(s.why));
 }
 
 ProgressMode choose_mode(const std::string& setting, bool stderr_is_tty) {
@@ -217,7 +218,7 @@ class NullRenderer final : public ProgressRenderer {
 public:
     explicit NullRenderer(std::FILE* out) : m_out(out) {}
     void update(const ProgressSnapshot&) override {}
-    void log(const std::string& line) override { std::fprintf(m_out, "%s\n", line.c_str()); }
+    void log(const std::string& line) override { std::fprintf(m_out, "%s\n", terminal_text(line).c_str()); }
     void finish() override {}
 
 private:
@@ -236,7 +237,7 @@ public:
         std::fprintf(m_out, "%s\n", format_status_line(s, m_meter.rate(), m_clock.now()).c_str());
         std::fflush(m_out);
     }
-    void log(const std::string& line) override { std::fprintf(m_out, "%s\n", line.c_str()); }
+    void log(const std::string& line) override { std::fprintf(m_out, "%s\n", terminal_text(line).c_str()); }
     void finish() override {}
 
 private:
@@ -274,7 +275,7 @@ public:
     }
     void log(const std::string& line) override {
         erase();
-        std::fprintf(m_out, "%s\n", line.c_str());
+        std::fprintf(m_out, "%s\n", terminal_text(line).c_str());
         if (m_has) draw();
         std::fflush(m_out);
     }

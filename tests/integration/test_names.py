@@ -71,6 +71,32 @@ class Names(unittest.TestCase):
         self.assertEqual(LAB.qb("archive1").info([tid]), [], "nothing reached the archive")
         flows.staging_empty(LAB, LAB.route)
 
+    def test_d_escapes_in_a_name_never_reach_the_terminal(self):
+        # A torrent renamed in qBittorrent to terminal escapes: setting the window title,
+        # clearing the screen, turning text red. Every command shows them visibly.
+        info, tid, save, _ = flows.seed_resource(LAB, "escape-name", {"pay/a.bin": 30000}, 604)
+        evil = "evil\x1b]0;PWNED\x07\x1b[2J\x1b[31m\u009b2Jred"
+        LAB.qb("cache1").post("torrents/rename", hash=tid, name=evil)
+        flows.wait(lambda: LAB.qb("cache1").info([tid])[0]["name"] == evil, what="rename")
+        for argv in (("status", tid[:12]), ("status",), ("plan", "archive", tid[:12]), ("job", "list")):
+            rc, out, err = LAB.archctl(*argv)
+            for text in (out, err):
+                for control in ("\x1b", "\x07", "\u009b"):
+                    self.assertNotIn(control, text, f"{argv}: {text!r}")
+            if len(argv) > 1 and argv[0] != "job":
+                self.assertIn("evil\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[31m\\u009B2Jred", out + err, argv)
+
+    def test_e_json_is_one_valid_document_for_an_argument_that_is_not_utf8(self):
+        bad = "ab\udcff\udcfe"  # the bytes 'ab' 0xff 0xfe on the command line
+        for argv in (("status", bad), ("job", "show", bad), ("plan", "archive", bad)):
+            rc, out, err = LAB.archctl(*argv, "--json")
+            self.assertEqual(rc, 1, f"{argv}: {err}{out}")
+            doc = json.loads(out)
+            self.assertFalse(doc["ok"])
+            self.assertIn(b"ab\xff\xfe", doc["error"]["message"].encode("utf-8", "surrogateescape"), argv)
+            self.assertNotIn("internal error", err)
+            self.assertIn("ab\\xff\\xfe", err, "the person sees the bytes escaped")
+
 
 if __name__ == "__main__":
     unittest.main()
