@@ -113,7 +113,7 @@ Outcome run_plan_tier(Context& ctx, const std::string& name) {
     std::string text;
     bool anything_to_do = false;
     for (const config::TierPolicy* policy : policies.value()) {
-        auto live = runs::read_tier_live(*s.nodes, *policy);
+        auto live = runs::read_tier_live(*s.nodes, *policy, s.config->min_free, s.state);
         if (!live.ok()) return Outcome::failed(live.take_error());
         runs::TierPlan plan = runs::plan_tier(*policy, live.value(), *s.io.clock);
         const runs::TierTotals totals = plan.totals();

@@ -41,6 +41,7 @@ JobRun turn_of(const std::string& id, jobs::RunResult r) {
     } else {
         j.outcome = JobOutcome::failed;
     }
+    j.target_room = jobs::target_room_of(r);
     j.result = std::move(r);
     return j;
 }
@@ -65,8 +66,9 @@ const JobRun& ManyRun::drive(const std::string& job_id) {
     m_summary.moved = m_shared.moved();
     m_summary.jobs.push_back(turn_of(job_id, std::move(r)));
     const JobRun& j = m_summary.jobs.back();
-    // Budgets, the deadline, a full disk and Ctrl-C end the whole run; a wait ends this job's turn.
-    if (j.outcome == JobOutcome::stopped && ends_run(j.stop)) m_summary.ended = RunStop{j.stop, j.result.stop_text};
+    // Budgets, the deadline, a full disk and Ctrl-C end the whole run; a wait ends this job's turn,
+    // and so does a target that cannot take this job (another job may go elsewhere).
+    if (j.outcome == JobOutcome::stopped && ends_run(j.stop) && !j.target_room) m_summary.ended = RunStop{j.stop, j.result.stop_text};
     return j;
 }
 

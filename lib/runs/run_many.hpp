@@ -11,9 +11,13 @@
 //   locked (another archctl drives it)     skipped here (it goes on there), the next job
 //   stopped: waiting (an outage outlasted the wait)
 //                                          the next job; the run ends unfinished (exit 10)
+//   stopped: the job's target cannot take it (its floor, out of space: jobs::target_room_of)
+//                                          the next job (it may go elsewhere); the run ends
+//                                          unfinished (exit 10)
 //   stopped: budget, deadline, disk, interrupt
 //                                          the whole run ends (exit 10)
-//   failed                                 recorded, the next job
+//   failed                                 recorded, the next job (a job released because its
+//                                          target stayed unable to take it is one: it is undone)
 // Before each job the shared budgets are checked: the bytes the run's earlier jobs moved count
 // toward max_bytes, the deadline counts from the run's start, and Ctrl-C ends the run.
 //
@@ -29,6 +33,7 @@
 #include "lib/base/clock.hpp"
 #include "lib/jobs/core/driver.hpp"
 #include "lib/jobs/transfer/planner.hpp"
+#include "lib/jobs/transfer/target_room.hpp"
 #include "lib/plan/coverage.hpp"
 
 namespace archctl::runs {
@@ -50,6 +55,8 @@ struct JobRun {
     JobOutcome outcome = JobOutcome::done;
     StopReason stop = StopReason::none;
     std::uint64_t bytes = 0;
+    // The job's target could not take it: this turn stopped for it, or the job was released.
+    std::optional<jobs::TargetRoom> target_room;
     jobs::RunResult result;
 };
 

@@ -1,6 +1,11 @@
 #include "lib/runs/tier_live.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include "lib/jobs/core/driver.hpp"
+#include "lib/state/job_store.hpp"
 
 namespace archctl::runs {
 
@@ -23,10 +28,32 @@ Result<std::vector<clients::qbittorrent::TorrentInfo>> list_torrents(session::No
     return list;
 }
 
+void unreachable(TierLive& live, const std::string& node, const std::string& why) {
+    live.unreachable.push_back(fmt::format("{}: {}", node, why));
+    live.room.unreachable[node] = "unreachable: " + why;
+}
+
+// The policy's unfinished archive jobs, by resource: from its cache to one of its archive nodes.
+std::map<std::string, PendingArchive> pending_archives(const state::StateDir& state, const config::TierPolicy& policy) {
+    std::map<std::string, PendingArchive> out;
+    auto rows = jobs::summarize_active(state::JobStore(state));
+    if (!rows.ok()) return out;
+    for (const auto& row : rows.value()) {
+        if (row.damaged || row.ledger.state != jobs::JobState::running) continue;
+        const auto job = row.identity();
+        if (job.op != "archive" || job.source != policy.cache) continue;
+        if (std::find(policy.archive.begin(), policy.archive.end(), job.target) == policy.archive.end()) continue;
+        out[job.resource] = {row.id, job.target, row.ledger.target_blocked};
+    }
+    return out;
+}
+
 }  // namespace
 
-Result<TierLive> read_tier_live(session::NodeSessions& nodes, const config::TierPolicy& policy) {
+Result<TierLive> read_tier_live(session::NodeSessions& nodes, const config::TierPolicy& policy, std::uint64_t floor,
+                                const state::StateDir* state) {
     TierLive live;
+    live.room.floor = floor;
     ARCHCTL_TRY_ASSIGN(session::NodeSession * cache, nodes.get(policy.cache));
     ARCHCTL_TRY_ASSIGN(live.cache, list_torrents(*cache, live));
     ARCHCTL_TRY_ASSIGN(CacheSpace space, cache_space(*cache));
@@ -35,16 +62,25 @@ Result<TierLive> read_tier_live(session::NodeSessions& nodes, const config::Tier
     for (const auto& name : policy.archive) {
         auto node = nodes.get(name);
         if (!node.ok()) {
-            live.unreachable.push_back(fmt::format("{}: {}", name, node.error().message));
+            unreachable(live, name, node.error().message);
             continue;
         }
         auto list = list_torrents(*node.value(), live);
         if (!list.ok()) {
-            live.unreachable.push_back(fmt::format("{}: {}", name, list.error().message));
+            unreachable(live, name, list.error().message);
             continue;
         }
         live.archives[name] = std::move(list.value());
+        // Where a new placement goes, as the job's own plan measures it.
+        auto room = node.value()->space(node.value()->config().qb_root);
+        if (!room.ok()) {
+            // Its copies still count; nothing new is sent there.
+            live.room.unreachable[name] = "its free space could not be read: " + room.error().message;
+            continue;
+        }
+        live.room.free[name] = room->free;
     }
+    if (state) live.pending = pending_archives(*state, policy);
     return live;
 }
 
@@ -53,6 +89,8 @@ TierPlan plan_tier(const config::TierPolicy& policy, const TierLive& live, const
     in.policy = &policy;
     in.cache = live.cache;
     in.archives = live.archives;
+    in.room = live.room;
+    in.pending = live.pending;
     in.free = live.free;
     in.total = live.total;
     in.now = std::chrono::duration_cast<std::chrono::seconds>(clock.now().time_since_epoch()).count();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/units.hpp"
+#include "lib/jobs/transfer/target_room.hpp"
 #include "lib/select/filter.hpp"
 
 namespace archctl::runs {
@@ -118,6 +119,68 @@ std::string archived_on(const TorrentInfo& t, const std::map<std::string, std::v
     return {};
 }
 
+NodeChoice choose_archive_node(const std::vector<std::string>& order, const ArchiveRoom& room, std::uint64_t bytes,
+                               const std::map<std::string, std::uint64_t>& planned) {
+    NodeChoice c;
+    for (const auto& node : order) {
+        if (auto down = room.unreachable.find(node); down != room.unreachable.end()) {
+            c.passed_over.push_back({node, down->second});
+            continue;
+        }
+        auto free = room.free.find(node);
+        if (free == room.free.end()) {
+            c.passed_over.push_back({node, "unreachable: its free space was not read"});
+            continue;
+        }
+        const std::uint64_t above = free->second > room.floor ? free->second - room.floor : 0;
+        auto p = planned.find(node);
+        const std::uint64_t before = p == planned.end() ? 0 : p->second;
+        const std::uint64_t left = above > before ? above - before : 0;
+        if (left < bytes) {
+            c.passed_over.push_back(
+                {node, fmt::format("no room: {} free, {} floor{}, needs {}", format_size(free->second), format_size(room.floor),
+                                   before ? fmt::format(", {} planned there before it", format_size(before)) : std::string(),
+                                   format_size(bytes))});
+            continue;
+        }
+        c.node = node;
+        return c;
+    }
+    return c;
+}
+
+std::string passed_over_text(const std::vector<PassedOver>& passed) {
+    std::string out;
+    for (const auto& p : passed) out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", p.node, p.why);
+    return out;
+}
+
+namespace {
+
+// Where an unarchived candidate goes, as the run will send it: its unfinished job's node (a job
+// whose target cannot take it waits there: blocked), else the first node with room for it; no
+// node: blocked. True when it will be archived (the row may act).
+bool place(TierRow& row, const TierInput& in, std::map<std::string, std::uint64_t>& planned, bool acts) {
+    if (auto job = in.pending.find(row.torrent.id); job != in.pending.end()) {
+        row.job = job->second.job;
+        row.archive_to = job->second.node;
+        if (!job->second.blocked) return true;
+        row.why = fmt::format("job {} waits: {}", row.job, jobs::waiting_text(*job->second.blocked));
+        return false;
+    }
+    NodeChoice c = choose_archive_node(in.policy->archive, in.room, bytes_of(row.torrent), planned);
+    row.archive_to = c.node;
+    row.passed_over = std::move(c.passed_over);
+    if (c.node.empty()) {
+        row.why = "no archive node can take it now (" + passed_over_text(row.passed_over) + ")";
+        return false;
+    }
+    if (acts) planned[c.node] += bytes_of(row.torrent);
+    return true;
+}
+
+}  // namespace
+
 TierPlan make_tier_plan(const TierInput& in) {
     const config::TierPolicy& policy = *in.policy;
     TierPlan p;
@@ -148,10 +211,17 @@ TierPlan make_tier_plan(const TierInput& in) {
     }
     sort_rows(chosen, policy.order);
     std::uint64_t projected = in.free;
+    std::map<std::string, std::uint64_t> planned;  // bytes the plan sends to each archive node
     for (auto& row : chosen) {
         row.archived_on = archived_on(row.torrent, in.archives, policy.archive);
-        row.archive_to = policy.archive.empty() ? std::string() : policy.archive.front();
-        bool archived = !row.archived_on.empty();
+        const bool archived = !row.archived_on.empty();
+        const bool acts = policy.evict != config::TierEvict::to_goal || !p.goal.met(projected);
+        // A row that cannot be archived now (no node takes it, its job waits) is blocked; the
+        // next candidate makes up for it, as in the run.
+        if (!archived && !place(row, in, planned, acts) && acts) {
+            row.action = TierAction::blocked;
+            continue;
+        }
         switch (policy.evict) {
             case config::TierEvict::never:
                 row.action = archived ? TierAction::none : TierAction::archive;
@@ -162,7 +232,7 @@ TierPlan make_tier_plan(const TierInput& in) {
                 projected += bytes_of(row.torrent);
                 break;
             case config::TierEvict::to_goal:
-                if (p.goal.met(projected)) {
+                if (!acts) {
                     row.action = TierAction::none;
                     row.why = "goal holds without it";
                 } else {
@@ -191,7 +261,12 @@ nlohmann::json TierPlan::to_json() const {
         if (!r.rule.empty()) j["rule"] = r.rule;
         if (!r.why.empty()) j["why"] = r.why;
         if (!r.archived_on.empty()) j["archived_on"] = r.archived_on;
-        if (archives(r.action)) j["archive_to"] = r.archive_to;
+        if (archives(r.action) || !r.job.empty()) j["archive_to"] = r.archive_to;
+        if (!r.job.empty()) j["job"] = r.job;
+        if (!r.passed_over.empty()) {
+            j["passed_over"] = nlohmann::json::array();
+            for (const auto& po : r.passed_over) j["passed_over"].push_back({{"node", po.node}, {"why", po.why}});
+        }
         rows_j.push_back(std::move(j));
     }
     const TierTotals t = totals();

@@ -21,6 +21,7 @@ nlohmann::json TierStep::to_json() const {
     nlohmann::json j = {{"resource", resource}, {"what", what}, {"outcome", outcome}};
     j["job"] = job.empty() ? nlohmann::json(nullptr) : nlohmann::json(job);
     if (!message.empty()) j["message"] = message;
+    if (!node.empty()) j["node"] = node;
     return j;
 }
 
@@ -49,6 +50,10 @@ nlohmann::json TierRun::to_json() const {
     nlohmann::json j = record().to_json();
     j.erase("started");
     j.erase("ended");
+    j["archived_to"] = archived_to;
+    j["released"] = released;
+    j["no_room"] = no_room;
+    if (!no_room_why.empty()) j["no_room_why"] = no_room_why;
     j["steps"] = nlohmann::json::array();
     for (const auto& s : steps) j["steps"].push_back(s.to_json());
     return j;
@@ -99,41 +104,68 @@ std::uint64_t work_through(TierEnv& env, TierSteps& steps, const config::TierPol
     return free;
 }
 
-Error goal_unreachable(const config::TierPolicy& policy, const TierRun& run, std::uint64_t free) {
-    return Error(ErrorCode::TIER_GOAL_UNREACHABLE,
-                 fmt::format("tier {}: goal not reached: {} free, the goal wants {} free; {}", policy.name, format_size(free),
-                             format_size(run.goal.want_free),
-                             run.blocked ? fmt::format("{} candidate(s) blocked because their archive copies are not proven", run.blocked)
-                                         : std::string("no candidate is left")),
-                 run.blocked ? "see 'archctl plan evict RES' for each blocked one, or 'archctl evict RES --verify-archive' to prove the copy"
-                             : "widen the policy's archive_when, or lower its goal; 'archctl plan tier " + policy.name + "' shows what is left");
+// A candidate of the plan that no archive node can take now (no room above its floor, all
+// unreachable): counted when the run does not reach it itself (nothing acts).
+void note_unplaced(const TierPlan& plan, TierRun& run) {
+    for (const auto& r : plan.rows) {
+        if (r.rule.empty() || r.action != TierAction::blocked || !r.job.empty() || !r.archive_to.empty()) continue;
+        ++run.no_room;
+        if (run.no_room_why.empty()) run.no_room_why = passed_over_text(r.passed_over);
+    }
 }
 
-// A stop outranks a failure: the rerun that continues it may still reach the goal.
-TierOutcome settle(TierSteps& steps, const config::TierPolicy& policy, TierRun& run, std::uint64_t free) {
-    run.free_after = free;
-    run.goal_met = policy.evict != config::TierEvict::to_goal || run.goal.met(free);
+Error goal_unreachable(const config::TierPolicy& policy, const TierRun& run) {
+    std::vector<std::string> why, fix;
+    if (run.no_room) {
+        why.push_back(fmt::format("{} candidate(s) have no archive node that can take them ({})", run.no_room, run.no_room_why));
+        fix.push_back(fmt::format("free space on an archive node of the policy (or lower transfer.min_free), or add one to its archive "
+                                  "list; 'archctl plan tier {}' shows where each candidate would go",
+                                  policy.name));
+    }
+    if (run.blocked) {
+        why.push_back(fmt::format("{} candidate(s) blocked because their archive copies are not proven", run.blocked));
+        fix.push_back("see 'archctl plan evict RES' for each blocked one, or 'archctl evict RES --verify-archive' to prove the copy");
+    }
+    if (why.empty()) {
+        why.push_back("no candidate is left");
+        fix.push_back("widen the policy's archive_when, or lower its goal; 'archctl plan tier " + policy.name + "' shows what is left");
+    }
+    return Error(ErrorCode::TIER_GOAL_UNREACHABLE,
+                 fmt::format("tier {}: goal not reached: {} free, the goal wants {} free; {}", policy.name, format_size(run.free_after),
+                             format_size(run.goal.want_free), fmt::join(why, "; ")),
+                 fmt::format("{}", fmt::join(fix, "; ")));
+}
+
+// The summary's figures from a fresh read of the cache (whatever ended the run), and the
+// outcome: a stop outranks a failure (the rerun that continues it may still reach the goal); the
+// goal holds only when the free space read now meets it, in every evict mode.
+TierOutcome settle(TierEnv& env, TierSteps& steps, const config::TierPolicy& policy, TierRun& run) {
+    if (auto cache = env.nodes.get(policy.cache); cache.ok())
+        if (auto space = cache_space(*cache.value()); space.ok()) {
+            if (!run.measured) run.free_before = space->free;
+            run.measured = true;
+            run.free_after = space->free;
+            run.goal = tier_goal(policy, space->free, space->total);
+        }
+    run.goal_met = run.measured && run.goal.met(run.free_after);
     if (run.stop) return TierOutcome::stopped;
     if (run.failed) return TierOutcome::failed;
-    if (!run.goal_met) {
-        steps.fail(goal_unreachable(policy, run, free));
+    // A policy that never evicts archives what it chose; its goal is said, never claimed.
+    if (!run.goal_met && run.measured && policy.evict != config::TierEvict::never) {
+        steps.fail(goal_unreachable(policy, run));
         return TierOutcome::failed;
     }
     return TierOutcome::done;
 }
 
-TierOutcome run_policy(TierEnv& env, ManyRun& many, const config::TierPolicy& policy, TierRun& run) {
-    TierSteps steps(env, many, policy, run);
-    if (!steps.resume_unfinished()) return TierOutcome::stopped;
-    auto live = read_tier_live(env.nodes, policy);
+// Read, plan, confirm and work through the candidates (steps 2 to 4 above); what stops or fails
+// is noted in `run` through `steps`.
+void work(TierEnv& env, TierSteps& steps, const config::TierPolicy& policy, TierRun& run) {
+    auto live = read_tier_live(env.nodes, policy, env.config.min_free, &env.state);
     if (!live.ok()) {
         // An unreachable node is a wait, not a verdict: cron tries again next time.
-        if (jobs::is_outage(live.error())) {
-            steps.stop(fmt::format("waiting: {}", live.error().message));
-            return TierOutcome::stopped;
-        }
-        steps.fail(live.error());
-        return TierOutcome::failed;
+        if (jobs::is_outage(live.error())) return steps.stop(fmt::format("waiting: {}", live.error().message));
+        return steps.fail(live.error());
     }
     const TierPlan plan = plan_tier(policy, live.value(), env.clock);
     run.goal = plan.goal;
@@ -141,12 +173,16 @@ TierOutcome run_policy(TierEnv& env, ManyRun& many, const config::TierPolicy& po
     run.free_before = run.free_after = live->free;
     TierAsk ask{policy, plan, live.value()};
     const std::vector<const TierRow*> todo = candidates(plan, ask);
+    if (todo.empty()) note_unplaced(plan, run);
     if (!todo.empty() && env.confirm)
-        if (auto refused = env.confirm(ask)) {
-            steps.fail(*refused);
-            return TierOutcome::failed;
-        }
-    return settle(steps, policy, run, work_through(env, steps, policy, plan, todo, live->free));
+        if (auto refused = env.confirm(ask)) return steps.fail(*refused);
+    run.free_after = work_through(env, steps, policy, plan, todo, live->free);
+}
+
+TierOutcome run_policy(TierEnv& env, ManyRun& many, const config::TierPolicy& policy, TierRun& run) {
+    TierSteps steps(env, many, policy, run);
+    if (steps.resume_unfinished()) work(env, steps, policy, run);
+    return settle(env, steps, policy, run);
 }
 
 }  // namespace

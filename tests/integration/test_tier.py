@@ -91,7 +91,14 @@ def setUpModule():
             'archive_when = { larger_than = "1M" }',
             'exclude = { categories = ["keep"] }',
             'order = "largest"',
-            'evict = "to_goal"', ""]))
+            'evict = "to_goal"',
+            # A goal no candidate can reach, in the mode that evicts whatever is proven.
+            "[tier.far]",
+            'cache = "cache1"',
+            'archive = ["archive1"]',
+            'keep_free = "900T"',
+            'archive_when = { larger_than = "1T" }',
+            'evict = "always"', ""]))
     STATE["config"] = config
 
 
@@ -230,6 +237,22 @@ class Tier(unittest.TestCase):
         rc, out, err = tier("tier", "box", "--yes")
         self.assertEqual(rc, 0, err + out)
         self.assert_no_loss()
+
+    def test_g_a_goal_is_held_only_when_the_free_space_meets_it(self):
+        """evict = "always" with a goal nothing reaches: the run never says the goal holds; it
+        fails TIER_GOAL_UNREACHABLE (exit 1) naming what a person can do, as plan tier says."""
+        rc, out, err = tier("plan", "tier", "far", "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertFalse(policy_of(json.loads(out), "far")["goal_met_after"])
+        rc, out, err = tier("tier", "far", "--yes", "--json")
+        self.assertEqual(rc, 1, err + out)
+        doc = json.loads(out)
+        run = policy_of(doc, "far")
+        self.assertFalse(run["goal_met"], run)
+        self.assertEqual(run["error"]["code"], "TIER_GOAL_UNREACHABLE", run)
+        self.assertGreater(run["free_after"], 0, run)
+        self.assertNotIn("goal holds", err)
+        self.assertIn("hint:", err)
 
 
 if __name__ == "__main__":

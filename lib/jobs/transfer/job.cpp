@@ -126,6 +126,19 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
     }
 }
 
+nlohmann::json TargetBlocked::to_json() const {
+    return {{"node", node}, {"since", since}, {"runs", runs}, {"reason", reason}};
+}
+
+TargetBlocked TargetBlocked::from_json(const nlohmann::json& j) {
+    TargetBlocked b;
+    b.node = j.value("node", "");
+    b.since = j.value("since", "");
+    b.runs = j.value("runs", std::uint32_t{0});
+    b.reason = j.value("reason", "");
+    return b;
+}
+
 nlohmann::json Ledger::to_json() const {
     nlohmann::json j = {{"version", 1},
                         {"staged", staged},
@@ -144,6 +157,7 @@ nlohmann::json Ledger::to_json() const {
                         {"merge_provenance", merge_provenance}};
     write_shared(j);
     if (state == JobState::compensating) j["compensation_ends"] = to_string(compensation_ends);
+    if (target_blocked) j["target_blocked"] = target_blocked->to_json();
     return j;
 }
 
@@ -165,6 +179,7 @@ Ledger Ledger::from_json(const nlohmann::json& j) {
     l.bytes_present = j.value("bytes_present", std::uint64_t{0});
     l.merge_provenance = j.value("merge_provenance", nlohmann::json::array());
     l.compensation_ends = parse_job_state(j.value("compensation_ends", "failed"));
+    if (auto b = j.find("target_blocked"); b != j.end() && b->is_object()) l.target_blocked = TargetBlocked::from_json(*b);
     return l;
 }
 

@@ -31,6 +31,10 @@ struct JobRun : JobRecords<Ledger> {
     // the next run (limit_transfer, hold.cpp).
     std::set<std::uint32_t> budget_held;
     std::string waiting_on;  // why the sync step waits ("" = nothing known), for the progress panel
+    // This run stopped because the target cannot take the job (target_cannot_take), and, past the
+    // bound, undoes and releases it (TransferRun::fail then ends it cancelled).
+    bool room_stop = false;
+    bool releasing = false;
     std::uint64_t session_bytes() const { return session.bytes_copied + session.bytes_synced; }
     Clock& clock() const { return *env.io.clock; }
 
@@ -150,10 +154,25 @@ struct SyncFacts {
 struct Blockage {
     std::string node;   // where the cause was seen
     std::string cause;  // "" when nothing known keeps the bytes from moving
+    // The target's Syncthing refuses the job's bytes (out of space, a folder error, pull errors):
+    // a condition of the target that another node may not have (target_cannot_take), unlike a
+    // paused folder or a lost connection.
+    bool target_refuses = false;
 };
 // The one cause, by precedence: a paused folder, a folder error, a disconnected device, pull
 // errors (the job's own first; "no space left" reads as the target out of disk space).
 [[nodiscard]] Blockage blockage_of(const SyncFacts& facts);
+
+// A job that cannot land moves on (target_room.hpp): the stop of a step because the target
+// cannot take the job's bytes (the sync's or merge's floor, a part file that does not fit, the
+// target's Syncthing out of space or refusing the job's files) is recorded in the ledger's
+// target_blocked (an event the first time); it stays the stop `reason` with `text`, saying how
+// long the job waits, or, past the bound (release_due), becomes the failure DISK_INSUFFICIENT
+// that undoes and releases the job.
+[[nodiscard]] StepResult target_cannot_take(JobRun& run, StopReason reason, const std::string& text);
+// The target took the job's bytes again (the step it blocked finished, or a run moved bytes to
+// the target and stopped for another reason): its target_blocked record goes (an event says so).
+void target_took(JobRun& run);
 
 // STALE_STATE: `what` changed since the job was created; archctl never adapts silently.
 Error stale(const std::string& what, const JobRun& run);

@@ -16,13 +16,16 @@ namespace {
 // Why a merge that did not complete stopped, as the run reports it.
 StepResult merge_stopped(JobRun& run, const node::MergeResult& r) {
     std::uint64_t floor = run.env.budgets.min_free;
+    // The target cannot take the job: a stop that a job whose target stays full turns, past
+    // the bound, into its release (target_cannot_take).
     if (r.stopped == node::Stop::disk && floor)
-        return StepResult::stopped(
-            StopReason::disk, fmt::format("merge stopped at the free-space floor on '{}': {} free, {} still to copy for '{}', floor {} (--min-free)",
-                                run.def.target, format_size(r.free_bytes), format_size(r.need_bytes), r.stopped_at, format_size(floor)));
+        return target_cannot_take(
+            run, StopReason::disk, fmt::format("merge stopped at the free-space floor on '{}': {} free, {} still to copy for '{}', floor {} (--min-free)",
+                                               run.def.target, format_size(r.free_bytes), format_size(r.need_bytes), r.stopped_at, format_size(floor)));
     if (r.stopped == node::Stop::disk)
-        return StepResult::stopped(StopReason::disk, fmt::format("merge stopped: the filesystem of '{}' on '{}' is full ({} free, {} still to copy)",
-                                                       r.stopped_at, run.def.target, format_size(r.free_bytes), format_size(r.need_bytes)));
+        return target_cannot_take(run, StopReason::disk,
+                                  fmt::format("merge stopped: the filesystem of '{}' on '{}' is full ({} free, {} still to copy)", r.stopped_at,
+                                              run.def.target, format_size(r.free_bytes), format_size(r.need_bytes)));
     if (auto stop = run.should_stop()) return *stop;
     return StepResult::stopped(StopReason::interrupt, interrupt_text());
 }
@@ -53,6 +56,7 @@ StepResult step_merge(JobRun& run) {
     if (!r.ok()) return StepResult::failed(r.take_error());
     run.session.bytes_copied += r.value().bytes_copied;
     if (!r.value().complete) return merge_stopped(run, r.value());
+    target_took(run);
     run.ledger.merged = true;
     run.ledger.merge_provenance = r.value().provenance;
     ARCHCTL_TRY_STATUS(run.event("merged", {{"provenance", run.ledger.merge_provenance}}));

@@ -7,6 +7,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
+#include "lib/jobs/transfer/target_room.hpp"
 
 namespace archctl::jobs {
 
@@ -134,19 +135,33 @@ public:
 
     void stop_session(StopReason reason) override {
         hold_after_stop(m_run, reason);  // a stop stops the bytes (hold.cpp)
+        // A run that moved bytes to the target and stopped for another reason shows the target
+        // takes the job again; one that stopped for the target's room keeps counting, whatever
+        // trickled in before it (target_room.hpp).
+        if (!m_run.room_stop && m_run.session.bytes_synced > 0) target_took(m_run);
         m_run.end_session(to_string(reason));
     }
 
     nlohmann::json mark_done() override {
         m_run.ledger.state = JobState::done;
         m_run.ledger.step = "done";
+        m_run.ledger.target_blocked.reset();  // it landed
         return {{"generation", m_run.ledger.generation}};
     }
     void release() override { m_run.release_reservation(m_run.def.aliases); }
 
+    // What a run says of its job's target (target_room.hpp): it stopped because the target
+    // cannot take the job, or it released the job.
+    nlohmann::json detail() const override {
+        if (!m_run.room_stop || !m_run.ledger.target_blocked) return nlohmann::json::object();
+        return {{m_run.releasing ? "released" : "target_blocked", m_run.ledger.target_blocked->to_json()}};
+    }
+
     // Before commit: compensate (restore the target, remove what this job created) and release
-    // the reservation. After: the target is verified, so the job waits for its cleanup.
+    // the reservation. After: the target is verified, so the job waits for its cleanup. A job
+    // whose target stayed unable to take it past the bound is undone as a cancel is (released).
     RunResult fail(const Error& e) override {
+        if (m_run.releasing && !m_run.ledger.committed) return release_from_target(e);
         RunResult r;
         r.outcome = RunOutcome::failed;
         r.error = e;
@@ -182,35 +197,24 @@ public:
 
     // Before commit, compensate; after commit, only finish cleanup.
     RunResult cancel() override {
+        m_run.warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
+        if (!m_run.ledger.committed) return undo(Error(ErrorCode::CANCELLED, "cancelled by the user"), "cancelled", nlohmann::json::object());
         RunResult result;
         result.job_id = m_run.def.id;
         result.step = m_run.ledger.step;
-        m_run.warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
-        Status s = m_run.ledger.committed
-                       ? (step_cleanup(m_run).kind == StepResult::fail ? Status(Error(ErrorCode::CLEANUP_REQUIRED, "cleanup failed")) : Status())
-                       : compensate_waiting(Error(ErrorCode::CANCELLED, "cancelled by the user"));
-        if (!s.ok()) {
+        if (step_cleanup(m_run).kind == StepResult::fail) {
             result.outcome = RunOutcome::failed;
-            result.error = s.error();
-            if (!m_run.ledger.committed) {
-                // Not cancelled yet: the job says so, and the next cancel or resume finishes it.
-                m_run.ledger.state = JobState::compensating;
-                m_run.ledger.compensation_ends = JobState::cancelled;
-                m_run.ledger.failure = {{"code", "CANCELLED"}, {"message", "cancelled by the user"}, {"compensation", s.error().message}};
-                result.error = Error(ErrorCode::ROLLBACK_INCOMPLETE,
-                                     fmt::format("job {} is not cancelled yet: undoing it is not finished: {}", m_run.def.id, s.error().message),
-                                     fmt::format("once that is fixed, 'archctl job cancel {}' (or 'archctl resume') finishes it", m_run.def.id));
-            }
+            result.error = Error(ErrorCode::CLEANUP_REQUIRED, "cleanup failed");
             m_run.warn_unrecorded(m_run.save(), "the ledger");
             return result;
         }
-        m_run.ledger.state = m_run.ledger.committed ? JobState::done : JobState::cancelled;
+        m_run.ledger.state = JobState::done;
         if (Status saved = m_run.save(); !saved.ok()) {
             result.outcome = RunOutcome::failed;
             result.error = saved.take_error();
             return result;
         }
-        m_run.warn_unrecorded(m_run.event(m_run.ledger.committed ? "done" : "cancelled"), "the cancel event");
+        m_run.warn_unrecorded(m_run.event("done"), "the cancel event");
         m_run.release_reservation(m_run.def.aliases);
         result.outcome = RunOutcome::done;
         return result;
@@ -255,6 +259,63 @@ public:
     }
 
 private:
+    // Undo the job before its commit and give the resource back, for a cancel or a release:
+    // compensate (waiting out outages), end `cancelled`, record `event` with `fields`, free the
+    // reservation. When undoing cannot finish the job stays compensating towards cancelled, keeps
+    // its reservation and says what finishes it (ROLLBACK_INCOMPLETE).
+    RunResult undo(const Error& why, const char* event, nlohmann::json fields) {
+        RunResult result;
+        result.job_id = m_run.def.id;
+        result.step = m_run.ledger.step;
+        result.bytes_moved = m_run.session_bytes();
+        Status s = compensate_waiting(why);
+        if (!s.ok()) {
+            result.outcome = RunOutcome::failed;
+            result.error = Error(ErrorCode::ROLLBACK_INCOMPLETE,
+                                 fmt::format("job {} is not {} yet: undoing it is not finished: {}", m_run.def.id, event, s.error().message),
+                                 fmt::format("once that is fixed, 'archctl job cancel {}' (or 'archctl resume') finishes it", m_run.def.id));
+            // Not ended yet: the job says so, and the next cancel or resume finishes it.
+            m_run.ledger.state = JobState::compensating;
+            m_run.ledger.compensation_ends = JobState::cancelled;
+            m_run.ledger.failure = {{"code", why.code}, {"message", why.message}, {"compensation", s.error().message}};
+            m_run.warn_unrecorded(m_run.save(), "the ledger");
+            return result;
+        }
+        m_run.ledger.state = JobState::cancelled;
+        if (Status saved = m_run.save(); !saved.ok()) {
+            result.outcome = RunOutcome::failed;
+            result.error = saved.take_error();
+            return result;
+        }
+        m_run.warn_unrecorded(m_run.event(event, std::move(fields)), fmt::format("the '{}' event", event));
+        m_run.release_reservation(m_run.def.aliases);
+        result.outcome = RunOutcome::done;
+        return result;
+    }
+
+    // The target stayed unable to take the job past the bound (target_room.hpp): undo it as a
+    // cancel does, with the reason in its failure and a `released` event. The run's result is the
+    // failure `e` (DISK_INSUFFICIENT) whose detail says `released`, so a tier run moves the
+    // candidate to its next archive node and a batch goes on with the others.
+    RunResult release_from_target(const Error& e) {
+        const TargetBlocked blocked = *m_run.ledger.target_blocked;
+        m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}, {"released", blocked.to_json()}};
+        end_session("released");
+        RunResult r = undo(e, "released",
+                           {{"node", blocked.node}, {"since", blocked.since}, {"runs", blocked.runs}, {"reason", blocked.reason}});
+        if (r.outcome == RunOutcome::done) {
+            r.outcome = RunOutcome::failed;
+            r.error = e;
+            r.ended = to_string(JobState::cancelled);
+        } else {
+            // Undoing it waits (an outage, a refusal on a node): resume or cancel finishes it later.
+            m_run.ledger.failure["released"] = blocked.to_json();
+            m_run.warn_unrecorded(m_run.save(), "the ledger");
+        }
+        r.detail = detail();
+        return r;
+    }
+
     // Compensation, waiting out outages within the window (a restart of the target's
     // qBittorrent or Syncthing does not leave a half-undone job): its last error when it could
     // not finish.
@@ -293,6 +354,12 @@ std::string describe_transfer_event(const nlohmann::json& e) {
                            e.value("started", false) ? "seeding again" : "stopped, as it was", selection.empty() ? "none" : selection,
                            e.value("partfile", false) ? ", its part file put back" : "");
     }
+    if (type == "target_blocked") return fmt::format("'{}' cannot take the job: {}", node, e.value("reason", ""));
+    if (type == "target_unblocked")
+        return fmt::format("'{}' takes the job again (it could not since {}, {} run(s))", node, e.value("since", ""), e.value("runs", 0));
+    if (type == "released")
+        return fmt::format("undone and released: '{}' had not taken it since {} ({} runs): {}", node, e.value("since", ""), e.value("runs", 0),
+                           e.value("reason", ""));
     if (type == "restamped")
         return fmt::format("the source files {} on {} stamped again after this job's hard links (their ctime changed)", e.value("files", ""),
                            node);

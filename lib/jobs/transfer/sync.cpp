@@ -225,8 +225,8 @@ Blockage blockage_of(const SyncFacts& f) {
     if (f.source_paused || f.remote_state == "paused") return {f.source, "folder paused"};
     if (f.target_state == "error" || !f.target_error.empty()) {
         const std::string error = f.target_error.empty() ? std::string("state error") : f.target_error;
-        if (out_of_space(error)) return {f.target, fmt::format("receiver out of disk space (folder error: {})", error)};
-        return {f.target, "folder error: " + error};
+        if (out_of_space(error)) return {f.target, fmt::format("receiver out of disk space (folder error: {})", error), true};
+        return {f.target, "folder error: " + error, true};
     }
     if (f.remote_state == "notSharing") return {f.source, fmt::format("folder not shared with '{}'", f.target)};
     if (f.peer_connected && !*f.peer_connected) return {f.target, fmt::format("device '{}' not connected", f.source)};
@@ -237,8 +237,8 @@ Blockage blockage_of(const SyncFacts& f) {
     if (first == f.pull_errors.end()) first = f.pull_errors.begin();
     std::string more = f.pull_errors.size() > 1 ? fmt::format(" (and {} more)", f.pull_errors.size() - 1) : "";
     if (out_of_space(first->error))
-        return {f.target, fmt::format("receiver out of disk space ('{}': {}){}", first->path, first->error, more)};
-    return {f.target, fmt::format("pull error on '{}': {}{}", first->path, first->error, more)};
+        return {f.target, fmt::format("receiver out of disk space ('{}': {}){}", first->path, first->error, more), true};
+    return {f.target, fmt::format("pull error on '{}': {}{}", first->path, first->error, more), true};
 }
 
 StepResult step_sync(JobRun& run) {
@@ -350,7 +350,8 @@ StepResult step_sync(JobRun& run) {
             bool moved = present != probed_present || need != probed_need;
             probed_present = present;
             probed_need = need;
-            if (auto stop = stall.observe(run, why, moved, last_probe)) return *stop;
+            if (auto stop = stall.observe(run, why, moved, last_probe))
+                return why.target_refuses ? target_cannot_take(run, stop->reason, stop->text) : *stop;
             run.progress("sync", 2, present, total, files_done, "");
         }
         if (run.env.budgets.no_wait)
@@ -363,17 +364,18 @@ StepResult step_sync(JobRun& run) {
             const std::uint64_t still = total > present ? total - present : 0;
             auto free = target_free(run, *dst.value(), unmeasured_said);
             if (free && *free < run.env.budgets.min_free + still)
-                return StepResult::stopped(
-                    StopReason::disk, still == 0 || *free < run.env.budgets.min_free
-                                ? fmt::format("destination free space fell below the floor ({} free < {} floor)", format_size(*free),
-                                              format_size(run.env.budgets.min_free))
-                                : fmt::format("destination free space would fall below the floor ({} free, {} of the job still to "
-                                              "arrive, {} floor)",
-                                              format_size(*free), format_size(still), format_size(run.env.budgets.min_free)));
+                return target_cannot_take(
+                    run, StopReason::disk, still == 0 || *free < run.env.budgets.min_free
+                                ? fmt::format("destination free space on '{}' fell below the floor ({} free < {} floor)", run.def.target,
+                                              format_size(*free), format_size(run.env.budgets.min_free))
+                                : fmt::format("destination free space on '{}' would fall below the floor ({} free, {} of the job still "
+                                              "to arrive, {} floor)",
+                                              run.def.target, format_size(*free), format_size(still), format_size(run.env.budgets.min_free)));
         }
         wait_for_target(run.clock(), events, checked_at, gap);
     }
     run.waiting_on.clear();
+    target_took(run);
     run.ledger.synced = true;
     ARCHCTL_TRY_STATUS(run.event("synced", {{"bytes", run.ledger.bytes_present}}));
     return StepResult::ok();

@@ -440,8 +440,8 @@ StepResult step_verify(JobRun& run) {
         if (run.def.new_target) {
             Status added = add_new_target(run, *dst);
             if (!added.ok() && added.error().is(ErrorCode::DISK_INSUFFICIENT))
-                return StepResult::stopped(StopReason::disk, fmt::format("the part file does not fit on '{}' above the floor: {}", run.def.target,
-                                                               added.error().message));
+                return target_cannot_take(run, StopReason::disk,
+                                          fmt::format("the part file does not fit on '{}' above the floor: {}", run.def.target, added.error().message));
             ARCHCTL_TRY_STATUS(std::move(added));
         }
         if (!run.def.new_target) ARCHCTL_TRY_STATUS(touch_existing_target(run, dst->qb()));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/base/lock_file.hpp"
+#include "lib/node/wire/ops.hpp"
 #include "lib/runs/run_many.hpp"
 #include "lib/state/job_store.hpp"
 #include "tests/unit/runs/many_jobs.hpp"
@@ -129,6 +130,64 @@ TEST_CASE("run_many: an outage outlasting the wait ends that job's turn; the run
     CHECK_FALSE(s.ended);
     CHECK(s.unfinished());
     CHECK(s.first_failed() == nullptr);
+}
+
+namespace {
+
+// `f`'s target receives nothing and its filesystem has `free` bytes.
+void target_without_room(archctl::test::TransferFixture& f, std::uint64_t free) {
+    f.nas.ops.handlers["receive_check"] = [](const nlohmann::json&) -> Result<nlohmann::json> {
+        node::ReceiveCheckResult r;
+        r.job_exists = true;
+        return nlohmann::json(r);
+    };
+    f.nas.ops.handlers["info"] = [free](const nlohmann::json& args) -> Result<nlohmann::json> {
+        node::InfoResult info;
+        for (const auto& dir : args.get<node::InfoRequest>().probe_dirs) {
+            node::DirectoryInfo d;
+            d.root.path = dir;
+            d.free_bytes = free;
+            d.total_bytes = 1u << 30;
+            info.probes.push_back(d);
+        }
+        return nlohmann::json(info);
+    };
+}
+
+}  // namespace
+
+TEST_CASE("run_many: a job whose target cannot take it ends its own turn; the run goes on and ends unfinished") {
+    ManyJobs jobs(2);
+    target_without_room(jobs.job("first"), 50);
+    jobs::Budgets budgets;
+    budgets.min_free = 100;
+    runs::RunSummary s = run_all(jobs, budgets);
+
+    REQUIRE(s.jobs.size() == 2);
+    CHECK(s.jobs[0].outcome == JobOutcome::stopped);
+    CHECK(s.jobs[0].stop == StopReason::disk);
+    REQUIRE(s.jobs[0].target_room);
+    CHECK(s.jobs[0].target_room->kind == jobs::TargetRoom::Kind::waiting);
+    CHECK(s.jobs[0].target_room->blocked.node == "nas");
+    CHECK_MESSAGE(s.jobs[1].outcome == JobOutcome::done, s.jobs[1].result.error.message);
+    CHECK_FALSE(s.ended);
+    CHECK(s.unfinished());
+
+    // The source's own floor (the stage) still ends the whole run.
+    ManyJobs source(2);
+    source.job("first").seedbox.ops.handlers["stage"] = [](const nlohmann::json&) -> Result<nlohmann::json> {
+        node::StageResult r;
+        r.stopped = node::Stop::disk;
+        r.free_bytes = 10;
+        r.need_bytes = 30;
+        return nlohmann::json(r);
+    };
+    runs::RunSummary stopped = run_all(source, budgets);
+    REQUIRE(stopped.jobs.size() == 1);
+    CHECK(stopped.jobs[0].stop == StopReason::disk);
+    CHECK_FALSE(stopped.jobs[0].target_room);
+    REQUIRE(stopped.ended);
+    CHECK(stopped.ended->reason == StopReason::disk);
 }
 
 TEST_CASE("run_many: a job another archctl drives is skipped here; the others run") {

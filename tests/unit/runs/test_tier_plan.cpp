@@ -48,6 +48,7 @@ runs::TierInput input(const config::TierPolicy& p, std::uint64_t free) {
     in.free = free;
     in.total = 10000;
     in.now = k_now;
+    in.room.free["nas"] = 100'000;  // room for every candidate
     in.cache = {listed_torrent("aa", "tv", 300, 20), listed_torrent("bb", "tv", 500, 40), listed_torrent("cc", "film", 400, 30),
                 listed_torrent("dd", "tv", 900, 2), listed_torrent("ee", "keep", 700, 100)};
     return in;
@@ -133,4 +134,86 @@ TEST_CASE("tier plan: evict always / never, largest first, and max_used") {
     CHECK(g.want_free == 2000);
     CHECK_FALSE(g.met(1500));
     CHECK(g.met(2000));
+}
+
+TEST_CASE("tier plan: each candidate goes to the first archive node with room above its floor; the nodes passed over say why") {
+    auto p = policy();
+    p.archive = {"nas", "nas2"};
+    p.keep_free = 1300;
+    runs::TierInput in = input(p, 200);
+    in.room.floor = 100;
+    in.room.free = {{"nas", 700}, {"nas2", 100'000}};  // nas: room for 600 above its floor
+    runs::TierPlan plan = runs::make_tier_plan(in);
+    REQUIRE(plan.rows.size() >= 3);
+    // bb (500) fits on nas; cc (400) after it does not (100 left there); aa (300) neither.
+    CHECK(plan.rows[0].torrent.id == "bb");
+    CHECK(plan.rows[0].archive_to == "nas");
+    CHECK(plan.rows[0].passed_over.empty());
+    CHECK(plan.rows[1].torrent.id == "cc");
+    CHECK(plan.rows[1].archive_to == "nas2");
+    REQUIRE(plan.rows[1].passed_over.size() == 1);
+    CHECK(plan.rows[1].passed_over[0].node == "nas");
+    CHECK(plan.rows[1].passed_over[0].why == "no room: 700 B free, 100 B floor, 500 B planned there before it, needs 400 B");
+    CHECK(plan.rows[2].archive_to == "nas2");
+    auto j = plan.to_json();
+    CHECK(j["rows"][1]["archive_to"] == "nas2");
+    CHECK(j["rows"][1]["passed_over"] == nlohmann::json::array({{{"node", "nas"}, {"why", plan.rows[1].passed_over[0].why}}}));
+    CHECK_FALSE(j["rows"][0].contains("passed_over"));
+
+    // Before the fix the plan named the policy's first node whatever its room: a full nas.
+    in.room.free["nas"] = 0;
+    plan = runs::make_tier_plan(in);
+    CHECK(plan.rows[0].archive_to == "nas2");
+    CHECK(plan.rows[0].passed_over[0].why == "no room: 0 B free, 100 B floor, needs 500 B");
+}
+
+TEST_CASE("tier plan: an unreachable node is passed over; no node with room blocks the candidate and the next one makes up for it") {
+    auto p = policy();
+    p.archive = {"nas", "nas2"};
+    runs::TierInput in = input(p, 200);  // the goal wants 800 more
+    in.room.free = {{"nas2", 450}};
+    in.room.unreachable = {{"nas", "unreachable: qBittorrent of 'nas' is unreachable"}};
+    runs::TierPlan plan = runs::make_tier_plan(in);
+    REQUIRE(plan.rows.size() >= 3);
+    CHECK(plan.rows[0].torrent.id == "bb");  // 500: nowhere
+    CHECK(plan.rows[0].action == runs::TierAction::blocked);
+    CHECK(plan.rows[0].archive_to.empty());
+    CHECK(plan.rows[0].why ==
+          "no archive node can take it now (nas: unreachable: qBittorrent of 'nas' is unreachable; nas2: no room: 450 B free, 0 B floor, "
+          "needs 500 B)");
+    CHECK(plan.rows[1].torrent.id == "cc");  // 400 fits on nas2
+    CHECK(plan.rows[1].action == runs::TierAction::archive_evict);
+    CHECK(plan.rows[1].archive_to == "nas2");
+    CHECK(plan.rows[1].passed_over[0].node == "nas");
+    CHECK(plan.rows[2].torrent.id == "aa");  // 300: 50 left on nas2
+    CHECK(plan.rows[2].action == runs::TierAction::blocked);
+    CHECK(plan.projected_free == 600);
+    CHECK_FALSE(plan.goal.met(plan.projected_free));
+    CHECK(plan.totals().blocked == 2);
+}
+
+TEST_CASE("tier plan: a candidate with an unfinished archive job goes on with it; one whose target cannot take it waits") {
+    auto p = policy();
+    p.archive = {"nas", "nas2"};
+    runs::TierInput in = input(p, 200);
+    in.room.free = {{"nas", 100'000}, {"nas2", 100'000}};
+    in.pending["bb"] = {"J-bb", "nas2", std::nullopt};
+    in.pending["cc"] = {"J-cc", "nas", jobs::TargetBlocked{"nas", "2026-12-01T03:00:00Z", 2, "full"}};
+    runs::TierPlan plan = runs::make_tier_plan(in);
+    REQUIRE(plan.rows.size() >= 3);
+    CHECK(plan.rows[0].torrent.id == "bb");
+    CHECK(plan.rows[0].action == runs::TierAction::archive_evict);
+    CHECK(plan.rows[0].archive_to == "nas2");
+    CHECK(plan.rows[0].job == "J-bb");
+    CHECK(plan.rows[1].torrent.id == "cc");
+    CHECK(plan.rows[1].action == runs::TierAction::blocked);
+    CHECK(plan.rows[1].why ==
+          "job J-cc waits: 'nas' has not taken it since 2026-12-01T03:00:00Z (2 runs); a run that meets this again once 3 runs and 24 h "
+          "have passed undoes and releases the job");
+    CHECK(plan.rows[2].torrent.id == "aa");  // makes up for cc
+    CHECK(plan.rows[2].action == runs::TierAction::archive_evict);
+    CHECK(plan.rows[2].archive_to == "nas");
+    auto j = plan.to_json();
+    CHECK(j["rows"][0]["job"] == "J-bb");
+    CHECK(j["rows"][1]["job"] == "J-cc");
 }

@@ -4,9 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "lib/node/wire/ops.hpp"
 #include "lib/runs/tier_run.hpp"
 #include "lib/state/tier_store.hpp"
 #include "tests/unit/runs/tier_fixture.hpp"
@@ -60,7 +63,9 @@ TEST_CASE("tier run: the unfinished job first, then candidates largest first unt
     CHECK(j["outcome"] == "done");
     CHECK(j["want_free"] == 1000);
     CHECK(j["steps"].size() == 5);
-    CHECK(j["steps"][1] == nlohmann::json{{"resource", "aa"}, {"what", "archive"}, {"job", "archive-aa-nas"}, {"outcome", "done"}});
+    CHECK(j["steps"][1] == nlohmann::json{{"resource", "aa"}, {"what", "archive"}, {"job", "archive-aa-nas"}, {"outcome", "done"}, {"node", "nas"}});
+    CHECK(j["archived_to"] == nlohmann::json{{"nas", 3}});
+    CHECK(j["released"] == 0);
     CHECK_FALSE(j.contains("stop"));
 }
 
@@ -210,16 +215,29 @@ TEST_CASE("tier run: a route that keeps a node waiting is not asked again; the n
     CHECK(text_has(*waits.stop, "waiting: no archive node can take 'cc' now (nas: route to nas: Syncthing unreachable)"));
 }
 
-TEST_CASE("tier run: an unreachable cache is a wait before anything is read, said without a free space") {
+TEST_CASE("tier run: an unreachable cache is a wait before anything is read; the summary's free space is read fresh all the same") {
     TierFixture f;
     three_candidates(f);
     f.seedbox.qb.fail_always("all_torrents", Error(ErrorCode::HTTP_UNREACHABLE, "qBittorrent of 'seedbox' is unreachable"));
     runs::TierRun run = f.run_policy();
     CHECK(run.outcome == runs::TierOutcome::stopped);
-    CHECK_FALSE(run.measured);
     REQUIRE(run.stop);
     CHECK(text_has(*run.stop, "waiting: qBittorrent of 'seedbox' is unreachable"));
     CHECK(f.planner.calls.empty());
+    // The node measures its filesystem while its qBittorrent is down.
+    CHECK(run.measured);
+    CHECK(run.free_after == 100);
+    CHECK(run.goal.text == "keep 1000 B free");
+    CHECK_FALSE(run.goal_met);
+
+    TierFixture g;  // the node cannot measure either: said without a free space
+    three_candidates(g);
+    g.seedbox.qb.fail_always("all_torrents", Error(ErrorCode::HTTP_UNREACHABLE, "qBittorrent of 'seedbox' is unreachable"));
+    g.seedbox.ops.fail_always("info", Error(ErrorCode::NODE_UNREACHABLE, "node 'seedbox' is unreachable"));
+    runs::TierRun unread = g.run_policy();
+    CHECK(unread.outcome == runs::TierOutcome::stopped);
+    CHECK_FALSE(unread.measured);
+    CHECK_FALSE(unread.goal_met);
 }
 
 TEST_CASE("tier run: the run's summary is the policy's record in the state directory") {
@@ -266,4 +284,143 @@ TEST_CASE("tier run: a refused confirmation fails the policy before any candidat
     CHECK(run.outcome == runs::TierOutcome::failed);
     CHECK(f.planner.calls.empty());
     CHECK(f.driven == Calls{f.job_id});  // the unfinished job was confirmed when it was made
+}
+
+TEST_CASE("tier run: a job whose archive node cannot take it ends its own turn; the others go to the next node") {
+    TierFixture f;
+    three_candidates(f);
+    f.results["archive-aa-nas"] = TierFixture::no_room("nas");
+    runs::TierRun run = f.run_policy();
+    // Not the end of the run (it was: a 'disk' stop ended every run there); nas is not asked again.
+    CHECK(f.driven == Calls{f.job_id, "archive-aa-nas", "archive-bb-nas2", "evict-bb", "archive-cc-nas2", "evict-cc"});
+    CHECK(f.planner.calls == Calls{"archive aa nas", "archive bb nas2", "evict bb", "archive cc nas2", "evict cc"});
+    CHECK_FALSE(f.many->ended());
+    CHECK(run.outcome == runs::TierOutcome::stopped);  // aa's job waits: more to do
+    CHECK(run.failed == 0);
+    CHECK(run.archived_to == std::map<std::string, std::size_t>{{"nas", 1}, {"nas2", 2}});
+    REQUIRE(run.steps.size() >= 2);
+    CHECK(run.steps[1].job == "archive-aa-nas");
+    CHECK(run.steps[1].outcome == "stopped");
+    CHECK(run.steps[1].node == "nas");
+    CHECK(text_has(run.steps[1].message, "undoes and releases the job"));
+    REQUIRE(run.stop);
+    CHECK(text_has(*run.stop, "fell below the floor"));
+}
+
+TEST_CASE("tier run: a job released because its archive node could not take it: its candidate goes to the next node in the same run") {
+    TierFixture f;
+    three_candidates(f);
+    f.results["archive-aa-nas"] = TierFixture::released("nas");
+    runs::TierRun run = f.run_policy();
+    CHECK(f.planner.calls == Calls{"archive aa nas", "archive aa nas2", "evict aa", "archive bb nas2", "evict bb"});
+    CHECK(run.outcome == runs::TierOutcome::done);
+    CHECK(run.goal_met);
+    CHECK(run.failed == 0);
+    CHECK_FALSE(run.first_error);
+    CHECK(run.released == 1);
+    CHECK(outcomes(run) == Calls{"archive " + f.qb_id + " done", "archive aa released", "archive aa done", "evict aa done",
+                                "archive bb done", "evict bb done"});
+    CHECK(text_has(f.said_text(), "job archive-aa-nas undone and released: 'nas' had not taken it since"));
+}
+
+TEST_CASE("tier run: the continued job waits for room on its node; its candidate is not driven again; past the bound it moves on") {
+    TierFixture f;
+    three_candidates(f);
+    // The fixture's own job (archive seedbox → nas, on the real driver) is the largest candidate.
+    f.seedbox.qb.find(f.qb_id)->info.size = f.seedbox.qb.find(f.qb_id)->info.total_size = 600;
+    f.seedbox.qb.find(f.qb_id)->info.progress = 1;
+    f.sizes[f.qb_id] = 600;
+    f.policy.evict = config::TierEvict::never;
+    f.config.min_free = 100;
+    f.nas_free = 50;
+    f.nas.ops.handlers["receive_check"] = [](const nlohmann::json&) -> Result<nlohmann::json> {
+        node::ReceiveCheckResult r;
+        r.job_exists = true;
+        return nlohmann::json(r);
+    };
+    jobs::Budgets budgets;
+    budgets.min_free = 100;
+
+    runs::TierRun first = f.run_policy(budgets);
+    CHECK(f.driven == Calls{f.job_id, "archive-aa-nas2", "archive-bb-nas2", "archive-cc-nas2"});
+    for (const auto& call : f.planner.calls) CHECK(call.find(f.qb_id) == std::string::npos);  // not once more as a candidate
+    CHECK(first.outcome == runs::TierOutcome::stopped);
+    CHECK(f.ledger()["target_blocked"]["runs"] == 1);
+
+    f.clock.advance(std::chrono::hours(12));
+    (void)f.run_policy(budgets);
+    f.clock.advance(std::chrono::hours(12));
+    f.planner.calls.clear();
+    runs::TierRun third = f.run_policy(budgets);
+    CHECK(f.ledger()["state"] == "cancelled");
+    CHECK(third.released == 1);
+    CHECK(third.failed == 0);
+    CHECK(third.outcome == runs::TierOutcome::done);
+    REQUIRE_FALSE(f.planner.calls.empty());
+    CHECK(f.planner.calls.front() == "archive " + f.qb_id + " nas2");  // nas has no room above its floor
+    CHECK(third.archived_to.at("nas2") == 4);
+}
+
+TEST_CASE("tier run: no archive node can take the candidates: nothing is opened, and the run fails naming the nodes and the fix") {
+    TierFixture f;
+    three_candidates(f);
+    f.config.min_free = 100;
+    f.nas_free = 50;
+    f.nas2_free = 120;
+    runs::TierRun run = f.run_policy();
+    CHECK(f.planner.calls.empty());
+    CHECK(run.outcome == runs::TierOutcome::failed);
+    CHECK(run.no_room == 3);
+    REQUIRE(run.first_error);
+    CHECK(run.first_error->is(ErrorCode::TIER_GOAL_UNREACHABLE));
+    CHECK(text_has(run.first_error->message, "3 candidate(s) have no archive node that can take them (nas: no room: 50 B free, 100 B floor, "
+                                             "needs 500 B; nas2: no room: 120 B free, 100 B floor, needs 500 B)"));
+    CHECK(text_has(run.first_error->hint, "free space on an archive node of the policy"));
+}
+
+TEST_CASE("tier run: the goal holds only when the free space read after the run meets it, whatever evict says") {
+    SUBCASE("evict = always, a goal nothing reaches, no candidate: not held, TIER_GOAL_UNREACHABLE") {
+        TierFixture f;
+        f.policy.evict = config::TierEvict::always;
+        f.policy.keep_free = 1ull << 50;
+        runs::TierRun run = f.run_policy();
+        CHECK(run.archived == 1);  // the continued job
+        CHECK(run.evicted == 0);
+        CHECK_FALSE(run.goal_met);
+        CHECK(run.outcome == runs::TierOutcome::failed);
+        REQUIRE(run.first_error);
+        CHECK(run.first_error->is(ErrorCode::TIER_GOAL_UNREACHABLE));
+        CHECK(text_has(run.first_error->message, "no candidate is left"));
+    }
+    SUBCASE("evict = always, every candidate evicted and still short: not held") {
+        TierFixture f;
+        three_candidates(f);
+        f.policy.evict = config::TierEvict::always;
+        f.policy.keep_free = 5000;
+        runs::TierRun run = f.run_policy();
+        CHECK(run.evicted == 3);
+        CHECK(run.free_after == 1300);
+        CHECK_FALSE(run.goal_met);
+        CHECK(run.outcome == runs::TierOutcome::failed);
+    }
+    SUBCASE("evict = always, the goal met: held") {
+        TierFixture f;
+        three_candidates(f);
+        f.policy.evict = config::TierEvict::always;
+        runs::TierRun run = f.run_policy();
+        CHECK(run.evicted == 3);
+        CHECK(run.goal_met);
+        CHECK(run.outcome == runs::TierOutcome::done);
+    }
+    SUBCASE("evict = never: the candidates archived, the goal said and not claimed") {
+        TierFixture f;
+        three_candidates(f);
+        f.policy.evict = config::TierEvict::never;
+        runs::TierRun run = f.run_policy();
+        CHECK(run.archived == 4);
+        CHECK(run.evicted == 0);
+        CHECK_FALSE(run.goal_met);
+        CHECK(run.outcome == runs::TierOutcome::done);
+        CHECK_FALSE(run.first_error);
+    }
 }

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "lib/jobs/transfer/target_room.hpp"
 #include "lib/node/wire/ops.hpp"
 #include "lib/session/node_session.hpp"
 
@@ -50,6 +51,22 @@ Result<runs::JobOpening> ScriptedJobs::open_evict(const std::string& res, const 
 
 namespace {
 
+// `node`'s `info` answers `free` (read when asked) of `total` for every directory probed.
+void answer_space(FakeNode& node, const std::uint64_t& free, const std::uint64_t& total) {
+    node.ops.handlers["info"] = [&free, &total](const json& args) -> Result<json> {
+        auto request = args.get<node::InfoRequest>();
+        node::InfoResult r;
+        for (const auto& dir : request.probe_dirs) {
+            node::DirectoryInfo d;
+            d.root.path = dir;
+            d.free_bytes = free;
+            d.total_bytes = total;
+            r.probes.push_back(d);
+        }
+        return json(r);
+    };
+}
+
 config::TierPolicy box_policy() {
     config::TierPolicy p;
     p.name = "box";
@@ -72,19 +89,11 @@ TierFixture::TierFixture() : policy(config.tiers["box"] = box_policy()) {
     config.nodes["nas2"] = n2;
     nodes.add(std::make_unique<session::NodeSession>(config.nodes["nas2"], clients::Tuning{},
                                                      session::NodeSession::Injected{&nas2.qb, &nas2.st, &nas2.ops}));
-    // The cache's filesystem, as its node measures it.
-    seedbox.ops.handlers["info"] = [this](const json& args) -> Result<json> {
-        auto request = args.get<node::InfoRequest>();
-        node::InfoResult r;
-        for (const auto& dir : request.probe_dirs) {
-            node::DirectoryInfo d;
-            d.root.path = dir;
-            d.free_bytes = free;
-            d.total_bytes = total;
-            r.probes.push_back(d);
-        }
-        return json(r);
-    };
+    config.min_free = 0;  // the archive nodes' floor (transfer.min_free); a test sets one
+    // The cache's and the archive nodes' filesystems, as their nodes measure them.
+    answer_space(seedbox, free, total);
+    answer_space(nas, nas_free, total);
+    answer_space(nas2, nas2_free, total);
 }
 
 void TierFixture::candidate(const std::string& id, std::int64_t size) {
@@ -114,6 +123,21 @@ jobs::RunResult TierFixture::failed(Error error) {
     jobs::RunResult r;
     r.outcome = jobs::RunOutcome::failed;
     r.error = std::move(error);
+    return r;
+}
+
+jobs::RunResult TierFixture::no_room(const std::string& node) {
+    jobs::TargetBlocked b{node, "2026-12-01T03:00:00Z", 1, "destination free space on '" + node + "' fell below the floor"};
+    jobs::RunResult r = stopped(jobs::StopReason::disk, b.reason + "; " + jobs::waiting_text(b));
+    r.detail = {{"target_blocked", b.to_json()}};
+    return r;
+}
+
+jobs::RunResult TierFixture::released(const std::string& node) {
+    jobs::TargetBlocked b{node, "2026-12-01T03:00:00Z", 3, "destination free space on '" + node + "' fell below the floor"};
+    jobs::RunResult r = failed(Error(ErrorCode::DISK_INSUFFICIENT, "job released: '" + node + "' has not taken it"));
+    r.detail = {{"released", b.to_json()}};
+    r.ended = "cancelled";
     return r;
 }
 

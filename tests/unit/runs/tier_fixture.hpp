@@ -60,10 +60,16 @@ public:
     // What a job's run answers.
     [[nodiscard]] static jobs::RunResult stopped(jobs::StopReason reason, const std::string& text);
     [[nodiscard]] static jobs::RunResult failed(Error error);
+    // A transfer's run whose target `node` cannot take it (a 'disk' stop at its floor), and the
+    // run that undid and released the job past the bound (jobs/transfer/target_room.hpp).
+    [[nodiscard]] static jobs::RunResult no_room(const std::string& node);
+    [[nodiscard]] static jobs::RunResult released(const std::string& node);
 
     FakeNode nas2{"nas2"};
     config::TierPolicy& policy;
     std::uint64_t free = 100, total = 10000;  // the cache's filesystem, as `info` answers it
+    // Each archive node's filesystem, as its `info` answers it: room for every candidate.
+    std::uint64_t nas_free = 1'000'000, nas2_free = 1'000'000;
     ScriptedJobs planner;
     std::map<std::string, jobs::RunResult> results;  // job id → its run's result (default: done)
     std::map<std::string, std::int64_t> sizes;       // candidate → its size
