@@ -210,7 +210,7 @@ private:
             const auto now = Clock::now();
             if (partial.empty()) m_line_started.reset();
             else if (!m_line_started) m_line_started = now;
-            if (m_line_started && now >= line_deadline(partial.size())) return fail(slow_line_error(op, partial.size()));
+            if (m_line_started && now >= line_deadline(partial.size())) return fail(slow_line_error(op, partial));
             if (stop_requested()) {
                 // The child has a process group of its own, so a Ctrl-C does not reach it: the
                 // running operation is cancelled here instead, and stops at its next chunk
@@ -321,15 +321,16 @@ private:
     }
 
     // A line begun and not finished in time (bytes dripping in, each too soon for the silence timeout).
-    Error slow_line_error(const std::string& op, std::size_t bytes) {
+    Error slow_line_error(const std::string& op, std::string_view line) {
+        const std::size_t bytes = line.size();
         Ending end = end_child(std::chrono::milliseconds(0));
         std::string setting = fmt::format("nodes.{}.timeout", m_name);
         std::string hint = fmt::format("a node sends each line whole; if the link to '{}' is only slow, raise {}", m_name, setting);
         if (std::string said = stderr_tail_hint(m_name, end.said); !said.empty()) hint = said + "\n" + hint;
         return Error(ErrorCode::NODE_UNREACHABLE,
-                     fmt::format("node '{}' did not finish a line in {} during '{}' ({} received; {})", m_name,
+                     fmt::format("node '{}' did not finish a line in {} during '{}' ({} received, beginning '{}'; {})", m_name,
                                  format_duration(std::chrono::duration_cast<std::chrono::seconds>(line_deadline(bytes) - *m_line_started).count()),
-                                 op, format_size(bytes), setting),
+                                 op, format_size(bytes), quoted(line), setting),
                      hint);
     }
 

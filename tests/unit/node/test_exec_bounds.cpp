@@ -141,6 +141,7 @@ TEST_CASE("a line that drips in a byte at a time must still be complete within t
     REQUIRE_FALSE(t.ok());
     CHECK(t.error().code == "NODE_UNREACHABLE");
     CHECK(t.error().message.find("node 'slow' did not finish a line in 2s during 'hello'") != std::string::npos);
+    CHECK(t.error().message.find("beginning '{") != std::string::npos);
     CHECK(t.error().message.find("nodes.slow.timeout") != std::string::npos);
     CHECK(bounds_gone(bounds_read_pid(pidfile)));
     CHECK(bounds_gone(bounds_read_pid(pidfile + ".2")));
