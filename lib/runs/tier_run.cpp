@@ -150,8 +150,18 @@ TierOutcome settle(TierEnv& env, TierSteps& steps, const config::TierPolicy& pol
     run.goal_met = run.measured && run.goal.met(run.free_after);
     if (run.stop) return TierOutcome::stopped;
     if (run.failed) return TierOutcome::failed;
-    // A policy that never evicts archives what it chose; its goal is said, never claimed.
-    if (!run.goal_met && run.measured && policy.evict != config::TierEvict::never) {
+    if (policy.evict == config::TierEvict::never) {
+        // A policy that never evicts archives what it chose; its goal is said, never claimed. What
+        // no archive node can take needs a person, as a goal nothing reaches does.
+        if (!run.no_room) return TierOutcome::done;
+        Error e = goal_unreachable(policy, run);
+        steps.fail(Error(ErrorCode::DISK_INSUFFICIENT,
+                         fmt::format("tier {}: {} candidate(s) have no archive node that can take them ({})", policy.name, run.no_room,
+                                     run.no_room_why),
+                         e.hint));
+        return TierOutcome::failed;
+    }
+    if (!run.goal_met && run.measured) {
         steps.fail(goal_unreachable(policy, run));
         return TierOutcome::failed;
     }

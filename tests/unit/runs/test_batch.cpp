@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "lib/base/lock_file.hpp"
+#include "lib/jobs/transfer/job.hpp"
+#include "lib/node/wire/ops.hpp"
 #include "lib/runs/batch.hpp"
 #include "lib/state/job_store.hpp"
 #include "tests/unit/runs/many_jobs.hpp"
@@ -250,4 +252,45 @@ TEST_CASE("batch: filters choose from the source's torrents in name order; a RES
         CHECK(planned.items[1].res == f.qb_id);
         CHECK(b.planner.times_prepared("cccccccccccc") == 0);
     }
+}
+
+TEST_CASE("batch: a job whose target stayed unable to take it past its bound is undone; the batch goes on with the others") {
+    Batch b(2);
+    b.planner.plans = {{"aaaa", {Action::continue_job, "d1", "first"}}, {"bbbb", {Action::new_job, "d2", "second"}}};
+    test::TransferFixture& full = b.jobs.job("first");
+    // Its target has 50 bytes free under a 100-byte floor, and has not taken it for a day and two runs.
+    full.nas.ops.handlers["receive_check"] = [](const nlohmann::json&) -> Result<nlohmann::json> {
+        node::ReceiveCheckResult r;
+        r.job_exists = true;
+        return nlohmann::json(r);
+    };
+    full.nas.ops.handlers["info"] = [](const nlohmann::json& args) -> Result<nlohmann::json> {
+        node::InfoResult info;
+        for (const auto& dir : args.get<node::InfoRequest>().probe_dirs) {
+            node::DirectoryInfo d;
+            d.root.path = dir;
+            d.free_bytes = 50;
+            info.probes.push_back(d);
+        }
+        return nlohmann::json(info);
+    };
+    jobs::Ledger ledger;
+    ledger.target_blocked = jobs::TargetBlocked{"nas", format_rfc3339(b.jobs.clock.now() - std::chrono::hours(25)), 2, "full"};
+    REQUIRE(state::JobStore(full.state).write_ledger(full.job_id, ledger.to_json()).ok());
+    runs::Planned planned = b.plan({"aaaa", "bbbb"});
+    runs::BatchRunOptions options;
+    options.started = b.jobs.clock.steady();
+    options.budgets.min_free = 100;
+    runs::BatchRun r = runs::run_batch(planned, {b.planner, b.jobs.runner(), b.jobs.clock, full.nodes}, options, {});
+
+    CHECK(b.jobs.driven == std::vector<std::string>{"first", "second"});
+    CHECK(planned.items[0].outcome == ItemOutcome::failed);
+    REQUIRE(planned.items[0].result.has_value());
+    CHECK(planned.items[0].result->error.code == "DISK_INSUFFICIENT");
+    CHECK(planned.items[0].result->error.message.find("released") != std::string::npos);
+    CHECK(b.jobs.state_of("first") == "cancelled");
+    CHECK(full.holder(full.aliases[0]).empty());
+    CHECK(planned.items[1].outcome == ItemOutcome::done);
+    CHECK_FALSE(r.summary.ended);
+    CHECK(runs::tally(planned.items).failures == 1);
 }

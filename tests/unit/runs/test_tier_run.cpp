@@ -424,3 +424,18 @@ TEST_CASE("tier run: the goal holds only when the free space read after the run 
         CHECK_FALSE(run.first_error);
     }
 }
+
+TEST_CASE("tier run: evict = never with candidates no archive node can take fails naming the nodes, not silently done") {
+    TierFixture f;
+    three_candidates(f);
+    f.policy.evict = config::TierEvict::never;
+    f.config.min_free = 100;
+    f.nas_free = 50;
+    f.nas2_free = 50;
+    runs::TierRun run = f.run_policy();
+    CHECK(run.outcome == runs::TierOutcome::failed);
+    REQUIRE(run.first_error);
+    CHECK(run.first_error->is(ErrorCode::DISK_INSUFFICIENT));
+    CHECK(text_has(run.first_error->message, "tier box: 3 candidate(s) have no archive node that can take them (nas: no room: 50 B free"));
+    CHECK(text_has(run.first_error->hint, "free space on an archive node of the policy"));
+}
