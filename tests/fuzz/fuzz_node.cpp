@@ -37,9 +37,20 @@ void check(bool condition) {
 
 namespace fs = std::filesystem;
 
+void remove_scratch();
+
+// The scratch of this process, removed when it exits (libFuzzer ends a timed run with exit()).
 const fs::path& scratch() {
     static const fs::path dir = fs::temp_directory_path() / ("archctl-fuzz-node-" + std::to_string(::getpid()));
+    // Registered after `dir` exists, so it runs before `dir` is destroyed.
+    static const bool removed_at_exit = std::atexit(remove_scratch) == 0;
+    (void)removed_at_exit;
     return dir;
+}
+
+void remove_scratch() {
+    std::error_code ec;
+    fs::remove_all(scratch(), ec);
 }
 
 void put(const fs::path& path, const std::string& bytes) {
