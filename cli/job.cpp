@@ -89,7 +89,14 @@ Outcome run_show(Context& ctx, const state::JobStore& store, const jobs::JobSumm
         text += "\n";
     }
     auto lock = LockFile::read(store.dir_of(row.id));
-    if (lock.ok()) text += fmt::format("running: pid {} on {}, since {}\n", lock->pid, lock->host, lock->started_at);
+    if (lock.ok()) {
+        // A lock whose process has died says so: the next run reclaims it.
+        if (lock_holder_alive(lock.value()))
+            text += fmt::format("running: pid {} on {}, since {}\n", lock->pid, lock->host, lock->started_at);
+        else
+            text += fmt::format("not running: pid {} on {} (since {}) has ended; the next run takes the job over\n", lock->pid,
+                                lock->host, lock->started_at);
+    }
     ctx.out().result(text);
     return Outcome::done({{"job", row.to_json()}, {"definition", row.definition}, {"ledger", row.stored_ledger}, {"events", ev}});
 }

@@ -144,6 +144,13 @@ std::string printable(std::string_view s) {
     return out;
 }
 
+std::string clipped(std::string_view s, std::size_t max) {
+    if (s.size() <= max) return std::string(s);
+    std::size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    return fmt::format("{}… ({} bytes)", s.substr(0, cut), s.size());
+}
+
 std::string terminal_text(std::string_view s) {
     // Most text is plain ASCII with nothing to escape: return it as it is.
     bool plain = true;

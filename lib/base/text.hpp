@@ -25,6 +25,10 @@ void append_utf8(std::string& out, char32_t cp);
 // controls escaped (\xNN, \u202E), so a hostile name cannot corrupt a terminal or a log line.
 [[nodiscard]] std::string printable(std::string_view s);
 
+// `s` as an error message echoes an argument back: whole up to `max` bytes, else its first bytes
+// (cut at a character boundary) and "… (N bytes)", so a huge argument is not printed whole.
+[[nodiscard]] std::string clipped(std::string_view s, std::size_t max = 80);
+
 // Text for a person's terminal: printable() line by line, newlines and tabs kept.
 [[nodiscard]] std::string terminal_text(std::string_view s);
 

@@ -564,6 +564,11 @@ class LiveProof(unittest.TestCase):
         env = {"ARCHCTL_TEST_UNLINK_BATCH": "2", "ARCHCTL_TEST_CRASH_AT": "evict.unlinked"}
         rc, out, err = evict(tid, env=env)
         self.assertEqual(rc, 137, err + out)
+        # The killed run's lock is left behind; job show says its process has ended.
+        rc, shown, err = archctl("job", "show", evict_job(tid)["id"])
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(shown, r"not running: pid \d+ on .* has ended")
+        self.assertNotRegex(shown, r"(?m)^running: pid")
         now = content(save)
         gone = sorted(set(before) - set(now))
         self.assertEqual(len([g for g in gone if not os.path.isdir(os.path.join(save, g))]), 2, gone)

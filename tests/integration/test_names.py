@@ -96,6 +96,12 @@ class Names(unittest.TestCase):
             self.assertIn(b"ab\xff\xfe", doc["error"]["message"].encode("utf-8", "surrogateescape"), argv)
             self.assertNotIn("internal error", err)
             self.assertIn("ab\\xff\\xfe", err, "the person sees the bytes escaped")
+        # A huge argument is not echoed back whole.
+        for argv in (("status", "a" * 100000), ("job", "show", "f" * 100000), ("plan", "archive", "0" * 100000)):
+            rc, out, err = LAB.archctl(*argv)
+            self.assertEqual(rc, 1, argv)
+            self.assertLess(len(out + err), 2000, f"{argv}: {err[:300]}")
+            self.assertIn("(100000 bytes)", err, argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
+#include "lib/base/text.hpp"
 #include "lib/jobs/core/driver.hpp"
 #include "lib/jobs/core/kind.hpp"
 #include "lib/state/job_index.hpp"
@@ -172,13 +173,13 @@ Result<const JobSummary*> find_job(const std::vector<JobSummary>& rows, const st
     if (matches.empty()) {
         std::string hint = id.size() < 8 && !id.empty() ? "give the full id or at least 8 characters of it; see 'archctl job list'"
                                                          : "see 'archctl job list'";
-        return Error(ErrorCode::NOT_FOUND, fmt::format("no job '{}'", id), hint);
+        return Error(ErrorCode::NOT_FOUND, fmt::format("no job '{}'", clipped(id)), hint);
     }
     std::string list;
     for (const JobSummary* r : matches)
         list += fmt::format("\n  {}  {} {} \"{}\"", r->id, r->damaged ? "damaged" : r->definition.value("op", ""),
                             r->definition.value("qb_id", "").substr(0, 12), r->definition.value("name", ""));
-    return Error(ErrorCode::AMBIGUOUS, fmt::format("job id '{}' is ambiguous: it matches {} jobs:{}", id, matches.size(), list),
+    return Error(ErrorCode::AMBIGUOUS, fmt::format("job id '{}' is ambiguous: it matches {} jobs:{}", clipped(id), matches.size(), list),
                  "give more characters of the id");
 }
 

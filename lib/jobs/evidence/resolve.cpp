@@ -8,6 +8,7 @@
 
 #include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
+#include "lib/base/text.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 
 namespace archctl::jobs {
@@ -41,7 +42,7 @@ std::vector<std::string> Resource::aliases() const {
 Result<std::string> res_prefix(const std::string& res_in) {
     std::string res = lower(res_in);
     if (res.size() < 8 || res.size() > 64 || !is_hex(res))
-        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", res_in));
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", clipped(res_in)));
     return res;
 }
 
@@ -76,13 +77,13 @@ Result<Resource> resource_of(const std::string& res_in, const std::vector<ResMat
     }
     if (found.empty()) {
         std::string where = unreachable.empty() ? "" : fmt::format(" (unreachable: {})", fmt::join(unreachable, "; "));
-        return Error(ErrorCode::NOT_FOUND, fmt::format("no node has a torrent matching '{}'{}", res_in, where),
+        return Error(ErrorCode::NOT_FOUND, fmt::format("no node has a torrent matching '{}'{}", clipped(res_in), where),
                      "RES is a v1 or v2 info hash or a prefix of one; see 'archctl status'");
     }
     if (found.size() > 1) {
         std::string list;
         for (const auto& r : found) list += fmt::format("\n  {}  {}", r.short_id(), r.name);
-        return Error(ErrorCode::AMBIGUOUS, fmt::format("'{}' matches {} resources:{}", res_in, found.size(), list),
+        return Error(ErrorCode::AMBIGUOUS, fmt::format("'{}' matches {} resources:{}", clipped(res_in), found.size(), list),
                      "give more hex characters");
     }
     found[0].unreachable = std::move(unreachable);

@@ -47,3 +47,9 @@ TEST_CASE("dump_json: UTF-8 as nlohmann writes it; bytes that are not UTF-8 as \
     expected.replace(expected.find("\"v\""), 3, "\"v\\udcff\"");
     CHECK(dump_json(same, 2) == expected);
 }
+
+TEST_CASE("clipped: an argument echoed back is whole up to the limit, else cut at a character with its size") {
+    CHECK(archctl::clipped("abcdef", 6) == "abcdef");
+    CHECK(archctl::clipped(std::string(100000, 'a')) == std::string(80, 'a') + "… (100000 bytes)");
+    CHECK(archctl::clipped("ab\xc3\xa9z", 3) == "ab… (5 bytes)");  // never inside é
+}
