@@ -164,7 +164,13 @@ Turn TierSteps::archive(const TierRow& row) {
     // Its job had its turn in this run (continued first) and did not finish: it goes on next run.
     if (m_had_turn.count(row.torrent.id)) return Turn::stopped;
     std::optional<Error> last;
-    for (const auto& node : m_policy.archive) {
+    // The plan's node first (for a candidate with an unfinished job, that job's node), then the
+    // policy's others in order.
+    std::vector<std::string> nodes;
+    if (!row.archive_to.empty()) nodes.push_back(row.archive_to);
+    for (const auto& node : m_policy.archive)
+        if (node != row.archive_to) nodes.push_back(node);
+    for (const auto& node : nodes) {
         if (m_waiting.count(node) || m_full.count(node) || passed_over(row, node)) continue;
         auto opened = m_env.jobs.open_archive(row.torrent.id, m_policy.cache, node, m_many.next_budgets().no_wait);
         if (!opened.ok()) {
