@@ -22,6 +22,7 @@ import unittest
 ARCHCTL = os.environ.get("ARCHCTL_BIN", "archctl")
 WORK = None
 COUNTER = [0]
+PIDFILES = []  # every far end's pid file: a failed test must not leave its process group behind
 MIB = 1 << 20
 
 
@@ -32,6 +33,15 @@ def setUpModule():
 
 
 def tearDownModule():
+    for pidfile in PIDFILES:
+        try:
+            pgid = read_pid(pidfile)
+            with open(f"/proc/{pgid}/cmdline", "rb") as f:
+                ours = WORK.encode() in f.read()  # still this suite's script, not a reused pid
+            if ours:
+                os.killpg(pgid, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
     shutil.rmtree(WORK, ignore_errors=True)
 
 
@@ -84,6 +94,7 @@ def shell_far_end(body):
     """A far end script that records its pid (and so its process group) in a file, then runs `body`."""
     d = fresh_dir("far")
     pidfile = os.path.join(d, "pid")
+    PIDFILES.append(pidfile)
     script = write(os.path.join(d, "far.sh"), f"#!/bin/sh\necho $$ > '{pidfile}'\n{body}\n", 0o700)
     return script, pidfile
 
@@ -243,6 +254,7 @@ class Signals(unittest.TestCase):
     def test_a_signal_during_a_call_the_far_end_never_answers_ends_archctl_and_kills_it(self):
         d = fresh_dir("deaf")
         pidfile = os.path.join(d, "pid")
+        PIDFILES.append(pidfile)
         far = write(os.path.join(d, "deaf.py"), DEAF_FAR_END, 0o700)
         script = write(os.path.join(d, "deaf.sh"), f"#!/bin/sh\necho $$ > '{pidfile}'\nexec /usr/bin/python3 '{far}'\n", 0o700)
         run = node_check(config_for([script], timeout="60s"))
