@@ -228,6 +228,14 @@ class FullArchive(unittest.TestCase):
         rc, out, err = archctl("status", "--json")
         policy = [p for p in json.loads(out)["policies"] if p["policy"] == "box"][0]
         self.assertEqual([w["job"] for w in policy["waiting_for_room"]], [job], policy)
+        # The plan says what the run will do: A waits with its job, so the goal is not met now.
+        rc, out, err = archctl("plan", "tier", "box", "--json")
+        self.assertEqual(rc, 0, err)
+        plan = json.loads(out)
+        row = row_of(plan, STATE["ids"][0])
+        self.assertEqual((row["action"], row["job"]), ("blocked", job), row)
+        self.assertIn("undoes and releases the job", row["why"])
+        self.assertFalse(policy_of(plan)["goal_met_after"])
 
     def test_c_the_job_is_undone_and_the_candidate_moves_on(self):
         a = STATE["ids"][0]
