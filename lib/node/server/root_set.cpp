@@ -148,7 +148,16 @@ Result<LocatedPath> RootSet::locate(std::string_view path) const {
     const std::string& r = m_paths[best];
     if (clean.size() > r.size()) {
         std::string_view rest = std::string_view(clean).substr(r == "/" ? 1 : r.size() + 1);
-        ARCHCTL_TRY_ASSIGN(out.components, split_relative(rest));
+        auto parts = split_relative(rest);
+        if (!parts.ok()) {
+            // The part below the root is not a clean relative path ('//', '.', '..'): the error
+            // names the path as the request gave it, not that part.
+            Error e = parts.take_error();
+            if (e.is(ErrorCode::PATH_OUTSIDE_ROOT) && rest.front() != '/') return outside_error(clean, "'..' is not allowed");
+            return Error(ErrorCode::BAD_PATH, fmt::format("invalid node path '{}': an empty or '.' component", clean),
+                         "node paths are absolute, clean and below a --root directory");
+        }
+        out.components = std::move(parts).value();
     }
     return out;
 }

@@ -81,6 +81,13 @@ TEST_CASE("node paths are located under the longest matching root") {
     CHECK(set.value().locate("relative/path").error().code == "PATH_OUTSIDE_ROOT");
     CHECK(set.value().locate(a + "/../etc").error().code == "PATH_OUTSIDE_ROOT");
     CHECK(set.value().locate("/etc/passwd").error().code == "PATH_OUTSIDE_ROOT");
+    // A path that is not clean is named as given, not by its part below the root.
+    auto doubled = set.value().locate(a + "//sub");
+    REQUIRE_FALSE(doubled.ok());
+    CHECK(doubled.error().code == "BAD_PATH");
+    CHECK(doubled.error().message == "invalid node path '" + a + "//sub': an empty or '.' component");
+    CHECK(set.value().locate(a + "/./sub").error().code == "BAD_PATH");
+    CHECK(set.value().locate(a + "/x/../../etc").error().message.find("'" + a + "/x/../../etc'") != std::string::npos);
     CHECK_FALSE(RootSet::open({"relative"}).ok());
     CHECK_FALSE(RootSet::open({(scratch / "missing").string()}).ok());
 }
