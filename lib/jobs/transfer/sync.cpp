@@ -279,6 +279,7 @@ StepResult step_sync(JobRun& run) {
     auto source_status = src.value()->st().status();
     const std::string source_device = source_status.ok() ? source_status->my_id : std::string();
     StallWatch stall;
+    bool target_refuses = false;  // the last probe found the target's Syncthing refusing the job
     auto last_probe = run.clock().steady() - k_probe_every;
     std::uint64_t probed_present = run.ledger.bytes_present;
     std::int64_t probed_need = -1;
@@ -350,12 +351,11 @@ StepResult step_sync(JobRun& run) {
             bool moved = present != probed_present || need != probed_need;
             probed_present = present;
             probed_need = need;
+            target_refuses = why.target_refuses;
             if (auto stop = stall.observe(run, why, moved, last_probe))
                 return why.target_refuses ? target_cannot_take(run, stop->reason, stop->text) : *stop;
             run.progress("sync", 2, present, total, files_done, "");
         }
-        if (run.env.budgets.no_wait)
-            return StepResult::stopped(StopReason::waiting, "still waiting on Syncthing (--no-wait)" + (run.waiting_on.empty() ? "" : ": " + run.waiting_on));
         if (auto stop = run.should_stop()) return *stop;
         if (run.env.budgets.min_free && run.clock().steady() - last_floor_probe >= std::chrono::seconds(2)) {
             last_floor_probe = run.clock().steady();
@@ -371,6 +371,12 @@ StepResult step_sync(JobRun& run) {
                                 : fmt::format("destination free space on '{}' would fall below the floor ({} free, {} of the job still "
                                               "to arrive, {} floor)",
                                               run.def.target, format_size(*free), format_size(still), format_size(run.env.budgets.min_free)));
+        }
+        // --no-wait ends the wait now, after the floor's look; a target that refuses the job counts
+        // towards its bound all the same, so a loop of --no-wait runs moves on from a full node too.
+        if (run.env.budgets.no_wait) {
+            const std::string text = "still waiting on Syncthing (--no-wait)" + (run.waiting_on.empty() ? "" : ": " + run.waiting_on);
+            return target_refuses ? target_cannot_take(run, StopReason::waiting, text) : StepResult::stopped(StopReason::waiting, text);
         }
         wait_for_target(run.clock(), events, checked_at, gap);
     }

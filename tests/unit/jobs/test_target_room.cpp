@@ -223,3 +223,32 @@ TEST_CASE("target room: the bound is both runs and time") {
           "'nas' has not taken it since 2026-12-01T03:00:00Z (1 run); a run that meets this again once 3 runs and 24 h have passed "
           "undoes and releases the job");
 }
+
+TEST_CASE("target room: --no-wait runs count a target that cannot take the job as well") {
+    TransferFixture f;
+    std::uint64_t free = 50;
+    target_full(f, free);
+    Budgets b = floor_of(100);
+    b.no_wait = true;
+    RunResult r = f.run(b);
+    REQUIRE(r.outcome == RunOutcome::stopped);
+    CHECK(r.stop_reason == StopReason::disk);  // the floor is looked at before --no-wait ends the wait
+    CHECK(f.ledger()["target_blocked"]["runs"] == 1);
+
+    TransferFixture g;
+    std::uint64_t room = 1u << 20;
+    target_full(g, room);
+    clients::syncthing::FolderStatus status;
+    status.state = "error";
+    status.error = "insufficient space in folder r1";
+    g.nas.st.folder_status[g.def.route.id] = status;
+    Budgets no_wait;
+    no_wait.no_wait = true;
+    RunResult w = g.run(no_wait);
+    REQUIRE(w.outcome == RunOutcome::stopped);
+    CHECK(w.stop_reason == StopReason::waiting);
+    CHECK(has_text(w.stop_text, "still waiting on Syncthing (--no-wait): waiting for Syncthing on 'nas': receiver out of disk space"));
+    CHECK(has_text(w.stop_text, "'nas' has not taken it since"));
+    REQUIRE(target_room_of(w));
+    CHECK(g.ledger()["target_blocked"]["runs"] == 1);
+}
