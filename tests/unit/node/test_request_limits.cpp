@@ -195,6 +195,18 @@ bool write_everything(int fd, std::string_view data) {
 
 }  // namespace
 
+NODE_TEST(a_number_that_is_not_an_integer_is_refused_before_any_field_is_read) {
+    // Found by fuzz_node: 2.2e32 as a file size is undefined behaviour in the JSON library's
+    // conversion to an integer field.
+    std::filesystem::create_directories(f.qb() + "/save");
+    Error e = f.fails(Op::partfile_build, {{"to", f.qb() + "/save/.x.parts"}, {"piece_count", 2.2222e32}, {"piece_size", 16384},
+                                           {"pieces", json::array()}});
+    CHECK(e.code == "BAD_REQUEST");
+    CHECK(e.message.find("a number that is not an integer") != std::string::npos);
+    CHECK(f.fails(Op::tree, {{"base", f.qb()}, {"paths", {"a"}}, {"deep", {{"x", {0.5}}}}}).code == "BAD_REQUEST");
+    still_serves(f);
+}
+
 TEST_CASE("node serve refuses a line past the limit before the line ends, and one nested a million deep, then answers the next request") {
     archctl::test::Scratch scratch;
     std::filesystem::create_directories(scratch.path() / "root");
