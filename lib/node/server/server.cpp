@@ -216,20 +216,10 @@ Result<nlohmann::json> run_guarded(std::string_view op, Run&& run) {
     }
 }
 
-// Whether `j` holds a number that is not an integer. No request field is one, and converting a
-// fraction or 1e300 to an integer field is undefined behaviour in the JSON library, so such a
-// request is refused before any field is read. (Nesting is bounded by the line reader.)
-bool holds_fraction(const nlohmann::json& j) {
-    if (j.is_number_float()) return true;
-    if (j.is_structured())
-        for (const auto& item : j)
-            if (holds_fraction(item)) return true;
-    return false;
-}
-
 }  // namespace
 
 Result<nlohmann::json> Server::dispatch(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
+    // A request the local transport hands over without a line to decode gets the same check.
     if (holds_fraction(request.args))
         return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation '{}': a number that is not an integer", request.op),
                      "every number in a node request is an integer: check the node runs the same archctl version");

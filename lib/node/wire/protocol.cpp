@@ -154,10 +154,23 @@ std::string encode(const Message& message) {
     return std::visit(Encoder{}, message).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+bool holds_fraction(const nlohmann::json& j) {
+    if (j.is_number_float()) return true;
+    if (j.is_structured())
+        for (const auto& item : j)
+            if (holds_fraction(item)) return true;
+    return false;
+}
+
 Result<Message> decode(std::string_view line) {
     if (nests_too_deep(line)) return protocol_error(fmt::format("nested deeper than {} levels", k_max_depth));
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) return protocol_error("not a JSON object");
+    // The envelope's numbers (ids, counters, the protocol version) are integers, and reading
+    // 1e300 into an integer field is undefined behaviour in the JSON library: such a line is
+    // refused. A request's args and a response's result are their operation's to read.
+    for (const auto& [key, value] : j.items())
+        if (key != "args" && key != "result" && holds_fraction(value)) return protocol_error(fmt::format("'{}' holds a number that is not an integer", key));
     try {
         std::string type = j.value("type", "");
         if (type == "hello") return Message{decode_hello(j)};

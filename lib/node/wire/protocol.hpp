@@ -121,9 +121,11 @@ using Message = std::variant<Hello, Request, Cancel, Progress, Response>;
 
 // One line (no trailing newline) for each message type.
 [[nodiscard]] std::string encode(const Message& message);
-// Parses one line. Errors: PROTOCOL (not JSON, nested deeper than 64 levels, unknown type,
-// missing fields).
+// Parses one line. Errors: PROTOCOL (not JSON, nested deeper than 64 levels, an envelope number
+// that is not an integer, unknown type, missing fields).
 [[nodiscard]] Result<Message> decode(std::string_view line);
+// Whether `j` holds a number that is not an integer anywhere (no protocol field is one).
+[[nodiscard]] bool holds_fraction(const nlohmann::json& j);
 
 nlohmann::json to_json(const Capabilities& c);
 nlohmann::json to_json(const RootInfo& r);

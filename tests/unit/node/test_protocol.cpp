@@ -49,6 +49,10 @@ TEST_CASE("protocol lines round-trip every message type") {
 
 TEST_CASE("protocol refuses malformed lines") {
     CHECK(decode("not json").error().code == "PROTOCOL");
+    // Found by fuzz_line_reader: an id of 7.9e46 is undefined behaviour to read as an integer.
+    CHECK(decode(R"({"type":"request","id":7.9e46,"op":"info","args":{}})").error().code == "PROTOCOL");
+    CHECK(decode(R"({"type":"progress","id":1,"bytes":0.5})").error().code == "PROTOCOL");
+    CHECK(decode(R"({"type":"request","id":1,"op":"info","args":{"x":0.5}})").ok());  // args are the operation's
     CHECK(decode("[1,2]").error().code == "PROTOCOL");
     CHECK(decode(R"({"type":"request","op":"x"})").error().code == "PROTOCOL");  // no id
     CHECK(decode(R"({"type":"frobnicate","id":1})").error().code == "PROTOCOL");
