@@ -418,4 +418,23 @@ void EvictFixture::answer_disks() {
     };
 }
 
+void target_without_room(TransferFixture& f, std::function<std::uint64_t()> free) {
+    f.nas.ops.handlers["receive_check"] = [](const nlohmann::json&) -> Result<nlohmann::json> {
+        node::ReceiveCheckResult r;
+        r.job_exists = true;
+        return nlohmann::json(r);
+    };
+    f.nas.ops.handlers["info"] = [free = std::move(free)](const nlohmann::json& args) -> Result<nlohmann::json> {
+        node::InfoResult info;
+        for (const auto& dir : args.get<node::InfoRequest>().probe_dirs) {
+            node::DirectoryInfo d;
+            d.root.path = dir;
+            d.free_bytes = free();
+            d.total_bytes = 1u << 30;
+            info.probes.push_back(d);
+        }
+        return nlohmann::json(info);
+    };
+}
+
 }  // namespace archctl::test

@@ -142,4 +142,8 @@ private:
     void answer_disks();
 };
 
+// `f`'s target (nas) receives nothing of the job, and its filesystem has free() bytes, read each
+// time the node is asked (a test may change it between runs).
+void target_without_room(TransferFixture& f, std::function<std::uint64_t()> free);
+
 }  // namespace archctl::test

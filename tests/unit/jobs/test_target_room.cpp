@@ -24,26 +24,6 @@ namespace {
 
 bool has_text(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// nas receives nothing of the job; its filesystem has `free` bytes (read when asked).
-void target_full(TransferFixture& f, const std::uint64_t& free) {
-    f.nas.ops.handlers["receive_check"] = [](const json&) -> Result<json> {
-        node::ReceiveCheckResult r;
-        r.job_exists = true;
-        return json(r);
-    };
-    f.nas.ops.handlers["info"] = [&free](const json& args) -> Result<json> {
-        node::InfoResult info;
-        for (const auto& dir : args.get<node::InfoRequest>().probe_dirs) {
-            node::DirectoryInfo d;
-            d.root.path = dir;
-            d.free_bytes = free;
-            d.total_bytes = 1u << 30;
-            info.probes.push_back(d);
-        }
-        return json(info);
-    };
-}
-
 Budgets floor_of(std::uint64_t bytes) {
     Budgets b;
     b.min_free = bytes;
@@ -55,7 +35,7 @@ Budgets floor_of(std::uint64_t bytes) {
 TEST_CASE("target room: below the floor the job waits, bounded by runs and time, then is undone and released") {
     TransferFixture f;
     std::uint64_t free = 50;
-    target_full(f, free);
+    target_without_room(f, [&free] { return free; });
     const std::string first_seen = format_rfc3339(f.clock.now());
 
     RunResult r1 = f.run(floor_of(100));
@@ -125,7 +105,7 @@ TEST_CASE("target room: the record goes once the target takes the job again") {
     TransferFixture f;
     std::uint64_t free = 50;
     auto arrives = f.nas.ops.handlers["receive_check"];
-    target_full(f, free);
+    target_without_room(f, [&free] { return free; });
     REQUIRE(f.run(floor_of(100)).outcome == RunOutcome::stopped);
     REQUIRE(f.ledger().contains("target_blocked"));
 
@@ -142,7 +122,7 @@ TEST_CASE("target room: the record goes once the target takes the job again") {
 TEST_CASE("target room: a run that moved bytes and stopped for another reason clears it; one that stopped for room again does not") {
     TransferFixture f;
     std::uint64_t free = 50;
-    target_full(f, free);
+    target_without_room(f, [&free] { return free; });
     REQUIRE(f.run(floor_of(100)).outcome == RunOutcome::stopped);
     // Room again, a file arrives, then the run's deadline: the target took bytes, so the count
     // starts over.
@@ -176,7 +156,7 @@ TEST_CASE("target room: a run that moved bytes and stopped for another reason cl
 TEST_CASE("target room: the target's Syncthing out of space is the target not taking the job") {
     TransferFixture f;
     std::uint64_t free = 1u << 20;  // above the floor, as archctl measures it
-    target_full(f, free);
+    target_without_room(f, [&free] { return free; });
     clients::syncthing::FolderStatus status;
     status.state = "error";
     status.error = "insufficient space in folder r1 (/tank/sync/r1): current 1.0 MB < required 6.3 MB";
@@ -193,7 +173,7 @@ TEST_CASE("target room: the target's Syncthing out of space is the target not ta
 
     // A paused folder is the user's choice, not the target refusing: no record.
     TransferFixture g;
-    target_full(g, free);
+    target_without_room(g, [&free] { return free; });
     clients::syncthing::Folder folder;
     folder.id = g.def.route.id;
     folder.path = g.def.route.target_path;
@@ -227,7 +207,7 @@ TEST_CASE("target room: the bound is both runs and time") {
 TEST_CASE("target room: --no-wait runs count a target that cannot take the job as well") {
     TransferFixture f;
     std::uint64_t free = 50;
-    target_full(f, free);
+    target_without_room(f, [&free] { return free; });
     Budgets b = floor_of(100);
     b.no_wait = true;
     RunResult r = f.run(b);
@@ -237,7 +217,7 @@ TEST_CASE("target room: --no-wait runs count a target that cannot take the job a
 
     TransferFixture g;
     std::uint64_t room = 1u << 20;
-    target_full(g, room);
+    target_without_room(g, [&room] { return room; });
     clients::syncthing::FolderStatus status;
     status.state = "error";
     status.error = "insufficient space in folder r1";

@@ -132,33 +132,10 @@ TEST_CASE("run_many: an outage outlasting the wait ends that job's turn; the run
     CHECK(s.first_failed() == nullptr);
 }
 
-namespace {
-
-// `f`'s target receives nothing and its filesystem has `free` bytes.
-void target_without_room(archctl::test::TransferFixture& f, std::uint64_t free) {
-    f.nas.ops.handlers["receive_check"] = [](const nlohmann::json&) -> Result<nlohmann::json> {
-        node::ReceiveCheckResult r;
-        r.job_exists = true;
-        return nlohmann::json(r);
-    };
-    f.nas.ops.handlers["info"] = [free](const nlohmann::json& args) -> Result<nlohmann::json> {
-        node::InfoResult info;
-        for (const auto& dir : args.get<node::InfoRequest>().probe_dirs) {
-            node::DirectoryInfo d;
-            d.root.path = dir;
-            d.free_bytes = free;
-            d.total_bytes = 1u << 30;
-            info.probes.push_back(d);
-        }
-        return nlohmann::json(info);
-    };
-}
-
-}  // namespace
 
 TEST_CASE("run_many: a job whose target cannot take it ends its own turn; the run goes on and ends unfinished") {
     ManyJobs jobs(2);
-    target_without_room(jobs.job("first"), 50);
+    archctl::test::target_without_room(jobs.job("first"), [] { return std::uint64_t{50}; });
     jobs::Budgets budgets;
     budgets.min_free = 100;
     runs::RunSummary s = run_all(jobs, budgets);
