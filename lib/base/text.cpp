@@ -1,5 +1,7 @@
 #include "lib/base/text.hpp"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 namespace archctl {
@@ -149,6 +151,48 @@ std::string clipped(std::string_view s, std::size_t max) {
     std::size_t cut = max;
     while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
     return fmt::format("{}… ({} bytes)", s.substr(0, cut), s.size());
+}
+
+std::string one_line(std::string_view text) {
+    constexpr std::string_view space = " \t\r\n";
+    const std::size_t first = text.find_first_not_of(space);
+    if (first == std::string_view::npos) return {};
+    text = text.substr(first, text.find_last_not_of(space) - first + 1);
+    std::string out;
+    out.reserve(text.size());
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t brk = text.find_first_of("\r\n", at);
+        if (brk == std::string_view::npos) {
+            out.append(text.substr(at));
+            break;
+        }
+        out.append(text.substr(at, brk - at));
+        while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) out.pop_back();
+        at = text.find_first_not_of(space, brk);  // never npos: the text is trimmed
+        const char last = out.empty() ? ';' : out.back();
+        out += (last == ':' || last == ';' || last == ',' || last == '-') ? " " : "; ";
+    }
+    return out;
+}
+
+std::string file_indices(std::string_view ranges) {
+    std::vector<std::string_view> parts;
+    std::size_t at = 0;
+    while (at <= ranges.size()) {
+        std::size_t comma = ranges.find(',', at);
+        std::string_view part = ranges.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+        while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+        while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+        if (!part.empty()) parts.push_back(part);
+        if (comma == std::string_view::npos) break;
+        at = comma + 1;
+    }
+    if (parts.empty()) return "no file";
+    const bool one = parts.size() == 1 && parts[0].find('-') == std::string_view::npos;
+    std::string out = one ? "file " : "files ";
+    for (std::size_t i = 0; i < parts.size(); ++i) out += fmt::format("{}#{}", i == 0 ? "" : ", ", parts[i]);
+    return out;
 }
 
 std::string terminal_text(std::string_view s) {

@@ -29,6 +29,18 @@ void append_utf8(std::string& out, char32_t cp);
 // (cut at a character boundary) and "… (N bytes)", so a huge argument is not printed whole.
 [[nodiscard]] std::string clipped(std::string_view s, std::size_t max = 80);
 
+// A service's error text (Syncthing, qBittorrent) folded to one line before it is put into a
+// message: trimmed, and every run of CR/LF with the spaces around it becomes "; " (or nothing
+// where the text before it already ends a clause with ':' ';' ',' or '-'), so a message built
+// around it never has a line of its own such as ") (and 1 more)".
+//   one_line("open x: no space\n")          → "open x: no space"
+//   one_line("pull failed\r\n  disk full")  → "pull failed; disk full"
+[[nodiscard]] std::string one_line(std::string_view text);
+
+// Torrent file indices as a person reads them, never as a count: "0" → "file #0",
+// "1,4" → "files #1, #4", "0-3,7" → "files #0-3, #7"; "" → "no file".
+[[nodiscard]] std::string file_indices(std::string_view ranges);
+
 // Text for a person's terminal: printable() line by line, newlines and tabs kept.
 [[nodiscard]] std::string terminal_text(std::string_view s);
 

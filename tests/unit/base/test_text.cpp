@@ -53,3 +53,22 @@ TEST_CASE("clipped: an argument echoed back is whole up to the limit, else cut a
     CHECK(archctl::clipped(std::string(100000, 'a')) == std::string(80, 'a') + "… (100000 bytes)");
     CHECK(archctl::clipped("ab\xc3\xa9z", 3) == "ab… (5 bytes)");  // never inside é
 }
+
+TEST_CASE("one_line: a service's error text folds to one line, trimmed, its line breaks as '; '") {
+    CHECK(archctl::one_line("plain") == "plain");
+    CHECK(archctl::one_line("  open x: no space left on device\n") == "open x: no space left on device");
+    CHECK(archctl::one_line("pull failed\r\n  disk full\n\nretrying") == "pull failed; disk full; retrying");
+    CHECK(archctl::one_line("error:\n  disk full") == "error: disk full");
+    CHECK(archctl::one_line("a  \n b") == "a; b");
+    CHECK(archctl::one_line("\r\n \n") == "");
+    CHECK(archctl::one_line("").empty());
+    CHECK(archctl::one_line("x\ny").find('\n') == std::string::npos);
+}
+
+TEST_CASE("file_indices: torrent file indices read as indices, never as a count") {
+    CHECK(archctl::file_indices("0") == "file #0");
+    CHECK(archctl::file_indices("1,4") == "files #1, #4");
+    CHECK(archctl::file_indices("0-3,7") == "files #0-3, #7");
+    CHECK(archctl::file_indices("2-5") == "files #2-5");
+    CHECK(archctl::file_indices("") == "no file");
+}
