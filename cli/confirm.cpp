@@ -22,7 +22,7 @@ bool ask(const std::string& question) {
 
 std::optional<Error> confirm(Context& ctx, const state::StateDir& dir, const ConfirmRequest& r) {
     if (!r.token.empty()) {
-        Status spent = state::spend_token(dir, r.token, r.plan_digest);
+        Status spent = state::spend_token(dir, r.token, {r.plan_digest, r.request, r.summary});
         if (!spent.ok()) return spent.take_error();
         return std::nullopt;
     }

@@ -16,6 +16,8 @@ struct ConfirmRequest {
     bool yes = false;                      // --yes (the command's or the global one)
     std::string token;                     // --confirm TOKEN
     std::string plan_digest;               // what the token must be bound to
+    std::string request;                   // the command, as the plan that mints tokens names it
+    std::string summary;                   // "archive 1838bf9a70c1 seedbox → nas", for messages
     std::function<std::string()> plan;     // the plan, shown on a terminal before the question
     std::string question;                  // "archive 3 files (1.2 GiB) from seedbox to nas?"
     std::string needs;                     // "archive of '1838bf9a70c1' needs confirmation"

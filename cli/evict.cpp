@@ -18,6 +18,12 @@ evict::EvictRequest to_request(const EvictOptions& o) {
     return {o.res, o.from, o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no};
 }
 
+// The command an evict token confirms (cli/confirm.hpp), and its words for messages.
+std::string evict_token_request(const evict::EvictPrepared& p) {
+    return nlohmann::json{{"op", "evict"}, {"resource", p.resource.identity.qb_id()}, {"from", p.cache}}.dump();
+}
+std::string evict_token_summary(const evict::EvictPrepared& p) { return fmt::format("evict {} from {}", p.resource.short_id(), p.cache); }
+
 Outcome nothing_to_do(Context& ctx, const evict::EvictPrepared& p) {
     std::string where = p.cache.empty() ? "no cache node" : fmt::format("'{}'", p.cache);
     ctx.out().info(fmt::format("archctl: {} holds no placement of '{}'; nothing to evict", where, p.resource.short_id()));
@@ -83,6 +89,8 @@ Outcome run_evict(Context& ctx, const EvictOptions& options) {
         c.yes = o.yes;
         c.token = o.confirm;
         c.plan_digest = p.coverage.digest;
+        c.request = evict_token_request(p);
+        c.summary = evict_token_summary(p);
         c.plan = [&p] { return evict::render_plan(p); };
         c.question = fmt::format("evict {} from {}: unlink {} files ({}) held by archive copies?", p.resource.short_id(), p.cache,
                                  p.owned.size(), format_size(p.coverage.required_bytes));
@@ -132,7 +140,8 @@ Outcome run_plan_evict(Context& ctx, const EvictOptions& options) {
     }
     state::TokenRequest tr;
     tr.plan_digest = p.coverage.digest;
-    tr.summary = fmt::format("evict {} from {}", p.resource.short_id(), p.cache);
+    tr.summary = evict_token_summary(p);
+    tr.request = evict_token_request(p);
     auto token = state::mint_token(*s.state, tr);
     if (!token.ok()) return Outcome::failed(token.take_error());
     result["token"] = token.value();

@@ -77,7 +77,8 @@ Outcome run_plan_transfer(Context& ctx, const PlanOptions& options, plan::Operat
     }
     state::TokenRequest tr;
     tr.plan_digest = prepared->plan.digest;
-    tr.summary = fmt::format("{} {} {} → {}", o.op_name, prepared->resource.short_id(), prepared->source, prepared->target);
+    tr.summary = token_summary(op, prepared.value(), o.transfer);
+    tr.request = token_request(op, prepared.value(), o.transfer);
     auto token = state::mint_token(*s.state, tr);
     if (!token.ok()) return Outcome::failed(token.take_error());
     result["token"] = token.value();

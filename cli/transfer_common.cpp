@@ -89,6 +89,22 @@ Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& c
     return b;
 }
 
+std::string token_request(plan::Operation op, const jobs::Prepared& p, const TransferOptions& o) {
+    // The selection as typed: the same files named another way is another command's token.
+    return nlohmann::json{{"op", plan::to_string(op)},  {"resource", p.resource.identity.qb_id()}, {"from", p.source},
+                          {"to", p.target},             {"files", o.files},                    {"file", o.file_paths},
+                          {"dir", o.dir_paths}}
+        .dump();
+}
+
+std::string token_summary(plan::Operation op, const jobs::Prepared& p, const TransferOptions& o) {
+    std::string out = fmt::format("{} {} {} → {}", plan::to_string(op), p.resource.short_id(), p.source, p.target);
+    if (!o.files.empty()) out += " --files " + o.files;
+    for (const auto& f : o.file_paths) out += " --file '" + f + "'";
+    for (const auto& d : o.dir_paths) out += " --dir '" + d + "'";
+    return out;
+}
+
 std::string render_plan(const jobs::Prepared& p) {
     const plan::Plan& pl = p.plan;
     std::string kind(torrent::kind_name(p.resource.identity.kind()));
@@ -214,6 +230,8 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& op
         c.yes = o.yes;
         c.token = o.confirm;
         c.plan_digest = p.plan.digest;
+        c.request = token_request(op, p, o);
+        c.summary = token_summary(op, p, o);
         c.plan = [&p] { return render_plan(p); };
         c.question = fmt::format("{} {} files ({}) from {} to {}?", plan::to_string(op), p.plan.delta.count(),
                                  format_size(static_cast<std::uint64_t>(p.plan.delta_bytes)), p.source, p.target);

@@ -16,6 +16,7 @@ namespace archctl::state {
 Result<std::string> mint_token(const StateDir& dir, const TokenRequest& request) {
     auto expires = system_now() + request.ttl;
     nlohmann::json j = {{"plan_digest", request.plan_digest}, {"summary", request.summary},
+                        {"request", request.request},
                         {"created_at", format_rfc3339(system_now())}, {"expires_at", format_rfc3339(expires)}};
     for (int attempt = 0; attempt < 16; ++attempt) {
         std::string token = random_hex(6);
@@ -26,7 +27,7 @@ Result<std::string> mint_token(const StateDir& dir, const TokenRequest& request)
     return Error(ErrorCode::IO, "cannot mint a confirmation token: too many collisions");
 }
 
-Status spend_token(const StateDir& dir, const std::string& token, const std::string& plan_digest) {
+Status spend_token(const StateDir& dir, const std::string& token, const TokenUse& use) {
     if (token.size() < 6 || token.size() > 16 || !is_hex(token))
         return Error(ErrorCode::TOKEN_UNKNOWN, fmt::format("unknown confirmation token '{}'", token), "run 'archctl plan …' again");
     std::string live = dir.tokens() + "/" + token + ".json";
@@ -44,7 +45,15 @@ Status spend_token(const StateDir& dir, const std::string& token, const std::str
     if (system_now() > expires)
         return Error(ErrorCode::TOKEN_EXPIRED, fmt::format("confirmation token '{}' expired at {}", token, j.value("expires_at", "")),
                      "run 'archctl plan …' again");
-    if (j.value("plan_digest", "") != plan_digest)
+    // A token shown for another command is not "the live state changed": say what it was for.
+    // (A record without a request predates it and is judged by its digest alone.)
+    const std::string minted_for = j.value("request", "");
+    if (!minted_for.empty() && minted_for != use.request)
+        return Error(ErrorCode::TOKEN_MISMATCH,
+                     fmt::format("confirmation token '{}' was shown for '{}', not for this command ('{}')", token,
+                                 j.value("summary", minted_for), use.summary),
+                     "run 'archctl plan …' for this command and confirm with the token it prints");
+    if (j.value("plan_digest", "") != use.plan_digest)
         return Error(ErrorCode::TOKEN_MISMATCH,
                      fmt::format("confirmation token '{}' was for a different plan: the live state changed since it was shown", token),
                      "run 'archctl plan …' again and review the new plan");

@@ -89,8 +89,24 @@ class Archive(unittest.TestCase):
         rc, out, err = archctl("archive", tid[:12], "--confirm", "abcdef", "--json")
         self.assertEqual(rc, 1)
         self.assertEqual(json.loads(out)["error"]["code"], "TOKEN_UNKNOWN")
+        # A token shown for another torrent, or for another selection of this one, says what it
+        # was shown for, not that the live state changed; it stays unspent for its own command.
+        _, other, _ = make_resource("res-confirm-other", "v1", 22)
+        rc, out, err = archctl("plan", "archive", other[:12], "--json")
+        self.assertEqual(rc, 0, err)
+        token = json.loads(out)["token"]
+        jobs_before = json.loads(archctl("job", "list", "--all", "--json")[1])["jobs"]
+        for argv in ([tid[:12]], [other[:12], "--files", "0"]):
+            rc, out, err = archctl("archive", *argv, "--confirm", token, "--json")
+            self.assertEqual(rc, 1, err + out)
+            error = json.loads(out)["error"]
+            self.assertEqual(error["code"], "TOKEN_MISMATCH")
+            self.assertIn(f"was shown for 'archive {other[:12]} cache1 → archive1', not for this command", error["message"])
+            self.assertNotIn("live state", error["message"])
         rc, out, err = archctl("job", "list", "--all", "--json")
-        self.assertEqual(json.loads(out)["jobs"], [] if not json.loads(out)["jobs"] else json.loads(out)["jobs"])
+        self.assertEqual(json.loads(out)["jobs"], jobs_before, "a refused confirmation creates no job")
+        rc, out, err = archctl("archive", other[:12], "--confirm", token, "--json", timeout=300)
+        self.assertEqual(rc, 0, err + out)
 
     def test_e_complementary_selections_merge_into_one_placement(self):
         info, tid, save = make_resource("res-split", "hybrid", 31)

@@ -117,15 +117,33 @@ TEST_CASE("placement generations advance once per commit, idempotently") {
 TEST_CASE("tokens are single use, expire and bind to the plan digest") {
     test::Scratch s;
     auto dir = StateDir::open(s.path().string()).value();
-    auto t = mint_token(dir, {"digest-1", "archive x a → b", std::chrono::seconds(3600)});
+    auto t = mint_token(dir, {"digest-1", "archive x a → b", "req-x", std::chrono::seconds(3600)});
     REQUIRE(t.ok());
     CHECK(t->size() == 6);
-    CHECK(spend_token(dir, *t, "digest-2").error().code == "TOKEN_MISMATCH");
-    REQUIRE(spend_token(dir, *t, "digest-1").ok());
-    CHECK(spend_token(dir, *t, "digest-1").error().code == "TOKEN_SPENT");
-    CHECK(spend_token(dir, "abcdef", "digest-1").error().code == "TOKEN_UNKNOWN");
-    auto old = mint_token(dir, {"d", "x", std::chrono::seconds(-10)});
-    CHECK(spend_token(dir, *old, "d").error().code == "TOKEN_EXPIRED");
+    CHECK(spend_token(dir, *t, {"digest-2", "req-x", "archive x a → b"}).error().code == "TOKEN_MISMATCH");
+    REQUIRE(spend_token(dir, *t, {"digest-1", "req-x", "archive x a → b"}).ok());
+    CHECK(spend_token(dir, *t, {"digest-1", "req-x", ""}).error().code == "TOKEN_SPENT");
+    CHECK(spend_token(dir, "abcdef", {"digest-1", "req-x", ""}).error().code == "TOKEN_UNKNOWN");
+    auto old = mint_token(dir, {"d", "x", "req-x", std::chrono::seconds(-10)});
+    CHECK(spend_token(dir, *old, {"d", "req-x", ""}).error().code == "TOKEN_EXPIRED");
+}
+
+TEST_CASE("a token spent by another command says what it was shown for, and stays unspent") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    auto t = mint_token(dir, {"digest-1", "archive 1838bf9a70c1 a → b", "req-1838", std::chrono::seconds(3600)});
+    REQUIRE(t.ok());
+    Status other = spend_token(dir, *t, {"digest-9", "req-77aa", "archive 77aa00000000 a → b"});
+    REQUIRE_FALSE(other.ok());
+    CHECK(other.error().code == "TOKEN_MISMATCH");
+    CHECK(other.error().message.find("shown for 'archive 1838bf9a70c1 a → b', not for this command ('archive 77aa00000000 a → b')") !=
+          std::string::npos);
+    CHECK(other.error().message.find("live state") == std::string::npos);
+    // The same command whose live plan changed is told so.
+    Status changed = spend_token(dir, *t, {"digest-2", "req-1838", "archive 1838bf9a70c1 a → b"});
+    REQUIRE_FALSE(changed.ok());
+    CHECK(changed.error().message.find("live state changed") != std::string::npos);
+    CHECK(spend_token(dir, *t, {"digest-1", "req-1838", ""}).ok());
 }
 
 TEST_CASE("tombstones are kept for the retention period") {
