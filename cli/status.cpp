@@ -181,17 +181,19 @@ std::string render_jobs(const state::StateDir& state, const std::vector<jobs::Jo
 // "15/15 files complete (55.6 GiB)" for a placement, or why nothing is known.
 std::string holding_cell(const jobs::PlacementSummary& p) {
     if (!p.error.empty()) return "unreadable: " + p.error;
+    if (!p.present && p.record) return "recorded but gone: its torrent is no longer in qBittorrent";
     if (!p.present) return "no placement";
     std::string text = fmt::format("{}/{} files complete ({})", p.complete, p.selected, format_size(static_cast<std::uint64_t>(p.complete_bytes)));
     if (p.selected < p.files) text += fmt::format(", {} of {} selected", p.selected, p.files);
     return text;
 }
 
-// "cache1: 4/5 files with a proven archive copy (nas 4); 1 without one:" and a line per file
+// "cache1: 4/5 files with a proven archive copy (4 files on nas); 1 without one:" and a line per file
 // saying why no archive copy of it counts.
 std::string coverage_line(const jobs::CoverageSummary& c) {
     std::string holders;
-    for (const auto& [node, n] : c.by_archive) holders += fmt::format("{}{} {}", holders.empty() ? "" : ", ", node, n);
+    for (const auto& [node, n] : c.by_archive)
+        holders += fmt::format("{}{} on {}", holders.empty() ? "" : ", ", n == 1 ? std::string("1 file") : fmt::format("{} files", n), node);
     std::string text = fmt::format("  {}: {}/{} files with a proven archive copy", c.cache, c.covered, c.files);
     if (!holders.empty()) text += " (" + holders + ")";
     if (c.missing.empty()) return text + " — every file has one";

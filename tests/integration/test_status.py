@@ -249,7 +249,7 @@ class Status(unittest.TestCase):
         self.assertRegex(out, r"cache1\s+cache\s+\S+\s+3/3 files complete")
         self.assertRegex(out, r"archive1\s+archive\s+\S+\s+1/1 files complete \(68\.4 KiB\), 1 of 3 selected")
         self.assertRegex(out, r"archive2\s+archive\s+no placement")
-        self.assertIn("cache1: 1/3 files with a proven archive copy (archive1 1); 2 without one:", out)
+        self.assertIn("cache1: 1/3 files with a proven archive copy (1 file on archive1); 2 without one:", out)
         self.assertIn("pay/b.bin — archive1: skipped in qBittorrent", out)
         self.assertIn(job_id, out)
 
@@ -447,6 +447,39 @@ class Status(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         for tid in recorded:
             self.assertRegex(out, rf"placements\n(.*\n)*  {tid[:12]}\s+pay\s+\S*archive1 \d+/\d+")
+
+    def test_yz_a_vanished_copy_and_an_id_of_no_valid_length(self):
+        tid = new_resource("vanished", seed=29)
+        flows.pair_route(LAB, "cache1", "archive1")
+        rc, out, err = archctl("archive", tid[:12], "--to", "archive1", "--yes", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        for node in ("archive1", "cache1"):
+            q = LAB.qb(node)
+            q.post("torrents/delete", hashes=tid, deleteFiles="false")
+            flows.wait(lambda: not q.info([tid]), what=f"torrent removed from {node}")
+        rc, out, err = archctl("status")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, rf"{tid[:12]}\s+.*archive1 recorded \(generation 1\) but gone")
+        # status RES finds the copy by its record, as the overview does, and shows it as gone.
+        rc, out, err = archctl("status", tid[:12])
+        self.assertEqual(rc, 0, err + out)
+        self.assertNotIn("no node has a torrent matching", err)
+        self.assertRegex(out, r"archive1\s+archive\s+recorded but gone: its torrent is no longer in qBittorrent\s+generation 1")
+        rc, doc, err = status_json(tid[:12])
+        self.assertEqual(rc, 0, err)
+        archive = next(p for p in doc["placements"] if p["node"] == "archive1")
+        self.assertFalse(archive["present"])
+        self.assertEqual(archive["generation"]["generation"], 1)
+        # 44 hex digits: a v2 prefix as far as RES goes; matching nothing, the message says what
+        # a valid id looks like.
+        rc, out, err = archctl("status", "ab" * 22)
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn(f"no torrent matches '{'ab' * 22}' (44 hex digits): a v1 hash has 40 hex digits, a v2 hash 64, "
+                      "and a prefix of at least 8 of either also works", err)
+        for bad in ("abc", "not-a-hash"):
+            rc, out, err = archctl("status", bad)
+            self.assertEqual(rc, 1, err + out)
+            self.assertIn("a v1 hash has 40 hex digits, a v2 hash 64", err)
 
     def test_z_no_secret_anywhere(self):
         self.assertGreater(len(CAPTURED), 6)

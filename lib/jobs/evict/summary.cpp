@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/lock_file.hpp"
+#include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/jobs/evict/evictor.hpp"
@@ -46,7 +47,7 @@ std::string proofs_text(const nlohmann::json& proofs) {
         std::string files = p.contains("files") && p["files"].is_object() ? p["files"].value("ranges", "") : p.value("files", "");
         std::string how = p.value("trust", "") == "verify_pieces" ? "piece check before deleting"
                                                                    : fmt::format("generation {}", p.value("generation", 0));
-        parts.push_back(fmt::format("{} holds {} ({})", p.value("node", ""), files, how));
+        parts.push_back(fmt::format("{} holds {} ({})", p.value("node", ""), file_indices(files), how));
     }
     return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -140,8 +141,8 @@ std::string evict_progress_text(const nlohmann::json& definition, const nlohmann
 std::string describe_event(const nlohmann::json& e) {
     std::string type = e.value("type", "");
     if (type == "created")
-        return fmt::format("proved: files {} ({}) covered; {}; cache fingerprint {}, generation {}",
-                           e.value("required", ""), format_size(e.value("required_bytes", std::uint64_t{0})),
+        return fmt::format("proved: {} ({}) covered; {}; cache fingerprint {}, generation {}",
+                           file_indices(e.value("required", "")), format_size(e.value("required_bytes", std::uint64_t{0})),
                            proofs_text(e.value("proofs", nlohmann::json::array())), e.value("cache_fingerprint", ""),
                            e.value("cache_generation", 0));
     if (type == "held") {
@@ -153,12 +154,12 @@ std::string describe_event(const nlohmann::json& e) {
         std::vector<std::string> parts;
         for (const auto& p : e.value("proofs", nlohmann::json::array()))
             parts.push_back(fmt::format("{} still holds {} ({}, qBittorrent {}, same files on disk){}", p.value("node", ""),
-                                        p.value("files", ""), fmt::format("generation {}", p.value("generation", 0)),
+                                        file_indices(p.value("files", "")), fmt::format("generation {}", p.value("generation", 0)),
                                         p.value("state", "?"), p.contains("pieces") ? ", pieces verified" : ""));
         std::vector<std::string> checked;
         const nlohmann::json pieces_checked = e.value("pieces_checked", nlohmann::json::object());
         for (const auto& [node, files] : pieces_checked.items())
-            checked.push_back(fmt::format("files {} on {}", files.is_string() ? files.get<std::string>() : files.dump(), node));
+            checked.push_back(fmt::format("{} on {}", files.is_string() ? file_indices(files.get<std::string>()) : "files " + files.dump(), node));
         std::string pieces = checked.empty() ? "" : fmt::format("; piece-checked {}", fmt::join(checked, ", "));
         return fmt::format("revalidated live right before deleting: {}{}", fmt::join(parts, "; "), pieces);
     }

@@ -39,12 +39,40 @@ std::vector<std::string> Resource::aliases() const {
     return out;
 }
 
+namespace {
+
+std::string_view valid_res_text() {
+    return "a v1 hash has 40 hex digits, a v2 hash 64, and a prefix of at least 8 of either also works";
+}
+
+}  // namespace
+
 Result<std::string> res_prefix(const std::string& res_in) {
     std::string res = lower(res_in);
-    if (res.size() < 8 || res.size() > 64 || !is_hex(res))
-        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': expected a hash or a prefix of at least 8 hex characters", clipped(res_in)));
+    if (!is_hex(res))
+        return Error(ErrorCode::BAD_VALUE, fmt::format("invalid resource '{}': not hexadecimal; {}", clipped(res_in), valid_res_text()),
+                     "give a torrent's info hash (or its first 8 or more hex digits), as 'archctl status' lists them");
+    if (res.size() < 8 || res.size() > 64)
+        return Error(ErrorCode::BAD_VALUE,
+                     fmt::format("invalid resource '{}' ({} hex digits): {}", clipped(res_in), res.size(), valid_res_text()),
+                     "give a torrent's info hash (or its first 8 or more hex digits), as 'archctl status' lists them");
     return res;
 }
+
+namespace {
+
+Error no_torrent_matches(const std::string& res_in, const std::string& where) {
+    const std::string hint = "RES is a v1 or v2 info hash or a prefix of one; see 'archctl status'";
+    const std::size_t n = res_in.size();
+    // 40 and 64 digits are a whole hash; any other length is a prefix, or a hash pasted wrong:
+    // say what a valid id looks like.
+    if (n == 40 || n == 64 || !is_hex(res_in))
+        return Error(ErrorCode::NOT_FOUND, fmt::format("no node has a torrent matching '{}'{}", clipped(res_in), where), hint);
+    return Error(ErrorCode::NOT_FOUND,
+                 fmt::format("no torrent matches '{}' ({} hex digits){}: {}", clipped(res_in), n, where, valid_res_text()), hint);
+}
+
+}  // namespace
 
 bool matches_res(const qb::TorrentInfo& t, const std::string& prefix) {
     return lower(t.infohash_v1).rfind(prefix, 0) == 0 || lower(t.infohash_v2).rfind(prefix, 0) == 0 ||
@@ -77,8 +105,7 @@ Result<Resource> resource_of(const std::string& res_in, const std::vector<ResMat
     }
     if (found.empty()) {
         std::string where = unreachable.empty() ? "" : fmt::format(" (unreachable: {})", fmt::join(unreachable, "; "));
-        return Error(ErrorCode::NOT_FOUND, fmt::format("no node has a torrent matching '{}'{}", clipped(res_in), where),
-                     "RES is a v1 or v2 info hash or a prefix of one; see 'archctl status'");
+        return no_torrent_matches(res_in, where);
     }
     if (found.size() > 1) {
         std::string list;

@@ -7,6 +7,7 @@
 
 #include "lib/base/fs.hpp"
 #include "lib/base/lock_file.hpp"
+#include "lib/base/text.hpp"
 #include "lib/jobs/core/driver.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
 #include "lib/node/wire/ops.hpp"
@@ -83,6 +84,30 @@ void add_recorded_resources(Inventory& out, const state::StateDir& state) {
         auto id = torrent::Identity::from_qb(v1, v2);
         if (id.ok()) out.add(id.value(), "");
     }
+}
+
+// The resource whose recorded placements (see add_recorded_resources) have an alias starting
+// with `prefix`: a copy whose torrent is gone from every qBittorrent is still one `status RES`
+// can show ("recorded but gone", as the overview says). nullopt when no record matches.
+Result<std::optional<ResourceStatus>> recorded_resource(const state::StateDir& state, const std::string& res_in) {
+    auto prefix = res_prefix(res_in);
+    if (!prefix.ok()) return std::optional<ResourceStatus>();
+    Inventory recorded;
+    add_recorded_resources(recorded, state);
+    std::vector<ResourceStatus> found;
+    for (auto& r : recorded.take()) {
+        const bool hit = (r.identity.has_v1() && r.identity.v1_hex().rfind(prefix.value(), 0) == 0) ||
+                         (r.identity.has_v2() && r.identity.v2_hex().rfind(prefix.value(), 0) == 0);
+        if (hit) found.push_back(std::move(r));
+    }
+    if (found.empty()) return std::optional<ResourceStatus>();
+    if (found.size() > 1) {
+        std::string list;
+        for (const auto& r : found) list += fmt::format("\n  {}  (recorded placement)", r.identity.short_id());
+        return Error(ErrorCode::AMBIGUOUS, fmt::format("'{}' matches {} resources:{}", clipped(res_in), found.size(), list),
+                     "give more hex characters");
+    }
+    return std::optional<ResourceStatus>(std::move(found.front()));
 }
 
 // A resource known only from a placement record has the name its live placements report.
@@ -201,15 +226,20 @@ Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const st
         f.job_id = job->id;
     } else {
         auto res = resolve(sessions, target, Lists::session);  // resource_status reads the same lists
-        if (!res.ok()) {
+        std::optional<ResourceStatus> recorded;
+        if (!res.ok() && res.error().is(ErrorCode::NOT_FOUND)) {
+            // No qBittorrent has it now: a copy archctl recorded may have vanished.
+            ARCHCTL_TRY_ASSIGN(recorded, recorded_resource(state, target));
+        }
+        if (!res.ok() && !recorded) {
             Error e = res.take_error();
             if (e.is(ErrorCode::BAD_VALUE) || e.is(ErrorCode::NOT_FOUND))
                 e.hint = "give a resource (a hash or at least 8 hex of one) or a job id from 'archctl job list'";
             return e;
         }
-        f.resource.identity = res->identity;
-        f.resource.name = res->name;
-        f.qb_id = res->identity.qb_id();
+        f.resource.identity = recorded ? recorded->identity : res->identity;
+        f.resource.name = recorded ? recorded->name : res->name;
+        f.qb_id = f.resource.identity.qb_id();
     }
     f.resource = resource_status(sessions, state, {f.resource}, count_shared).front();
     name_from_placements(f.resource);

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/node/wire/job_layout.hpp"
@@ -212,7 +213,7 @@ Error foreign_error(const JobRun& run, const std::vector<node::ForeignEntry>& fo
     std::string more = foreign.size() > 1 ? fmt::format(" (and {} more)", foreign.size() - 1) : "";
     return Error(ErrorCode::STAGING_FOREIGN,
                  fmt::format("the staging area of job {} on '{}' holds '{}' in route folder {}: {}{}", run.def.id, run.def.target, name,
-                             run.def.route.id, first.what, more),
+                             run.def.route.id, one_line(first.what), more),
                  fmt::format("something other than archctl (the partner device, a user, a program) changed it; remove it from "
                              "'{}/{}' on '{}', then rerun — this job is undone and a new one starts clean",
                              run.def.route.target_path, name, run.def.target));
@@ -224,7 +225,8 @@ Blockage blockage_of(const SyncFacts& f) {
     if (f.target_paused) return {f.target, "folder paused"};
     if (f.source_paused || f.remote_state == "paused") return {f.source, "folder paused"};
     if (f.target_state == "error" || !f.target_error.empty()) {
-        const std::string error = f.target_error.empty() ? std::string("state error") : f.target_error;
+        // Syncthing's error texts may carry their own line breaks: folded, so the message stays one line.
+        const std::string error = f.target_error.empty() ? std::string("state error") : one_line(f.target_error);
         if (out_of_space(error)) return {f.target, fmt::format("receiver out of disk space (folder error: {})", error), true};
         return {f.target, "folder error: " + error, true};
     }
@@ -236,9 +238,9 @@ Blockage blockage_of(const SyncFacts& f) {
                               [&](const clients::syncthing::FolderError& e) { return e.path.rfind(prefix, 0) == 0; });
     if (first == f.pull_errors.end()) first = f.pull_errors.begin();
     std::string more = f.pull_errors.size() > 1 ? fmt::format(" (and {} more)", f.pull_errors.size() - 1) : "";
-    if (out_of_space(first->error))
-        return {f.target, fmt::format("receiver out of disk space ('{}': {}){}", first->path, first->error, more), true};
-    return {f.target, fmt::format("pull error on '{}': {}{}", first->path, first->error, more), true};
+    const std::string error = one_line(first->error);
+    if (out_of_space(error)) return {f.target, fmt::format("receiver out of disk space ('{}': {}){}", first->path, error, more), true};
+    return {f.target, fmt::format("pull error on '{}': {}{}", first->path, error, more), true};
 }
 
 StepResult step_sync(JobRun& run) {

@@ -133,8 +133,20 @@ TEST_CASE("job show lines say what was deleted and what proved it safe") {
     for (const auto& p : sample().proofs) proofs.push_back(p.to_json());
     std::string created = describe_event({{"type", "created"}, {"required", "0-4"}, {"required_bytes", 1000}, {"proofs", proofs},
                                           {"cache_fingerprint", "fp"}, {"cache_generation", 3}});
-    CHECK(created.find("nas holds 0-2 (generation 2)") != std::string::npos);
-    CHECK(created.find("nas2 holds 3-4 (piece check before deleting)") != std::string::npos);
+    // File indices are labelled as indices: "holds 0" read as a count of none.
+    CHECK(created.find("proved: files #0-4 (") != std::string::npos);
+    CHECK(created.find("nas holds files #0-2 (generation 2)") != std::string::npos);
+    CHECK(created.find("nas2 holds files #3-4 (piece check before deleting)") != std::string::npos);
+    std::string one = describe_event({{"type", "created"}, {"required", "0"}, {"required_bytes", 10},
+                                      {"proofs", {{{"node", "archive2"}, {"files", "0"}, {"trust", "committed"}, {"generation", 1}}}},
+                                      {"cache_fingerprint", "fp"}, {"cache_generation", 1}});
+    CHECK(one.find("archive2 holds file #0 (generation 1)") != std::string::npos);
+    CHECK(one.find("holds 0") == std::string::npos);
+    std::string revalidated = describe_event({{"type", "revalidated"},
+                                              {"proofs", {{{"node", "archive2"}, {"files", "1,4"}, {"generation", 1}, {"state", "pausedUP"}}}},
+                                              {"pieces_checked", {{"archive2", "4"}}}});
+    CHECK(revalidated.find("archive2 still holds files #1, #4 (generation 1") != std::string::npos);
+    CHECK(revalidated.find("piece-checked file #4 on archive2") != std::string::npos);
     std::string removed = describe_event({{"type", "removed"}, {"qb_id", "abc"}, {"node", "seedbox"}, {"already_absent", false}});
     CHECK(removed == "removed torrent abc from qBittorrent on seedbox, data deletion disabled");
     std::string unlinked = describe_event({{"type", "unlinked"}, {"files", {"/a", "/b"}}, {"dirs", {"/d"}},

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/jobs/evidence/resolve.hpp"
 #include "lib/jobs/report/status.hpp"
 #include "lib/session/node_session.hpp"
 #include "lib/state/placements.hpp"
@@ -119,4 +120,92 @@ TEST_CASE("a session's torrent list is read once, its error too") {
     CHECK_FALSE(t.torrent_list().ok());
     CHECK_FALSE(t.torrent_list().ok());
     CHECK(down.count("all_torrents") == 1);
+}
+
+// A copy archctl recorded whose torrent has since gone from its qBittorrent: the overview says
+// "recorded but gone", and `status RES` finds it by the same records instead of "no node has a
+// torrent matching".
+TEST_CASE("status RES: a recorded placement whose torrent is gone resolves from the records and shows as gone") {
+    test::Scratch scratch;
+    config::Config cfg;
+    cfg.state_dir = (scratch / "state").string();
+    cfg.nodes["cache1"] = test::canned_node("cache1", config::Role::cache);
+    cfg.nodes["archive1"] = test::canned_node("archive1", config::Role::archive);
+    auto dir = state::StateDir::open(cfg.state_dir);
+    REQUIRE(dir.ok());
+    FakeQb cache_qb, archive_qb;
+    fill(cache_qb, 3);
+    fill(archive_qb, 3);
+    FakeSyncthing cache_st, archive_st;
+    FakeTransport cache_ops("cache1"), archive_ops("archive1");
+    session::NodeSessions nodes;
+    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("cache1"), clients::Tuning{},
+                                                     session::NodeSession::Injected{&cache_qb, &cache_st, &cache_ops}));
+    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
+                                                     session::NodeSession::Injected{&archive_qb, &archive_st, &archive_ops}));
+    // Resource 50 was committed on archive1, and its torrent is in no qBittorrent now.
+    state::PlacementStore records(dir.value());
+    REQUIRE(records.advance({v1_of(50), v2_of(50)}, "archive1", "fp", "job", {{"qb_id", v1_of(50)}}).ok());
+
+    auto focus = jobs::read_focus(dir.value(), nodes, v1_of(50), false);
+    REQUIRE_MESSAGE(focus.ok(), focus.error().message);
+    CHECK(focus->resource.identity.v1_hex() == v1_of(50));
+    CHECK(focus->qb_id == focus->resource.identity.qb_id());
+    bool gone = false;
+    for (const auto& p : focus->resource.placements)
+        if (p.node == "archive1") gone = !p.present && p.record && p.record->generation == 1;
+    CHECK(gone);
+    // By its v2 alias too.
+    auto by_v2 = jobs::read_focus(dir.value(), nodes, v2_of(50), false);
+    REQUIRE_MESSAGE(by_v2.ok(), by_v2.error().message);
+    CHECK(by_v2->resource.identity.v1_hex() == v1_of(50));
+
+    // Nothing recorded or live matches: still refused.
+    auto none = jobs::read_focus(dir.value(), nodes, std::string(40, 'e'), false);
+    REQUIRE_FALSE(none.ok());
+    CHECK(none.error().is(ErrorCode::NOT_FOUND));
+}
+
+// RES is an unambiguous prefix (8 or more hex digits) of a v1 (40) or v2 (64) hash: input that
+// cannot be one, and a prefix that matches nothing at a length no hash has, say what a valid id
+// looks like.
+TEST_CASE("resolve: a bad or unmatched RES says what a valid id looks like") {
+    config::NodeConfig cfg = test::canned_node("cache1", config::Role::cache);
+    FakeQb fake;
+    fill(fake, 3);
+    FakeSyncthing st;
+    FakeTransport ops("cache1");
+    config::Config config;
+    config.nodes["cache1"] = cfg;
+    session::NodeSessions nodes;
+    nodes.add(std::make_unique<session::NodeSession>(cfg, clients::Tuning{}, session::NodeSession::Injected{&fake, &st, &ops}));
+    const std::string valid = "a v1 hash has 40 hex digits, a v2 hash 64, and a prefix of at least 8 of either also works";
+
+    qb::TorrentInfo v2only;
+    v2only.infohash_v2 = std::string(32, 'c') + std::string(32, 'd');
+    v2only.id = v2only.infohash_v2.substr(0, 40);
+    v2only.name = "v2-only";
+    v2only.save_path = "/q";
+    v2only.progress = 1;
+    fake.put(v2only, {});
+    auto v2_prefix = jobs::resolve(nodes, v2only.infohash_v2.substr(0, 44), jobs::Lists::session);  // 41–63 digits: a v2 prefix
+    REQUIRE_MESSAGE(v2_prefix.ok(), v2_prefix.error().message);
+    CHECK(v2_prefix->name == "v2-only");
+
+    const std::string hex44 = std::string(44, 'a');
+    auto unmatched = jobs::resolve(nodes, hex44, jobs::Lists::session);
+    REQUIRE_FALSE(unmatched.ok());
+    CHECK(unmatched.error().is(ErrorCode::NOT_FOUND));
+    CHECK(unmatched.error().message == fmt::format("no torrent matches '{}' (44 hex digits): {}", hex44, valid));
+
+    auto whole = jobs::resolve(nodes, std::string(40, 'a'), jobs::Lists::session);  // a whole v1 hash: no lecture
+    REQUIRE_FALSE(whole.ok());
+    CHECK(whole.error().message.find("no node has a torrent matching") == 0);
+
+    for (const std::string& bad : std::vector<std::string>{"abc", "xyz12345678", std::string(65, 'a'), "ab\xff\xfe"}) {
+        auto r = jobs::resolve(nodes, bad, jobs::Lists::session);
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().is(ErrorCode::BAD_VALUE));
+        CHECK_MESSAGE(r.error().message.find(valid) != std::string::npos, r.error().message);
+    }
 }

@@ -1117,6 +1117,23 @@ TEST_CASE("steps: blockage_of names one cause, by precedence") {
           "pull error on 'J1/p/1': permission denied");
 }
 
+// Syncthing's error texts carry their own line breaks ("…device\n"): the cause is one line, so a
+// message built around it never puts ") (and 1 more)" on a line of its own.
+TEST_CASE("steps: blockage_of folds Syncthing's multi-line error texts to one line") {
+    SyncFacts f;
+    f.source = "seedbox";
+    f.target = "nas";
+    f.job_id = "J1";
+    f.pull_errors = {{"J1/p/0", "writing: no space left on device\n"}, {"J1/p/1", "other\r\nline"}};
+    Blockage b = blockage_of(f);
+    CHECK(b.cause == "receiver out of disk space ('J1/p/0': writing: no space left on device) (and 1 more)");
+    f.pull_errors = {{"J1/p/1", "permission denied\n  on open\n"}};
+    CHECK(blockage_of(f).cause == "pull error on 'J1/p/1': permission denied; on open");
+    f.pull_errors.clear();
+    f.target_error = "folder path missing\n";
+    CHECK(blockage_of(f).cause == "folder error: folder path missing");
+}
+
 // The exported torrent kept in the job's directory at creation is the run's: one export per job.
 TEST_CASE("steps: the run uses the job directory's copy of the exported torrent; a missing, damaged or foreign one is exported again once") {
     TransferFixture f;
