@@ -100,7 +100,14 @@ Status unlink_batch(EvictRun& run, jobs::NodeHandle& cache, std::uint64_t first,
     ARCHCTL_TRY_STATUS(run.save());
     crash_point("evict.intent");
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, cache.ops());
-    ARCHCTL_TRY_ASSIGN(auto result, node::Ops(*transport).unlink_owned(request));
+    auto answered = node::Ops(*transport).unlink_owned(request);
+    if (!answered.ok()) {
+        // The node may have unlinked part of the batch before it failed: the record accounts for
+        // that now. When it cannot (the node is gone too), the intent stays and the next run does.
+        if (!recover_interrupted_batch(run, cache).ok()) run.ledger.unlinking = std::make_pair(first, last);
+        return answered.take_error();
+    }
+    node::UnlinkOwnedResult& result = answered.value();
     crash_point("evict.unlinked");
     nlohmann::json files = nlohmann::json::array(), dirs = nlohmann::json::array();
     for (const auto& r : result.removed) {

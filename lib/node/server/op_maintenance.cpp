@@ -282,32 +282,43 @@ Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
     std::set<std::string> referenced(request.referenced.begin(), request.referenced.end());
     const std::string& stop_at = request.stop_at;
     ARCHCTL_TRY_STATUS(ctx.roots().locate(stop_at));
+    // Every path is checked before the first unlink: a request refused is a request not begun.
+    for (const auto& o : paths)
+        if (o.path.size() <= stop_at.size() + 1 || o.path.compare(0, stop_at.size() + 1, stop_at + "/") != 0)
+            return Error(ErrorCode::BAD_REQUEST, fmt::format("cannot unlink '{}': it is not below '{}'", o.path, stop_at));
     UnlinkOwnedResult out;
     auto& removed = out.removed;
     auto& kept = out.kept;
+    // A failure after some unlinks says what this request had already removed (the caller's
+    // intent record accounts for it; a person reading the error should not have to guess).
+    auto after_removing = [&removed](Error e) {
+        if (removed.empty()) return e;
+        e.message += fmt::format(" (after unlinking {} path(s) of this request, the last '{}')", removed.size(), removed.back());
+        return e;
+    };
     std::set<std::string> dirs;
     for (const auto& o : paths) {
-        if (o.path.size() <= stop_at.size() + 1 || o.path.compare(0, stop_at.size() + 1, stop_at + "/") != 0)
-            return Error(ErrorCode::BAD_REQUEST, fmt::format("cannot unlink '{}': it is not below '{}'", o.path, stop_at));
         for (std::string d = parent_dir(o.path); d.size() > stop_at.size(); d = parent_dir(d)) dirs.insert(d);
         auto parent = ctx.roots().open_parent(o.path);
         if (!parent.ok()) {
-            if (!parent.error().is(ErrorCode::NOT_FOUND)) return parent.take_error();
+            if (!parent.error().is(ErrorCode::NOT_FOUND)) return after_removing(parent.take_error());
             continue;
         }
-        ARCHCTL_TRY_ASSIGN(auto st, stat_in(parent.value().dir.get(), parent.value().name, o.path));
-        if (!st) continue;
+        auto st = stat_in(parent.value().dir.get(), parent.value().name, o.path);
+        if (!st.ok()) return after_removing(st.take_error());
+        if (!st.value()) continue;
         // A cache file may have other links (a staged link, the user's own): unlinking this
         // name leaves their data alone.
-        KeepVerdict verdict = keep_verdict(o, *st, referenced, OtherLinks::allowed);
+        KeepVerdict verdict = keep_verdict(o, *st.value(), referenced, OtherLinks::allowed);
         if (verdict.keep()) {
             kept.push_back(kept_entry(o.path, verdict));
             continue;
         }
-        if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0) return errno_error("cannot unlink", o.path, errno);
-        ARCHCTL_TRY_STATUS(fsync_fd_dir(parent.value().dir.get(), o.path));
-        crash_point("unlink_owned.unlinked");
+        if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0)
+            return after_removing(errno_error("cannot unlink", o.path, errno));
         removed.push_back(o.path);
+        if (Status synced = fsync_fd_dir(parent.value().dir.get(), o.path); !synced.ok()) return after_removing(synced.take_error());
+        crash_point("unlink_owned.unlinked");
     }
     std::vector<std::string> ordered(dirs.begin(), dirs.end());
     std::sort(ordered.begin(), ordered.end(), [](const std::string& a, const std::string& b) {
@@ -323,7 +334,7 @@ Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
         } else if (errno == ENOTEMPTY || errno == EEXIST) {
             kept.push_back(KeptEntry{d, "directory has other content", KeptCode::none});
         } else if (errno != ENOENT && errno != ENOTDIR) {
-            return errno_error("cannot remove directory", d, errno);
+            return after_removing(errno_error("cannot remove directory", d, errno));
         }
     }
     return json(out);

@@ -115,6 +115,21 @@ NODE_TEST(unlink_owned_keeps_referenced_files_and_unknown_content) {
     CHECK(f.fails(Op::unlink_owned, {{"stop_at", s}, {"paths", {f.qb() + "/other"}}}).code == "BAD_REQUEST");
 }
 
+NODE_TEST(unlink_owned_checks_every_path_before_the_first_unlink_and_a_failure_says_what_it_removed) {
+    for (const char* rel : {"T/a.bin", "T/b.bin"}) f.write(std::string("qb/save/") + rel, rel);
+    std::string s = f.qb() + "/save";
+    // A path outside stop_at later in the request: nothing is unlinked.
+    Error refused = f.fails(Op::unlink_owned, {{"stop_at", s}, {"paths", {s + "/T/a.bin", f.qb() + "/other"}}});
+    CHECK(refused.code == "BAD_REQUEST");
+    CHECK(std::filesystem::exists(s + "/T/a.bin"));
+    // A path that cannot be reached (its parent is a file) after one that was unlinked: the
+    // error says what the request had removed before it.
+    Error failed = f.fails(Op::unlink_owned, {{"stop_at", s}, {"paths", {s + "/T/a.bin", s + "/T/b.bin/x"}}});
+    CAPTURE(failed.message);
+    CHECK_FALSE(std::filesystem::exists(s + "/T/a.bin"));
+    CHECK(failed.message.find("after unlinking 1 path(s) of this request, the last '" + s + "/T/a.bin'") != std::string::npos);
+}
+
 NODE_TEST(partfile_read_parses_the_header_and_refuses_what_it_cannot_prove) {
     f.write("qb/save/.lab.parts", partfile(33792));
     json h = f.ok(Op::partfile_read, {{"path", f.qb() + "/save/.lab.parts"}, {"expect_pieces", 14}, {"expect_piece_size", 16384}});
