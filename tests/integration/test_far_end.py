@@ -185,6 +185,24 @@ class BabblingFarEnd(unittest.TestCase):
         pgid = read_pid(pidfile)
         wait_for(lambda: not group_members(pgid), 10, "the far end's process group to be gone")
 
+    def test_a_far_end_whose_stderr_holds_terminal_escapes_is_quoted_escaped(self):
+        # What the far end said on stderr reaches the person as visible text, in the check line
+        # and in --json (as JSON escapes), never as a control sequence.
+        script, _ = shell_far_end("printf 'bad \\033]0;PWNED\\007 \\033[2J end\\n' >&2\nexit 3")
+        config = config_for([script])
+        run = node_check(config)
+        code, _, _ = run.wait(60)
+        out, err = run.out.decode(), run.err.decode()
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("bad \\x1b]0;PWNED\\x07 \\x1b[2J end", out)
+        self.assertNotIn("\x1b", out + err)
+        self.assertNotIn("\x07", out + err)
+        run = Run([ARCHCTL, "--config", config, "node", "check", "far", "--json"])
+        code, _, _ = run.wait(60)
+        doc = json.loads(run.out.decode())
+        transport = next(c for c in doc["checks"] if c["check"] == "transport")
+        self.assertIn("bad \x1b]0;PWNED\x07 \x1b[2J end", transport["error"]["hint"])
+
     def test_a_far_end_streaming_endlessly_is_refused_with_bounded_memory(self):
         for body, expect in (("exec tr '\\000' x < /dev/zero", "printed 'xxxxxxxx"),
                              ("printf '{\"type\":\"hello\",\"a\":\"'; exec tr '\\000' x < /dev/zero", "longer than 64.0 MiB")):
