@@ -41,7 +41,8 @@ run. Then it checks and prints:
   - every run that exited 1 carried a hint (the fix) and ran while a wrong password was
     configured; no run exited with anything but 0, 1 or 10, except a killed run with its
     signal; no run hung; the closing nights end with 0;
-  - no qBittorrent banned the address (every one still takes the right login);
+  - no qBittorrent banned the address (every one still takes the right login), and each logged
+    at most one failed login per wrong password (a new wrong password each time one is drawn);
   - a table: nights, runs, exit codes, faults injected, bytes archived and evicted.
 Exit 0 only when every check holds; 1 otherwise, naming each failed check (and the night, run
 and output that show it); 2 when the lab cannot be set up here (not root, no loop devices)."""
@@ -127,6 +128,8 @@ class Soak:
         self.evicted_total = 0
         self.run_seconds = 2.0    # a first run's usual length, to time faults inside runs
         self.landed = 0           # faults that happened while a run of the night was going on
+        self.episodes = collections.Counter()  # node -> times its password was made wrong
+        self.login_failures = {}  # node -> failed logins its qBittorrent logged
 
     # -------------------------------------------------------------------------------- set-up
     def set_up(self):
@@ -159,12 +162,6 @@ class Soak:
         flows.pair_route(self.lab, "cache1", "archive2", ROUTE2)
         for name in NODES:  # qBittorrent's own default: a ban after 5 failed logins, for an hour
             self.lab.qb(name).set_preferences({"web_ui_max_auth_fail_count": 5, "web_ui_ban_duration": 3600})
-        secrets_dir = os.path.dirname(self.lab.node("cache1")["qb"]["password_file"])
-        for name in NODES:
-            wrong = os.path.join(secrets_dir, f"{name}.qb.wrong")
-            fd = os.open(wrong, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write("not-the-password-" + str(self.rng.getrandbits(32)) + "\n")
         self.config = os.path.join(self.lab.dir, "soak.toml")
         self.write_config()
         import collection
@@ -451,6 +448,11 @@ class Soak:
             elif fault == "wrong_password":
                 node = self.rng.choice(NODES)
                 self.wrong = (node, self.rng.randint(1, 2))
+                self.episodes[node] += 1
+                wrong = self.lab.node(node)["qb"]["password_file"] + ".wrong"  # a new mistake each time
+                fd = os.open(wrong, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w") as f:
+                    f.write(f"not-the-password-{n}-{self.rng.getrandbits(32)}\n")
                 record["short"][-1] += f":{node}"
                 self.write_config()
                 record["faults"].append(f"{node}'s qBittorrent password wrong in the config for {self.wrong[1]} night(s)")
@@ -593,6 +595,11 @@ class Soak:
                 if not r["hint"]:
                     self.problem(f"{where}: exit 1 without a hint naming the fix: {r['error_code']}: {r['error_message']}\n"
                                  f"{r['stderr_tail']}")
+                login = r["error_code"] == "QB_AUTH" or any(
+                    w in (r["error_message"] or "").lower() for w in ("password", "login", "credentials"))
+                if r["wrong_password"] and not login:
+                    self.problem(f"{where}: exit 1 while {r['wrong_password']}'s password was wrong, but for something else: "
+                                 f"{r['error_code']}: {r['error_message']} (hint: {r['hint']})\n{r['stderr_tail']}")
                 if not r["wrong_password"]:
                     outage = any(w in (r["error_message"] or "") for w in ("unreachable", "cannot reach", "connection refused"))
                     why = (" -- a service outage is a wait (exit 10, docs/design.md \"Budgets, outages and stops\"), "
@@ -620,7 +627,14 @@ class Soak:
                 banned = []
             if banned:
                 self.problem(f"{name}'s qBittorrent banned an address: {banned[0].strip()}")
-        log("check: every qBittorrent takes the right login; none logged a ban")
+            failures = [line for line in open(qb_log, errors="replace") if "login failure" in line] if os.path.exists(qb_log) else []
+            self.login_failures[name] = len(failures)
+            if len(failures) > self.episodes[name]:
+                self.problem(f"{name}'s qBittorrent logged {len(failures)} failed logins for {self.episodes[name]} wrong "
+                             f"password(s): a refused password must be sent once (docs/design.md \"Credentials fail once\"); "
+                             f"last: {failures[-1].strip()}")
+        log(f"check: every qBittorrent takes the right login; none logged a ban; failed logins {dict(self.login_failures)} "
+            f"for wrong passwords {dict(self.episodes)}")
 
     def table(self, wall):
         codes = collections.Counter(r["rc"] for r in self.runs)
@@ -639,6 +653,7 @@ class Soak:
             f"exit codes: {', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}",
             f"faults injected: {', '.join(f'{k} {v}' for k, v in sorted(self.faults.items()))} "
             f"({sum(self.faults.values())}; {self.landed} of the kills, outages and fills happened while a run was going on)",
+            f"failed logins logged by qBittorrent: {self.login_failures} for wrong passwords {dict(self.episodes)}",
             f"errors of exit-1 runs: {dict(collections.Counter(r['error_code'] for r in self.runs if r['rc'] == 1))}",
             f"stop reasons of exit-10 runs: {dict(collections.Counter(r['stop'] for r in self.runs if r['rc'] == 10))}",
             f"torrents created: {len(self.torrents)} ({human(sum(t['size'] for t in self.torrents.values()))}); "
