@@ -79,7 +79,13 @@ std::string render_batch(const runs::Planned& planned, runs::BatchOp op) {
     if (tt.nothing) out += fmt::format("\n  nothing to do  {}", tt.nothing);
     if (tt.refused) out += fmt::format("\n  refused  {} (see each line; the others go ahead)", tt.refused);
     if (tt.skipped) out += fmt::format("\n  skipped  {}", tt.skipped);
-    for (const auto& [why, count] : planned.skipped) out += fmt::format("\n  not chosen  {} torrent(s): {}", count, why);
+    if (!planned.not_chosen.empty()) {
+        out += fmt::format("\n  not chosen  {} on {}, passed over by the filters:", plural(planned.not_chosen.size(), "torrent"),
+                           planned.source);
+        ui::Table passed({ui::Align::left, ui::Align::left, ui::Align::left}, "    ");
+        for (const auto& p : planned.not_chosen) passed.add_row({p.short_id, clip(p.name, 40), p.reason});
+        out += "\n" + passed.render();
+    }
     return out;
 }
 
@@ -99,7 +105,11 @@ nlohmann::json batch_json(const runs::Planned& planned, runs::BatchOp op, bool r
         for (const char* k : {"done", "stopped", "failed", "nothing_to_do", "not_run"}) totals[k] = by[k];
         totals["bytes_moved"] = moved;
     }
-    return {{"op", runs::to_string(op)}, {"source", planned.source}, {"resources", resources}, {"totals", totals}};
+    nlohmann::json not_chosen = nlohmann::json::array();
+    for (const auto& p : planned.not_chosen)
+        not_chosen.push_back({{"resource", p.id}, {"short_id", p.short_id}, {"name", p.name}, {"reason", p.reason}});
+    totals["not_chosen"] = not_chosen.size();
+    return {{"op", runs::to_string(op)}, {"source", planned.source}, {"resources", resources}, {"not_chosen", not_chosen}, {"totals", totals}};
 }
 
 void say_batch_step(Context& ctx, Services& s, runs::BatchOp op, const runs::BatchEvent& e) {

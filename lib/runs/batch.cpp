@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -99,6 +100,28 @@ bool named(const std::vector<std::string>& res, const clients::qbittorrent::Torr
     return std::any_of(res.begin(), res.end(), [&](const auto& r) { return matches_prefix(t, r); });
 }
 
+bool fully_downloaded(const clients::qbittorrent::TorrentInfo& t) { return t.progress >= 1.0 && t.amount_left <= 0; }
+
+// The criteria's conditions that name torrents (category, tag, name glob) hold for `t`, and no
+// exclusion blocks it; true when the criteria set none of those conditions.
+bool named_by(const config::Criteria& c, const clients::qbittorrent::TorrentInfo& t) {
+    auto in = [](const std::vector<std::string>& list, const std::string& v) { return std::find(list.begin(), list.end(), v) != list.end(); };
+    auto any_tag = [&](const std::vector<std::string>& list) {
+        return std::any_of(t.tags.begin(), t.tags.end(), [&](const std::string& tag) { return in(list, tag); });
+    };
+    auto any_name = [&](const std::vector<std::string>& list) {
+        return std::any_of(list.begin(), list.end(), [&](const std::string& glob) { return select::glob_match(glob, t.name); });
+    };
+    if (in(c.exclude_categories, t.category) || any_tag(c.exclude_tags) || any_name(c.exclude_names)) return false;
+    std::vector<bool> holds;
+    if (!c.categories.empty()) holds.push_back(in(c.categories, t.category));
+    if (!c.tags.empty()) holds.push_back(any_tag(c.tags));
+    if (!c.names.empty()) holds.push_back(any_name(c.names));
+    if (holds.empty()) return true;
+    return c.any ? std::find(holds.begin(), holds.end(), true) != holds.end()
+                 : std::find(holds.begin(), holds.end(), false) == holds.end();
+}
+
 // The chosen resources, in the source's name order (several RES alone: as given).
 Result<Planned> choose(jobs::Snapshot& snapshot, Clock& clock, const BatchSpec& spec) {
     Planned p;
@@ -128,7 +151,14 @@ Result<Planned> choose(jobs::Snapshot& snapshot, Clock& clock, const BatchSpec& 
         if (!spec.res.empty() && !named(spec.res, t)) continue;
         select::Verdict v = select::evaluate(*spec.criteria, t, now);
         if (!v.chosen) {
-            if (!v.skipped.empty()) ++p.skipped[v.skipped];
+            std::string why = v.skipped;
+            // A torrent still downloading fails the conditions on completion (completed, seeding,
+            // ratio…) as much as the completion rule itself: it is passed over when the filters
+            // that name torrents (category, tag, name, exclusions) would keep it.
+            if (why.empty() && !fully_downloaded(t) && named_by(*spec.criteria, t)) why = "still downloading";
+            if (why.empty()) continue;
+            if (why == "still downloading") why = fmt::format("still downloading ({:.0f}%)", std::floor(std::clamp(t.progress, 0.0, 1.0) * 100.0));
+            p.not_chosen.push_back({t.id, t.id.substr(0, 12), t.name, std::move(why)});
             continue;
         }
         p.items.push_back(item_of(t.id, t.id, t.name, v.rule));

@@ -127,10 +127,18 @@ private:
 void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot,
                   BatchItem& it);
 
+// A torrent on the source the filters passed over: their conditions hold but an exclusion or its
+// state blocks it, or it is still downloading and its category, tag and name do not rule it out
+// (a torrent that is not complete is never chosen, whatever the other conditions say).
+struct NotChosen {
+    std::string id, short_id, name;
+    std::string reason;  // "still downloading (63%)", "category keep", ...
+};
+
 struct Planned {
     std::vector<BatchItem> items;
     std::string source;                          // the node the filters read ("" for RES alone without --from)
-    std::map<std::string, std::size_t> skipped;  // what the filters passed over, by reason
+    std::vector<NotChosen> not_chosen;          // every torrent the filters passed over, in the source's name order
 };
 
 // The chosen resources, in the source's name order (several RES alone: as given), each

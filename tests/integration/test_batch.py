@@ -267,6 +267,34 @@ class Batch(unittest.TestCase):
         for rel in rels(pinned):
             self.assertTrue(os.path.isfile(os.path.join(cache_save(pinned), rel)), rel)
 
+    def test_h_not_chosen_lists_the_torrents_still_downloading(self):
+        """A tv torrent whose second half is missing is still downloading (50%): the plan of
+        --category tv lists it under "not chosen" with its percent, as its JSON does."""
+        qb = LAB.qb("cache1")
+        save = os.path.join(LAB.node("cache1")["qb_root"], "tv-half")
+        flows.write_payload(save, {"pay/a.bin": 65536, "pay/b.bin": 65536}, seed=77)
+        tfile = os.path.join(LAB.dir, "tv-half.torrent")
+        info = flows.create_torrent(os.path.join(save, "pay"), tfile, kind="v1", piece_length=32768)
+        os.remove(os.path.join(save, "pay", "b.bin"))
+        with open(tfile, "rb") as f:
+            collection.add_with(qb, f.read(), save, "tv")
+        tid = info["qb_id"]
+        self.addCleanup(qb.post, "torrents/delete", hashes=tid, deleteFiles="false")
+        flows.wait(lambda: qb.info([tid]), what="torrent listed")
+        qb.recheck(tid)
+        flows.wait(lambda: (lambda t: t and t[0]["state"] == "pausedDL" and t[0]["progress"] == 0.5)(qb.info([tid])),
+                   what="recheck: half of it present")
+        rc, out, err = archctl("plan", "archive", "--category", "tv", "--json")
+        self.assertEqual(rc, 0, err + out)
+        batch = json.loads(out)["batch"]
+        self.assertNotIn(tid, [r["resource"] for r in batch["resources"]])
+        self.assertIn({"resource": tid, "short_id": tid[:12], "name": "pay", "reason": "still downloading (50%)"},
+                      batch["not_chosen"])
+        rc, text, err = archctl("plan", "archive", "--category", "tv")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(text, r"not chosen  \d+ torrents? on cache1, passed over by the filters:\n(    .*\n)*"
+                               rf"    {tid[:12]}\s+pay\s+still downloading \(50%\)")
+
 
 if __name__ == "__main__":
     unittest.main()

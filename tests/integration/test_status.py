@@ -451,6 +451,12 @@ class Status(unittest.TestCase):
     def test_yz_a_vanished_copy_and_an_id_of_no_valid_length(self):
         tid = new_resource("vanished", seed=29)
         flows.pair_route(LAB, "cache1", "archive1")
+        # Two archive nodes and no --to: each line of a batch plan is refused naming --to and the nodes.
+        rc, out, err = archctl("plan", "archive", "--from", "cache1", "--all")
+        refused = [ln for ln in (out + err).splitlines() if "several archive nodes" in ln]
+        self.assertTrue(refused, out + err)
+        for line in refused:
+            self.assertIn("several archive nodes are configured (archive1, archive2): name the target with --to NODE", line)
         rc, out, err = archctl("archive", tid[:12], "--to", "archive1", "--yes", timeout=300)
         self.assertEqual(rc, 0, err + out)
         for node in ("archive1", "cache1"):

@@ -106,7 +106,11 @@ Result<std::string> pick_target(Nodes& nodes, const TransferRequest& r) {
     if (all.size() == 1) return all[0]->name();
     const char* kind = role == config::Role::cache ? "cache" : "archive";
     if (all.empty()) return Error(ErrorCode::USAGE, fmt::format("no {} node is configured", kind), "add one to the config");
-    return Error(ErrorCode::USAGE, fmt::format("several {} nodes are configured", kind), "choose one with --to");
+    std::vector<std::string> names;
+    for (NodeHandle* n : all) names.push_back(n->name());
+    return Error(ErrorCode::USAGE,
+                 fmt::format("several {} nodes are configured ({}): name the target with --to NODE", kind, fmt::join(names, ", ")),
+                 fmt::format("add --to {} (or another of {})", names.front(), fmt::join(names, ", ")));
 }
 
 // The files of `sel`, each with its paths on the source's and the target's disk (the plan's layouts).

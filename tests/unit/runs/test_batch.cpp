@@ -254,6 +254,61 @@ TEST_CASE("batch: filters choose from the source's torrents in name order; a RES
     }
 }
 
+// "not chosen" lists every torrent the filters passed over, each with its reason, the ones still
+// downloading included (a torrent not complete fails "completed before" as much as the
+// completion rule: it is listed when its category, tag and name do not rule it out).
+TEST_CASE("batch: every torrent passed over is listed with its reason, still-downloading ones with their percent") {
+    Batch b(1);
+    test::TransferFixture& f = b.jobs.job("first");
+    auto torrent = [&](char c, const std::string& name, const std::string& category, double progress) {
+        clients::qbittorrent::TorrentInfo t;
+        t.id = std::string(40, c);
+        t.name = name;
+        t.category = category;
+        t.state = progress < 1 ? "downloading" : "stalledUP";
+        t.progress = progress;
+        t.amount_left = progress < 1 ? 100 : 0;
+        t.completion_on = progress < 1 ? -1 : 1000;
+        f.seedbox.qb.put(t);
+        return t.id;
+    };
+    const std::string done_tv = torrent('b', "a-done", "tv", 1.0);
+    const std::string downloading_tv = torrent('c', "b-downloading", "tv", 0.634);
+    torrent('d', "c-downloading-film", "film", 0.2);
+    const std::string kept = torrent('e', "d-kept", "keep", 1.0);
+    b.spec.from = "seedbox";
+    b.planner.plans = {{done_tv, {Action::new_job, "d1", "first"}}, {f.qb_id, {Action::new_job, "d2", "first"}}};
+
+    SUBCASE("--category tv: the downloading tv torrent is passed over, the film is not a candidate") {
+        config::Criteria tv;
+        tv.categories = {"tv"};
+        b.spec.criteria = tv;
+        runs::Planned planned = b.plan({});
+        REQUIRE(planned.items.size() == 1);
+        CHECK(planned.items[0].res == done_tv);
+        REQUIRE(planned.not_chosen.size() == 1);
+        CHECK(planned.not_chosen[0].id == downloading_tv);
+        CHECK(planned.not_chosen[0].name == "b-downloading");
+        CHECK(planned.not_chosen[0].reason == "still downloading (63%)");
+    }
+    SUBCASE("--completed-before with an exclusion: both downloading torrents, and the excluded one, each with its reason") {
+        config::Criteria old;
+        config::TimeBound bound;
+        bound.age_s = 10;
+        old.completed_before = bound;
+        old.exclude_categories = {"keep"};
+        b.spec.criteria = old;
+        b.planner.plans[f.qb_id] = {Action::new_job, "d2", "first"};
+        runs::Planned planned = b.plan({});
+        std::map<std::string, std::string> why;
+        for (const auto& p : planned.not_chosen) why[p.name] = p.reason;
+        CHECK(why == std::map<std::string, std::string>{{"b-downloading", "still downloading (63%)"},
+                                                        {"c-downloading-film", "still downloading (20%)"},
+                                                        {"d-kept", "category keep"}});
+        (void)kept;
+    }
+}
+
 TEST_CASE("batch: a job whose target stayed unable to take it past its bound is undone; the batch goes on with the others") {
     Batch b(2);
     b.planner.plans = {{"aaaa", {Action::continue_job, "d1", "first"}}, {"bbbb", {Action::new_job, "d2", "second"}}};

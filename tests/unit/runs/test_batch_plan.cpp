@@ -204,3 +204,21 @@ TEST_CASE("batch plan: a resource the target holds whole is nothing to do, from 
     CHECK(f.seedbox.qb.count("export_torrent") == 3);
     CHECK(f.nas.qb.count("files") == 2);
 }
+
+// With two archive nodes and no --to, every line of the batch is refused: the refusal names
+// --to NODE and the archive nodes there are to choose from.
+TEST_CASE("batch plan: without --to and with several archive nodes, each refusal names --to and the nodes") {
+    ManyTorrents f(2);
+    test::FakeNode nas2{"nas2"};
+    f.config.nodes["nas2"] = f.config.nodes["nas"];
+    f.config.nodes["nas2"].name = "nas2";
+    f.nodes.add(std::make_unique<session::NodeSession>(f.config.nodes["nas2"], clients::Tuning{},
+                                                       session::NodeSession::Injected{&nas2.qb, &nas2.st, &nas2.ops}));
+    f.spec.to.clear();
+    runs::Planned planned = f.plan();
+    REQUIRE(planned.items.size() == 2);
+    for (const auto& it : planned.items) {
+        CHECK(it.action == runs::Action::refused);
+        CHECK_MESSAGE(it.reason.find("several archive nodes are configured (nas, nas2): name the target with --to NODE") == 0, it.reason);
+    }
+}
