@@ -137,6 +137,7 @@ struct JobsJson {
     nlohmann::json rows = nlohmann::json::array();
     nlohmann::json running = nlohmann::json::array();
     nlohmann::json attention = nlohmann::json::array();
+    nlohmann::json waiting = nlohmann::json::array();  // jobs waiting for room on their target
 };
 
 // The last cell of a job row: who drives it, or what to run next.
@@ -146,6 +147,7 @@ std::string activity_cell(const jobs::JobActivity& a) {
         return fmt::format("running: pid {}{}, step {}{}", a.driver->pid, a.driver->host == host_name() ? "" : " on " + a.driver->host,
                            a.step, pct);
     }
+    if (a.waiting) return fmt::format("waiting for room on '{}' since {}", a.waiting->node, a.waiting->since);
     return a.resolve.empty() ? "" : "→ " + a.resolve.front();
 }
 
@@ -157,7 +159,7 @@ bool listed(const jobs::JobSummary& j, const jobs::JobActivity& a, const JobFilt
 
 std::string render_jobs(const state::StateDir& state, const std::vector<jobs::JobSummary>& all, const JobFilter& filter, JobsJson& out) {
     ui::Table t({}, "  ");
-    std::vector<std::string> attention;
+    std::vector<std::string> attention, waiting;
     for (const auto& j : all) {
         if (!filter.matches(j)) continue;
         out.rows.push_back(j.to_json());
@@ -167,12 +169,19 @@ std::string render_jobs(const state::StateDir& state, const std::vector<jobs::Jo
             out.attention.push_back(a.to_json());
             attention.push_back(fmt::format("  {}  {}: {}", j.id, a.why, fmt::join(a.resolve, ", then ")));
         }
+        if (a.waiting) {
+            out.waiting.push_back(a.to_json());
+            waiting.push_back(fmt::format("  {}  {}", j.id, a.why));
+        }
         if (!listed(j, a, filter)) continue;
         t.add_row({j.id, j.damaged ? "damaged" : j.definition.value("op", ""), j.definition.value("qb_id", "").substr(0, 12), j.nodes,
                    j.status, activity_cell(a)});
     }
     std::string text = "jobs";
     text += t.empty() ? (filter.any() ? "\n  (none)" : "\n  (none in progress, none failed)") : "\n" + t.render();
+    if (!waiting.empty())
+        text += fmt::format("\nwaiting for room: {} job{} (nothing to do: each run goes on with it)\n{}", waiting.size(),
+                            waiting.size() == 1 ? "" : "s", fmt::join(waiting, "\n"));
     if (!attention.empty())
         text += fmt::format("\nneeds attention: {} job{}\n{}", attention.size(), attention.size() == 1 ? "" : "s", fmt::join(attention, "\n"));
     return text;
@@ -258,6 +267,7 @@ Outcome run_focused(Context& ctx, const config::Config& config, const std::strin
     result["jobs"] = jobs_json.rows;
     result["running"] = jobs_json.running;
     result["attention"] = jobs_json.attention;
+    result["waiting"] = jobs_json.waiting;
     std::vector<std::string> unreadable;
     for (const auto& p : r.placements)
         if (!p.error.empty()) unreadable.push_back("'" + p.node + "'");
@@ -303,7 +313,8 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
                              {"placements", nlohmann::json::array()},
                              {"jobs", nlohmann::json::array()},
                              {"running", nlohmann::json::array()},
-                             {"attention", nlohmann::json::array()}};
+                             {"attention", nlohmann::json::array()},
+                             {"waiting", nlohmann::json::array()}};
     text += "\n" + render_routes(o, result["routes"]);
     if (o.state_readable) {
         for (const auto& r : o.resources) result["placements"].push_back(r.to_json());
@@ -315,6 +326,7 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
         result["jobs"] = jobs_json.rows;
         result["running"] = jobs_json.running;
         result["attention"] = jobs_json.attention;
+        result["waiting"] = jobs_json.waiting;
     } else {
         text += "\njobs\n  (" + o.jobs_error + ")";
     }

@@ -226,8 +226,25 @@ class FullArchive(unittest.TestCase):
         self.assertEqual(ledger["target_blocked"]["runs"], 2, ledger)
         self.assertEqual(ledger["target_blocked"]["node"], "archive1", ledger)
         rc, out, err = archctl("status", "--json")
-        policy = [p for p in json.loads(out)["policies"] if p["policy"] == "box"][0]
+        status = json.loads(out)
+        policy = [p for p in status["policies"] if p["policy"] == "box"][0]
         self.assertEqual([w["job"] for w in policy["waiting_for_room"]], [job], policy)
+        # Waiting for room is not "needs attention … archctl resume": status says what it waits
+        # for, since when, and that a run undoes and releases it after the bound.
+        self.assertEqual([a["job"] for a in status["attention"]], [], status["attention"])
+        waiting = [w for w in status["waiting"] if w["job"] == job]
+        self.assertEqual(len(waiting), 1, status["waiting"])
+        room = waiting[0]["waiting_for_room"]
+        self.assertEqual((room["node"], room["runs"], room["release_runs"]), ("archive1", 2, 3), room)
+        self.assertEqual(room["since"], ledger["target_blocked"]["since"])
+        self.assertTrue(room["release_from"], room)
+        rc, text, err = archctl("status")
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn(f"archctl resume {job}", text.split("needs attention")[-1] if "needs attention" in text else "")
+        self.assertIn("waiting for room: 1 job", text)
+        self.assertRegex(text, rf"  {job}  waiting for room on 'archive1' since {room['since']} \(2 runs ended on it\): .*floor.*; "
+                               rf"the first run from {room['release_from']} on, once 3 runs have ended on it \(the next one from "
+                               rf"cron, or 'archctl resume {job}'\), undoes and releases it")
         # The plan says what the run will do: A waits with its job, so the goal is not met now.
         rc, out, err = archctl("plan", "tier", "box", "--json")
         self.assertEqual(rc, 0, err)

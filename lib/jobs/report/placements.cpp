@@ -274,6 +274,8 @@ CoverageSummary coverage_of_cache(Nodes& nodes, const state::StateDir& dir, cons
 nlohmann::json PlacementSummary::to_json() const {
     nlohmann::json j = {{"node", node}, {"role", role}, {"present", present}};
     if (!error.empty()) j["error"] = error;
+    // A recorded placement whose torrent is gone keeps its record: "recorded but gone".
+    if (record) j["generation"] = {{"generation", record->generation}, {"job", record->job_id}, {"committed_at", record->committed_at}};
     if (!present) return j;
     j.update({{"qb_id", qb_id},
               {"save_path", save_path},
@@ -285,7 +287,6 @@ nlohmann::json PlacementSummary::to_json() const {
               {"complete_files", complete},
               {"selected_bytes", selected_bytes},
               {"complete_bytes", complete_bytes}});
-    if (record) j["generation"] = {{"generation", record->generation}, {"job", record->job_id}, {"committed_at", record->committed_at}};
     return j;
 }
 

@@ -10,6 +10,7 @@
 #include "lib/base/text.hpp"
 #include "lib/jobs/core/driver.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
+#include "lib/jobs/transfer/target_room.hpp"
 #include "lib/node/wire/ops.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/placements.hpp"
@@ -146,6 +147,21 @@ JobActivity activity_of(const state::StateDir& state, const JobSummary& j) {
     } else if (j.ledger.state == JobState::cleanup_required) {
         a.why = "cleanup required";
         a.resolve = {cmd("resume"), cmd("job show")};
+    } else if (j.ledger.state == JobState::running && j.ledger.target_blocked) {
+        // Waiting for room on its target: the next run (cron's, or a resume) goes on with it, and
+        // once the bound has passed undoes and releases it; nothing here needs a person.
+        const TargetBlocked& b = *j.ledger.target_blocked;
+        JobActivity::WaitingForRoom w{b.node, b.since, b.reason, b.runs, "", k_release_runs};
+        SystemTime since{};
+        if (parse_rfc3339(b.since, since)) w.release_from = format_rfc3339(since + k_release_after);
+        const std::string when = w.release_from.empty() ? fmt::format("{} h after it was first seen", k_release_after.count())
+                                                        : fmt::format("from {} on", w.release_from);
+        a.why = fmt::format("waiting for room on '{}' since {} ({} run{} ended on it){}; the first run {}, once {} runs have ended on it "
+                            "(the next one from cron, or '{}'), undoes and releases it (staging removed, reservation freed) so it can "
+                            "go to another node",
+                            b.node, b.since, b.runs, b.runs == 1 ? "" : "s", b.reason.empty() ? "" : ": " + b.reason, when,
+                            k_release_runs, cmd("resume"));
+        a.waiting = std::move(w);
     } else if (j.ledger.state == JobState::running) {
         a.why = "not running: stopped or interrupted";
         a.resolve = {cmd("resume"), cmd("job cancel")};
@@ -159,6 +175,11 @@ nlohmann::json JobActivity::to_json() const {
     j["percent"] = percent ? nlohmann::json(*percent) : nlohmann::json(nullptr);
     j["driver"] = driver ? nlohmann::json{{"pid", driver->pid}, {"host", driver->host}, {"since", driver->started_at}}
                          : nlohmann::json(nullptr);
+    if (waiting)
+        j["waiting_for_room"] = {{"node", waiting->node},           {"since", waiting->since},
+                                 {"runs", waiting->runs},           {"reason", waiting->reason},
+                                 {"release_from", waiting->release_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(waiting->release_from)},
+                                 {"release_runs", waiting->release_runs}};
     return j;
 }
 

@@ -4,6 +4,7 @@
 // coverage of each resource a job names — or, for one resource or job, that resource alone.
 // Nothing here fails because a node is down: an unreadable node is reported in its row.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,8 +57,17 @@ struct JobActivity {
     std::optional<LockRecord> driver;   // set while a live archctl holds the job
     std::optional<double> percent;      // transfers: bytes on the target of the job's delta
     std::uint64_t bytes_done = 0, bytes_total = 0;
-    std::vector<std::string> resolve;   // empty: nothing to do (running, or done)
+    std::vector<std::string> resolve;   // empty: nothing to do (running, waiting for room, or done)
     std::string why;                    // one line: why it is listed
+    // A job whose target cannot take it (docs/design.md "A job that cannot land"): nothing a
+    // person must do, the next run goes on with it and, past the bound, undoes and releases it.
+    struct WaitingForRoom {
+        std::string node, since, reason;  // since: RFC 3339, when a run first stopped on it
+        std::uint32_t runs = 0;           // runs that ended on it so far
+        std::string release_from;         // RFC 3339: the first time a run may release it ("" when since does not read)
+        std::uint32_t release_runs = 0;   // ... once the job has ended this many runs on it
+    };
+    std::optional<WaitingForRoom> waiting;
 
     bool running() const { return driver.has_value(); }
     bool needs_action() const { return !resolve.empty(); }

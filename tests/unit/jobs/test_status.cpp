@@ -104,3 +104,38 @@ TEST_CASE("status says who drives a job, its percent, and the commands that reso
     CHECK(driven_elsewhere(dir.value(), running) == fmt::format("job {} is being driven by another archctl", running));
     CHECK_FALSE(activity_of(dir.value(), (*rows)[2]).running());
 }
+
+// A job waiting for room on its target (docs/design.md "A job that cannot land") is not a job
+// that needs a person: status says what it waits for, since when, and that the next run (or a
+// resume) undoes and releases it after the bound, not "needs attention … archctl resume ID".
+TEST_CASE("status: a job waiting for room on its target says what it waits for, since when, and when a run releases it") {
+    test::Scratch scratch;
+    auto dir = state::StateDir::open((scratch / "state").string());
+    REQUIRE(dir.ok());
+    state::JobStore store(dir.value());
+    const std::string id = "20261201-000004-dddd";
+    REQUIRE(store.create(id, {{"id", id}, {"op", "archive"}, {"qb_id", "1838bf9a70c1"}, {"delta_bytes", 1000}}).ok());
+    Ledger l;
+    l.step = "sync";
+    l.target_blocked = TargetBlocked{"archive1", "2026-12-01T18:34:12Z", 2,
+                                     "destination free space fell below the floor (0 B free < 4.0 MiB floor)"};
+    REQUIRE(store.write_ledger(id, l.to_json()).ok());
+    auto rows = summarize_jobs(store);
+    REQUIRE(rows.ok());
+    REQUIRE(rows->size() == 1);
+    const JobActivity a = activity_of(dir.value(), rows->front());
+    CHECK_FALSE(a.running());
+    CHECK_FALSE(a.needs_action());
+    REQUIRE(a.waiting);
+    CHECK(a.waiting->node == "archive1");
+    CHECK(a.waiting->release_from == "2026-12-02T18:34:12Z");
+    CHECK(a.why ==
+          "waiting for room on 'archive1' since 2026-12-01T18:34:12Z (2 runs ended on it): destination free space fell below the floor "
+          "(0 B free < 4.0 MiB floor); the first run from 2026-12-02T18:34:12Z on, once 3 runs have ended on it (the next one from "
+          "cron, or 'archctl resume 20261201-000004-dddd'), undoes and releases it (staging removed, reservation freed) so it can go "
+          "to another node");
+    const nlohmann::json j = a.to_json();
+    CHECK(j["waiting_for_room"]["since"] == "2026-12-01T18:34:12Z");
+    CHECK(j["waiting_for_room"]["release_runs"] == 3);
+    CHECK(j["resolve"].empty());
+}
