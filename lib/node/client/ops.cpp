@@ -7,6 +7,16 @@ namespace {
 
 using nlohmann::json;
 
+// Whether a result holds a number that is not an integer where none belongs: a broken or hostile
+// far end (reading one into an integer field is undefined behaviour). The one fraction a result
+// carries is how long a piece check took.
+bool result_holds_fraction(Op op, const json& result) {
+    if (op != Op::verify_pieces || !result.is_object() || !result.contains("summary")) return holds_fraction(result);
+    json checked = result;
+    if (json& summary = checked["summary"]; summary.is_object()) summary.erase("seconds");
+    return holds_fraction(checked);
+}
+
 // The result of one call: the typed result of an ok response, the error otherwise.
 template <class T>
 Result<T> call_typed(Transport& transport, Op op, const json& args, ProgressFn progress = {}) {
@@ -16,6 +26,8 @@ Result<T> call_typed(Transport& transport, Op op, const json& args, ProgressFn p
     } sink;
     sink.fn = std::move(progress);
     ARCHCTL_TRY_ASSIGN(json result, call_operation(transport, op, args, sink.fn ? &sink : nullptr));
+    if (result_holds_fraction(op, result))
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation '{}': a number that is not an integer", name(op)));
     try {
         return result.get<T>();
     } catch (const json::exception& e) {

@@ -188,7 +188,43 @@ void to_json(json& j, const VerifyPiecesResult& v) {
     j = v.report.is_object() ? v.report : json::object();
     j["save_path"] = v.save_path;
 }
+namespace {
+
+// The report is read field by field by those who asked for it: a shape other than the one the
+// piece verifier writes is an invalid result here (call_typed makes it PROTOCOL), never a type
+// error in the middle of a job step.
+void check_verify_report(const json& j) {
+    auto expect = [&j](bool ok, const std::string& what) {
+        if (!ok) throw json::other_error::create(501, "verify report: " + what, &j);
+    };
+    const auto boolean = [](const json& v) { return v.is_boolean(); };
+    const auto object = [](const json& v) { return v.is_object(); };
+    const auto list = [](const json& v) { return v.is_array(); };
+    const auto text = [](const json& v) { return v.is_string(); };
+    const auto count = [](const json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0); };
+    auto optional_of = [&expect](const json& o, const char* key, auto is, const char* type, bool nullable = false) {
+        auto it = o.find(key);
+        if (it == o.end() || (nullable && it->is_null())) return;
+        expect(is(*it), std::string("'") + key + "' is not " + type);
+    };
+    expect(j.is_object(), "not an object");
+    optional_of(j, "verified", boolean, "a boolean");
+    optional_of(j, "summary", object, "an object");
+    optional_of(j, "files", list, "a list");
+    for (const auto& f : j.value("files", json::array())) {
+        expect(f.is_object(), "a file that is not an object");
+        optional_of(f, "index", count, "a file index");
+        optional_of(f, "size", count, "a size");
+        optional_of(f, "actual_size", count, "a size", true);
+        for (const char* key : {"path", "verdict", "detail", "corrupt_pieces", "needs_skipped_pieces", "blocked_pieces"})
+            optional_of(f, key, text, "text");
+    }
+}
+
+}  // namespace
+
 void from_json(const json& j, VerifyPiecesResult& v) {
+    check_verify_report(j);
     v.report = j;
     v.report.erase("save_path");
     v.report.erase("io");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/node/client/ops.hpp"
+#include "tests/support/fakes.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;
@@ -397,4 +398,40 @@ TEST_CASE("the facade reaches the handlers and reads their answers") {
     auto refused = ops.tree({.base = f.outside(), .paths = {"x"}});
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == "PATH_OUTSIDE_ROOT");
+}
+
+TEST_CASE("a far end's result of the wrong shape is PROTOCOL, never undefined behaviour or an exception") {
+    archctl::fakes::FakeTransport far("hostile");
+    Ops ops(far);
+    auto answer = [&far](const char* op, json result) {
+        far.handlers[op] = [result](const json&) -> Result<json> { return result; };
+    };
+    auto protocol = [](const auto& r, const char* says) {
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == "PROTOCOL");
+        CHECK_MESSAGE(r.error().message.find(says) != std::string::npos, r.error().message);
+    };
+    // A size beyond any integer, as a float: converting it is undefined behaviour.
+    answer("space", {{"free_bytes", 2.2e32}, {"total_bytes", 10}});
+    protocol(ops.space({.path = "/x"}), "a number that is not an integer");
+    answer("tree", {{"base_exists", true}, {"entries", {{{"type", "file"}, {"stat", {{"size", 7.9e46}}}}}}});
+    protocol(ops.tree({.base = "/x", .paths = {"a"}}), "a number that is not an integer");
+    // A piece check's report is read field by field by evict: its shape is checked on arrival.
+    VerifyPiecesRequest verify;
+    verify.save_path = "/x";
+    verify.files = "0";
+    answer("verify_pieces", {{"verified", "yes"}});
+    protocol(ops.verify_pieces(verify), "'verified' is not a boolean");
+    answer("verify_pieces", {{"verified", false}, {"files", {{{"index", -1}, {"verdict", "short"}}}}});
+    protocol(ops.verify_pieces(verify), "'index' is not a file index");
+    answer("verify_pieces", {{"verified", false}, {"files", {{{"index", 0}, {"size", 1e300}}}}});
+    protocol(ops.verify_pieces(verify), "a number that is not an integer");
+    answer("verify_pieces", {{"verified", false}, {"files", "all"}});
+    protocol(ops.verify_pieces(verify), "'files' is not a list");
+    // What the verifier writes, a duration with a fraction included, is read.
+    answer("verify_pieces", {{"verified", true}, {"summary", {{"files", 1}, {"seconds", 0.25}}},
+                             {"files", {{{"index", 0}, {"path", "a"}, {"size", 3}, {"actual_size", nullptr}, {"verdict", "complete"}}}}});
+    auto read = ops.verify_pieces(verify);
+    REQUIRE_MESSAGE(read.ok(), read.error().message);
+    CHECK(read->report["summary"]["seconds"] == 0.25);
 }
