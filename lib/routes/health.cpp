@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/text.hpp"
 #include "lib/node/client/ops.hpp"
 
 namespace archctl::routes {
@@ -80,7 +81,7 @@ SideFacts probe_side(clients::syncthing::Api& client, node::Transport* transport
     s.paused = f.paused;
     if (auto status = client.db_status(folder_id); status.ok()) {
         s.state = status->state;
-        s.folder_error = status->error;
+        s.folder_error = one_line(status->error);  // Syncthing's text may carry its own line breaks
         s.file_errors = status->errors;
     } else {
         s.folder_error = status.error().message;

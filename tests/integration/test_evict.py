@@ -160,6 +160,10 @@ class Evict(unittest.TestCase):
         self.assertLess(len(types) - 1 - types[::-1].index("revalidated"), types.index("unlinked"))
         rc, text, err = archctl("job", "show", job["id"])
         self.assertIn("revalidated live right before deleting: archive1 still holds", text)
+        # File indices are labelled as indices ("holds 0" read as a count of none).
+        self.assertRegex(text, r"proved: files? #\d")
+        self.assertRegex(text, r"archive1 holds files? #\d[^ ]* \(generation \d+\)")
+        self.assertRegex(text, r"archive1 still holds files? #\d")
         self.assertIn("data deletion disabled", text)
         rc, text, err = archctl("job", "list")
         row = [line for line in text.splitlines() if line.startswith(job["id"])][0]

@@ -204,6 +204,9 @@ class FullArchive(unittest.TestCase):
         self.assertEqual([s["outcome"] for s in waiting], ["stopped"], doc)
         self.assertIn("archive1", waiting[0]["message"])
         self.assertIn("floor", waiting[0]["message"])
+        # A service's error text (Syncthing's carries its own newline) is folded into one line.
+        self.assertNotIn("\n", waiting[0]["message"])
+        self.assertFalse([ln for ln in err.splitlines() if ln.lstrip().startswith(") (and")], err)
         self.assertIn("archive2", err)
         self.assert_no_loss()
 

@@ -9,6 +9,7 @@
 #include "lib/routes/health.hpp"
 #include "lib/routes/naming.hpp"
 #include "lib/routes/session.hpp"
+#include "tests/support/fakes.hpp"
 
 using namespace archctl;
 using namespace archctl::routes;
@@ -247,4 +248,19 @@ TEST_CASE("--no-wait: a wait still needed ends at once as a clean stop that says
     auto t0 = std::chrono::steady_clock::now();
     nap(d, std::chrono::milliseconds(2000));
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500));
+}
+
+// Syncthing's folder error text may carry its own line breaks: route health says it on one line.
+TEST_CASE("probe_side: a folder error from Syncthing is folded to one line") {
+    fakes::FakeSyncthing st;
+    clients::syncthing::Folder f;
+    f.id = "r1";
+    f.path = "/srv/sync/r1";
+    st.folder_map["r1"] = f;
+    clients::syncthing::FolderStatus status;
+    status.state = "error";
+    status.error = "folder path missing\n  stat /srv/sync/r1: no such file or directory\n";
+    st.folder_status["r1"] = status;
+    SideFacts s = probe_side(st, nullptr, "cache1", "r1", "/srv/sync/r1", "PEER");
+    CHECK(s.folder_error == "folder path missing; stat /srv/sync/r1: no such file or directory");
 }
