@@ -228,7 +228,8 @@ def stat_of(path):
 
 def archctl_paused_at(lab, point, *args, env=None, timeout=120):
     """Start archctl in the background with ARCHCTL_TEST_PAUSE_AT=<point>:<gate> and wait until it
-    is paused there. Returns release(): opens the gate and returns (rc, stdout, stderr)."""
+    is paused there. Returns release(): opens the gate and returns (rc, stdout, stderr); with
+    `signo`, that signal is sent to the paused run first (a Ctrl-C at that moment)."""
     gate = os.path.join(lab.dir, f"gate-{time.monotonic_ns()}")
     pause = {"ARCHCTL_TEST_PAUSE_AT": f"{point}:{gate}"}
     argv, full_env = lab.archctl_command(*args, env={**(env or {}), **pause})
@@ -244,7 +245,10 @@ def archctl_paused_at(lab, point, *args, env=None, timeout=120):
         out, err = proc.communicate()
         raise AssertionError(f"archctl ended (rc {proc.returncode}) before pausing at {point}: {err}{out}")
 
-    def release(run_timeout=300):
+    def release(run_timeout=300, signo=None):
+        if signo is not None:
+            proc.send_signal(signo)
+            time.sleep(0.2)
         with open(gate, "w"):
             pass
         out, err = proc.communicate(timeout=run_timeout)

@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """verify's recheck on real services: archctl killed right after it asked the target to recheck,
-then `resume` alone converges."""
+then `resume` alone converges; a Ctrl-C while it waits for the recheck stops the run at once (exit
+10, nothing committed), and `resume` converges."""
 
+import json
 import os
+import signal
 import sys
 import time
 import unittest
@@ -34,6 +37,22 @@ class CrashDuringRecheck(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         t = aq.info([tid])[0]
         self.assertEqual(t["progress"], 1, t)
+        flows.wait(lambda: aq.info([tid])[0]["state"] in ("stalledUP", "uploading"), what="target seeding")
+
+    def test_b_ctrl_c_while_waiting_for_the_recheck_stops_the_run_and_resume_converges(self):
+        _, tid, _, _ = flows.seed_resource(LAB, "stall-2", LAYOUT, 8)
+        release = flows.archctl_paused_at(LAB, "recheck.asked", "archive", tid[:12], "--yes", "--json")
+        rc, out, err = release(signo=signal.SIGINT)
+        # Before, the wait went on to the check's end and the job committed.
+        self.assertEqual(rc, 10, err + out)
+        self.assertIn("interrupted (Ctrl-C) during the recheck on 'archive1'", err)
+        doc = json.loads(out)
+        self.assertEqual(doc["job"]["outcome"], "stopped")
+        self.assertEqual(doc["job"]["step"], "verify")
+        rc, out, err = LAB.archctl("resume", "--max-minutes", "3", timeout=300)
+        self.assertEqual(rc, 0, err)
+        aq = LAB.qb("archive1")
+        self.assertEqual(aq.info([tid])[0]["progress"], 1)
         flows.wait(lambda: aq.info([tid])[0]["state"] in ("stalledUP", "uploading"), what="target seeding")
 
 

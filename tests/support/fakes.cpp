@@ -34,6 +34,7 @@ void Recorder::heal(const std::string& name) {
 }
 
 std::optional<Error> Recorder::record(const std::string& name, json args) {
+    if (on_call) on_call(name);
     calls.push_back({name, std::move(args)});
     if (auto it = m_next.find(name); it != m_next.end() && !it->second.empty()) {
         Error e = std::move(it->second.front());

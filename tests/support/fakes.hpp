@@ -55,6 +55,9 @@ struct Call {
 class Recorder {
 public:
     std::vector<Call> calls;
+    // Runs as each call is recorded, before it is answered (a test's moment to act: a signal, a
+    // change of the world).
+    std::function<void(const std::string& name)> on_call;
 
     [[nodiscard]] std::size_t count(const std::string& name) const;
     // Calls named `name`, in order.

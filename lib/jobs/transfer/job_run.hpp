@@ -99,7 +99,8 @@ Status compensate(JobRun& run, const Error& why);
 // makes no progress for recheck_stall_limit() while no other check of that qBittorrent moves
 // either (it checks one torrent at a time: a queued one shows checking at 0%) is stopped and
 // asked for once more; a second stall is the error is_recheck_stall() recognises, naming the
-// torrent and what to do.
+// torrent and what to do. A stop asked for during the wait (stop_requested()) ends it with
+// CANCELLED; the check itself goes on in qBittorrent.
 [[nodiscard]] Result<std::vector<clients::qbittorrent::TorrentFile>> recheck_and_wait(Clock& clock, clients::qbittorrent::Api& client,
                                                                                       const std::string& id);
 // recheck_and_wait's error after a second stall.

@@ -10,6 +10,7 @@
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
+#include "lib/base/signals.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 
 namespace archctl::jobs {
@@ -126,6 +127,11 @@ Result<RecheckEnd> recheck_once(Clock& clock, qb::Api& client, const qb::Torrent
     bool saw_checking = false;
     for (;;) {
         clock.sleep_for(recheck_poll_interval(clock.steady() - begun));
+        // A stop asked for (Ctrl-C, SIGTERM) ends the wait, not the check: qBittorrent finishes it
+        // on its own, and the next run stops a check still running and asks for its own.
+        if (stop_requested())
+            return Error(ErrorCode::CANCELLED, fmt::format("stopped waiting for qBittorrent's recheck of '{}'", id.substr(0, 12)),
+                         "rerun the same command, or 'archctl resume', to continue");
         ARCHCTL_TRY_ASSIGN(auto infos, client.torrents({id}));
         if (infos.empty()) return Error(ErrorCode::QB_GONE, fmt::format("torrent '{}' disappeared during its recheck", id.substr(0, 12)));
         qb::RunState s = infos[0].run_state;

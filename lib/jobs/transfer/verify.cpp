@@ -14,6 +14,7 @@
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
+#include "lib/base/signals.hpp"
 #include "lib/clients/qbittorrent/share_limits.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
@@ -452,6 +453,10 @@ StepResult step_verify(JobRun& run) {
         // A stuck check is not a verdict on the files: the job waits to be resumed.
         if (!files.ok() && is_recheck_stall(files.error()))
             return StepResult::stopped(StopReason::waiting, fmt::format("on '{}': {}; {}", run.def.target, files.error().message, files.error().hint));
+        // Nothing is committed before the recheck's verdict: a stop during the wait leaves the job
+        // at verify, and the next run rechecks again.
+        if (!files.ok() && files.error().is(ErrorCode::CANCELLED) && stop_requested())
+            return StepResult::stopped(StopReason::interrupt, fmt::format("{} during the recheck on '{}'", interrupt_text(), run.def.target));
         ARCHCTL_TRY_STATUS(files.ok() ? check_verified(run, files.value()) : Status(files.take_error()));
         ARCHCTL_TRY_STATUS(wait_final_names(run, *dst, suffixed));
         // The source is checked once more right before the commit; after it, a change there no

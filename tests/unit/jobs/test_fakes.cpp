@@ -3,12 +3,17 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "lib/base/signals.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/evidence/referenced.hpp"
@@ -70,6 +75,47 @@ TEST_CASE("recheck_and_wait: a recheck that ends stopped at 100% returns the fil
     CHECK(fake.calls.back().name == "files");
     CHECK(clock.sleeps == 3);
     CHECK(clock.slept == std::chrono::milliseconds(150));  // a short recheck is seen ending within 50 ms
+}
+
+TEST_CASE("recheck_and_wait: Ctrl-C ends the wait at the next poll, not the check (in a child process: the stop flag is process-wide)") {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        // A check that would run for an hour of polls.
+        FakeQb fake = recheckable(std::vector<fakes::QbState>(2000, {"checkingUP", 0.5}));
+        ManualClock clock;
+        fake.on_call = [&](const std::string& name) {
+            if (name == "recheck") {
+                install_interrupt_handlers();
+                std::raise(SIGINT);
+            }
+        };
+        auto files = recheck_and_wait(clock, fake, k_id);
+        json out = {{"ok", files.ok()}, {"code", files.ok() ? "" : files.error().code}, {"message", files.ok() ? "" : files.error().message},
+                    {"rechecks", fake.count("recheck")}, {"stops", fake.count("stop")}, {"reads", fake.count("torrents")}};
+        std::string text = out.dump();
+        (void)!::write(fds[1], text.data(), text.size());
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    CHECK_FALSE(stop_requested());  // this process never saw it
+    json out = json::parse(text);
+    CHECK(out["ok"] == false);
+    CHECK(out["code"] == "CANCELLED");
+    CHECK(out["message"] == "stopped waiting for qBittorrent's recheck of 'aaaaaaaaaaaa'");
+    CHECK(out["rechecks"] == 1);
+    CHECK(out["stops"] == 0);  // the check goes on in qBittorrent
+    CHECK(out["reads"] == 1);  // the read before the recheck; none after the stop
 }
 
 TEST_CASE("recheck_poll_interval: 50 ms for the first 2 s of a recheck, then less and less often, every 2 s after a minute") {
