@@ -193,6 +193,18 @@ Outcome batch_outcome(const runs::Planned& planned, std::string stop_text, nlohm
     return Outcome::done(result);
 }
 
+// The command a batch token confirms (cli/confirm.hpp), and its words for messages: the
+// operation, the selection as typed and the nodes.
+std::string batch_token_request(const BatchRequest& r) {
+    return nlohmann::json{{"op", runs::to_string(r.op)}, {"select", selection_args(r.select)}, {"from", r.from}, {"to", r.to}}.dump();
+}
+std::string batch_token_summary(const BatchRequest& r) {
+    std::string out = fmt::format("{} {}", runs::to_string(r.op), selection_args(r.select));
+    if (!r.from.empty()) out += " --from " + r.from;
+    if (!r.to.empty()) out += " --to " + r.to;
+    return out;
+}
+
 }  // namespace
 
 Outcome run_batch_plan(Context& ctx, const BatchRequest& r) {
@@ -213,7 +225,8 @@ Outcome run_batch_plan(Context& ctx, const BatchRequest& r) {
     result["batch"]["digest"] = digest;
     state::TokenRequest tr;
     tr.plan_digest = digest;
-    tr.summary = fmt::format("{} {} resources", op, t.new_jobs);
+    tr.summary = batch_token_summary(r);
+    tr.request = batch_token_request(r);
     auto token = state::mint_token(*s.state, tr);
     if (!token.ok()) return Outcome::failed(token.take_error());
     result["token"] = token.value();
@@ -245,6 +258,8 @@ Outcome run_batch(Context& ctx, const BatchRequest& r) {
         c.yes = r.yes;
         c.token = r.confirm;
         c.plan_digest = runs::batch_digest(planned->items, r.op);
+        c.request = batch_token_request(r);
+        c.summary = batch_token_summary(r);
         c.plan = [&] { return render_batch(planned.value(), r.op); };
         c.question = fmt::format("{} {} resources ({} files, {})?", op, t.new_jobs, t.files, format_size(t.bytes));
         c.needs = fmt::format("{} of {} resources needs confirmation", op, t.new_jobs);

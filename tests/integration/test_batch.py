@@ -125,6 +125,13 @@ class Batch(unittest.TestCase):
         rc, out, err = archctl("plan", "archive", "--category", "tv", "--json")
         self.assertEqual(rc, 0, err)
         token = json.loads(out)["token"]
+        # The token is for this selection: another one refuses it, unspent, naming the plan it
+        # was shown for, and starts nothing.
+        rc, _, doc, err = batch_run("archive", "--category", "film", "--confirm", token)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(doc["error"]["code"], "TOKEN_MISMATCH")
+        self.assertIn("was shown for 'archive --category tv', not for this command ('archive --category film')", doc["error"]["message"])
+        self.assert_untouched(ids_of("film"))
         rc, outcomes, doc, err = batch_run("archive", "--category", "tv", "--confirm", token)
         self.assertEqual(rc, 0, err)
         self.assertEqual(set(outcomes), set(tv))
