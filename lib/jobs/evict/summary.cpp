@@ -15,7 +15,7 @@
 namespace archctl::evict {
 namespace {
 
-// "38 files on nas (31), nas2 (7)"
+// "38 files: 31 on nas, 7 on nas2" (counts of files, never their indices)
 std::string covered_line(const plan::Coverage& c) {
     std::map<std::string, std::size_t> per_node;
     std::size_t covered = 0;
@@ -25,9 +25,9 @@ std::string covered_line(const plan::Coverage& c) {
         for (const auto& n : f.nodes) ++per_node[n];
     }
     std::vector<std::string> parts;
-    for (const auto& [node, n] : per_node) parts.push_back(fmt::format("{} ({})", node, n));
+    for (const auto& [node, n] : per_node) parts.push_back(fmt::format("{} on {}", n, node));
     if (parts.empty()) return "no file has an archive copy";
-    return fmt::format("{} file{} on {}", covered, covered == 1 ? "" : "s", fmt::join(parts, ", "));
+    return fmt::format("{} file{}: {}", covered, covered == 1 ? "" : "s", fmt::join(parts, ", "));
 }
 
 // One line per missing file, with why each archive copy of it does not count.

@@ -163,7 +163,7 @@ TEST_CASE("incomplete coverage refuses listing the missing files and the archive
     CHECK(e.code == "NOT_COVERED");
     CHECK(e.message.rfind("cannot evict '1838bf9a70c1' from seedbox: 2 of 3 files have no archive copy", 0) == 0);
     CHECK(e.message.find("missing  idx  1  season2/e05.mkv  1.4 GiB") != std::string::npos);
-    CHECK(e.message.find("covered  1 file on nas (1)") != std::string::npos);
+    CHECK(e.message.find("covered  1 file: 1 on nas") != std::string::npos);
     CHECK(e.hint == "archctl archive 1838bf9a70c1 --from seedbox --to nas --files 1-2");
     std::string plan = render_plan(p);
     CHECK(plan.find("MISSING") != std::string::npos);
