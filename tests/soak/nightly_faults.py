@@ -52,6 +52,7 @@ and output that show it); 2 when the lab cannot be set up here (not root, no loo
 import argparse
 import collections
 import datetime
+import errno
 import hashlib
 import json
 import os
@@ -343,11 +344,20 @@ class Soak:
                 else f"archive1 filled (no staging appeared in {deadline_s}s)")
 
     def fill_archive1(self):
+        """A user's file takes archive1's free space down to a quarter of the floor (or to none,
+        when others write there at the same time)."""
         small = os.path.dirname(self.fill_path)
+        chunk = b"\0" * MIB
         with open(self.fill_path, "ab") as f:
-            f.write(b"\0" * max(0, free_bytes(small) - FLOOR // 4))
-            f.flush()
-            os.fsync(f.fileno())
+            try:
+                while free_bytes(small) > FLOOR // 4:
+                    f.write(chunk[:max(4 * KIB, min(MIB, free_bytes(small) - FLOOR // 4))])
+                    f.flush()
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
 
     def archctl_run(self, night, kill=None):
         """One `archctl tier box --yes --json`; kill = (signal, delay s) sends it that signal then."""
