@@ -146,6 +146,9 @@ class Soak:
         os.makedirs(base, exist_ok=True)
         self.bin = os.path.join(base, "archctl")
         shutil.copy2(self.args.archctl, self.bin)
+        head = run("git", "-C", TESTS, "rev-parse", "--short", "HEAD").stdout.strip() or "?"
+        log(f"archctl {self.args.archctl} (sha256 {sha256_of(self.bin)[:16]}, built {time.ctime(os.path.getmtime(self.bin))}); "
+            f"source HEAD {head}")
         os.environ["ARCHCTL_BIN"] = self.bin
         flows.BIN = self.bin
         self.lab = Lab(nodes=[("cache1", "cache"), ("archive1", "archive"), ("archive2", "archive")],
@@ -349,6 +352,12 @@ class Soak:
         small = os.path.dirname(self.fill_path)
         chunk = b"\0" * MIB
         with open(self.fill_path, "ab") as f:
+            try:
+                # Allocated at once (ext4 fallocate), so the fill lands before a small job's sync ends.
+                os.posix_fallocate(f.fileno(), os.fstat(f.fileno()).st_size, max(1, free_bytes(small) - FLOOR // 4))
+            except OSError as e:
+                if e.errno not in (errno.ENOSPC, errno.EOPNOTSUPP):
+                    raise
             try:
                 while free_bytes(small) > FLOOR // 4:
                     f.write(chunk[:max(4 * KIB, min(MIB, free_bytes(small) - FLOOR // 4))])
