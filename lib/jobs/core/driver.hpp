@@ -23,7 +23,7 @@
 #include "lib/jobs/core/ledger.hpp"
 #include "lib/jobs/core/nodes.hpp"
 #include "lib/jobs/core/run.hpp"
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/core/job_row.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/state/state_dir.hpp"
 

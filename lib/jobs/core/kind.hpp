@@ -18,7 +18,7 @@
 #include "lib/jobs/core/outage.hpp"
 #include "lib/jobs/core/run.hpp"
 #include "lib/jobs/core/step.hpp"
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/core/job_row.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::jobs {

@@ -82,4 +82,17 @@ void start_session(Session& session, Clock& clock) {
     session.pid = ::getpid();
 }
 
+nlohmann::json TargetBlocked::to_json() const {
+    return {{"node", node}, {"since", since}, {"runs", runs}, {"reason", reason}};
+}
+
+TargetBlocked TargetBlocked::from_json(const nlohmann::json& j) {
+    TargetBlocked b;
+    b.node = j.value("node", "");
+    b.since = j.value("since", "");
+    b.runs = j.value("runs", std::uint32_t{0});
+    b.reason = j.value("reason", "");
+    return b;
+}
+
 }  // namespace archctl::jobs

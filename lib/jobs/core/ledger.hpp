@@ -44,6 +44,20 @@ struct Session {
 // payload and its sessions never had the keys.
 enum class SessionBytes { recorded, none };
 
+// The job's target could not take its bytes (below the free-space floor, out of space, its
+// Syncthing refusing them): the node, when a run first saw it, how many runs have ended on it
+// since, and the last reason (docs/design.md "A job that cannot land"). A run that gets past it
+// clears it; past the bound (lib/jobs/transfer/target_room.hpp) the job is undone and released.
+struct TargetBlocked {
+    std::string node;
+    std::string since;        // RFC 3339, when a run first stopped on it
+    std::uint32_t runs = 0;   // runs that ended on it, this one included
+    std::string reason;       // the last run's stop, as it said it
+
+    [[nodiscard]] nlohmann::json to_json() const;
+    [[nodiscard]] static TargetBlocked from_json(const nlohmann::json& j);
+};
+
 // The part of the ledger every kind has.
 struct LedgerCore {
     JobState state = JobState::running;

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/core/job_row.hpp"
 
 namespace archctl::jobs {
 

@@ -32,10 +32,9 @@
 #include "lib/base/result.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/evict/job.hpp"
-#include "lib/jobs/transfer/planner.hpp"
 #include "lib/jobs/core/nodes.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/core/job_row.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/state/state_dir.hpp"
 

@@ -15,7 +15,7 @@
 #include "lib/config/config.hpp"
 #include "lib/jobs/core/nodes.hpp"
 #include "lib/jobs/report/placements.hpp"
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/transfer/summary.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/session/node_probe.hpp"
 #include "lib/state/state_dir.hpp"

@@ -12,7 +12,7 @@
 
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/evidence/referenced.hpp"
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/core/job_row.hpp"
 #include "lib/node/client/ops.hpp"
 
 namespace archctl::jobs {

@@ -126,19 +126,6 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
     }
 }
 
-nlohmann::json TargetBlocked::to_json() const {
-    return {{"node", node}, {"since", since}, {"runs", runs}, {"reason", reason}};
-}
-
-TargetBlocked TargetBlocked::from_json(const nlohmann::json& j) {
-    TargetBlocked b;
-    b.node = j.value("node", "");
-    b.since = j.value("since", "");
-    b.runs = j.value("runs", std::uint32_t{0});
-    b.reason = j.value("reason", "");
-    return b;
-}
-
 nlohmann::json Ledger::to_json() const {
     nlohmann::json j = {{"version", 1},
                         {"staged", staged},

@@ -83,20 +83,6 @@ struct JobDefinition {
 // the same jobs directory; every reader here skips them.
 [[nodiscard]] bool is_transfer_definition(const nlohmann::json& j);
 
-// The job's target could not take its bytes (below the free-space floor, out of space, its
-// Syncthing refusing them): the node, when a run first saw it, how many runs have ended on it
-// since, and the last reason (docs/design.md "A job that cannot land"). A run that gets past it
-// clears it; past the bound (target_room.hpp) the job is undone and released.
-struct TargetBlocked {
-    std::string node;
-    std::string since;        // RFC 3339, when a run first stopped on it
-    std::uint32_t runs = 0;   // runs that ended on it, this one included
-    std::string reason;       // the last run's stop, as it said it
-
-    [[nodiscard]] nlohmann::json to_json() const;
-    [[nodiscard]] static TargetBlocked from_json(const nlohmann::json& j);
-};
-
 // The transfer's ledger: the shared part (core/ledger.hpp; its first step is "stage", its
 // sessions count the bytes they moved) and what the steps stage … cleanup record.
 struct Ledger : LedgerCore {

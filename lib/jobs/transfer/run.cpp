@@ -6,6 +6,7 @@
 
 #include "lib/base/fs.hpp"
 #include "lib/base/signals.hpp"
+#include "lib/jobs/transfer/summary.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/transfer/target_room.hpp"
 

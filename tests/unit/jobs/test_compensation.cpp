@@ -8,7 +8,7 @@
 
 #include "lib/jobs/transfer/job.hpp"
 #include "lib/jobs/evidence/referenced.hpp"
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/transfer/summary.hpp"
 #include "tests/unit/clients/canned_server.hpp"
 
 using namespace archctl;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "lib/jobs/core/notify.hpp"
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/transfer/summary.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/unit/clients/canned_server.hpp"
 
@@ -30,14 +30,18 @@ JobSummary transfer_row(JobState state) {
                       {"target", {{"node", "nas"}}},
                       {"delta_bytes", 1000},
                       {"files", json::array({json::object(), json::object(), json::object(), json::object()})}};
-    row.ledger.state = state;
-    row.ledger.step = state == JobState::done ? "done" : "sync";
-    row.ledger.bytes_present = 250;
+    Ledger stored;  // the transfer kind's ledger as the job stores it
+    stored.state = state;
+    stored.step = state == JobState::done ? "done" : "sync";
+    stored.bytes_present = 250;
     Session s;
     s.started = "2026-12-03T06:15:01Z";
     s.ended = "2026-12-03T06:16:00Z";
-    row.ledger.sessions.push_back(s);
-    row.stored_ledger = row.ledger.to_json();
+    stored.sessions.push_back(s);
+    row.stored_ledger = stored.to_json();
+    row.ledger.state = stored.state;
+    row.ledger.step = stored.step;
+    row.ledger.bytes_present = stored.bytes_present;
     return row;
 }
 

@@ -1,13 +1,12 @@
-#include "lib/jobs/report/summary.hpp"
+#include "lib/jobs/core/job_row.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "lib/base/lock_file.hpp"
-#include "lib/base/units.hpp"
 #include "lib/node/client/ops.hpp"
 
 namespace archctl::jobs {
@@ -143,31 +142,6 @@ std::string kept_text(const nlohmann::json& kept) {
     return fmt::format("{}", fmt::join(parts, "; "));
 }
 
-std::string progress_text(const nlohmann::json& def, const Ledger& l) {
-    std::uint64_t total = def.value("delta_bytes", std::uint64_t{0});
-    std::size_t files = def.value("files", nlohmann::json::array()).size();
-    std::string kept = kept_text(l.kept);
-    std::string kept_note = kept.empty() ? "" : " (" + kept + ")";
-    if (l.state == JobState::done) return "done" + kept_note;
-    if (l.state == JobState::compensating) {
-        std::string msg = l.failure.is_object() ? l.failure.value("message", "") : "";
-        std::string pending = l.failure.is_object() ? l.failure.value("compensation", "") : "";
-        return fmt::format("COMPENSATING ({}): {}; undoing it is not finished{}; 'archctl resume {}' finishes it", to_string(l.compensation_ends),
-                           msg, pending.empty() ? "" : ": " + pending, def.value("id", "")) +
-               kept_note;
-    }
-    if (l.state != JobState::running) {
-        std::string msg = l.failure.is_object() ? l.failure.value("message", "") : "";
-        std::string state = l.state == JobState::cleanup_required ? "CLEANUP_REQUIRED" : to_string(l.state);
-        return state + (msg.empty() ? "" : ": " + msg) + kept_note;
-    }
-    std::uint64_t done = l.synced ? total : std::min(total, l.bytes_present);
-    double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : (l.synced ? 100.0 : 0.0);
-    std::size_t files_done = l.synced ? files : 0;
-    return fmt::format("{}: {:.0f}% ({}/{}, {}/{} files, step {})", def.value("op", "") == "archive" ? "archiving" : "unarchiving",
-                       pct, format_size(done), format_size(total), files_done, files, l.step);
-}
-
 JobSummary summarize_damaged(const state::JobStore& store, const std::string& id) {
     JobSummary s;
     s.id = id;
@@ -175,9 +149,12 @@ JobSummary summarize_damaged(const state::JobStore& store, const std::string& id
     s.damaged = true;
     s.needs_attention = true;
     auto l = store.ledger(id);
-    if (l.ok()) s.ledger = Ledger::from_json(l.value());
-    s.ledger.state = JobState::running;
     s.stored_ledger = l.ok() ? l.value() : nlohmann::json::object();
+    if (s.stored_ledger.is_object()) {
+        s.ledger.step = s.stored_ledger.value("step", "");
+        s.ledger.failure = s.stored_ledger.value("failure", nlohmann::json());
+        s.ledger.kept = s.stored_ledger.value("kept", nlohmann::json::array());
+    }
     auto def = store.definition(id);
     std::string why = def.ok() ? "its definition is unreadable" : def.error().message;
     auto events = store.events(id);
@@ -210,22 +187,6 @@ Status remove_damaged_staging(Nodes& nodes, const JobSummary& row) {
                           "the job's records stay so the path stays known; fix that and run 'archctl job rm' again");
     }
     return first;
-}
-
-JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition) {
-    JobSummary s;
-    s.id = id;
-    s.definition = definition;
-    auto l = store.ledger(id);
-    if (l.ok()) s.ledger = Ledger::from_json(l.value());
-    s.stored_ledger = s.ledger.to_json();
-    s.nodes = fmt::format("{} → {}", definition.value("source", nlohmann::json::object()).value("node", ""),
-                          definition.value("target", nlohmann::json::object()).value("node", ""));
-    read_lock(store, s);
-    s.status = progress_text(s.definition, s.ledger);
-    s.needs_attention = s.ledger.state == JobState::cleanup_required || s.ledger.state == JobState::compensating ||
-                        (s.ledger.state == JobState::failed && s.ledger.merged);
-    return s;
 }
 
 }  // namespace archctl::jobs

@@ -1,29 +1,40 @@
 #pragma once
-// Summaries for `status` and `job list`: one row per job with its progress in the user's words,
-// e.g. "archiving: 61% (13.2 GiB/21.5 GiB, 3/6 files)". Each resource's placements, read live,
-// are placements.hpp's.
+// One job's row, whatever its kind: what `status`, `job list`, `job show`, the driver's run
+// result and notifications show of it. Each kind fills it from its definition and ledger (the
+// transfer kind's summarize_transfer in lib/jobs/transfer/summary.hpp, the evict kind's in
+// lib/jobs/evict); a damaged job's row is read here, since no kind can read it.
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/base/result.hpp"
-#include "lib/jobs/transfer/job.hpp"
+#include "lib/jobs/core/ledger.hpp"
 #include "lib/jobs/core/nodes.hpp"
-#include "lib/state/placements.hpp"
-#include "lib/torrent/identity.hpp"
 #include "lib/state/job_store.hpp"
 
 namespace archctl::jobs {
 
+// What a row shows of a job's ledger: the part every kind has (LedgerCore's state, step,
+// failure, kept) and the transfer facts rows report (synced, merged, the bytes seen on the
+// target, a target that cannot take the job). An eviction leaves the transfer facts unset.
+struct RowLedger {
+    JobState state = JobState::running;
+    std::string step;
+    nlohmann::json failure;
+    nlohmann::json kept = nlohmann::json::array();
+    bool synced = false;
+    bool merged = false;
+    std::uint64_t bytes_present = 0;
+    std::optional<TargetBlocked> target_blocked;
+};
+
 struct JobSummary {
     std::string id;
     nlohmann::json definition;
-    Ledger ledger;                // the kind's ledger as a transfer ledger: state, step, failure, kept
+    RowLedger ledger;             // what the row shows of the kind's ledger
     nlohmann::json stored_ledger; // the ledger as the kind stores it (`job show --json`)
     std::string nodes;            // "seedbox → nas"; the cache node alone for an eviction
     bool running = false;         // a live process holds its lock
@@ -52,9 +63,6 @@ struct JobSummary {
 // Whether a live process holds the job's lock, and its pid.
 void read_lock(const state::JobStore& store, JobSummary& row);
 
-// The row of one archive/unarchive job (the transfer kind's summary; every kind's rows come from
-// jobs::summarize_jobs in driver.hpp).
-[[nodiscard]] JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
 // The row of a damaged job (state::JobStore::damaged): what is wrong and the command that
 // removes its records.
 [[nodiscard]] JobSummary summarize_damaged(const state::JobStore& store, const std::string& id);
@@ -62,9 +70,6 @@ void read_lock(const state::JobStore& store, JobSummary& row);
 // the job's own directory below the route folder). Every node is tried; the first error is
 // returned and the job's records should then stay, so the paths remain known.
 [[nodiscard]] Status remove_damaged_staging(Nodes& nodes, const JobSummary& row);
-// "archiving: 61% (…)", "done", "failed: <message> (compensation kept 3 files used by other
-// torrents)".
-std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);
 // What compensation and cleanup left in place, by step and reason: "compensation kept 3 files
 // used by other torrents", "compensation kept 2 files: 1 used by another torrent, 1 there before
 // the job"; empty when nothing was kept. `kept` is the ledger's list.
