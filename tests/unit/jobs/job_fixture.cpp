@@ -1,5 +1,10 @@
 #include "tests/unit/jobs/job_fixture.hpp"
 
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <memory>
 
 #include "lib/jobs/evidence/archive_evidence.hpp"
@@ -435,6 +440,29 @@ void target_without_room(TransferFixture& f, std::function<std::uint64_t()> free
         }
         return nlohmann::json(info);
     };
+}
+
+nlohmann::json in_child(const std::function<nlohmann::json()>& body) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::string text = body().dump();
+        (void)!::write(fds[1], text.data(), text.size());
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return nlohmann::json::parse(text);
 }
 
 }  // namespace archctl::test

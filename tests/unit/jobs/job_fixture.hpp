@@ -146,4 +146,9 @@ private:
 // time the node is asked (a test may change it between runs).
 void target_without_room(TransferFixture& f, std::function<std::uint64_t()> free);
 
+// Runs `body` in a forked child and returns the JSON it returned: for a test that must request a
+// stop (a SIGINT), which cannot be undone in this process. The child's state directory writes are
+// seen by the parent; its fakes' call logs are not (return what the test needs from them).
+[[nodiscard]] nlohmann::json in_child(const std::function<nlohmann::json()>& body);
+
 }  // namespace archctl::test

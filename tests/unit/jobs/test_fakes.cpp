@@ -3,9 +3,6 @@
 
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <csignal>
 #include <memory>
@@ -19,6 +16,7 @@
 #include "lib/jobs/evidence/referenced.hpp"
 #include "lib/session/node_session.hpp"
 #include "tests/support/fakes.hpp"
+#include "tests/unit/jobs/job_fixture.hpp"
 
 using namespace archctl;
 using namespace archctl::jobs;
@@ -78,12 +76,7 @@ TEST_CASE("recheck_and_wait: a recheck that ends stopped at 100% returns the fil
 }
 
 TEST_CASE("recheck_and_wait: Ctrl-C ends the wait at the next poll, not the check (in a child process: the stop flag is process-wide)") {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
+    json out = test::in_child([] {
         // A check that would run for an hour of polls.
         FakeQb fake = recheckable(std::vector<fakes::QbState>(2000, {"checkingUP", 0.5}));
         ManualClock clock;
@@ -94,22 +87,10 @@ TEST_CASE("recheck_and_wait: Ctrl-C ends the wait at the next poll, not the chec
             }
         };
         auto files = recheck_and_wait(clock, fake, k_id);
-        json out = {{"ok", files.ok()}, {"code", files.ok() ? "" : files.error().code}, {"message", files.ok() ? "" : files.error().message},
+        return json{{"ok", files.ok()}, {"code", files.ok() ? "" : files.error().code}, {"message", files.ok() ? "" : files.error().message},
                     {"rechecks", fake.count("recheck")}, {"stops", fake.count("stop")}, {"reads", fake.count("torrents")}};
-        std::string text = out.dump();
-        (void)!::write(fds[1], text.data(), text.size());
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
+    });
     CHECK_FALSE(stop_requested());  // this process never saw it
-    json out = json::parse(text);
     CHECK(out["ok"] == false);
     CHECK(out["code"] == "CANCELLED");
     CHECK(out["message"] == "stopped waiting for qBittorrent's recheck of 'aaaaaaaaaaaa'");

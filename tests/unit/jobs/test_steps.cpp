@@ -529,34 +529,16 @@ TEST_CASE("steps: Ctrl-C during stage stops cleanly before sync (in a child proc
         install_interrupt_handlers();
         std::raise(SIGINT);
     });
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
+    json out = test::in_child([&] {
         RunResult r = f.run();
-        json out = {{"result", r.to_json()},
+        return json{{"result", r.to_json()},
                     {"stop_reason", to_string(r.stop_reason)},
                     {"stop_text", r.stop_text},
                     {"stages", f.seedbox.ops.count("stage")},
                     {"scans", f.seedbox.st.count("scan")},
                     {"receive_checks", f.nas.ops.count("receive_check")}};
-        std::string text = out.dump();
-        (void)!::write(fds[1], text.data(), text.size());
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
+    });
     CHECK_FALSE(stop_requested());  // this process never saw it
-    json out = json::parse(text);
     CHECK(out["result"]["outcome"] == "stopped");
     CHECK(out["stop_reason"] == "interrupt");
     CHECK(out["stop_text"] == "interrupted (Ctrl-C)");
