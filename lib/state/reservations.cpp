@@ -101,6 +101,16 @@ Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::v
             ARCHCTL_TRY_STATUS(release(dir, {alias}, *held));
             continue;
         }
+        // A job that ended holds nothing: its reservation outlived it only because its run was
+        // killed between the end and the release.
+        if (auto ledger = store.ledger(*held); ledger.ok() && ledger.value().is_object()) {
+            const auto state = ledger.value().find("state");
+            if (state != ledger.value().end() && state->is_string() &&
+                (*state == "done" || *state == "cancelled" || *state == "failed")) {
+                ARCHCTL_TRY_STATUS(release(dir, {alias}, *held));
+                continue;
+            }
+        }
         if (def.value().value("request_digest", "") == digest) return held;
         auto lock = LockFile::read(store.dir_of(*held));
         std::string by = lock.ok() ? fmt::format(" (pid {} on {}, since {})", lock->pid, lock->host, lock->started_at) : "";

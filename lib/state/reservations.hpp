@@ -26,7 +26,8 @@ Status release(const StateDir& dir, const std::vector<std::string>& aliases, con
 // The unfinished job holding any of `aliases`: its id when its definition's request digest is
 // `digest` (the same command: continue it), RESERVED naming the job and its lock holder when it
 // is another. A reservation whose job was never defined (a crash between reserving and
-// defining) is stale and released. nullopt when nothing holds the resource.
+// defining), or whose job ended (done, cancelled, failed: a crash between its end and its
+// release), is stale and released. nullopt when nothing holds the resource.
 [[nodiscard]] Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::vector<std::string>& aliases,
                                                              const std::string& digest);
 

@@ -214,6 +214,8 @@ RunResult Driver::run_job(const std::string& job_id, const Budgets& budgets, pla
     if (opened.kind == StepResult::stop) return stopped_unopened(job_id, opened);
     if (job.state() == JobState::compensating) return job.finish_compensation();
     if (job.state() == JobState::done || job.state() == JobState::failed || job.state() == JobState::cancelled) {
+        // A run killed between the job's end and its release left the reservation: it goes now.
+        job.release();
         RunResult r;
         r.job_id = job_id;
         r.step = job.step();
@@ -254,6 +256,7 @@ RunResult Driver::cancel_job(const std::string& job_id) {
     job.read(store.ledger(job_id));
     if (job.state() == JobState::compensating) return job.finish_compensation();
     if (job.state() == JobState::done || job.state() == JobState::cancelled || job.state() == JobState::failed) {
+        job.release();  // as in run_job: an ended job holds nothing
         RunResult r;
         r.job_id = job_id;
         r.step = job.step();

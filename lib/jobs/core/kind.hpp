@@ -61,7 +61,8 @@ public:
     virtual void stop_session(StopReason reason) { end_session(to_string(reason)); }
     // The last step ran: mark the job done; returns the "done" event's fields.
     virtual nlohmann::json mark_done() = 0;
-    // After the "done" record: give the resource back (release the job's reservation).
+    // After the "done" record, and for a job found ended (its run killed before it released):
+    // give the resource back (release the job's reservation).
     virtual void release() = 0;
     // A failure: compensate or leave an explicit cleanup-required state, record it.
     virtual RunResult fail(const Error& e) = 0;

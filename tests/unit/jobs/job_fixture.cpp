@@ -95,13 +95,17 @@ JobFixture::JobFixture() : state(open_state(scratch)) {
     aliases = {identity.v1_hex(), identity.v2_hex()};
 }
 
-jobs::RunResult JobFixture::run(const jobs::Budgets& budgets) {
+jobs::RunResult JobFixture::run(const jobs::Budgets& budgets) { return with_driver([&](jobs::Driver& d) { return d.run(job_id, budgets); }); }
+
+jobs::RunResult JobFixture::cancel() { return with_driver([&](jobs::Driver& d) { return d.cancel(job_id); }); }
+
+jobs::RunResult JobFixture::with_driver(const std::function<jobs::RunResult(jobs::Driver&)>& fn) {
     jobs::JobIo io;
     io.log = [this](const std::string& line) { log.push_back(line); };
     io.clock = &clock;
     io.test = test;
     jobs::Driver driver(config, state, nodes, io);
-    return driver.run(job_id, budgets);
+    return fn(driver);
 }
 
 json JobFixture::ledger() const {

@@ -57,6 +57,8 @@ public:
     // Drive the fixture's job once, with a fresh Driver over the same fakes and clock (a rerun
     // is another call).
     jobs::RunResult run(const jobs::Budgets& budgets = {});
+    // `archctl job cancel` of the fixture's job, with a fresh Driver.
+    jobs::RunResult cancel();
 
     // The job's records as the state directory holds them now.
     [[nodiscard]] nlohmann::json ledger() const;
@@ -85,6 +87,9 @@ public:
     torrent::Identity identity;
     std::string qb_id;
     std::vector<std::string> aliases;
+
+private:
+    jobs::RunResult with_driver(const std::function<jobs::RunResult(jobs::Driver&)>& fn);
 };
 
 // An archive job seedbox → nas onto a new target (nas does not have the torrent): files

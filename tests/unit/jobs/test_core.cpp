@@ -274,3 +274,27 @@ TEST_CASE("an evict ledger keeps the unlink step's progress and intent, and a le
     CHECK(old.unlink_done == 0);
     CHECK_FALSE(old.unlinking);
 }
+
+TEST_CASE("driver: a job found ended whose run was killed before it released gives its resource back when resumed or cancelled") {
+    for (const char* how : {"resume", "cancel"}) {
+        CAPTURE(how);
+        SUBCASE("transfer") {
+            TransferFixture f;
+            REQUIRE(f.run().outcome == RunOutcome::done);
+            // The kill: the job's ledger says done, its reservation is still there.
+            REQUIRE(state::reserve(f.state, f.aliases, f.job_id).ok());
+            REQUIRE(f.holder(f.aliases[0]) == f.job_id);
+            if (std::string(how) == "resume") CHECK(f.run().outcome == RunOutcome::done);
+            else (void)f.cancel();
+            for (const auto& alias : f.aliases) CHECK(f.holder(alias).empty());
+        }
+        SUBCASE("evict") {
+            EvictFixture e;
+            REQUIRE(e.run().outcome == RunOutcome::done);
+            REQUIRE(state::reserve(e.state, e.aliases, e.job_id).ok());
+            if (std::string(how) == "resume") CHECK(e.run().outcome == RunOutcome::done);
+            else (void)e.cancel();
+            for (const auto& alias : e.aliases) CHECK(e.holder(alias).empty());
+        }
+    }
+}

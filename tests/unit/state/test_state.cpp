@@ -55,6 +55,37 @@ TEST_CASE("reservations are exclusive per alias and all-or-nothing") {
     CHECK(reserve(dir, {"not-hex"}, "job-c").error().code == "BAD_VALUE");
 }
 
+TEST_CASE("a reservation whose job ended is stale: the next holding_job releases it") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    JobStore jobs(dir);
+    const std::string running = new_job_id();
+    REQUIRE(jobs.create(running, {{"op", "archive"}, {"request_digest", "d-1"}}).ok());
+    REQUIRE(jobs.write_ledger(running, {{"state", "running"}, {"step", "sync"}}).ok());
+    REQUIRE(reserve(dir, {k_v1}, running).ok());
+    // Another command while the job runs: refused, naming it.
+    CHECK(holding_job(dir, {k_v1, k_v2}, "d-2").error().code == "RESERVED");
+    CHECK(holding_job(dir, {k_v1, k_v2}, "d-1").value() == running);
+    for (const char* ended : {"done", "cancelled", "failed"}) {
+        CAPTURE(ended);
+        // The run was killed after the job ended and before it released the resource.
+        REQUIRE(jobs.write_ledger(running, {{"state", ended}, {"step", "done"}}).ok());
+        REQUIRE(reserve(dir, {k_v1, k_v2}, running).ok());
+        auto held = holding_job(dir, {k_v1, k_v2}, "d-2");
+        REQUIRE(held.ok());
+        CHECK_FALSE(held.value().has_value());
+        CHECK_FALSE(holder(dir, k_v1).value().has_value());
+        CHECK_FALSE(holder(dir, k_v2).value().has_value());
+    }
+    // A job that must still be finished keeps what it holds.
+    for (const char* unfinished : {"compensating", "cleanup_required"}) {
+        CAPTURE(unfinished);
+        REQUIRE(jobs.write_ledger(running, {{"state", unfinished}, {"step", "merge"}}).ok());
+        REQUIRE(reserve(dir, {k_v1}, running).ok());
+        CHECK(holding_job(dir, {k_v1}, "d-2").error().code == "RESERVED");
+    }
+}
+
 TEST_CASE("concurrent reservers: exactly one wins") {
     test::Scratch s;
     auto dir = StateDir::open(s.path().string()).value();
