@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/jobs/core/outage.hpp"
 #include "lib/jobs/report/status.hpp"
 #include "lib/routes/routes.hpp"
 #include "lib/state/job_store.hpp"
@@ -175,8 +176,10 @@ Turn TierSteps::archive(const TierRow& row) {
         auto opened = m_env.jobs.open_archive(row.torrent.id, m_policy.cache, node, m_many.next_budgets().no_wait);
         if (!opened.ok()) {
             Error e = opened.take_error();
-            if (e.is(ErrorCode::ROUTE_WAITING)) {
-                m_waiting[node] = e.message;  // another archive node may take it
+            // Its route is being made, or a service it needs is out (an outage is a wait): another
+            // archive node may take it, else the candidate waits for the next run.
+            if (e.is(ErrorCode::ROUTE_WAITING) || jobs::is_outage(e)) {
+                m_waiting[node] = e.message;
                 continue;
             }
             if (routes::is_clean_stop(e)) {  // Ctrl-C or the deadline while the route was made
@@ -211,6 +214,13 @@ Turn TierSteps::archive(const TierRow& row) {
 
 Turn TierSteps::evict(const TierRow& row) {
     auto opened = m_env.jobs.open_evict(row.torrent.id, m_policy.cache);
+    if (!opened.ok() && jobs::is_outage(opened.error())) {  // a wait, not a failure
+        const std::string text = "waiting: " + opened.error().message;
+        note({"", row.torrent.id, "evict", ""}, "stopped", text);
+        m_env.say("archctl: " + text);
+        stop(text);
+        return Turn::stopped;
+    }
     if (!opened.ok()) {
         note({"", row.torrent.id, "evict", ""}, "failed", opened.error().message);
         fail(opened.error());

@@ -9,6 +9,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
 #include "lib/base/text.hpp"
+#include "lib/jobs/core/outage.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 
 namespace archctl::jobs {
@@ -79,7 +80,8 @@ bool matches_res(const qb::TorrentInfo& t, const std::string& prefix) {
            lower(t.id).rfind(prefix, 0) == 0;
 }
 
-Result<Resource> resource_of(const std::string& res_in, const std::vector<ResMatch>& matches, std::vector<std::string> unreachable) {
+Result<Resource> resource_of(const std::string& res_in, const std::vector<ResMatch>& matches, std::vector<std::string> unreachable,
+                             std::optional<Error> outage) {
     std::vector<Resource> found;
     for (const ResMatch& m : matches) {
         const qb::TorrentInfo& t = *m.torrent;
@@ -103,6 +105,11 @@ Result<Resource> resource_of(const std::string& res_in, const std::vector<ResMat
             found.push_back(std::move(r));
         }
     }
+    if (found.empty() && outage)
+        return Error(outage->code,
+                     fmt::format("cannot tell which node has '{}': no node that answered has it, and {}", clipped(res_in),
+                                 fmt::join(unreachable, "; ")),
+                     "rerun the same command once the node answers again");
     if (found.empty()) {
         std::string where = unreachable.empty() ? "" : fmt::format(" (unreachable: {})", fmt::join(unreachable, "; "));
         return no_torrent_matches(res_in, where);
@@ -123,6 +130,7 @@ Result<Resource> resolve(Nodes& nodes, const std::string& res_in, Lists lists) {
     fresh.reserve(nodes.all().size());
     std::vector<ResMatch> matches;
     std::vector<std::string> unreachable;
+    std::optional<Error> outage;
     for (NodeHandle* node : nodes.all()) {
         const Result<NodeHandle::TorrentList>* list = nullptr;
         if (lists == Lists::session) {
@@ -133,12 +141,13 @@ Result<Resource> resolve(Nodes& nodes, const std::string& res_in, Lists lists) {
         }
         if (!list->ok()) {
             unreachable.push_back(fmt::format("{}: {}", node->name(), list->error().message));
+            if (!outage && is_outage(list->error())) outage = list->error();
             continue;
         }
         for (const auto& t : list->value())
             if (matches_res(t, res)) matches.push_back({node->name(), &t});
     }
-    return resource_of(res_in, matches, std::move(unreachable));
+    return resource_of(res_in, matches, std::move(unreachable), std::move(outage));
 }
 
 Result<std::optional<plan::PlacementView>> read_placement(NodeHandle& node, const Resource& resource) {
@@ -172,10 +181,12 @@ Result<Resource> Snapshot::resolve(const std::string& res_in) {
     ARCHCTL_TRY_ASSIGN(std::string res, res_prefix(res_in));
     std::vector<ResMatch> matches;
     std::vector<std::string> unreachable;
+    std::optional<Error> outage;
     for (NodeHandle* node : m_nodes.all()) {
         const NodeList& n = list_of(*node);
         if (!n.list.ok()) {
             unreachable.push_back(fmt::format("{}: {}", node->name(), n.list.error().message));
+            if (!outage && is_outage(n.list.error())) outage = n.list.error();
             continue;
         }
         // Every hash that starts with the prefix, each torrent once, in the list's order.
@@ -186,7 +197,7 @@ Result<Resource> Snapshot::resolve(const std::string& res_in) {
         at.erase(std::unique(at.begin(), at.end()), at.end());
         for (std::size_t i : at) matches.push_back({node->name(), &n.list.value()[i]});
     }
-    return resource_of(res_in, matches, std::move(unreachable));
+    return resource_of(res_in, matches, std::move(unreachable), std::move(outage));
 }
 
 Result<std::optional<plan::PlacementView>> Snapshot::placement(NodeHandle& node, const Resource& resource) {

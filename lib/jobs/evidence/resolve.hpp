@@ -44,9 +44,10 @@ struct ResMatch {
     const clients::qbittorrent::TorrentInfo* torrent = nullptr;
 };
 // The one resource `matches` (in node order, then list order) name, or NOT_FOUND / AMBIGUOUS as
-// resolve() says them for `res_in`.
+// resolve() says them for `res_in`. Nothing found while a node could not be read because of an
+// outage (`outage`: the first such error) is that outage, not NOT_FOUND: the node may hold it.
 [[nodiscard]] Result<Resource> resource_of(const std::string& res_in, const std::vector<ResMatch>& matches,
-                                           std::vector<std::string> unreachable);
+                                           std::vector<std::string> unreachable, std::optional<Error> outage = std::nullopt);
 
 // The live placement of `resource` on `node` (files, selection, completion), or nullopt when
 // the node's qBittorrent does not have it.

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "lib/jobs/core/outage.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
 #include "lib/jobs/report/status.hpp"
 #include "lib/session/node_session.hpp"
@@ -208,4 +209,29 @@ TEST_CASE("resolve: a bad or unmatched RES says what a valid id looks like") {
         CHECK(r.error().is(ErrorCode::BAD_VALUE));
         CHECK_MESSAGE(r.error().message.find(valid) != std::string::npos, r.error().message);
     }
+}
+
+TEST_CASE("resolve: nothing found while a node's qBittorrent is out is that outage, not 'no node has it'") {
+    config::NodeConfig cache = test::canned_node("cache1", config::Role::cache);
+    config::NodeConfig archive = test::canned_node("nas", config::Role::archive);
+    FakeQb up, down;
+    fill(up, 3);
+    down.fail_always("all_torrents", Error("HTTP_UNREACHABLE", "cannot reach qBittorrent on 'cache1'"));
+    FakeSyncthing st1, st2;
+    FakeTransport ops1("cache1"), ops2("nas");
+    session::NodeSessions nodes;
+    nodes.add(std::make_unique<session::NodeSession>(cache, clients::Tuning{}, session::NodeSession::Injected{&down, &st1, &ops1}));
+    nodes.add(std::make_unique<session::NodeSession>(archive, clients::Tuning{}, session::NodeSession::Injected{&up, &st2, &ops2}));
+    const std::string absent(40, 'e');
+    for (jobs::Lists lists : {jobs::Lists::session, jobs::Lists::fresh}) {
+        auto r = jobs::resolve(nodes, absent, lists);
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().is(ErrorCode::HTTP_UNREACHABLE));
+        CHECK(jobs::is_outage(r.error()));
+        CHECK(r.error().message ==
+              fmt::format("cannot tell which node has '{}': no node that answered has it, and cache1: cannot reach qBittorrent on 'cache1'", absent));
+    }
+    // What the node that answered has is found all the same.
+    auto found = jobs::resolve(nodes, v1_of(1), jobs::Lists::session);
+    CHECK(found.ok());
 }

@@ -215,6 +215,38 @@ TEST_CASE("tier run: a route that keeps a node waiting is not asked again; the n
     CHECK(text_has(*waits.stop, "waiting: no archive node can take 'cc' now (nas: route to nas: Syncthing unreachable)"));
 }
 
+TEST_CASE("tier run: an outage while opening a job (the cache's or the target's qBittorrent gone mid-run) is a wait, never a failure") {
+    // The cache's qBittorrent stops after the run read its list: every later job cannot resolve
+    // its torrent, which is an outage (HTTP_UNREACHABLE), not "no node has it".
+    TierFixture f;
+    three_candidates(f);
+    auto cache_gone = [](const std::string&) -> Result<runs::JobOpening> {
+        return Error(ErrorCode::HTTP_UNREACHABLE, "cannot tell which node has 'aa': no node that answered has it, and seedbox: "
+                                                  "cannot reach qBittorrent");
+    };
+    f.planner.archive_on["nas"] = cache_gone;
+    f.planner.archive_on["nas2"] = cache_gone;
+    runs::TierRun run = f.run_policy();
+    CHECK(run.outcome == runs::TierOutcome::stopped);
+    CHECK(run.failed == 0);
+    CHECK_FALSE(run.first_error);
+    REQUIRE(run.stop);
+    CHECK(text_has(*run.stop, "waiting: no archive node can take"));
+    CHECK(text_has(*run.stop, "cannot reach qBittorrent"));
+
+    // An eviction that cannot open for the same reason waits too.
+    TierFixture g;
+    three_candidates(g);
+    g.planner.evict_answer = [](const std::string&) -> Result<runs::JobOpening> {
+        return Error(ErrorCode::HTTP_UNREACHABLE, "cannot reach qBittorrent on 'seedbox'");
+    };
+    runs::TierRun evicts = g.run_policy();
+    CHECK(evicts.outcome == runs::TierOutcome::stopped);
+    CHECK(evicts.failed == 0);
+    REQUIRE(evicts.stop);
+    CHECK(text_has(*evicts.stop, "waiting: cannot reach qBittorrent on 'seedbox'"));
+}
+
 TEST_CASE("tier run: an unreachable cache is a wait before anything is read; the summary's free space is read fresh all the same") {
     TierFixture f;
     three_candidates(f);
