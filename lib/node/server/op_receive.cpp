@@ -154,6 +154,20 @@ bool is_own_temp(const std::string& name, const std::string& target) {
     return name.rfind(prefix, 0) == 0 && name.size() > prefix.size();
 }
 
+// Whether `name` in p/ is stage's temp copy of one of the job's payload indices.
+bool is_stage_temp(const std::string& name, const std::set<std::string>& payload) {
+    if (name.size() < 7 || name.front() != '.' || !name.ends_with(".part")) return false;
+    const std::string index = name.substr(1, name.size() - 6);
+    if (!payload.count(index)) return false;
+    std::uint32_t i = 0;
+    for (char c : index) {
+        if (c < '0' || c > '9') return false;
+        i = i * 10 + static_cast<std::uint32_t>(c - '0');
+        if (i > 100000000) return false;
+    }
+    return stage_temp_name(i) == name;
+}
+
 // What `st` is, for a message: "a symlink", "a directory", "a file".
 std::string what_is(const struct stat& st) {
     if (S_ISLNK(st.st_mode)) return "a symlink";
@@ -197,7 +211,11 @@ void collect_foreign(const std::map<std::string, std::map<std::string, struct st
                 if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) out.push_back({shown, what_is(st) + " where archctl staged a file"});
                 continue;
             }
-            if (!expected_anywhere(name, *names)) out.push_back({shown, what_is(st) + " archctl did not stage"});
+            if (expected_anywhere(name, *names)) continue;
+            // A copy stage was making when it was cut off (a kill): the next stage finishes or
+            // redoes it.
+            if (sub == k_payload_dir && S_ISREG(st.st_mode) && is_stage_temp(name, *names)) continue;
+            out.push_back({shown, what_is(st) + " archctl did not stage"});
         }
     }
 }

@@ -67,7 +67,7 @@ Result<std::string> hash_whole(Stager& s, Source& source) {
     return h.hex_digest();
 }
 
-std::string temp_name(std::uint32_t index) { return fmt::format(".{}.part", index); }
+std::string temp_name(std::uint32_t index) { return stage_temp_name(index); }
 
 // A journaled result whose evidence still holds (possibly after finishing its rename).
 Result<bool> reuse_journaled(Stager& s, const SourceFile& f, Source& source) {

@@ -30,6 +30,8 @@ std::string merge_record_path(const std::string& root, const std::string& job_id
     return fmt::format("{}/.archctl/merge-{}.jsonl", root == "/" ? "" : root, job_id);
 }
 
+std::string stage_temp_name(std::uint32_t index) { return fmt::format(".{}.part", index); }
+
 std::string merge_temp_name(const std::string& job_id, std::uint32_t index) { return fmt::format(".archctl-merge-{}-{}.tmp", job_id, index); }
 
 Status check_aux_name(const std::string& name) {

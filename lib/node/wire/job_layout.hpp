@@ -65,6 +65,9 @@ struct Manifest {
 
 // "p/<index>".
 [[nodiscard]] std::string payload_name(std::uint32_t index);
+// The temp name in p/ that stage copies file `index` into before renaming it to its index:
+// ".<index>.part". A stage cut off (a kill) may leave it; the next stage finishes or redoes it.
+[[nodiscard]] std::string stage_temp_name(std::uint32_t index);
 // "a/<name>".
 [[nodiscard]] std::string aux_path(const std::string& name);
 // The merge record of a job (lib/node/server/op_merge.cpp): "<root>/.archctl/merge-<job-id>.jsonl", under

@@ -1,6 +1,7 @@
 // receive_check on both transports: arrival states, index evidence, hashing once, artifacts.
 
 #include <fstream>
+#include <set>
 
 #include "lib/base/hash.hpp"
 #include "tests/unit/node/node_fixture.hpp"
@@ -118,4 +119,20 @@ NODE_TEST(receive_check_ignores_conflict_copies) {
     CHECK(check["complete"] == true);
     CHECK(check["files_present"] == 3);
     CHECK(check["ignored"].size() == 2);
+}
+
+NODE_TEST(receive_check_takes_a_stage_copy_cut_off_by_a_kill_as_archctl_s_own) {
+    Received r = receive_job(f);
+    // A kill during stage left its temp copy of index 1, and Syncthing carried it over.
+    f.write("sync/dst/job/p/.1.part", "half a copy");
+    json check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
+    CHECK(check.value("foreign", json::array()).empty());
+    CHECK(check["complete"] == true);
+    // The same name for an index the job does not have, or as a symlink, is foreign.
+    f.write("sync/dst/job/p/.7.part", "x");
+    std::filesystem::create_symlink("/etc/passwd", f.sync() + "/dst/job/p/.2.part");
+    check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
+    std::set<std::string> foreign;
+    for (const auto& e : check["foreign"]) foreign.insert(e["name"].get<std::string>());
+    CHECK(foreign == std::set<std::string>{"p/.7.part", "p/.2.part"});
 }
