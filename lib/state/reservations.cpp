@@ -1,5 +1,7 @@
 #include "lib/state/reservations.hpp"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <unistd.h>
 
@@ -89,6 +91,27 @@ Status release(const StateDir& dir, const std::vector<std::string>& aliases, con
     return fsync_dir(dir.reservations());
 }
 
+namespace {
+
+// Whether `job_id` ended: its ledger says done, cancelled or failed, or, with the ledger lost,
+// its events (append-only, kept apart from it) record that it was done.
+bool ended(const JobStore& store, const std::string& job_id) {
+    auto ledger = store.ledger(job_id);
+    if (ledger.ok()) {
+        if (!ledger.value().is_object()) return false;
+        const auto state = ledger.value().find("state");
+        return state != ledger.value().end() && state->is_string() &&
+               (*state == "done" || *state == "cancelled" || *state == "failed");
+    }
+    auto events = store.events(job_id);
+    if (!events.ok()) return false;
+    return std::any_of(events.value().records.begin(), events.value().records.end(), [](const nlohmann::json& e) {
+        return e.is_object() && e.contains("type") && e["type"].is_string() && e["type"] == "done";
+    });
+}
+
+}  // namespace
+
 Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::vector<std::string>& aliases,
                                                 const std::string& digest) {
     JobStore store(dir);
@@ -103,13 +126,9 @@ Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::v
         }
         // A job that ended holds nothing: its reservation outlived it only because its run was
         // killed between the end and the release.
-        if (auto ledger = store.ledger(*held); ledger.ok() && ledger.value().is_object()) {
-            const auto state = ledger.value().find("state");
-            if (state != ledger.value().end() && state->is_string() &&
-                (*state == "done" || *state == "cancelled" || *state == "failed")) {
-                ARCHCTL_TRY_STATUS(release(dir, {alias}, *held));
-                continue;
-            }
+        if (ended(store, *held)) {
+            ARCHCTL_TRY_STATUS(release(dir, {alias}, *held));
+            continue;
         }
         if (def.value().value("request_digest", "") == digest) return held;
         auto lock = LockFile::read(store.dir_of(*held));

@@ -77,6 +77,13 @@ TEST_CASE("a reservation whose job ended is stale: the next holding_job releases
         CHECK_FALSE(holder(dir, k_v1).value().has_value());
         CHECK_FALSE(holder(dir, k_v2).value().has_value());
     }
+    // Its ledger lost as well: the events it keeps apart say it was done.
+    std::filesystem::remove(s.path() / "jobs" / running / "ledger.json");
+    REQUIRE(reserve(dir, {k_v2}, running).ok());
+    CHECK(holding_job(dir, {k_v2}, "d-2").error().code == "RESERVED");  // no record that it ended
+    REQUIRE(jobs.append_event(running, "done").ok());
+    CHECK_FALSE(holding_job(dir, {k_v2}, "d-2").value().has_value());
+    CHECK_FALSE(holder(dir, k_v2).value().has_value());
     // A job that must still be finished keeps what it holds.
     for (const char* unfinished : {"compensating", "cleanup_required"}) {
         CAPTURE(unfinished);
