@@ -176,15 +176,17 @@ Turn TierSteps::archive(const TierRow& row) {
         auto opened = m_env.jobs.open_archive(row.torrent.id, m_policy.cache, node, m_many.next_budgets().no_wait);
         if (!opened.ok()) {
             Error e = opened.take_error();
-            // Its route is being made, or a service it needs is out (an outage is a wait): another
-            // archive node may take it, else the candidate waits for the next run.
-            if (e.is(ErrorCode::ROUTE_WAITING) || jobs::is_outage(e)) {
-                m_waiting[node] = e.message;
+            if (e.is(ErrorCode::ROUTE_WAITING)) {
+                m_waiting[node] = e.message;  // another archive node may take it
                 continue;
             }
-            if (routes::is_clean_stop(e)) {  // Ctrl-C or the deadline while the route was made
-                note({"", row.torrent.id, "archive", node}, "stopped", e.message);
-                stop(e.message);
+            // Ctrl-C or the deadline while the route was made; or a service the job needs is out
+            // (the cache's qBittorrent, the node's): an outage is a wait, and the next run goes on.
+            if (routes::is_clean_stop(e) || jobs::is_outage(e)) {
+                const std::string text = routes::is_clean_stop(e) ? e.message : "waiting: " + e.message;
+                note({"", row.torrent.id, "archive", node}, "stopped", text);
+                m_env.say("archctl: " + text);
+                stop(text);
                 return Turn::ended;
             }
             last = std::move(e);
@@ -219,7 +221,7 @@ Turn TierSteps::evict(const TierRow& row) {
         note({"", row.torrent.id, "evict", ""}, "stopped", text);
         m_env.say("archctl: " + text);
         stop(text);
-        return Turn::stopped;
+        return Turn::ended;
     }
     if (!opened.ok()) {
         note({"", row.torrent.id, "evict", ""}, "failed", opened.error().message);
