@@ -74,6 +74,19 @@ def converge(test, tid, name, job, what, runs=4):
                    what=f"{what}: staging of {job} removed on {node}")
 
 
+
+def held_reservations():
+    """[(alias, job, that job's ledger state)] of every reservation left in the state directory."""
+    d = os.path.join(LAB.state_dir, "reservations")
+    held = []
+    for alias in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        with open(os.path.join(d, alias)) as f:
+            job = f.read().strip()
+        ledger = os.path.join(LAB.state_dir, "jobs", job, "ledger.json")
+        state = json.load(open(ledger)).get("state") if os.path.exists(ledger) else None
+        held.append((alias[:12], job, state))
+    return held
+
 class Faults(unittest.TestCase):
     def test_a_crash_at_every_point_then_rerun_converges(self):
         # Enumerate the crash points an uninterrupted archive passes: the first archive over the
@@ -102,6 +115,9 @@ class Faults(unittest.TestCase):
             job_seen = job_seen or not no_job
             rc, out, err = LAB.archctl("archive", tid[:12], "--yes", timeout=300)
             self.assertEqual(rc, 0, f"rerun after a crash at {point}: {err}")
+            # The rerun finished the job: the resource is free for the next command (a crash
+            # between the job's end and its release used to leave it held for good).
+            self.assert_not_held(tid, f"after a crash at {point} and a rerun")
             got = target_state(tid, name)
             self.assertEqual([f[2:] for f in got["files"]], [f[2:] for f in reference["files"]], point)
             self.assertEqual(len(got["tree"]), len(reference["tree"]), point)
@@ -124,6 +140,7 @@ class Faults(unittest.TestCase):
             if os.path.exists(os.path.join(LAB.state_dir, "jobs", job, "ledger.json")):
                 delete_ledger(job)
             converge(self, tid, name, job, f"ledger deleted after a crash at {point}")
+            self.assert_not_held(tid, f"after a crash at {point}, the ledger deleted and resume")
             got = target_state(tid, name)
             self.assertEqual([f[2:] for f in got["files"]], [f[2:] for f in reference["files"]], point)
             self.assertEqual(len(got["tree"]), len(reference["tree"]), point)
@@ -132,6 +149,12 @@ class Faults(unittest.TestCase):
               f"not reached again: {', '.join(not_reached) or 'none'}", file=sys.stderr)
         self.assertGreater(covered, 10)
         flows.staging_empty(LAB, LAB.route)
+
+    def assert_not_held(self, tid, what):
+        """The next command that needs the resource (here `plan evict`) is not refused RESERVED."""
+        rc, out, err = LAB.archctl("plan", "evict", tid[:12], "--json", timeout=120)
+        error = json.loads(out).get("error") or {}
+        self.assertNotEqual(error.get("code"), "RESERVED", f"{what}: {held_reservations()}: {err}{out}")
 
     def crash_points(self, tid, name):
         """Archive `tid` listing the crash points it passes: (points in order, target state)."""
