@@ -109,6 +109,14 @@ def jobs_of(tid):
     return [j for j in job_rows() if j["resource"] == tid]
 
 
+def unfinished_job_of(tid, op):
+    """The one unfinished `op` job of `tid`. Not the last row by id: ids order by the second,
+    and an evict that ends in the same second as the next job starts may sort after it."""
+    rows = [j for j in jobs_of(tid) if j["op"] == op and j["state"] not in ("done", "cancelled", "failed")]
+    assert len(rows) == 1, rows
+    return rows[0]["id"]
+
+
 def events_of(job):
     rc, out, err = LAB.archctl("job", "show", job, "--json")
     assert rc == 0, err
@@ -190,7 +198,7 @@ def stop_mid_sync(tc, op, tid, target, info):
     with SlowInto(target, source):
         rc, doc, err = archctl_json(op, tid[:12], "--to", target, "--yes", "--max-bytes", STOP_BUDGET)
         tc.assertEqual(rc, 10, f"{op} with a {STOP_BUDGET} budget stops with exit 10 mid-sync: {err}")
-        job = jobs_of(tid)[-1]["id"]
+        job = unfinished_job_of(tid, op)
         tc.assertTrue(os.path.isdir(job_dir(source, job)), f"the job is staged on {source}: {job}")
         on_target = staged_files_arrived(target, job, info)
         tc.assertLess(len(on_target), len(info["files"]), "the stop came after the whole job was carried")
@@ -368,7 +376,7 @@ class PartnerTouch(unittest.TestCase):
         rc, out, err = LAB.archctl(op, tid[:12], "--to", partner, "--yes", env={"ARCHCTL_TEST_CRASH_AT": "job.step.sync"},
                                    timeout=300)
         self.assertEqual(rc, 137, f"killed at job.step.sync: {err}")
-        job = jobs_of(tid)[-1]["id"]
+        job = unfinished_job_of(tid, op)
         self.addCleanup(cancel_if_unfinished, job)
         arrived = flows.wait(lambda: staged_files_arrived(partner, job, info), timeout=60,
                              what=f"the staged files of {job} on {partner}")
@@ -381,7 +389,7 @@ class PartnerTouch(unittest.TestCase):
         the partner, nothing merged yet), then the same run goes on to the end."""
         before = payload_facts(source_save, info)
         release = flows.archctl_paused_at(LAB, "job.step.sync", op, tid[:12], "--to", partner, "--yes")
-        job = jobs_of(tid)[-1]["id"]
+        job = unfinished_job_of(tid, op)
         self.addCleanup(cancel_if_unfinished, job)
         try:
             arrived = flows.wait(lambda: staged_files_arrived(partner, job, info), timeout=60,
