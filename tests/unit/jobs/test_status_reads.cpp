@@ -3,6 +3,8 @@
 // found in it), one capabilities read, and a file list only for a placement that is present.
 
 #include <doctest/doctest.h>
+
+#include <optional>
 #include <fmt/format.h>
 
 #include <memory>
@@ -49,27 +51,39 @@ void fill(FakeQb& fake, std::size_t n) {
     }
 }
 
+// A cache node (cache1) and an archive node (archive1) on the fakes, a state directory, and the
+// sessions over them; a test fills the qBittorrents with what it needs.
+struct TwoNodes {
+    test::Scratch scratch;
+    config::Config cfg = config_in(scratch);
+    std::optional<state::StateDir> dir = state::StateDir::open(cfg.state_dir).value();
+    FakeQb cache_qb, archive_qb;
+    FakeSyncthing cache_st, archive_st;
+    FakeTransport cache_ops{"cache1"}, archive_ops{"archive1"};
+    session::NodeSessions nodes;
+
+    TwoNodes() {
+        nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("cache1"), clients::Tuning{},
+                                                         session::NodeSession::Injected{&cache_qb, &cache_st, &cache_ops}));
+        nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
+                                                         session::NodeSession::Injected{&archive_qb, &archive_st, &archive_ops}));
+    }
+
+    static config::Config config_in(const test::Scratch& scratch) {
+        config::Config c;
+        c.state_dir = (scratch / "state").string();
+        c.nodes["cache1"] = test::canned_node("cache1", config::Role::cache);
+        c.nodes["archive1"] = test::canned_node("archive1", config::Role::archive);
+        return c;
+    }
+};
+
 }  // namespace
 
-TEST_CASE("status: one torrent list per node for 2,000 torrents; files only of recorded placements that are present") {
-    test::Scratch scratch;
-    config::Config cfg;
-    cfg.state_dir = (scratch / "state").string();
-    cfg.nodes["cache1"] = test::canned_node("cache1", config::Role::cache);
-    cfg.nodes["archive1"] = test::canned_node("archive1", config::Role::cache);
-    auto dir = state::StateDir::open(cfg.state_dir);
-    REQUIRE(dir.ok());
-
-    FakeQb cache_qb, archive_qb;
+TEST_CASE_FIXTURE(TwoNodes, "status: one torrent list per node for 2,000 torrents; files only of recorded placements that are present") {
     fill(cache_qb, 2000);
     fill(archive_qb, 2000);
-    FakeSyncthing cache_st, archive_st;
-    FakeTransport cache_ops("cache1"), archive_ops("archive1");
-    session::NodeSessions nodes;
-    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("cache1"), clients::Tuning{},
-                                                     session::NodeSession::Injected{&cache_qb, &cache_st, &cache_ops}));
-    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
-                                                     session::NodeSession::Injected{&archive_qb, &archive_st, &archive_ops}));
+
 
     SUBCASE("no records: the probe's list is the only torrent read") {
         const jobs::Overview o = jobs::read_overview(cfg, &dir.value(), "", nodes);
@@ -126,24 +140,9 @@ TEST_CASE("a session's torrent list is read once, its error too") {
 // A copy archctl recorded whose torrent has since gone from its qBittorrent: the overview says
 // "recorded but gone", and `status RES` finds it by the same records instead of "no node has a
 // torrent matching".
-TEST_CASE("status RES: a recorded placement whose torrent is gone resolves from the records and shows as gone") {
-    test::Scratch scratch;
-    config::Config cfg;
-    cfg.state_dir = (scratch / "state").string();
-    cfg.nodes["cache1"] = test::canned_node("cache1", config::Role::cache);
-    cfg.nodes["archive1"] = test::canned_node("archive1", config::Role::archive);
-    auto dir = state::StateDir::open(cfg.state_dir);
-    REQUIRE(dir.ok());
-    FakeQb cache_qb, archive_qb;
+TEST_CASE_FIXTURE(TwoNodes, "status RES: a recorded placement whose torrent is gone resolves from the records and shows as gone") {
     fill(cache_qb, 3);
     fill(archive_qb, 3);
-    FakeSyncthing cache_st, archive_st;
-    FakeTransport cache_ops("cache1"), archive_ops("archive1");
-    session::NodeSessions nodes;
-    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("cache1"), clients::Tuning{},
-                                                     session::NodeSession::Injected{&cache_qb, &cache_st, &cache_ops}));
-    nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
-                                                     session::NodeSession::Injected{&archive_qb, &archive_st, &archive_ops}));
     // Resource 50 was committed on archive1, and its torrent is in no qBittorrent now.
     state::PlacementStore records(dir.value());
     REQUIRE(records.advance({v1_of(50), v2_of(50)}, "archive1", "fp", "job", {{"qb_id", v1_of(50)}}).ok());
