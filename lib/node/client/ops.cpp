@@ -11,10 +11,16 @@ using nlohmann::json;
 // far end (reading one into an integer field is undefined behaviour). The one fraction a result
 // carries is how long a piece check took.
 bool result_holds_fraction(Op op, const json& result) {
-    if (op != Op::verify_pieces || !result.is_object() || !result.contains("summary")) return holds_fraction(result);
-    json checked = result;
-    if (json& summary = checked["summary"]; summary.is_object()) summary.erase("seconds");
-    return holds_fraction(checked);
+    if (op != Op::verify_pieces || !result.is_object()) return holds_fraction(result);
+    for (const auto& [key, value] : result.items()) {
+        if (key != "summary" || !value.is_object()) {
+            if (holds_fraction(value)) return true;
+            continue;
+        }
+        for (const auto& [field, number] : value.items())
+            if (field != "seconds" && holds_fraction(number)) return true;
+    }
+    return false;
 }
 
 // The result of one call: the typed result of an ok response, the error otherwise.
