@@ -127,3 +127,63 @@ TEST_CASE("creator: refusals") {
     CHECK(create_torrent(s.path() / "payload", {}).error().code == "TORRENT_UNSAFE_PATH");
     CHECK_FALSE(create_torrent(s.path() / "missing", {}).ok());
 }
+
+namespace {
+
+// A tree with every shape the writer lays out: nested directories whose names sort around '/'
+// ("a/…", "a-b", "a.c"), empty and executable files, a file of exactly one piece, files of
+// several pieces (piece layers), a file ending just past a piece boundary, a unicode name.
+void make_golden_tree(const Scratch& s) {
+    s.write("gold/a/x/one.bin", test::random_bytes(16384, 11));
+    s.write("gold/a/x/two.bin", test::random_bytes(40000, 12));
+    s.write("gold/a/y.txt", "y");
+    s.write("gold/a-b", "dash");
+    s.write("gold/a.c/z", test::random_bytes(16385, 13));
+    s.write("gold/empty", "");
+    s.write("gold/exe.sh", "#!/bin/sh\n");
+    s.write("gold/l/big.bin", test::random_bytes(100000, 14));
+    s.write("gold/l/empty2", "");
+    s.write("gold/ö.txt", test::random_bytes(700, 15));
+    ::chmod((s.path() / "gold/exe.sh").c_str(), 0755);
+}
+
+}  // namespace
+
+// The created bytes are pinned (SHA-256 of the whole .torrent, fixed creation date): a change to
+// how the metainfo is written that alters a byte fails here.
+TEST_CASE("creator: created bytes are unchanged for v1, v2 and hybrid (golden digests)") {
+    Scratch s;
+    make_golden_tree(s);
+    struct Golden {
+        Kind kind;
+        std::int64_t piece_length;
+        bool single;
+        const char* sha256;
+    };
+    const Golden cases[] = {
+        {Kind::v1, 0, false, "14581c252afb3b9801126101ed5391bfe5a9724fc93e090b5c359e0a9cac8a2e"},
+        {Kind::v2, 0, false, "4b29eab68bef734620c44855e925d50ec6f7589f4368c0886f9c8d60e17c4211"},
+        {Kind::hybrid, 0, false, "a274e75e40bffc7c7661d8ac9d1c24142d162c4fb518dc3ae4bf5a7860688e23"},
+        {Kind::v1, 32768, false, "50f7243b9a0c7b6525e4464a2a43e0627b07fa16192dfed9b16299e9117e8093"},
+        {Kind::v2, 32768, false, "09e79ff7fbab5542ce624b30a2b53c5ddda4e88eaada9b72ec80f34c3b3dbd09"},
+        {Kind::hybrid, 32768, false, "404b30ba3e1ed8448040c41f1563109ba8a6871463172a0a0db79aa483c7a3ab"},
+        {Kind::v1, 0, true, "e3712a82eedce4e5c41423d40f2bb2141ef1d4728c2fd1f09646956dec964b86"},
+        {Kind::v2, 0, true, "754c62cdd126e5b599153e1a667baf0e4b6bdbb8cdcd4d932f0bad214f85b0e8"},
+        {Kind::hybrid, 0, true, "1d39b97396aada3c98d9112511d396d2457d114765e0fa31a386d357e77c19b1"},
+    };
+    for (const auto& g : cases) {
+        CreateOptions o;
+        o.kind = g.kind;
+        o.piece_length = g.piece_length;
+        o.creation_date = 1700000000;
+        o.threads = 2;
+        fs::path source = g.single ? s.path() / "gold" / "l" / "big.bin" : s.path() / "gold";
+        auto bytes = create_torrent(source, o);
+        REQUIRE_MESSAGE(bytes.ok(), (bytes.ok() ? "" : bytes.error().message));
+        INFO(fmt::format("{} piece length {}{}", kind_name(g.kind), g.piece_length, g.single ? " single file" : ""));
+        CHECK(sha256_hex(*bytes) == std::string(g.sha256));
+        auto meta = create_metainfo(source, o);
+        REQUIRE(meta.ok());
+        CHECK(meta->bytes() == *bytes);
+    }
+}
