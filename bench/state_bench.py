@@ -2,7 +2,7 @@
 """A state directory with N finished jobs (a year of nightly runs): how long `job list`,
 `status`, `resume` (nothing to do) and creating one more job take.
 
-    python3 bench/state_bench.py ARCHCTL_BIN [N=50000] [--before OLD_ARCHCTL_BIN]
+    python3 bench/state_bench.py ARCHCTL_BIN [N=50000] [--before OLD_ARCHCTL_BIN] [--keep DIR]
 
 It starts a tiny lab (tests/lab/lab.py: one cache and one archive node, a route), archives one
 small resource for real, and copies that finished job's directory N times with new ids into a
@@ -19,6 +19,13 @@ as index_build_s). Timed, against the live lab so `status` probes reachable node
 The LAST stdout line is one JSON object with those times in seconds and "jobs": N. With
 --before, OLD_ARCHCTL_BIN is measured first on the same state directory (before the new binary
 builds its index there) and its JSON object is printed on the line before.
+
+With --keep DIR the state directory is DIR/state and outlives the run: a later run with the same
+N reuses its jobs (and whatever index a binary built there) instead of writing N copies again
+(a job takes about 20 KiB and 5 inodes: a million take about 20 GB and minutes to write). Before each binary is measured, the
+state directory is tidied back to the N copies: the jobs the create step left (crashed right after
+their definition, so unfinished) and everything outside jobs/ and index/ (reservations, routes of
+an earlier lab) are removed, so `resume` always has nothing to do. Delete DIR when done.
 """
 import json
 import os
@@ -97,9 +104,29 @@ def replicate(template_dir, template_id, state, n):
                 f.write(data.replace(tid, new.encode()))
 
 
-def measure(lab, binary, state, work, tag, resources):
+def tidy(state, n):
+    """Back to the N copies: drop the jobs a create step left and whatever else archctl wrote
+    outside jobs/ and index/ (a reservation, a route's state of another lab)."""
+    bench_ids = {job_id(i) for i in range(n)}
+    jobs = os.path.join(state, "jobs")
+    active = os.path.join(state, "index", "active")
+    for name in os.listdir(jobs):
+        if name not in bench_ids:
+            shutil.rmtree(os.path.join(jobs, name))
+            try:
+                os.unlink(os.path.join(active, name))
+            except FileNotFoundError:
+                pass
+    for name in os.listdir(state):
+        if name not in ("jobs", "index"):
+            path = os.path.join(state, name)
+            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+
+
+def measure(lab, binary, state, work, tag, resources, n):
     """The times of one binary on the state directory `state` (see the module doc)."""
     os.environ["ARCHCTL_BIN"] = binary
+    tidy(state, n)
     index_build, _ = timed(lab, state, "job", "list")
     log(f"{tag}: first job list (index build if any): {index_build:.2f} s")
     how = drop_caches(state)
@@ -130,6 +157,11 @@ def main(argv):
         i = args.index("--before")
         before = os.path.abspath(args[i + 1])
         del args[i:i + 2]
+    keep = None
+    if "--keep" in args:
+        i = args.index("--keep")
+        keep = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
     if not args:
         print(__doc__, file=sys.stderr)
         return 2
@@ -157,17 +189,27 @@ def main(argv):
         template_id = sorted(os.listdir(jobs_dir))[-1]
         template = os.path.join(jobs_dir, template_id)
 
-        state = os.path.join(work, "state")
-        log(f"writing {n} copies of job {template_id}")
-        t0 = time.monotonic()
-        replicate(template, template_id, state, n)
-        log(f"  {time.monotonic() - t0:.1f} s")
+        state = os.path.join(keep or work, "state")
+        stamp = os.path.join(keep, "bench.json") if keep else None
+        if stamp and os.path.exists(stamp) and json.load(open(stamp)).get("jobs") == n:
+            log(f"reusing the {n} jobs in {state}")
+        else:
+            if keep:
+                shutil.rmtree(keep, ignore_errors=True)
+                os.makedirs(keep)
+            log(f"writing {n} copies of job {template_id}")
+            t0 = time.monotonic()
+            replicate(template, template_id, state, n)
+            log(f"  {time.monotonic() - t0:.1f} s")
+            if stamp:
+                with open(stamp, "w") as f:
+                    json.dump({"jobs": n}, f)
         if before:
             # The same state directory, before the other binary builds anything in it.
-            r = measure(lab, before, state, work, "before", resources[7:13])
+            r = measure(lab, before, state, work, "before", resources[7:13], n)
             r["jobs"] = n
             print(json.dumps(r))
-        result = measure(lab, binary, state, work, "after" if before else "run", resources[1:7])
+        result = measure(lab, binary, state, work, "after" if before else "run", resources[1:7], n)
         result["jobs"] = n
         print(json.dumps(result))
         return 0
