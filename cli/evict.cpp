@@ -14,17 +14,17 @@
 namespace archctl::cli {
 namespace {
 
-evict::EvictRequest to_request(const EvictOptions& o) {
-    return {o.res, o.from, o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no};
+jobs::evict::EvictRequest to_request(const EvictOptions& o) {
+    return {o.res, o.from, o.verify_archive ? jobs::evict::VerifyArchive::yes : jobs::evict::VerifyArchive::no};
 }
 
 // The command an evict token confirms (cli/confirm.hpp), and its words for messages.
-std::string evict_token_request(const evict::EvictPrepared& p) {
+std::string evict_token_request(const jobs::evict::EvictPrepared& p) {
     return nlohmann::json{{"op", "evict"}, {"resource", p.resource.identity.qb_id()}, {"from", p.cache}}.dump();
 }
-std::string evict_token_summary(const evict::EvictPrepared& p) { return fmt::format("evict {} from {}", p.resource.short_id(), p.cache); }
+std::string evict_token_summary(const jobs::evict::EvictPrepared& p) { return fmt::format("evict {} from {}", p.resource.short_id(), p.cache); }
 
-Outcome nothing_to_do(Context& ctx, const evict::EvictPrepared& p) {
+Outcome nothing_to_do(Context& ctx, const jobs::evict::EvictPrepared& p) {
     std::string where = p.cache.empty() ? "no cache node" : fmt::format("'{}'", p.cache);
     ctx.out().info(fmt::format("archctl: {} holds no placement of '{}'; nothing to evict", where, p.resource.short_id()));
     return Outcome::done({{"evict", p.to_json()}, {"nothing_to_do", true}});
@@ -79,19 +79,19 @@ Outcome run_evict(Context& ctx, const EvictOptions& options) {
     Services& s = *services.value();
     auto prepared = s.evictor->prepare(to_request(o));
     if (!prepared.ok()) return Outcome::failed(prepared.take_error());
-    const evict::EvictPrepared& p = prepared.value();
+    const jobs::evict::EvictPrepared& p = prepared.value();
     if (p.existing_job) {
         ctx.out().info(fmt::format("archctl: continuing job {}", *p.existing_job));
     } else {
         if (p.nothing_to_do) return nothing_to_do(ctx, p);
-        if (!p.coverage.complete()) return Outcome::failed(evict::incomplete_error(p), {{"evict", p.to_json()}});
+        if (!p.coverage.complete()) return Outcome::failed(jobs::evict::incomplete_error(p), {{"evict", p.to_json()}});
         ConfirmRequest c;
         c.yes = o.yes;
         c.token = o.confirm;
         c.plan_digest = p.coverage.digest;
         c.request = evict_token_request(p);
         c.summary = evict_token_summary(p);
-        c.plan = [&p] { return evict::render_plan(p); };
+        c.plan = [&p] { return jobs::evict::render_plan(p); };
         c.question = fmt::format("evict {} from {}: unlink {} files ({}) held by archive copies?", p.resource.short_id(), p.cache,
                                  p.owned.size(), format_size(p.coverage.required_bytes));
         c.needs = fmt::format("evict of '{}' needs confirmation", p.resource.short_id());
@@ -103,12 +103,12 @@ Outcome run_evict(Context& ctx, const EvictOptions& options) {
     if (!p.existing_job) ctx.out().info(fmt::format("archctl: job {}  evict {} from {}", job.value(), p.resource.short_id(), p.cache));
     jobs::Budgets budgets;
     budgets.outage_wait = std::chrono::seconds(s.config->outage_wait_s);
-    auto r = s.driver->run(job.value(), budgets, o.verify_archive ? evict::VerifyArchive::yes : evict::VerifyArchive::no);
+    auto r = s.driver->run(job.value(), budgets, o.verify_archive ? jobs::evict::VerifyArchive::yes : jobs::evict::VerifyArchive::no);
     s.progress->finish();
     return evict_outcome(ctx, r, {{"evict", p.to_json()}});
 }
 
-std::string confirm_line(const EvictOptions& o, const evict::EvictPrepared& p, const std::string& token) {
+std::string confirm_line(const EvictOptions& o, const jobs::evict::EvictPrepared& p, const std::string& token) {
     std::string cmd = fmt::format("archctl evict {} --from {}", o.res, p.cache);
     if (o.verify_archive) cmd += " --verify-archive";
     return fmt::format("confirm with: {} --confirm {}   (valid 1 h, single use)", cmd, token);
@@ -126,17 +126,17 @@ Outcome run_plan_evict(Context& ctx, const EvictOptions& options) {
     Services& s = *services.value();
     auto prepared = s.evictor->prepare(to_request(o));
     if (!prepared.ok()) return Outcome::failed(prepared.take_error());
-    const evict::EvictPrepared& p = prepared.value();
+    const jobs::evict::EvictPrepared& p = prepared.value();
     nlohmann::json result = p.to_json();
     if (p.existing_job) {
         ctx.out().result(fmt::format("job {} is already doing this; continue it with 'archctl resume {}'", *p.existing_job, *p.existing_job));
         return Outcome::done(result);
     }
     if (p.nothing_to_do) return nothing_to_do(ctx, p);
-    std::string text = evict::render_plan(p);
+    std::string text = jobs::evict::render_plan(p);
     if (!p.coverage.complete()) {
         ctx.out().result(text);
-        return Outcome::failed(evict::incomplete_error(p), result);
+        return Outcome::failed(jobs::evict::incomplete_error(p), result);
     }
     state::TokenRequest tr;
     tr.plan_digest = p.coverage.digest;

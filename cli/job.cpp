@@ -107,7 +107,7 @@ Outcome run_cancel(Context& ctx, const jobs::JobSummary& row) {
     auto r = services.value()->driver->cancel(row.id);
     // Another archctl drives it: nothing is cancelled, and nothing failed (exit 10).
     if (r.outcome == jobs::RunOutcome::failed && r.error.is(ErrorCode::LOCKED)) {
-        auto text = jobs::driven_elsewhere(*services.value()->state, row.id);
+        auto text = jobs::report::driven_elsewhere(*services.value()->state, row.id);
         return Outcome::partial(text + "; nothing was cancelled",
                                 fmt::format("stop that archctl (Ctrl-C in its terminal, or kill its pid), then 'archctl job cancel {}'", row.id),
                                 {{"job", r.to_json()}, {"driven_elsewhere", row.id}});

@@ -20,7 +20,7 @@ struct PlanOptions {
 
 namespace {
 
-std::string confirm_line(const PlanOptions& o, const jobs::Prepared& p, const std::string& token) {
+std::string confirm_line(const PlanOptions& o, const jobs::transfer::Prepared& p, const std::string& token) {
     std::string cmd = fmt::format("archctl {} {}", o.op_name, o.transfer.res);
     if (!o.transfer.from.empty()) cmd += " --from " + o.transfer.from;
     cmd += " --to " + p.target;
@@ -52,7 +52,7 @@ Outcome run_plan_transfer(Context& ctx, const PlanOptions& options, plan::Operat
     o.transfer.res = t.select.res.front();
     auto request = to_request(op, o.transfer);
     if (!request.ok()) return Outcome::usage(request.take_error());
-    request.value().route_mode = jobs::TransferRequest::RouteMode::look_up;  // plan moves and writes nothing
+    request.value().route_mode = jobs::transfer::TransferRequest::RouteMode::look_up;  // plan moves and writes nothing
     auto services = ctx.services();
     if (!services.ok()) return Outcome::failed(services.take_error());
     Services& s = *services.value();

@@ -45,7 +45,7 @@ std::optional<std::string> report_turn(Context& ctx, const state::StateDir& stat
     switch (j.outcome) {
         case runs::JobOutcome::stopped: return r.stop_text;
         case runs::JobOutcome::locked: {
-            std::string text = jobs::driven_elsewhere(state, j.id);
+            std::string text = jobs::report::driven_elsewhere(state, j.id);
             ctx.out().info(fmt::format("archctl: {}; skipped here", text));
             return text;
         }

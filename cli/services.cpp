@@ -88,8 +88,8 @@ Result<Services*> Context::services() {
     };
     s->io.progress = renderer;
     ARCHCTL_TRY_ASSIGN(s->io.test, test_switches());
-    s->transfers = std::make_unique<jobs::TransferPlanner>(*s->config, *s->state, *s->nodes, s->io);
-    s->evictor = std::make_unique<evict::Evictor>(*s->config, *s->state, *s->nodes, s->io);
+    s->transfers = std::make_unique<jobs::transfer::TransferPlanner>(*s->config, *s->state, *s->nodes, s->io);
+    s->evictor = std::make_unique<jobs::evict::Evictor>(*s->config, *s->state, *s->nodes, s->io);
     s->driver = std::make_unique<jobs::Driver>(*s->config, *s->state, *s->nodes, s->io);
     m_services = std::move(s);
     return m_services.get();

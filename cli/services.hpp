@@ -24,8 +24,8 @@ struct Services {
     std::unique_ptr<jobs::Nodes> nodes;
     std::unique_ptr<ui::ProgressRenderer> progress;
     jobs::JobIo io;
-    std::unique_ptr<jobs::TransferPlanner> transfers;
-    std::unique_ptr<evict::Evictor> evictor;
+    std::unique_ptr<jobs::transfer::TransferPlanner> transfers;
+    std::unique_ptr<jobs::evict::Evictor> evictor;
     std::unique_ptr<jobs::Driver> driver;
 };
 

@@ -99,7 +99,7 @@ std::string render_nodes(const std::vector<session::NodeProbe>& probes, const st
 }
 
 // The `routes` block: every route discovered in live Syncthing config, with its state.
-std::string render_routes(const jobs::Overview& o, nlohmann::json& out) {
+std::string render_routes(const jobs::report::Overview& o, nlohmann::json& out) {
     out = nlohmann::json::array();
     if (!o.routes) return "routes\n  (" + o.routes_error + ")";
     ui::Table t({}, "  ");
@@ -141,7 +141,7 @@ struct JobsJson {
 };
 
 // The last cell of a job row: who drives it, or what to run next.
-std::string activity_cell(const jobs::JobActivity& a) {
+std::string activity_cell(const jobs::report::JobActivity& a) {
     if (a.driver) {
         std::string pct = a.percent ? fmt::format(", {:.0f}%", *a.percent) : "";
         return fmt::format("running: pid {}{}, step {}{}", a.driver->pid, a.driver->host == host_name() ? "" : " on " + a.driver->host,
@@ -151,7 +151,7 @@ std::string activity_cell(const jobs::JobActivity& a) {
     return a.resolve.empty() ? "" : "→ " + a.resolve.front();
 }
 
-bool listed(const jobs::JobSummary& j, const jobs::JobActivity& a, const JobFilter& filter) {
+bool listed(const jobs::JobSummary& j, const jobs::report::JobActivity& a, const JobFilter& filter) {
     if (filter.any()) return true;
     if (!j.finished() || j.damaged || a.needs_action() || a.running()) return true;
     return j.needs_attention || !j.ledger.kept.empty();
@@ -163,7 +163,7 @@ std::string render_jobs(const state::StateDir& state, const std::vector<jobs::Jo
     for (const auto& j : all) {
         if (!filter.matches(j)) continue;
         out.rows.push_back(j.to_json());
-        const jobs::JobActivity a = jobs::activity_of(state, j);
+        const jobs::report::JobActivity a = jobs::report::activity_of(state, j);
         if (a.running()) out.running.push_back(a.to_json());
         if (a.needs_action()) {
             out.attention.push_back(a.to_json());
@@ -188,7 +188,7 @@ std::string render_jobs(const state::StateDir& state, const std::vector<jobs::Jo
 }
 
 // "15/15 files complete (55.6 GiB)" for a placement, or why nothing is known.
-std::string holding_cell(const jobs::PlacementSummary& p) {
+std::string holding_cell(const jobs::report::PlacementSummary& p) {
     if (!p.error.empty()) return "unreadable: " + p.error;
     if (!p.present && p.record) return "recorded but gone: its torrent is no longer in qBittorrent";
     if (!p.present) return "no placement";
@@ -199,7 +199,7 @@ std::string holding_cell(const jobs::PlacementSummary& p) {
 
 // "cache1: 4/5 files with a proven archive copy (4 files on nas); 1 without one:" and a line per file
 // saying why no archive copy of it counts.
-std::string coverage_line(const jobs::CoverageSummary& c) {
+std::string coverage_line(const jobs::report::CoverageSummary& c) {
     std::string holders;
     for (const auto& [node, n] : c.by_archive)
         holders += fmt::format("{}{} on {}", holders.empty() ? "" : ", ", n == 1 ? std::string("1 file") : fmt::format("{} files", n), node);
@@ -214,7 +214,7 @@ std::string coverage_line(const jobs::CoverageSummary& c) {
 }
 
 // One resource in full: every node's placement, then the coverage of each cache copy.
-std::string render_resource(const jobs::ResourceStatus& r) {
+std::string render_resource(const jobs::report::ResourceStatus& r) {
     std::string text = fmt::format("{}  \"{}\"", r.identity.short_id(), r.name);
     ui::Table t({}, "  ");
     for (const auto& p : r.placements) {
@@ -231,7 +231,7 @@ std::string render_resource(const jobs::ResourceStatus& r) {
 
 // The `placements` block of the overview: one line per resource archctl has a job record or a
 // placement record for (records outlive `job clear`), with what each node reports for it now.
-std::string render_placements(const std::vector<jobs::ResourceStatus>& resources) {
+std::string render_placements(const std::vector<jobs::report::ResourceStatus>& resources) {
     if (resources.empty()) return "placements\n  (none recorded)";
     ui::Table t({}, "  ");
     for (const auto& r : resources) {
@@ -257,9 +257,9 @@ Outcome run_focused(Context& ctx, const config::Config& config, const std::strin
     if (out.verbose() > 1) tuning.log = [&out](const std::string& line) { out.debug(line); };
     tuning.logins = login_records(*state.value(), [&out](const std::string& line) { out.warn(line); });
     jobs::Nodes nodes(config, tuning);
-    auto focus = jobs::read_focus(*state.value(), nodes, target, config.count_shared_copies);
+    auto focus = jobs::report::read_focus(*state.value(), nodes, target, config.count_shared_copies);
     if (!focus.ok()) return Outcome::failed(focus.take_error());
-    const jobs::ResourceStatus& r = focus->resource;
+    const jobs::report::ResourceStatus& r = focus->resource;
     JobFilter filter{focus->qb_id, focus->job_id};
     JobsJson jobs_json;
     out.result(render_resource(r) + "\n" + render_jobs(*state.value(), focus->jobs, filter, jobs_json));
@@ -291,7 +291,7 @@ Outcome run_status(Context& ctx, const StatusOptions& options) {
     auto state = ctx.state();
     if (state.ok()) tuning.logins = login_records(*state.value(), tuning.warn);
     session::NodeSessions sessions(*config.value(), tuning);
-    const jobs::Overview o = jobs::read_overview(*config.value(), state.ok() ? state.value() : nullptr,
+    const jobs::report::Overview o = jobs::report::read_overview(*config.value(), state.ok() ? state.value() : nullptr,
                                                  state.ok() ? std::string() : state.error().message, sessions);
 
     nlohmann::json nodes = nlohmann::json::array();

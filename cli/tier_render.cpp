@@ -127,7 +127,7 @@ std::string waiting_lines(const runs::TierLive& live, nlohmann::json& out) {
         w["job"] = job.job;
         w["resource"] = resource;
         out.push_back(std::move(w));
-        text += fmt::format("\n      waiting: job {} ({}): {}: {}", job.job, resource.substr(0, 12), jobs::waiting_text(*job.blocked),
+        text += fmt::format("\n      waiting: job {} ({}): {}: {}", job.job, resource.substr(0, 12), jobs::transfer::waiting_text(*job.blocked),
                             job.blocked->reason);
     }
     return text;

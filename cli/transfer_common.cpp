@@ -58,8 +58,8 @@ void add_budget_options(CLI::App& app, BudgetOptions& o) {
     app.add_flag("--no-wait", o.no_wait, "do what can be done now, exit 10 instead of waiting for Syncthing");
 }
 
-Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o) {
-    jobs::TransferRequest r;
+Result<jobs::transfer::TransferRequest> to_request(plan::Operation op, const TransferOptions& o) {
+    jobs::transfer::TransferRequest r;
     r.op = op;
     r.res = o.res;
     r.from = o.from;
@@ -89,7 +89,7 @@ Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& c
     return b;
 }
 
-std::string token_request(plan::Operation op, const jobs::Prepared& p, const TransferOptions& o) {
+std::string token_request(plan::Operation op, const jobs::transfer::Prepared& p, const TransferOptions& o) {
     // The selection as typed: the same files named another way is another command's token.
     return nlohmann::json{{"op", plan::to_string(op)},  {"resource", p.resource.identity.qb_id()}, {"from", p.source},
                           {"to", p.target},             {"files", o.files},                    {"file", o.file_paths},
@@ -97,7 +97,7 @@ std::string token_request(plan::Operation op, const jobs::Prepared& p, const Tra
         .dump();
 }
 
-std::string token_summary(plan::Operation op, const jobs::Prepared& p, const TransferOptions& o) {
+std::string token_summary(plan::Operation op, const jobs::transfer::Prepared& p, const TransferOptions& o) {
     std::string out = fmt::format("{} {} {} → {}", plan::to_string(op), p.resource.short_id(), p.source, p.target);
     if (!o.files.empty()) out += " --files " + o.files;
     for (const auto& f : o.file_paths) out += " --file '" + f + "'";
@@ -105,7 +105,7 @@ std::string token_summary(plan::Operation op, const jobs::Prepared& p, const Tra
     return out;
 }
 
-std::string render_plan(const jobs::Prepared& p) {
+std::string render_plan(const jobs::transfer::Prepared& p) {
     const plan::Plan& pl = p.plan;
     std::string kind(torrent::kind_name(p.resource.identity.kind()));
     std::string out = fmt::format("{}  {}  \"{}\"   {}\n", plan::to_string(pl.op), p.resource.short_id(), p.resource.name, kind);
@@ -136,7 +136,7 @@ std::string render_plan(const jobs::Prepared& p) {
                        pl.disk_ok ? "ok" : "INSUFFICIENT");
     if (!p.share_limits_text.empty()) out += fmt::format("  share  {}\n", p.share_limits_text);
     // A built part file is printed only after the planner found every boundary piece's outside
-    // bytes on the source and checked the pieces from disk (jobs::check_source_ready); otherwise
+    // bytes on the source and checked the pieces from disk (jobs::transfer::check_source_ready); otherwise
     // plan refused.
     std::string pieces = fmt::format("{}", fmt::join(pl.boundary_pieces, ", "));
     std::string part = pl.partfile == plan::PartfileNeed::none
@@ -167,7 +167,7 @@ std::string render_plan(const jobs::Prepared& p) {
 
 Outcome driven_elsewhere(Context& ctx, const std::string& job_id, nlohmann::json result) {
     auto state = ctx.state();
-    std::string text = state.ok() ? jobs::driven_elsewhere(*state.value(), job_id)
+    std::string text = state.ok() ? jobs::report::driven_elsewhere(*state.value(), job_id)
                                   : fmt::format("job {} is being driven by another archctl", job_id);
     result["driven_elsewhere"] = job_id;
     return Outcome::partial(text, fmt::format("it goes on there; 'archctl status {}' shows its progress", job_id), std::move(result));
@@ -217,7 +217,7 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& op
         if (routes::is_clean_stop(prepared.error())) return Outcome::partial(prepared.error().message, hint);
         return Outcome::failed(prepared.take_error());
     }
-    const jobs::Prepared& p = prepared.value();
+    const jobs::transfer::Prepared& p = prepared.value();
     if (p.existing_job) {
         ctx.out().info(fmt::format("archctl: continuing job {}", *p.existing_job));
     } else {

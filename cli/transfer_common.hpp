@@ -42,17 +42,17 @@ struct BudgetOptions {
 void add_transfer_options(CLI::App& app, TransferOptions& o, bool res_required = true);
 void add_budget_options(CLI::App& app, BudgetOptions& o);
 
-Result<jobs::TransferRequest> to_request(plan::Operation op, const TransferOptions& o);
+Result<jobs::transfer::TransferRequest> to_request(plan::Operation op, const TransferOptions& o);
 Result<jobs::Budgets> to_budgets(const BudgetOptions& o, const config::Config& config);
 
 // The command a confirmation token confirms, and its words for messages: `plan` mints with
 // these and archive/unarchive spend with the same, so a token shown for one command is refused
 // by another naming what it was for.
-std::string token_request(plan::Operation op, const jobs::Prepared& p, const TransferOptions& o);
-std::string token_summary(plan::Operation op, const jobs::Prepared& p, const TransferOptions& o);
+std::string token_request(plan::Operation op, const jobs::transfer::Prepared& p, const TransferOptions& o);
+std::string token_summary(plan::Operation op, const jobs::transfer::Prepared& p, const TransferOptions& o);
 
 // The plan as docs/design.md "What the user sees" describes it (without the confirmation line).
-std::string render_plan(const jobs::Prepared& p);
+std::string render_plan(const jobs::transfer::Prepared& p);
 // A run result as an Outcome: done 0, stopped 10 with reason and hint, failed 1.
 Outcome run_outcome(Context& ctx, const jobs::RunResult& r, const std::string& rerun_hint, nlohmann::json result);
 

@@ -55,7 +55,7 @@ BatchItem item_of(std::string res, std::string id, std::string name, std::string
     return it;
 }
 
-void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot,
+void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, jobs::transfer::PlanSnapshot& snapshot,
                   BatchItem& it) {
     if (it.action == Action::skipped) return;
     it.action = Action::new_job;
@@ -123,7 +123,7 @@ bool named_by(const config::Criteria& c, const clients::qbittorrent::TorrentInfo
 }
 
 // The chosen resources, in the source's name order (several RES alone: as given).
-Result<Planned> choose(jobs::Snapshot& snapshot, Clock& clock, const BatchSpec& spec) {
+Result<Planned> choose(jobs::evidence::Snapshot& snapshot, Clock& clock, const BatchSpec& spec) {
     Planned p;
     if (!spec.criteria) {
         for (const auto& res : spec.res) p.items.push_back(item_of(res, {}, {}, {}));
@@ -169,7 +169,7 @@ Result<Planned> choose(jobs::Snapshot& snapshot, Clock& clock, const BatchSpec& 
 }  // namespace
 
 Result<Planned> plan_batch(jobs::Nodes& nodes, Clock& clock, const BatchSpec& spec, ItemPlanner& planner, PlanMode mode) {
-    jobs::PlanSnapshot snapshot(nodes);
+    jobs::transfer::PlanSnapshot snapshot(nodes);
     ARCHCTL_TRY_ASSIGN(Planned p, choose(snapshot.live, clock, spec));
     std::set<std::string> seen;
     for (auto& it : p.items) {

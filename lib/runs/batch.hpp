@@ -9,7 +9,7 @@
 //   ... show the plan, confirm the batch_digest ...
 //   BatchRun run = run_batch(*planned, tools, options, on_event);               // create and drive
 //
-// Planning reads one snapshot (jobs::PlanSnapshot): each node's torrent list once, the filters
+// Planning reads one snapshot (jobs::transfer::PlanSnapshot): each node's torrent list once, the filters
 // choosing from the source's, and each route once, whatever the number of resources.
 // A plan older than k_replan_after when its job is about to be created (earlier jobs of the
 // batch ran since) is made again from live state (a fresh snapshot); one that changed runs only
@@ -79,8 +79,8 @@ struct BatchItem {
     std::optional<Error> error;
     std::uint64_t files = 0, bytes = 0;
     std::string digest;
-    std::optional<jobs::Prepared> transfer;
-    std::optional<evict::EvictPrepared> evict;
+    std::optional<jobs::transfer::Prepared> transfer;
+    std::optional<jobs::evict::EvictPrepared> evict;
     std::optional<std::string> existing_job;
     ItemOutcome outcome = ItemOutcome::not_run;
     std::optional<jobs::RunResult> result;
@@ -101,7 +101,7 @@ public:
     // Plan `it` as its own command would, from `snapshot` (what the batch read once): action,
     // reason/error, id, name, files, bytes, digest, the existing job and the prepared plan. `it`
     // comes with its plan fields cleared.
-    virtual void prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) = 0;
+    virtual void prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::transfer::PlanSnapshot& snapshot) = 0;
     // Create the job of a new_job item; its id.
     [[nodiscard]] virtual Result<std::string> create(const BatchItem& it) = 0;
 };
@@ -109,22 +109,22 @@ public:
 // TransferPlanner for archive/unarchive, Evictor for evict.
 class LivePlanner final : public ItemPlanner {
 public:
-    LivePlanner(jobs::TransferPlanner& transfers, evict::Evictor& evictor, const BatchSpec& spec);
-    void prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) override;
+    LivePlanner(jobs::transfer::TransferPlanner& transfers, jobs::evict::Evictor& evictor, const BatchSpec& spec);
+    void prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::transfer::PlanSnapshot& snapshot) override;
     [[nodiscard]] Result<std::string> create(const BatchItem& it) override;
 
 private:
     void prepare_evict(BatchItem& it, const std::string& source);
-    void prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot);
+    void prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode, jobs::transfer::PlanSnapshot& snapshot);
 
-    jobs::TransferPlanner& m_transfers;
-    evict::Evictor& m_evictor;
+    jobs::transfer::TransferPlanner& m_transfers;
+    jobs::evict::Evictor& m_evictor;
     const BatchSpec& m_spec;
 };
 
 // Plan one resource (again) from `snapshot`: clears its plan, stamps prepared_at, asks the
 // planner. A resource not on the source stays skipped.
-void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot,
+void prepare_item(ItemPlanner& planner, Clock& clock, const std::string& source, PlanMode mode, jobs::transfer::PlanSnapshot& snapshot,
                   BatchItem& it);
 
 // A torrent on the source the filters passed over: their conditions hold but an exclusion or its

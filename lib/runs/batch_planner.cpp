@@ -7,10 +7,10 @@
 
 namespace archctl::runs {
 
-LivePlanner::LivePlanner(jobs::TransferPlanner& transfers, evict::Evictor& evictor, const BatchSpec& spec)
+LivePlanner::LivePlanner(jobs::transfer::TransferPlanner& transfers, jobs::evict::Evictor& evictor, const BatchSpec& spec)
     : m_transfers(transfers), m_evictor(evictor), m_spec(spec) {}
 
-void LivePlanner::prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) {
+void LivePlanner::prepare(BatchItem& it, const std::string& source, PlanMode mode, jobs::transfer::PlanSnapshot& snapshot) {
     if (m_spec.op == BatchOp::evict) return prepare_evict(it, source);
     prepare_transfer(it, source, mode, snapshot);
 }
@@ -41,21 +41,21 @@ void LivePlanner::prepare_evict(BatchItem& it, const std::string& source) {
         it.action = Action::nothing_to_do;
         it.reason = fmt::format("'{}' holds no placement of it", p->cache.empty() ? source : p->cache);
     } else if (!p->coverage.complete()) {
-        refuse(it, evict::incomplete_error(p.value()));
+        refuse(it, jobs::evict::incomplete_error(p.value()));
     } else {
         it.action = Action::new_job;
     }
     it.evict = std::move(p.value());
 }
 
-void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode, jobs::PlanSnapshot& snapshot) {
-    jobs::TransferRequest t;
+void LivePlanner::prepare_transfer(BatchItem& it, const std::string& source, PlanMode mode, jobs::transfer::PlanSnapshot& snapshot) {
+    jobs::transfer::TransferRequest t;
     t.op = m_spec.op == BatchOp::archive ? plan::Operation::archive : plan::Operation::unarchive;
     t.res = it.res;
     t.from = source;
     t.to = m_spec.to;
     t.verify_transit = m_spec.verify_transit;
-    t.route_mode = mode == PlanMode::read_only ? jobs::TransferRequest::RouteMode::look_up : jobs::TransferRequest::RouteMode::ensure;
+    t.route_mode = mode == PlanMode::read_only ? jobs::transfer::TransferRequest::RouteMode::look_up : jobs::transfer::TransferRequest::RouteMode::ensure;
     t.no_wait = m_spec.no_wait;
     t.settle_held = true;
     auto p = m_transfers.prepare(t, snapshot);

@@ -98,7 +98,7 @@ private:
     // the item is settled without a job.
     bool replan(BatchItem& it) {
         const std::string planned_digest = it.digest;
-        jobs::PlanSnapshot fresh(m_tools.nodes);
+        jobs::transfer::PlanSnapshot fresh(m_tools.nodes);
         prepare_item(m_tools.planner, m_tools.clock, m_planned.source, PlanMode::for_run, fresh, it);
         if (it.action != Action::new_job && it.action != Action::continue_job) {
             it.outcome = it.action == Action::nothing_to_do ? ItemOutcome::nothing_to_do

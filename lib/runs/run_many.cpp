@@ -41,7 +41,7 @@ JobRun turn_of(const std::string& id, jobs::RunResult r) {
     } else {
         j.outcome = JobOutcome::failed;
     }
-    j.target_room = jobs::target_room_of(r);
+    j.target_room = jobs::transfer::target_room_of(r);
     j.result = std::move(r);
     return j;
 }

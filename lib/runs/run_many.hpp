@@ -11,7 +11,7 @@
 //   locked (another archctl drives it)     skipped here (it goes on there), the next job
 //   stopped: waiting (an outage outlasted the wait)
 //                                          the next job; the run ends unfinished (exit 10)
-//   stopped: the job's target cannot take it (its floor, out of space: jobs::target_room_of)
+//   stopped: the job's target cannot take it (its floor, out of space: jobs::transfer::target_room_of)
 //                                          the next job (it may go elsewhere); the run ends
 //                                          unfinished (exit 10)
 //   stopped: budget, deadline, disk, interrupt
@@ -56,7 +56,7 @@ struct JobRun {
     StopReason stop = StopReason::none;
     std::uint64_t bytes = 0;
     // The job's target could not take it: this turn stopped for it, or the job was released.
-    std::optional<jobs::TargetRoom> target_room;
+    std::optional<jobs::transfer::TargetRoom> target_room;
     jobs::RunResult result;
 };
 

@@ -3,7 +3,7 @@
 // node, or evicts it from the cache (docs/design.md "Many resources and tier policies"). Behind
 // one small interface, so the run's decisions — the order, the fallback to the next archive
 // node, the goal — are tested without planning real jobs; PlannerJobs is the one a command uses
-// (jobs::TransferPlanner for archive, evict::Evictor for evict).
+// (jobs::transfer::TransferPlanner for archive, jobs::evict::Evictor for evict).
 //
 // Opening a job never drives it: the run drives what it is given (tier_run.hpp).
 
@@ -46,14 +46,14 @@ public:
 // The command's planners.
 class PlannerJobs final : public TierJobs {
 public:
-    PlannerJobs(jobs::TransferPlanner& transfers, evict::Evictor& evictor) : m_transfers(transfers), m_evictor(evictor) {}
+    PlannerJobs(jobs::transfer::TransferPlanner& transfers, jobs::evict::Evictor& evictor) : m_transfers(transfers), m_evictor(evictor) {}
 
     Result<JobOpening> open_archive(const std::string& res, const std::string& cache, const std::string& node, bool no_wait) override;
     Result<JobOpening> open_evict(const std::string& res, const std::string& cache) override;
 
 private:
-    jobs::TransferPlanner& m_transfers;
-    evict::Evictor& m_evictor;
+    jobs::transfer::TransferPlanner& m_transfers;
+    jobs::evict::Evictor& m_evictor;
 };
 
 }  // namespace archctl::runs

@@ -165,7 +165,7 @@ bool place(TierRow& row, const TierInput& in, std::map<std::string, std::uint64_
         row.job = job->second.job;
         row.archive_to = job->second.node;
         if (!job->second.blocked) return true;
-        row.why = fmt::format("job {} waits: {}", row.job, jobs::waiting_text(*job->second.blocked));
+        row.why = fmt::format("job {} waits: {}", row.job, jobs::transfer::waiting_text(*job->second.blocked));
         return false;
     }
     NodeChoice c = choose_archive_node(in.policy->archive, in.room, bytes_of(row.torrent), planned);

@@ -57,7 +57,7 @@ Turn TierSteps::drive(const JobOf& job) {
             return ends_run(j.stop) && !j.target_room ? Turn::ended : Turn::stopped;
         case JobOutcome::locked: {
             // Another archctl drives it (an overlapping cron run): it goes on there.
-            const std::string text = jobs::driven_elsewhere(m_env.state, job.id);
+            const std::string text = jobs::report::driven_elsewhere(m_env.state, job.id);
             note(job, "stopped", text);
             m_env.say(fmt::format("archctl: {}; skipped here", text));
             stop(text);
@@ -66,7 +66,7 @@ Turn TierSteps::drive(const JobOf& job) {
         }
         case JobOutcome::failed: break;
     }
-    if (j.target_room && j.target_room->kind == jobs::TargetRoom::Kind::released) {
+    if (j.target_room && j.target_room->kind == jobs::transfer::TargetRoom::Kind::released) {
         // Undone and released: not a failure of the run; the candidate goes to its next node.
         const jobs::TargetBlocked& b = j.target_room->blocked;
         note(job, "released", r.error.message);

@@ -22,7 +22,7 @@
 //   qb.put({.id = "aaaa", .state = "pausedUP", .progress = 1}, {{0, "a.bin", 10, 1, 1}});
 //   qb.script_recheck("aaaa", {{"checkingUP", 0.5}, {"pausedUP", 1}});
 //   fakes::ManualClock clock;
-//   auto files = jobs::recheck_and_wait(clock, qb, "aaaa");
+//   auto files = jobs::transfer::recheck_and_wait(clock, qb, "aaaa");
 
 #include <chrono>
 #include <cstdint>

@@ -38,7 +38,7 @@
 #include "lib/plan/coverage.hpp"
 #include "lib/state/state_dir.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 using VerifyArchive = plan::VerifyArchive;
 
@@ -50,7 +50,7 @@ struct EvictRequest {
 
 struct EvictPrepared {
     EvictRequest request;
-    jobs::Resource resource;
+    jobs::evidence::Resource resource;
     std::string cache;
     std::optional<std::string> existing_job;    // unfinished evict job to continue
     bool nothing_to_do = false;                 // the cache holds no placement of the resource
@@ -101,4 +101,4 @@ std::string describe_event(const nlohmann::json& event);
 // jobs::summarize_jobs).
 jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

@@ -6,7 +6,7 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/evict/run.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 Status hold(EvictRun& run, bool on) {
     for (const auto& proof : run.def.proofs) {
@@ -28,4 +28,4 @@ jobs::StepResult step_hold(EvictRun& run) {
     return jobs::StepResult::of(run.event("held", {{"tag", k_hold_tag}, {"torrents", nodes}}));
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

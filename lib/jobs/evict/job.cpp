@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 bool is_evict(const nlohmann::json& definition) { return definition.is_object() && definition.value("op", "") == "evict"; }
 
@@ -102,4 +102,4 @@ EvictLedger EvictLedger::from_json(const nlohmann::json& j) {
     return l;
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

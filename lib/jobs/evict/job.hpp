@@ -29,7 +29,7 @@
 #include "lib/torrent/identity.hpp"
 #include "lib/torrent/selection.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 inline constexpr const char* k_hold_tag = "archctl-hold";
 
@@ -92,4 +92,4 @@ struct EvictLedger : jobs::LedgerCore {
 // True when a job definition (as stored) is an evict job.
 [[nodiscard]] bool is_evict(const nlohmann::json& definition);
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

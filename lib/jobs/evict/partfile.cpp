@@ -8,7 +8,7 @@
 #include "lib/node/client/ops.hpp"
 #include "lib/torrent/partfile.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 jobs::StepResult step_partfile(EvictRun& run) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, run.node(run.def.cache));
@@ -43,4 +43,4 @@ jobs::StepResult step_partfile(EvictRun& run) {
     return jobs::StepResult::of(run.event("partfile", {{"path", path}, {"outcome", outcome}}));
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

@@ -22,7 +22,7 @@
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/sha.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 namespace {
 
 namespace qb = clients::qbittorrent;
@@ -35,7 +35,7 @@ std::string request_digest(const std::vector<std::string>& aliases, const std::s
     return sha256_hex(nlohmann::json{{"op", "evict"}, {"aliases", sorted}, {"cache", cache}}.dump());
 }
 
-Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const jobs::Resource& res, bool& none) {
+Result<std::string> pick_cache(jobs::Nodes& nodes, const EvictRequest& r, const jobs::evidence::Resource& res, bool& none) {
     none = false;
     if (!r.from.empty()) {
         ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * n, nodes.get(r.from));
@@ -67,7 +67,7 @@ Result<std::vector<OwnedFile>> owned_files(jobs::NodeHandle& cache, const std::s
         files.push_back({f.file.index, layout.disk_path(f.file.index), f.file.size});
         count = std::max<std::size_t>(count, f.file.index + 1);
     }
-    ARCHCTL_TRY_ASSIGN(auto stats, jobs::stat_files(cache, save_path, files, count));
+    ARCHCTL_TRY_ASSIGN(auto stats, jobs::evidence::stat_files(cache, save_path, files, count));
     std::vector<OwnedFile> out;
     for (const auto& f : files) {
         const plan::DiskFile& d = stats[f.index];
@@ -121,7 +121,7 @@ Evictor::Evictor(const config::Config& config, const state::StateDir& state, job
 Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     EvictPrepared p;
     p.request = request;
-    ARCHCTL_TRY_ASSIGN(p.resource, jobs::resolve(m_nodes, request.res));
+    ARCHCTL_TRY_ASSIGN(p.resource, jobs::evidence::resolve(m_nodes, request.res));
     bool none = false;
     ARCHCTL_TRY_ASSIGN(p.cache, pick_cache(m_nodes, request, p.resource, none));
     for (jobs::NodeHandle* n : m_nodes.with_role(config::Role::archive)) p.archive_nodes.push_back(n->name());
@@ -143,7 +143,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     ARCHCTL_TRY_ASSIGN(jobs::NodeHandle * cache, m_nodes.get(p.cache));
     const qb::TorrentInfo& cache_info = p.resource.placements.at(p.cache);
     ARCHCTL_TRY_ASSIGN(p.cache_view, read_view(*cache, cache_info));
-    p.cache_fingerprint = jobs::fingerprint(p.cache_view);
+    p.cache_fingerprint = jobs::evidence::fingerprint(p.cache_view);
     ARCHCTL_TRY_ASSIGN(auto cache_record, committed_record(m_state, p.resource.aliases(), p.cache));
     p.cache_generation = cache_record ? cache_record->generation : 0;
     ARCHCTL_TRY_ASSIGN(p.metainfo, cache->qb().export_torrent(cache_info.id));
@@ -170,7 +170,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
         // files (a batch or tier plans many resources on it); the revalidation right before
         // every deletion reads a fresh one.
         const auto& list = n->torrent_list();
-        jobs::EvidenceOptions options{.verify = request.verify_archive,
+        jobs::evidence::EvidenceOptions options{.verify = request.verify_archive,
                                       .count_shared = m_config.count_shared_copies,
                                       .torrents = list.ok() ? &list.value() : nullptr};
         auto evidence = read_evidence(*n, it->second, in.files, m_state, p.resource.aliases(), options);
@@ -248,4 +248,4 @@ nlohmann::json EvictPrepared::to_json() const {
     return j;
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

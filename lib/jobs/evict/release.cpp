@@ -6,7 +6,7 @@
 #include "lib/jobs/evict/run.hpp"
 #include "lib/state/placements.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 jobs::StepResult step_release(EvictRun& run) {
     ARCHCTL_TRY_STATUS(hold(run, false));
@@ -15,4 +15,4 @@ jobs::StepResult step_release(EvictRun& run) {
     return jobs::StepResult::of(run.event("released", {{"tag", k_hold_tag}}));
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

@@ -6,7 +6,7 @@
 #include "lib/base/crash_point.hpp"
 #include "lib/jobs/evict/run.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 namespace {
 
@@ -43,4 +43,4 @@ jobs::StepResult step_remove(EvictRun& run) {
     return {};
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

@@ -10,7 +10,7 @@
 #include "lib/jobs/evict/run.hpp"
 #include "lib/node/client/ops.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 namespace {
 
@@ -79,7 +79,7 @@ Result<nlohmann::json> revalidate_proof(EvictRun& run, const plan::ArchiveProof&
     const torrent::Selection piece_files = all_pieces ? proof.files : proof.piece_files();
     std::optional<plan::ArchiveEvidence> live;
     if (!infos.empty()) {
-        jobs::EvidenceOptions options{.verify = all_pieces ? plan::VerifyArchive::yes : plan::VerifyArchive::no,
+        jobs::evidence::EvidenceOptions options{.verify = all_pieces ? plan::VerifyArchive::yes : plan::VerifyArchive::no,
                                       .count_shared = run.env.config.count_shared_copies,
                                       .torrents = nullptr};
         ARCHCTL_TRY_ASSIGN(live, read_evidence(*n, infos[0], files_of(proof), run.env.state_dir, run.def.aliases, options));
@@ -118,7 +118,7 @@ Status revalidate_cache(EvictRun& run, jobs::NodeHandle& cache) {
     ARCHCTL_TRY_ASSIGN(auto infos, cache.qb().torrents({run.def.qb_id}));
     if (infos.empty()) return {};
     ARCHCTL_TRY_ASSIGN(auto view, read_view(cache, infos[0]));
-    if (jobs::fingerprint(view) != run.def.cache_fingerprint)
+    if (jobs::evidence::fingerprint(view) != run.def.cache_fingerprint)
         return Error(ErrorCode::STALE_STATE, fmt::format("the cache placement of '{}' on '{}' changed since it was proven", run.def.qb_id.substr(0, 12),
                                                 run.def.cache),
                      "nothing was deleted; run 'archctl plan evict' again");
@@ -135,14 +135,14 @@ Status revalidate_cache(EvictRun& run, jobs::NodeHandle& cache) {
 
 Result<plan::PlacementView> read_view(jobs::NodeHandle& node, const qb::TorrentInfo& info) {
     ARCHCTL_TRY_ASSIGN(auto files, node.qb().files(info.id));
-    return jobs::placement_view(node.name(), info, files);
+    return jobs::evidence::placement_view(node.name(), info, files);
 }
 
 Result<plan::ArchiveEvidence> read_evidence(jobs::NodeHandle& node, const qb::TorrentInfo& info, const std::vector<plan::CoverageFile>& files,
                                             const state::StateDir& dir, const std::vector<std::string>& aliases,
-                                            const jobs::EvidenceOptions& options) {
-    ARCHCTL_TRY_ASSIGN(auto committed, jobs::committed_files(dir, aliases, node.name()));
-    return jobs::archive_evidence(node, info, files, committed, options);
+                                            const jobs::evidence::EvidenceOptions& options) {
+    ARCHCTL_TRY_ASSIGN(auto committed, jobs::evidence::committed_files(dir, aliases, node.name()));
+    return jobs::evidence::archive_evidence(node, info, files, committed, options);
 }
 
 Result<std::optional<state::PlacementRecord>> committed_record(const state::StateDir& dir, const std::vector<std::string>& aliases,
@@ -169,4 +169,4 @@ Status revalidate(EvictRun& run) {
     return {};
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

@@ -10,7 +10,7 @@
 #include "lib/jobs/evidence/archive_evidence.hpp"
 #include "lib/jobs/evict/run.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 namespace {
 
 using StepFn = jobs::StepResult (*)(EvictRun&);
@@ -32,7 +32,7 @@ nlohmann::json files_gone(EvictRun& run) {
         count = std::max<std::size_t>(count, f.index + 1);
     }
     auto cache = run.node(run.def.cache);
-    auto stats = cache.ok() ? jobs::stat_files(*cache.value(), run.def.save_path, files, count)
+    auto stats = cache.ok() ? jobs::evidence::stat_files(*cache.value(), run.def.save_path, files, count)
                             : Result<std::vector<plan::DiskFile>>(cache.error());
     if (!stats.ok()) {
         for (std::uint64_t i = 0; i < run.ledger.files_removed; ++i) gone.push_back("?");
@@ -200,12 +200,12 @@ Result<std::unique_ptr<jobs::KindRun>> load_evict(jobs::RunEnv& env, const nlohm
 }
 
 }  // namespace
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict
 
 namespace archctl::jobs {
 
 const Kind& evict_kind() {
-    static const Kind kind{"evict", evict::is_evict, evict::load_evict, evict::summarize_evict, evict::describe_event};
+    static const Kind kind{"evict", jobs::evict::is_evict, jobs::evict::load_evict, jobs::evict::summarize_evict, jobs::evict::describe_event};
     return kind;
 }
 

@@ -22,7 +22,7 @@
 #include "lib/state/placements.hpp"
 #include "lib/state/state_dir.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 namespace qb = clients::qbittorrent;
 
@@ -30,11 +30,11 @@ namespace qb = clients::qbittorrent;
 // v1-only and a hybrid torrent of the same resource).
 [[nodiscard]] Result<plan::PlacementView> read_view(jobs::NodeHandle& node, const clients::qbittorrent::TorrentInfo& info);
 
-// Live evidence for the archive placement `info` on `node` (jobs::archive_evidence), with the
+// Live evidence for the archive placement `info` on `node` (jobs::evidence::archive_evidence), with the
 // file stamps archctl committed there as this state directory records them.
 [[nodiscard]] Result<plan::ArchiveEvidence> read_evidence(jobs::NodeHandle& node, const clients::qbittorrent::TorrentInfo& info,
                                                           const std::vector<plan::CoverageFile>& files, const state::StateDir& dir,
-                                                          const std::vector<std::string>& aliases, const jobs::EvidenceOptions& options);
+                                                          const std::vector<std::string>& aliases, const jobs::evidence::EvidenceOptions& options);
 
 // The placement record archctl committed for the resource on `node`, under any of its aliases.
 [[nodiscard]] Result<std::optional<state::PlacementRecord>> committed_record(const state::StateDir& dir,
@@ -70,4 +70,4 @@ jobs::StepResult step_unlink(EvictRun& run);
 jobs::StepResult step_partfile(EvictRun& run);
 jobs::StepResult step_release(EvictRun& run);
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

@@ -12,7 +12,7 @@
 #include "lib/jobs/evict/evictor.hpp"
 #include "lib/ui/table.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 namespace {
 
 // "38 files: 31 on nas, 7 on nas2" (counts of files, never their indices)
@@ -212,4 +212,4 @@ jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string
     return row;
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

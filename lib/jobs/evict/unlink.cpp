@@ -17,14 +17,14 @@
 #include "lib/jobs/evidence/referenced.hpp"
 #include "lib/node/client/ops.hpp"
 
-namespace archctl::evict {
+namespace archctl::jobs::evict {
 
 namespace {
 
-// Every path the remaining torrents on the cache node reference (jobs::referenced_paths). The
+// Every path the remaining torrents on the cache node reference (jobs::evidence::referenced_paths). The
 // evicted torrent back in qBittorrent means someone added it again: its files are kept.
 Result<std::set<std::string>> snapshot_referenced(EvictRun& run, jobs::NodeHandle& cache, std::size_t& torrents) {
-    ARCHCTL_TRY_ASSIGN(auto ref, jobs::referenced_paths(cache, run.def.qb_id));
+    ARCHCTL_TRY_ASSIGN(auto ref, jobs::evidence::referenced_paths(cache, run.def.qb_id));
     if (ref.excluded_present)
         return Error(ErrorCode::STALE_STATE, fmt::format("torrent {} is back in qBittorrent on '{}'", run.def.qb_id.substr(0, 12), run.def.cache),
                      "someone added it again; its files are kept");
@@ -151,4 +151,4 @@ jobs::StepResult step_unlink(EvictRun& run) {
     return {};
 }
 
-}  // namespace archctl::evict
+}  // namespace archctl::jobs::evict

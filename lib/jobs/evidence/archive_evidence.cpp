@@ -11,7 +11,7 @@
 #include "lib/node/client/ops.hpp"
 #include "lib/state/placements.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::evidence {
 
 namespace qb = clients::qbittorrent;
 
@@ -153,4 +153,4 @@ std::map<std::uint32_t, plan::FileStamp> stamps_of(const std::vector<plan::DiskF
     return out;
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::evidence

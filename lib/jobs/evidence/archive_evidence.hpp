@@ -25,7 +25,7 @@
 #include "lib/plan/coverage.hpp"
 #include "lib/state/state_dir.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::evidence {
 
 // The placement view of torrent `info` on `node`, from qBittorrent's file list.
 plan::PlacementView placement_view(const std::string& node, const clients::qbittorrent::TorrentInfo& info,
@@ -75,4 +75,4 @@ struct EvidenceOptions {
 // Stamps of the regular files among `stats` (for the record a commit writes).
 std::map<std::uint32_t, plan::FileStamp> stamps_of(const std::vector<plan::DiskFile>& stats);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::evidence

@@ -4,7 +4,7 @@
 
 #include "lib/base/fs.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::evidence {
 namespace {
 
 // A directory as the prefix of "<dir>/<name>": without trailing '/', and "" for the root.
@@ -49,4 +49,4 @@ Result<Referenced> referenced_paths_below(NodeHandle& node, const std::string& d
     return snapshot(node, without_trailing_slash(dir), excluding_qb_id);
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::evidence

@@ -15,7 +15,7 @@
 #include "lib/base/result.hpp"
 #include "lib/jobs/core/nodes.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::evidence {
 
 struct Referenced {
     std::set<std::string> paths;      // every referenced node path
@@ -38,4 +38,4 @@ struct Referenced {
 // True when `path` is `dir` or lies below it (both without a trailing slash; "" is the root).
 [[nodiscard]] bool path_at_or_below(const std::string& path, const std::string& dir);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::evidence

@@ -12,7 +12,7 @@
 #include "lib/jobs/core/outage.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::evidence {
 namespace {
 
 namespace qb = clients::qbittorrent;
@@ -261,4 +261,4 @@ std::string fingerprint(const plan::PlacementView& v) {
     return to_hex(std::string_view(reinterpret_cast<const char*>(out), 16));
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::evidence

@@ -14,7 +14,7 @@
 #include "lib/session/space.hpp"
 #include "lib/torrent/identity.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::evidence {
 
 struct Resource {
     torrent::Identity identity;
@@ -61,7 +61,7 @@ struct ResMatch {
 // command planning one resource builds a snapshot of its own; a plan made again later (a batch's
 // re-plan) builds a fresh one.
 //
-//   jobs::Snapshot snapshot(nodes);
+//   jobs::evidence::Snapshot snapshot(nodes);
 //   ARCHCTL_TRY_ASSIGN(Resource r, snapshot.resolve(res));
 //   ARCHCTL_TRY_ASSIGN(auto view, snapshot.placement(*node, r));   // one torrents/files
 class Snapshot {
@@ -105,4 +105,4 @@ private:
 // Digest of what a job relies on about a placement (docs/design.md "Words" (fingerprint)).
 [[nodiscard]] std::string fingerprint(const plan::PlacementView& view);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::evidence

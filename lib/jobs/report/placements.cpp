@@ -11,7 +11,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::report {
 namespace {
 
 namespace qb = clients::qbittorrent;
@@ -226,12 +226,12 @@ void read_file_lists(Nodes& nodes, const state::StateDir& dir, ResourceStatus& r
 }
 
 // Per cache placement: which of its selected files an archive placement holds now, by the same
-// live test evict applies (plan::judge_file on jobs::archive_evidence). The cache's own file
+// live test evict applies (plan::judge_file on jobs::evidence::archive_evidence). The cache's own file
 // list stands in for the metainfo (status exports no torrent).
 CoverageSummary coverage_of_cache(Nodes& nodes, const state::StateDir& dir, const ResourceStatus& r, const PlacementSummary& cache,
                                   bool count_shared) {
     plan::CoverageInput in;
-    in.cache = placement_view(cache.node, cache.info, cache.file_list);
+    in.cache = evidence::placement_view(cache.node, cache.info, cache.file_list);
     in.files.resize(cache.file_list.size());
     for (const auto& f : cache.file_list)
         if (f.index < in.files.size()) in.files[f.index] = {f.index, f.name, static_cast<std::uint64_t>(f.size)};
@@ -239,11 +239,11 @@ CoverageSummary coverage_of_cache(Nodes& nodes, const state::StateDir& dir, cons
         if (archive.role != "archive" || !archive.present || !archive.error.empty()) continue;
         auto evidence = [&]() -> Result<plan::ArchiveEvidence> {
             ARCHCTL_TRY_ASSIGN(NodeHandle * node, nodes.get(archive.node));
-            ARCHCTL_TRY_ASSIGN(auto committed, committed_files(dir, aliases_of(r.identity), archive.node));
+            ARCHCTL_TRY_ASSIGN(auto committed, evidence::committed_files(dir, aliases_of(r.identity), archive.node));
             const auto& list = node->torrent_list();
-            EvidenceOptions options{.verify = plan::VerifyArchive::no, .count_shared = count_shared,
+            evidence::EvidenceOptions options{.verify = plan::VerifyArchive::no, .count_shared = count_shared,
                                     .torrents = list.ok() ? &list.value() : nullptr};
-            return archive_evidence(*node, archive.info, archive.file_list, in.files, committed, options);
+            return evidence::archive_evidence(*node, archive.info, archive.file_list, in.files, committed, options);
         }();
         if (evidence.ok()) in.archives.push_back(std::move(evidence).value());
         else in.unreachable.push_back(fmt::format("{}: {}", archive.node, evidence.error().message));
@@ -339,4 +339,4 @@ std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir&
     return out;
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::report

@@ -20,7 +20,7 @@
 #include "lib/torrent/identity.hpp"
 #include "lib/torrent/selection.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::report {
 
 // What one node holds of a resource, as its qBittorrent reports it now.
 struct PlacementSummary {
@@ -71,4 +71,4 @@ struct ResourceStatus {
 [[nodiscard]] std::vector<ResourceStatus> resource_status(Nodes& nodes, const state::StateDir& dir,
                                                           const std::vector<ResourceStatus>& resources, bool count_shared = false);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::report

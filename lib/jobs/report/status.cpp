@@ -15,7 +15,7 @@
 #include "lib/state/job_store.hpp"
 #include "lib/state/placements.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::report {
 namespace {
 
 // The resources status covers, each once, in the order first named; found by either hash (a
@@ -91,7 +91,7 @@ void add_recorded_resources(Inventory& out, const state::StateDir& state) {
 // with `prefix`: a copy whose torrent is gone from every qBittorrent is still one `status RES`
 // can show ("recorded but gone", as the overview says). nullopt when no record matches.
 Result<std::optional<ResourceStatus>> recorded_resource(const state::StateDir& state, const std::string& res_in) {
-    auto prefix = res_prefix(res_in);
+    auto prefix = evidence::res_prefix(res_in);
     if (!prefix.ok()) return std::optional<ResourceStatus>();
     Inventory recorded;
     add_recorded_resources(recorded, state);
@@ -151,16 +151,16 @@ JobActivity activity_of(const state::StateDir& state, const JobSummary& j) {
         // Waiting for room on its target: the next run (cron's, or a resume) goes on with it, and
         // once the bound has passed undoes and releases it; nothing here needs a person.
         const TargetBlocked& b = *j.ledger.target_blocked;
-        JobActivity::WaitingForRoom w{b.node, b.since, b.reason, b.runs, "", k_release_runs};
+        JobActivity::WaitingForRoom w{b.node, b.since, b.reason, b.runs, "", transfer::k_release_runs};
         SystemTime since{};
-        if (parse_rfc3339(b.since, since)) w.release_from = format_rfc3339(since + k_release_after);
-        const std::string when = w.release_from.empty() ? fmt::format("{} h after it was first seen", k_release_after.count())
+        if (parse_rfc3339(b.since, since)) w.release_from = format_rfc3339(since + transfer::k_release_after);
+        const std::string when = w.release_from.empty() ? fmt::format("{} h after it was first seen", transfer::k_release_after.count())
                                                         : fmt::format("from {} on", w.release_from);
         a.why = fmt::format("waiting for room on '{}' since {} ({} run{} ended on it){}; the first run {}, once {} runs have ended on it "
                             "(the next one from cron, or '{}'), undoes and releases it (staging removed, reservation freed) so it can "
                             "go to another node",
                             b.node, b.since, b.runs, b.runs == 1 ? "" : "s", b.reason.empty() ? "" : ": " + b.reason, when,
-                            k_release_runs, cmd("resume"));
+                            transfer::k_release_runs, cmd("resume"));
         a.waiting = std::move(w);
     } else if (j.ledger.state == JobState::running) {
         a.why = "not running: stopped or interrupted";
@@ -246,7 +246,7 @@ Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const st
         f.resource.name = job->definition.value("name", "");
         f.job_id = job->id;
     } else {
-        auto res = resolve(sessions, target, Lists::session);  // resource_status reads the same lists
+        auto res = evidence::resolve(sessions, target, evidence::Lists::session);  // resource_status reads the same lists
         std::optional<ResourceStatus> recorded;
         if (!res.ok() && res.error().is(ErrorCode::NOT_FOUND)) {
             // No qBittorrent has it now: a copy archctl recorded may have vanished.
@@ -267,4 +267,4 @@ Result<Focus> read_focus(const state::StateDir& state, Nodes& sessions, const st
     return f;
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::report

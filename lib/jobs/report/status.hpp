@@ -20,7 +20,7 @@
 #include "lib/session/node_probe.hpp"
 #include "lib/state/state_dir.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::report {
 
 struct Overview {
     std::vector<session::NodeProbe> probes;          // every configured node, by name
@@ -88,4 +88,4 @@ struct FreeAtRoots {
 };
 [[nodiscard]] FreeAtRoots free_at_qb_roots(Nodes& sessions);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::report

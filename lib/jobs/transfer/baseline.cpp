@@ -14,7 +14,7 @@
 #include "lib/torrent/partfile.hpp"
 #include "lib/torrent/sha.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 namespace qb = clients::qbittorrent;
@@ -201,4 +201,4 @@ Status drop_baseline_copy(JobRun& run) {
     return {};
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

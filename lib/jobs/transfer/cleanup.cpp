@@ -14,7 +14,7 @@
 #include "lib/node/client/ops.hpp"
 #include "lib/state/placements.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 // Staging hard-linked the source's files into the route folder, and the links are gone now:
@@ -40,7 +40,7 @@ Status restamp_source(JobRun& run) {
     for (const auto& f : run.def.files)
         if (stamps->count(f.index)) files.push_back({f.index, f.at_source(), f.size});
     if (files.empty()) return {};
-    ARCHCTL_TRY_ASSIGN(auto disk, stat_files(*src, run.def.source_files_path(), files, run.def.file_count));
+    ARCHCTL_TRY_ASSIGN(auto disk, evidence::stat_files(*src, run.def.source_files_path(), files, run.def.file_count));
     std::vector<std::uint32_t> restamped;
     for (const auto& f : files) {
         plan::FileStamp& was = stamps->at(f.index);
@@ -102,10 +102,10 @@ Status settle_staging(JobRun& run) {
             if (tree.entries[0].type != node::EntryType::dir) continue;  // not archctl's to remove; the cleanup said so
             left = true;
             // The referenced paths are read fresh, as for the first pass.
-            ARCHCTL_TRY_ASSIGN(auto used, referenced_paths_below(*node, dir));
+            ARCHCTL_TRY_ASSIGN(auto used, evidence::referenced_paths_below(*node, dir));
             node::CleanupRequest again{.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt, .files = {}, .aux = {}};
             for (const auto& p : used.paths)
-                if (path_at_or_below(p, dir)) again.referenced.push_back(p);
+                if (evidence::path_at_or_below(p, dir)) again.referenced.push_back(p);
             for (const auto& f : run.def.files) again.files.push_back(f.index);
             again.aux = {node::k_torrent_aux, node::k_partfile_aux};
             ARCHCTL_TRY_STATUS(ops.cleanup(again));
@@ -125,11 +125,11 @@ StepResult step_cleanup(JobRun& run) {
         auto transport = node.value()->ops();
         if (!transport.ok()) return StepResult::failed(transport.take_error());
         std::string dir = job_dir(folder, run.def.id);
-        auto used = referenced_paths_below(*node.value(), dir);
+        auto used = evidence::referenced_paths_below(*node.value(), dir);
         if (!used.ok()) return StepResult::failed(used.take_error());
         node::CleanupRequest request{.job_dir = dir, .referenced = {}, .save_path = std::nullopt, .source_base = std::nullopt, .files = {}, .aux = {}};
         for (const auto& p : used.value().paths)
-            if (path_at_or_below(p, dir)) request.referenced.push_back(p);
+            if (evidence::path_at_or_below(p, dir)) request.referenced.push_back(p);
         if (node_name == run.def.target) request.save_path = run.def.target_save_path;  // drops the merge record
         if (node_name == run.def.source) request.source_base = run.def.source_files_path();  // restores what came through the links
         for (const auto& f : run.def.files) request.files.push_back(f.index);
@@ -160,4 +160,4 @@ StepResult step_cleanup(JobRun& run) {
     return StepResult::ok();
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -15,7 +15,7 @@
 #include "lib/jobs/core/job_row.hpp"
 #include "lib/node/client/ops.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 namespace qb = clients::qbittorrent;
@@ -43,13 +43,13 @@ Status remove_new_target(JobRun& run, NodeHandle& dst) {
 // job's own torrent counts only for what is not this job's doing: a new target this job added
 // is left out (after remove_new_target it is gone anyway); an existing target is left out except
 // for files selected there that this job did not select itself.
-Result<Referenced> used_on_target(JobRun& run, NodeHandle& dst) {
+Result<evidence::Referenced> used_on_target(JobRun& run, NodeHandle& dst) {
     bool own_torrent_is_ours = !run.def.new_target;
     if (run.def.new_target) {
         ARCHCTL_TRY_ASSIGN(TargetOwner owner, live_target_owner(dst, run.def, run.ledger));
         own_torrent_is_ours = owner == TargetOwner::this_job;
     }
-    ARCHCTL_TRY_ASSIGN(Referenced refs, referenced_paths(dst, own_torrent_is_ours ? run.def.qb_id : std::string()));
+    ARCHCTL_TRY_ASSIGN(evidence::Referenced refs, evidence::referenced_paths(dst, own_torrent_is_ours ? run.def.qb_id : std::string()));
     if (!run.def.new_target && refs.excluded_present) {
         ARCHCTL_TRY_ASSIGN(auto files, dst.qb().files(run.def.qb_id));
         for (const auto& f : files) {
@@ -65,14 +65,14 @@ Result<Referenced> used_on_target(JobRun& run, NodeHandle& dst) {
 Status unmerge(JobRun& run, NodeHandle& dst) {
     bool may_have_merged = run.ledger.merged || run.ledger.step == "merge" || run.ledger.step == "verify";
     if (!may_have_merged) return {};
-    ARCHCTL_TRY_ASSIGN(Referenced used, used_on_target(run, dst));
+    ARCHCTL_TRY_ASSIGN(evidence::Referenced used, used_on_target(run, dst));
     node::UnmergeRequest request{.save_path = run.def.target_save_path,
                                  .job_dir = job_dir(run.def.route.target_path, run.def.id),
                                  .record_path = std::nullopt,
                                  .referenced = {},
                                  .provenance = run.ledger.merge_provenance};
     for (const auto& p : used.paths)
-        if (path_at_or_below(p, run.def.target_save_path)) request.referenced.push_back(p);
+        if (evidence::path_at_or_below(p, run.def.target_save_path)) request.referenced.push_back(p);
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
     auto r = node::Ops(*transport).unmerge(request);
     if (!r.ok() && is_outage(r.error())) return r.take_error();  // a wait, not a verdict
@@ -128,4 +128,4 @@ Status compensate(JobRun& run, const Error& why) {
     return {};
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

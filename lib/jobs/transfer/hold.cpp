@@ -39,7 +39,7 @@
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/node/wire/job_layout.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 std::string marker_prefix(const std::string& job_id) { return "// archctl hold " + job_id + ":"; }
@@ -197,4 +197,4 @@ void release_before_run(JobRun& run) {
     if (!s.ok()) run.log(fmt::format("archctl: warning: {}; the sync step tries again", s.error().message));
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 nlohmann::json files_json(const std::vector<JobFile>& files) {
@@ -180,4 +180,4 @@ TargetOwner target_owner(const Ledger& ledger, const std::string& job_id, const 
     return TargetOwner::someone_else;
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -22,7 +22,7 @@
 #include "lib/torrent/layout.hpp"
 #include "lib/torrent/selection.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 struct JobFile {
     std::uint32_t index = 0;
@@ -131,4 +131,4 @@ enum class TargetOwner {
 [[nodiscard]] TargetOwner target_owner(const Ledger& ledger, const std::string& job_id,
                                        const std::optional<std::vector<std::string>>& live_tags);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -14,7 +14,7 @@
 #include "lib/jobs/transfer/job.hpp"
 #include "lib/state/job_store.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 // The records (ledger, session, events: core/ledger.hpp) and the state of one archive or
 // unarchive job being driven.
@@ -181,4 +181,4 @@ Error stale(const std::string& what, const JobRun& run);
 // The job directory name inside a route folder.
 inline std::string job_dir(const std::string& route_folder, const std::string& job_id) { return route_folder + "/" + job_id; }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -10,7 +10,7 @@
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/node/client/ops.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 // Why a merge that did not complete stopped, as the run reports it.
@@ -63,4 +63,4 @@ StepResult step_merge(JobRun& run) {
     return StepResult::ok();
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

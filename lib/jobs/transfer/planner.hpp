@@ -34,7 +34,7 @@
 #include "lib/state/state_dir.hpp"
 #include "lib/ui/progress.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 struct TransferRequest {
     plan::Operation op = plan::Operation::archive;
@@ -55,7 +55,7 @@ struct TransferRequest {
 
 struct Prepared {
     TransferRequest request;
-    Resource resource;
+    evidence::Resource resource;
     std::string source, target;
     std::string metainfo;                     // exported .torrent bytes (source qB)
     plan::Plan plan;
@@ -90,7 +90,7 @@ struct Prepared {
 };
 
 // What planning many resources shares, read once per command (docs/design.md "Many resources and
-// tier policies"): each node's torrent list and free space (jobs::Snapshot), and what the route
+// tier policies"): each node's torrent list and free space (jobs::evidence::Snapshot), and what the route
 // between each pair of nodes was found to be — looked up or ensured once, error included, so a
 // plan of thousands of resources asks Syncthing about each route once.
 struct PlanSnapshot {
@@ -101,7 +101,7 @@ struct PlanSnapshot {
         std::string state;
         std::optional<Error> error;
     };
-    Snapshot live;
+    evidence::Snapshot live;
     std::map<std::string, FoundRoute> routes;  // by operation, cache node, archive node and route mode
 };
 
@@ -133,4 +133,4 @@ private:
 std::string request_digest(const TransferRequest& request, const std::vector<std::string>& aliases,
                            const std::string& source, const std::string& target);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

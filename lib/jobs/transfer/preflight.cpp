@@ -17,7 +17,7 @@
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/partfile.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 // `path` is `dir` or below it, component-wise.
@@ -254,8 +254,8 @@ Result<PartfileSourcing> source_partfile_plan(node::Ops& ops, const std::string&
 
 namespace {
 
-Resource resource_of(const JobDefinition& def) {
-    Resource res;
+evidence::Resource resource_of(const JobDefinition& def) {
+    evidence::Resource res;
     res.identity = def.identity;
     res.name = def.name;
     return res;
@@ -416,15 +416,15 @@ Result<std::vector<JobFile>> checked_preexisting_target_files(NodeHandle& target
 
 Status check_source(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
-    ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));
+    ARCHCTL_TRY_ASSIGN(auto view, evidence::read_placement(*src, resource_of(run.def)));
     if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
     if (view->save_path != run.def.source_save_path)
         return stale(fmt::format("the source placement on '{}' (moved to '{}')", run.def.source, view->save_path), run);
-    if (data_path(*view) != strip_trailing_slashes(run.def.source_files_path()))
+    if (evidence::data_path(*view) != strip_trailing_slashes(run.def.source_files_path()))
         return stale(fmt::format("the source files on '{}' (moved from '{}' to '{}')", run.def.source, run.def.source_files_path(),
-                                 data_path(*view)),
+                                 evidence::data_path(*view)),
                      run);
-    if (fingerprint(*view) != run.def.source_fingerprint)
+    if (evidence::fingerprint(*view) != run.def.source_fingerprint)
         return stale(fmt::format("the source placement on '{}' (selection or completion)", run.def.source), run);
     return {};
 }
@@ -438,7 +438,7 @@ Result<TargetOwner> live_target_owner(NodeHandle& dst, const JobDefinition& def,
 
 Status check_target(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * dst, run.target());
-    ARCHCTL_TRY_ASSIGN(auto view, read_placement(*dst, resource_of(run.def)));
+    ARCHCTL_TRY_ASSIGN(auto view, evidence::read_placement(*dst, resource_of(run.def)));
     if (run.def.new_target) {
         if (!view) return {};
         // Once the add intent is durable the torrent there may be this job's own: its tag says.
@@ -452,7 +452,7 @@ Status check_target(JobRun& run) {
     // itself starts changing it (stop, selection) in verify.
     if (run.ledger.target_touched) return {};
     if (!view) return stale(fmt::format("the target placement on '{}' is gone: it", run.def.target), run);
-    if (fingerprint(*view) != run.def.target_fingerprint)
+    if (evidence::fingerprint(*view) != run.def.target_fingerprint)
         return stale(fmt::format("the target placement on '{}'", run.def.target), run);
     return {};
 }
@@ -462,7 +462,7 @@ namespace {
 // The source as the stage step will read it (check_source_ready), from the job's definition.
 Status check_source_files(JobRun& run) {
     ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
-    ARCHCTL_TRY_ASSIGN(auto view, read_placement(*src, resource_of(run.def)));
+    ARCHCTL_TRY_ASSIGN(auto view, evidence::read_placement(*src, resource_of(run.def)));
     if (!view) return stale(fmt::format("the source torrent on '{}' is gone: it", run.def.source), run);
     SourceNeeds needs = needs_of(run.def, run.def.source_files_path());
     std::optional<torrent::Metainfo> meta;
@@ -552,7 +552,7 @@ StepResult step_preflight(JobRun& run) {
             SourceNeeds needs = needs_of(run.def, run.def.target_save_path);
             needs.model = &model;
             // The target's files outside the union, where its own layout puts them.
-            ARCHCTL_TRY_ASSIGN(auto target_view, read_placement(*dst.value(), resource_of(run.def)));
+            ARCHCTL_TRY_ASSIGN(auto target_view, evidence::read_placement(*dst.value(), resource_of(run.def)));
             std::optional<torrent::PlacementLayout> layout;
             if (target_view) {
                 layout = torrent::infer_layout(plan::metainfo_paths(model), target_view->names);
@@ -564,4 +564,4 @@ StepResult step_preflight(JobRun& run) {
     return StepResult::ok();
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

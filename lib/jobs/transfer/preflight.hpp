@@ -21,7 +21,7 @@
 #include "lib/torrent/layout.hpp"
 #include "lib/torrent/sha.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 struct PartfileSourcing;
 
@@ -117,4 +117,4 @@ struct PartfileSourcing {
 [[nodiscard]] Status check_target_partfile(NodeHandle& target, const std::string& save_path, const std::string& qb_id,
                                            const SourceNeeds& needs);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -21,7 +21,7 @@
 #include "lib/torrent/file_model.hpp"
 #include "lib/torrent/sha.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 using torrent::sha256_hex;
@@ -70,7 +70,7 @@ void note_share_limits(Prepared& p, NodeHandle& dst) {
                       {"stops", eff.stops() && !cleared_at_commit}};
 }
 
-Result<std::string> pick_source(Nodes& nodes, const TransferRequest& r, const Resource& res) {
+Result<std::string> pick_source(Nodes& nodes, const TransferRequest& r, const evidence::Resource& res) {
     config::Role role = source_role(r.op);
     if (!r.from.empty()) {
         ARCHCTL_TRY_ASSIGN(NodeHandle * n, nodes.get(r.from));
@@ -127,7 +127,7 @@ std::vector<JobFile> files_of(const torrent::FileModel& model, const torrent::Se
 
 // The target holds every file of the torrent selected and complete (`view`), in a state that
 // keeps them: nothing is left to copy, whatever the source holds.
-bool holds_every_file(const Resource& resource, const std::string& target, const std::optional<plan::PlacementView>& view) {
+bool holds_every_file(const evidence::Resource& resource, const std::string& target, const std::optional<plan::PlacementView>& view) {
     using clients::qbittorrent::RunState;
     auto listed = resource.placements.find(target);
     if (!view || view->names.empty() || listed == resource.placements.end()) return false;
@@ -248,7 +248,7 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
     if (p.held) return p;
     ARCHCTL_TRY_ASSIGN(auto source_view, snapshot.live.placement(*src, p.resource));
     if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
-    p.source_data_path = data_path(*source_view);
+    p.source_data_path = evidence::data_path(*source_view);
     ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
     ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
     if (!meta.identity().same_resource(p.resource.identity))
@@ -272,7 +272,7 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
     torrent::FileModel model(meta);
     if (!p.plan.empty_delta()) {
         // Plan is a promise: what the job's preflight would refuse is refused here, by the same checks.
-        ARCHCTL_TRY_STATUS(check_data_path_served(*source_view, src->config(), p.resource.name));
+        ARCHCTL_TRY_STATUS(evidence::check_data_path_served(*source_view, src->config(), p.resource.name));
         SourceNeeds needs{.save_path = p.source_data_path,
                           .files = files_of(model, p.plan.delta, p.plan),
                           .partfile = p.plan.partfile,
@@ -294,8 +294,8 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
         p.partfile_from_partfile = sourcing.from_partfile;
         for (const auto& b : sourcing.bytes) p.partfile_bytes.push_back({{"piece", b.piece}, {"file", b.file}, {"from", b.from}});
     }
-    p.source_fingerprint = fingerprint(*source_view);
-    p.target_fingerprint = target_view ? fingerprint(*target_view) : "";
+    p.source_fingerprint = evidence::fingerprint(*source_view);
+    p.target_fingerprint = target_view ? evidence::fingerprint(*target_view) : "";
     p.delta_files = files_of(model, p.plan.delta, p.plan);
     p.union_files = files_of(model, p.plan.union_set, p.plan);
     p.file_count = model.file_count();
@@ -394,4 +394,4 @@ nlohmann::json Prepared::to_json() const {
     return j;
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

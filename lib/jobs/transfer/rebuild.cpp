@@ -9,7 +9,7 @@
 #include "lib/node/client/ops.hpp"
 #include "lib/state/placements.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 // Every delta file is a regular file of its size at its target path.
@@ -107,4 +107,4 @@ Status rebuild_ledger(JobRun& run) {
     return run.event("ledger_rebuilt", evidence);
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -13,7 +13,7 @@
 #include "lib/base/signals.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 namespace qb = clients::qbittorrent;
 
@@ -183,4 +183,4 @@ bool is_recheck_stall(const Error& e) {
     return e.is(ErrorCode::QB_RECHECK_STALLED);
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

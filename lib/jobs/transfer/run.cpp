@@ -10,7 +10,7 @@
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/transfer/target_room.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 Error stale(const std::string& what, const JobRun& run) {
     return Error(ErrorCode::STALE_STATE, fmt::format("{} changed since job {} was created", what, run.def.id),
@@ -368,9 +368,13 @@ std::string describe_transfer_event(const nlohmann::json& e) {
 }
 
 }  // namespace
+}  // namespace archctl::jobs::transfer
+
+namespace archctl::jobs {
 
 const Kind& transfer_kind() {
-    static const Kind kind{"transfer", is_transfer_definition, load_transfer, summarize_transfer, describe_transfer_event};
+    static const Kind kind{"transfer", transfer::is_transfer_definition, transfer::load_transfer, transfer::summarize_transfer,
+                           transfer::describe_transfer_event};
     return kind;
 }
 

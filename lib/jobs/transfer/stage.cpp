@@ -17,7 +17,7 @@
 #include "lib/torrent/metainfo.hpp"
 #include "lib/torrent/partfile.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 // Budget enforcement while a node operation runs: count copied bytes, cancel at the cap.
@@ -57,10 +57,10 @@ StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     needs.model = &model;
     needs.piece_hashes = &meta.value().v1_pieces();
     // The neighbours' paths on the source's disk: where its live layout puts them.
-    Resource resource;
+    evidence::Resource resource;
     resource.identity = run.def.identity;
     resource.name = run.def.name;
-    auto view = read_placement(src, resource);
+    auto view = evidence::read_placement(src, resource);
     if (!view.ok()) return StepResult::failed(view.take_error());
     if (!view.value()) return StepResult::failed(stale("the source torrent", run));
     torrent::PlacementLayout layout = torrent::infer_layout(plan::metainfo_paths(model), view.value()->names);
@@ -180,4 +180,4 @@ StepResult step_stage(JobRun& run) {
     return StepResult::ok();
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -10,7 +10,7 @@
 #include "lib/base/units.hpp"
 #include "lib/node/client/ops.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 std::string progress_text(const nlohmann::json& def, const Ledger& l) {
     std::uint64_t total = def.value("delta_bytes", std::uint64_t{0});
@@ -54,4 +54,4 @@ JobSummary summarize_transfer(const state::JobStore& store, const std::string& i
     return s;
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

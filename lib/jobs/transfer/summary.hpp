@@ -11,7 +11,7 @@
 #include "lib/jobs/transfer/job.hpp"
 #include "lib/state/job_store.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 // The row of one archive/unarchive job (the transfer kind's summary; every kind's rows come from
 // jobs::summarize_jobs in driver.hpp).
@@ -20,4 +20,4 @@ namespace archctl::jobs {
 // torrents)".
 std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

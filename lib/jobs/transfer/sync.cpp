@@ -23,7 +23,7 @@
 #include "lib/node/wire/job_layout.hpp"
 #include "lib/node/client/ops.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 // Names (relative to the route folder) that must be in the target's index before merge.
@@ -389,4 +389,4 @@ StepResult step_sync(JobRun& run) {
     return StepResult::ok();
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

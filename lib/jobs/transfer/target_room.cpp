@@ -7,7 +7,7 @@
 
 #include "lib/jobs/transfer/job_run.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 // The failure that undoes and releases the job (TransferRun::fail ends it cancelled).
@@ -69,4 +69,4 @@ void target_took(JobRun& run) {
     run.ledger.target_blocked.reset();
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

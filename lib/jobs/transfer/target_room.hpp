@@ -25,7 +25,7 @@
 #include "lib/jobs/core/run.hpp"
 #include "lib/jobs/transfer/job.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 
 // The condition must have ended at least this many runs of the job (the one that releases it
 // included) ...
@@ -49,4 +49,4 @@ struct TargetRoom {
 };
 [[nodiscard]] std::optional<TargetRoom> target_room_of(const RunResult& r);
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

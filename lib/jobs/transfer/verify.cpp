@@ -24,7 +24,7 @@
 #include "lib/state/placements.hpp"
 #include "lib/torrent/partfile.hpp"
 
-namespace archctl::jobs {
+namespace archctl::jobs::transfer {
 namespace {
 
 namespace qb = clients::qbittorrent;
@@ -45,8 +45,8 @@ Result<qb::TorrentInfo> wait_listed(Clock& clock, qb::Api& client, const std::st
 Result<std::map<std::uint32_t, plan::FileStamp>> committed_stamps(JobRun& run, NodeHandle& dst) {
     std::vector<plan::CoverageFile> files;
     for (const auto& f : run.def.union_files) files.push_back({f.index, f.at_target(), f.size});
-    ARCHCTL_TRY_ASSIGN(auto stats, stat_files(dst, run.def.target_save_path, files, run.def.file_count));
-    return stamps_of(stats);
+    ARCHCTL_TRY_ASSIGN(auto stats, evidence::stat_files(dst, run.def.target_save_path, files, run.def.file_count));
+    return evidence::stamps_of(stats);
 }
 
 }  // namespace
@@ -381,16 +381,16 @@ Status make_readable(JobRun& run, NodeHandle& dst) {
 // (device, inode, size, mtime, ctime) — evict later counts an archive file only while a fresh stat
 // still shows this.
 Status commit(JobRun& run, NodeHandle& dst) {
-    Resource res;
+    evidence::Resource res;
     res.identity = run.def.identity;
-    auto view = read_placement(dst, res);
+    auto view = evidence::read_placement(dst, res);
     if (!view.ok() || !view.value()) return Error(ErrorCode::STALE_STATE, "the target placement vanished after its recheck");
     // The files readable before they are stamped: a chmod changes a file's ctime, and a stamp
     // taken before it would no longer prove the file.
     ARCHCTL_TRY_STATUS(make_readable(run, dst));
     ARCHCTL_TRY_ASSIGN(auto stamps, committed_stamps(run, dst));
     state::PlacementStore placements(run.env.state_dir);
-    ARCHCTL_TRY_ASSIGN(std::uint64_t gen, placements.advance(run.def.aliases, run.def.target, fingerprint(*view.value()), run.def.id,
+    ARCHCTL_TRY_ASSIGN(std::uint64_t gen, placements.advance(run.def.aliases, run.def.target, evidence::fingerprint(*view.value()), run.def.id,
                                                              {{"qb_id", run.def.qb_id},
                                                               {"save_path", run.def.target_save_path},
                                                               {"union", run.def.union_set.to_string()},
@@ -468,4 +468,4 @@ StepResult step_verify(JobRun& run) {
     return StepResult::ok();
 }
 
-}  // namespace archctl::jobs
+}  // namespace archctl::jobs::transfer

@@ -202,10 +202,10 @@ void TransferFixture::create_job() {
     def.request_digest = "rd";
     def.plan_digest = "pd";
     {
-        jobs::Resource res;
+        jobs::evidence::Resource res;
         res.identity = identity;
-        auto view = jobs::read_placement(**nodes.get("seedbox"), res);
-        def.source_fingerprint = jobs::fingerprint(*view.value());
+        auto view = jobs::evidence::read_placement(**nodes.get("seedbox"), res);
+        def.source_fingerprint = jobs::evidence::fingerprint(*view.value());
         seedbox.qb.calls.clear();
     }
     state::JobStore store(state);
@@ -367,7 +367,7 @@ void EvictFixture::create_job() {
     def.cache = "seedbox";
     def.save_path = k_cache_save;
     def.cache_fingerprint =
-        jobs::fingerprint(jobs::placement_view("seedbox", seedbox.qb.find(qb_id)->info, seedbox.qb.find(qb_id)->files));
+        jobs::evidence::fingerprint(jobs::evidence::placement_view("seedbox", seedbox.qb.find(qb_id)->info, seedbox.qb.find(qb_id)->files));
     def.cache_generation = 0;
     def.required = torrent::Selection::all(2);
     def.required_bytes = 30;
@@ -402,7 +402,7 @@ void EvictFixture::answer_disks() {
         json out = node::TreeResult{true, {}};
         for (const auto& p : request.paths) {
             std::string abs = request.base + "/" + p;
-            const evict::OwnedFile* owned = nullptr;
+            const jobs::evict::OwnedFile* owned = nullptr;
             for (const auto& f : def.files)
                 if (f.path == p) owned = &f;
             if (!owned || unlinked.count(abs)) out["entries"].push_back(absent_entry(p));

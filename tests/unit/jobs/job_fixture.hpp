@@ -103,7 +103,7 @@ public:
     static constexpr const char* k_source_save = "/srv/cache/t";
     static constexpr const char* k_target_save = "/tank/t";
 
-    jobs::JobDefinition def;
+    jobs::transfer::JobDefinition def;
     // The states the target's recheck goes through, and its files after it (what check_verified
     // reads). The nas qBittorrent adds the torrent with these (see add_on_target).
     std::vector<fakes::QbState> recheck = {{"checkingUP", 0.5}, {"pausedUP", 1.0}};
@@ -135,7 +135,7 @@ public:
     static constexpr const char* k_cache_save = "/srv/cache/t";
     static constexpr const char* k_archive_save = "/tank/t";
 
-    evict::EvictDefinition def;
+    jobs::evict::EvictDefinition def;
     // What nas's disk shows for each file below /tank/t (path → stamp); change one to make the
     // proof drift.
     std::map<std::string, plan::FileStamp> archive_disk;

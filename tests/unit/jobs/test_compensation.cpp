@@ -13,6 +13,8 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::evidence;
+using namespace archctl::jobs::transfer;
 using archctl::test::CannedReply;
 using archctl::test::CannedServer;
 using archctl::test::SeenRequest;

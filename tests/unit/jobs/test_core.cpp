@@ -17,6 +17,7 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::transfer;
 using archctl::test::EvictFixture;
 using archctl::test::TransferFixture;
 using nlohmann::json;
@@ -86,16 +87,16 @@ TEST_CASE("ledger: a transfer ledger built field by field is stored as before") 
 
 TEST_CASE("ledger: a stored evict ledger loads and is written back unchanged; its sessions count no bytes") {
     const json stored = json::parse(k_stored_evict);
-    evict::EvictLedger l = evict::EvictLedger::from_json(stored);
+    jobs::evict::EvictLedger l = jobs::evict::EvictLedger::from_json(stored);
     CHECK(l.state == JobState::cleanup_required);
     CHECK(l.step == "unlink");
     CHECK(l.failure["gone"] == json::array({"/a"}));
     REQUIRE(l.sessions.size() == 1);
     CHECK(l.sessions[0].pid == 4121);
     CHECK(l.to_json().dump() == stored.dump());
-    CHECK(evict::EvictLedger{}.to_json().dump() == json::parse(k_fresh_evict).dump());
+    CHECK(jobs::evict::EvictLedger{}.to_json().dump() == json::parse(k_fresh_evict).dump());
 
-    evict::EvictLedger built;
+    jobs::evict::EvictLedger built;
     built.state = JobState::cleanup_required;
     built.step = "unlink";
     built.removed = true;
@@ -260,17 +261,17 @@ TEST_CASE("retry_through_outage in a job run: next, the error that is no outage,
 }
 
 TEST_CASE("an evict ledger keeps the unlink step's progress and intent, and a ledger without them reads as none") {
-    archctl::evict::EvictLedger l;
+    archctl::jobs::evict::EvictLedger l;
     l.unlink_done = 1000;
     l.unlinking = std::make_pair(std::uint64_t{1000}, std::uint64_t{1500});
     const auto j = l.to_json();
     CHECK(j["unlink_done"] == 1000);
     CHECK(j["unlinking"] == nlohmann::json::array({1000, 1500}));
-    const auto back = archctl::evict::EvictLedger::from_json(j);
+    const auto back = archctl::jobs::evict::EvictLedger::from_json(j);
     CHECK(back.unlink_done == 1000);
     REQUIRE(back.unlinking);
     CHECK(*back.unlinking == std::make_pair(std::uint64_t{1000}, std::uint64_t{1500}));
-    const auto old = archctl::evict::EvictLedger::from_json(archctl::evict::EvictLedger{}.to_json());
+    const auto old = archctl::jobs::evict::EvictLedger::from_json(archctl::jobs::evict::EvictLedger{}.to_json());
     CHECK(old.unlink_done == 0);
     CHECK_FALSE(old.unlinking);
 }

@@ -7,7 +7,7 @@
 #include "tests/support/scratch.hpp"
 
 using namespace archctl;
-using namespace archctl::evict;
+using namespace archctl::jobs::evict;
 using torrent::Selection;
 
 namespace {

@@ -20,6 +20,8 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::evidence;
+using namespace archctl::jobs::transfer;
 using archctl::fakes::FakeQb;
 using archctl::fakes::FakeSyncthing;
 using archctl::fakes::FakeTransport;

@@ -12,6 +12,8 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::evidence;
+using namespace archctl::jobs::transfer;
 
 TEST_CASE("a job definition survives its JSON form") {
     JobDefinition d;

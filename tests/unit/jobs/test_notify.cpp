@@ -15,6 +15,7 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::transfer;
 using nlohmann::json;
 
 namespace {

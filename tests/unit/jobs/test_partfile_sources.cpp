@@ -1,4 +1,4 @@
-// jobs::source_partfile_plan against a recording node: where a built part file's bytes come from
+// jobs::transfer::source_partfile_plan against a recording node: where a built part file's bytes come from
 // (the source's disk or its part file), the build request it makes, and its refusals.
 
 #include <doctest/doctest.h>
@@ -13,6 +13,7 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::transfer;
 using nlohmann::json;
 
 namespace {

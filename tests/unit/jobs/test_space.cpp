@@ -258,7 +258,7 @@ TEST_CASE("status: a node whose free space cannot be measured is reported with w
     jobs::Nodes nodes;
     nodes.add(std::make_unique<session::NodeSession>(good, clients::Tuning{}, session::NodeSession::Injected{nullptr, nullptr, &good_ops}));
     nodes.add(std::make_unique<session::NodeSession>(bad, clients::Tuning{}, session::NodeSession::Injected{nullptr, nullptr, &bad_ops}));
-    auto free = jobs::free_at_qb_roots(nodes);
+    auto free = jobs::report::free_at_qb_roots(nodes);
     CHECK(free.free == std::map<std::string, std::uint64_t>{{"cache", 4096}});
     REQUIRE(free.errors.count("nas"));
     CHECK(contains(free.errors["nas"], "node 'nas' cannot measure the free space of '/tank'"));

@@ -12,6 +12,8 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::report;
+using namespace archctl::jobs::transfer;
 
 namespace {
 

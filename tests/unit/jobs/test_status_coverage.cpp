@@ -52,8 +52,8 @@ qb::TorrentInfo entry(const std::string& v1, const std::string& v2, const std::v
     return t;
 }
 
-jobs::ResourceStatus resource(const qb::TorrentInfo& t) {
-    jobs::ResourceStatus r;
+jobs::report::ResourceStatus resource(const qb::TorrentInfo& t) {
+    jobs::report::ResourceStatus r;
     auto id = torrent::Identity::from_qb(t.infohash_v1, t.infohash_v2);
     REQUIRE(id.ok());
     r.identity = id.value();
@@ -61,7 +61,7 @@ jobs::ResourceStatus resource(const qb::TorrentInfo& t) {
     return r;
 }
 
-const jobs::PlacementSummary& on(const jobs::ResourceStatus& r, const std::string& node) {
+const jobs::report::PlacementSummary& on(const jobs::report::ResourceStatus& r, const std::string& node) {
     for (const auto& p : r.placements)
         if (p.node == node) return p;
     FAIL("no placement on " << node);
@@ -80,13 +80,13 @@ struct Lab {
         dir = std::make_unique<state::StateDir>(d.value());
     }
     // A fresh session per status run, over the same fakes.
-    std::vector<jobs::ResourceStatus> status(const std::vector<jobs::ResourceStatus>& resources) {
+    std::vector<jobs::report::ResourceStatus> status(const std::vector<jobs::report::ResourceStatus>& resources) {
         session::NodeSessions nodes;
         nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("cache1"), clients::Tuning{},
                                                          session::NodeSession::Injected{&cache_qb, &cache_st, &cache_ops}));
         nodes.add(std::make_unique<session::NodeSession>(cfg.nodes.at("archive1"), clients::Tuning{},
                                                          session::NodeSession::Injected{&archive_qb, &archive_st, &archive_ops}));
-        return jobs::resource_status(nodes, *dir, resources);
+        return jobs::report::resource_status(nodes, *dir, resources);
     }
     test::Scratch scratch;
     config::Config cfg;
@@ -122,9 +122,9 @@ TEST_CASE("status: complete placements take the file table, partial and download
     lab.cache_qb.put(several, several_files);
     lab.archive_qb.put(whole, whole_files);
     lab.archive_qb.put(partial_whole, partial_all);
-    const std::vector<jobs::ResourceStatus> asked = {resource(whole), resource(partial), resource(downloading), resource(several)};
+    const std::vector<jobs::report::ResourceStatus> asked = {resource(whole), resource(partial), resource(downloading), resource(several)};
 
-    auto check_claims = [&](const std::vector<jobs::ResourceStatus>& out) {
+    auto check_claims = [&](const std::vector<jobs::report::ResourceStatus>& out) {
         REQUIRE(out.size() == 4);
         for (const char* node : {"cache1", "archive1"}) {
             const auto& p = on(out[0], node);

@@ -86,7 +86,7 @@ TEST_CASE_FIXTURE(TwoNodes, "status: one torrent list per node for 2,000 torrent
 
 
     SUBCASE("no records: the probe's list is the only torrent read") {
-        const jobs::Overview o = jobs::read_overview(cfg, &dir.value(), "", nodes);
+        const jobs::report::Overview o = jobs::report::read_overview(cfg, &dir.value(), "", nodes);
         REQUIRE(o.probes.size() == 2);
         CHECK(o.probes[0].torrent_count == std::optional<std::size_t>(2000));
         CHECK(o.resources.empty());
@@ -103,7 +103,7 @@ TEST_CASE_FIXTURE(TwoNodes, "status: one torrent list per node for 2,000 torrent
         for (std::size_t i : {5U, 700U, 1999U})
             REQUIRE(records.advance({v1_of(i), v2_of(i)}, "cache1", "fp", "job", {{"qb_id", v1_of(i)}}).ok());
         archive_qb.torrent_list.clear();
-        const jobs::Overview o = jobs::read_overview(cfg, &dir.value(), "", nodes);
+        const jobs::report::Overview o = jobs::report::read_overview(cfg, &dir.value(), "", nodes);
         REQUIRE(o.resources.size() == 3);
         for (const auto& r : o.resources) {
             REQUIRE(r.placements.size() == 2);
@@ -147,7 +147,7 @@ TEST_CASE_FIXTURE(TwoNodes, "status RES: a recorded placement whose torrent is g
     state::PlacementStore records(dir.value());
     REQUIRE(records.advance({v1_of(50), v2_of(50)}, "archive1", "fp", "job", {{"qb_id", v1_of(50)}}).ok());
 
-    auto focus = jobs::read_focus(dir.value(), nodes, v1_of(50), false);
+    auto focus = jobs::report::read_focus(dir.value(), nodes, v1_of(50), false);
     REQUIRE_MESSAGE(focus.ok(), focus.error().message);
     CHECK(focus->resource.identity.v1_hex() == v1_of(50));
     CHECK(focus->qb_id == focus->resource.identity.qb_id());
@@ -156,12 +156,12 @@ TEST_CASE_FIXTURE(TwoNodes, "status RES: a recorded placement whose torrent is g
         if (p.node == "archive1") gone = !p.present && p.record && p.record->generation == 1;
     CHECK(gone);
     // By its v2 alias too.
-    auto by_v2 = jobs::read_focus(dir.value(), nodes, v2_of(50), false);
+    auto by_v2 = jobs::report::read_focus(dir.value(), nodes, v2_of(50), false);
     REQUIRE_MESSAGE(by_v2.ok(), by_v2.error().message);
     CHECK(by_v2->resource.identity.v1_hex() == v1_of(50));
 
     // Nothing recorded or live matches: still refused.
-    auto none = jobs::read_focus(dir.value(), nodes, std::string(40, 'e'), false);
+    auto none = jobs::report::read_focus(dir.value(), nodes, std::string(40, 'e'), false);
     REQUIRE_FALSE(none.ok());
     CHECK(none.error().is(ErrorCode::NOT_FOUND));
 }
@@ -188,22 +188,22 @@ TEST_CASE("resolve: a bad or unmatched RES says what a valid id looks like") {
     v2only.save_path = "/q";
     v2only.progress = 1;
     fake.put(v2only, {});
-    auto v2_prefix = jobs::resolve(nodes, v2only.infohash_v2.substr(0, 44), jobs::Lists::session);  // 41–63 digits: a v2 prefix
+    auto v2_prefix = jobs::evidence::resolve(nodes, v2only.infohash_v2.substr(0, 44), jobs::evidence::Lists::session);  // 41–63 digits: a v2 prefix
     REQUIRE_MESSAGE(v2_prefix.ok(), v2_prefix.error().message);
     CHECK(v2_prefix->name == "v2-only");
 
     const std::string hex44 = std::string(44, 'a');
-    auto unmatched = jobs::resolve(nodes, hex44, jobs::Lists::session);
+    auto unmatched = jobs::evidence::resolve(nodes, hex44, jobs::evidence::Lists::session);
     REQUIRE_FALSE(unmatched.ok());
     CHECK(unmatched.error().is(ErrorCode::NOT_FOUND));
     CHECK(unmatched.error().message == fmt::format("no torrent matches '{}' (44 hex digits): {}", hex44, valid));
 
-    auto whole = jobs::resolve(nodes, std::string(40, 'a'), jobs::Lists::session);  // a whole v1 hash: no lecture
+    auto whole = jobs::evidence::resolve(nodes, std::string(40, 'a'), jobs::evidence::Lists::session);  // a whole v1 hash: no lecture
     REQUIRE_FALSE(whole.ok());
     CHECK(whole.error().message.find("no node has a torrent matching") == 0);
 
     for (const std::string& bad : std::vector<std::string>{"abc", "xyz12345678", std::string(65, 'a'), "ab\xff\xfe"}) {
-        auto r = jobs::resolve(nodes, bad, jobs::Lists::session);
+        auto r = jobs::evidence::resolve(nodes, bad, jobs::evidence::Lists::session);
         REQUIRE_FALSE(r.ok());
         CHECK(r.error().is(ErrorCode::BAD_VALUE));
         CHECK_MESSAGE(r.error().message.find(valid) != std::string::npos, r.error().message);
@@ -222,8 +222,8 @@ TEST_CASE("resolve: nothing found while a node's qBittorrent is out is that outa
     nodes.add(std::make_unique<session::NodeSession>(cache, clients::Tuning{}, session::NodeSession::Injected{&down, &st1, &ops1}));
     nodes.add(std::make_unique<session::NodeSession>(archive, clients::Tuning{}, session::NodeSession::Injected{&up, &st2, &ops2}));
     const std::string absent(40, 'e');
-    for (jobs::Lists lists : {jobs::Lists::session, jobs::Lists::fresh}) {
-        auto r = jobs::resolve(nodes, absent, lists);
+    for (jobs::evidence::Lists lists : {jobs::evidence::Lists::session, jobs::evidence::Lists::fresh}) {
+        auto r = jobs::evidence::resolve(nodes, absent, lists);
         REQUIRE_FALSE(r.ok());
         CHECK(r.error().is(ErrorCode::HTTP_UNREACHABLE));
         CHECK(jobs::is_outage(r.error()));
@@ -231,6 +231,6 @@ TEST_CASE("resolve: nothing found while a node's qBittorrent is out is that outa
               fmt::format("cannot tell which node has '{}': no node that answered has it, and cache1: cannot reach qBittorrent on 'cache1'", absent));
     }
     // What the node that answered has is found all the same.
-    auto found = jobs::resolve(nodes, v1_of(1), jobs::Lists::session);
+    auto found = jobs::evidence::resolve(nodes, v1_of(1), jobs::evidence::Lists::session);
     CHECK(found.ok());
 }

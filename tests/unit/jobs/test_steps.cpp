@@ -27,6 +27,7 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::transfer;
 using archctl::test::EvictFixture;
 using archctl::test::JobFixture;
 using archctl::test::TransferFixture;

@@ -17,6 +17,7 @@
 
 using namespace archctl;
 using namespace archctl::jobs;
+using namespace archctl::jobs::transfer;
 using archctl::test::TransferFixture;
 using nlohmann::json;
 

@@ -38,7 +38,7 @@ public:
     std::map<std::string, Plan> plans;    // by RES
     std::vector<std::string> prepared, created;
 
-    void prepare(runs::BatchItem& it, const std::string&, runs::PlanMode, jobs::PlanSnapshot&) override {
+    void prepare(runs::BatchItem& it, const std::string&, runs::PlanMode, jobs::transfer::PlanSnapshot&) override {
         prepared.push_back(it.res);
         const Plan& p = plans.at(it.res);
         it.id = it.res;
@@ -329,7 +329,7 @@ TEST_CASE("batch: a job whose target stayed unable to take it past its bound is 
         }
         return nlohmann::json(info);
     };
-    jobs::Ledger ledger;
+    jobs::transfer::Ledger ledger;
     ledger.target_blocked = jobs::TargetBlocked{"nas", format_rfc3339(b.jobs.clock.now() - std::chrono::hours(25)), 2, "full"};
     REQUIRE(state::JobStore(full.state).write_ledger(full.job_id, ledger.to_json()).ok());
     runs::Planned planned = b.plan({"aaaa", "bbbb"});

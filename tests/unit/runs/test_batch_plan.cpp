@@ -1,4 +1,4 @@
-// Planning a batch with the real planners (LivePlanner over jobs::TransferPlanner) on the
+// Planning a batch with the real planners (LivePlanner over jobs::transfer::TransferPlanner) on the
 // recording fakes: whatever the number of resources, each node's torrent list is read once and
 // each route is looked up once; per resource only its file list and its metainfo are read, and
 // for one the target already holds whole only the target's file list.
@@ -47,8 +47,8 @@ public:
     }
 
     runs::Planned plan(runs::PlanMode mode = runs::PlanMode::read_only) {
-        jobs::TransferPlanner transfers(config, state, nodes, io);
-        evict::Evictor evictor(config, state, nodes, io);
+        jobs::transfer::TransferPlanner transfers(config, state, nodes, io);
+        jobs::evict::Evictor evictor(config, state, nodes, io);
         runs::LivePlanner planner(transfers, evictor, spec);
         auto p = runs::plan_batch(nodes, clock, spec, planner, mode);
         REQUIRE_MESSAGE(p.ok(), p.error().message);
@@ -155,10 +155,10 @@ TEST_CASE("batch plan: each node's torrent list is read once and each route look
 
 TEST_CASE("batch plan: one resource planned on its own reads each list once and its own placement") {
     ManyTorrents f(4);
-    jobs::TransferPlanner transfers(f.config, f.state, f.nodes, f.io);
-    jobs::TransferRequest r;
+    jobs::transfer::TransferPlanner transfers(f.config, f.state, f.nodes, f.io);
+    jobs::transfer::TransferRequest r;
     r.res = f.seedbox.qb.torrent_list[2].info.id.substr(0, 10);
-    r.route_mode = jobs::TransferRequest::RouteMode::look_up;
+    r.route_mode = jobs::transfer::TransferRequest::RouteMode::look_up;
     auto p = transfers.prepare(r);
     REQUIRE_MESSAGE(p.ok(), p.error().message);
     CHECK(p->resource.name == "show-002");
@@ -174,10 +174,10 @@ TEST_CASE("batch plan: a re-plan reads the lists afresh") {
     runs::Planned planned = f.plan();
     REQUIRE(planned.items.size() == 2);
     CHECK(f.seedbox.qb.count("all_torrents") == 1);
-    jobs::TransferPlanner transfers(f.config, f.state, f.nodes, f.io);
-    evict::Evictor evictor(f.config, f.state, f.nodes, f.io);
+    jobs::transfer::TransferPlanner transfers(f.config, f.state, f.nodes, f.io);
+    jobs::evict::Evictor evictor(f.config, f.state, f.nodes, f.io);
     runs::LivePlanner planner(transfers, evictor, f.spec);
-    jobs::PlanSnapshot fresh(f.nodes);
+    jobs::transfer::PlanSnapshot fresh(f.nodes);
     runs::prepare_item(planner, f.clock, planned.source, runs::PlanMode::read_only, fresh, planned.items[1]);
     CHECK(planned.items[1].action == runs::Action::new_job);
     CHECK(f.seedbox.qb.count("all_torrents") == 2);

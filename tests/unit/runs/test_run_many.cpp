@@ -144,7 +144,7 @@ TEST_CASE("run_many: a job whose target cannot take it ends its own turn; the ru
     CHECK(s.jobs[0].outcome == JobOutcome::stopped);
     CHECK(s.jobs[0].stop == StopReason::disk);
     REQUIRE(s.jobs[0].target_room);
-    CHECK(s.jobs[0].target_room->kind == jobs::TargetRoom::Kind::waiting);
+    CHECK(s.jobs[0].target_room->kind == jobs::transfer::TargetRoom::Kind::waiting);
     CHECK(s.jobs[0].target_room->blocked.node == "nas");
     CHECK_MESSAGE(s.jobs[1].outcome == JobOutcome::done, s.jobs[1].result.error.message);
     CHECK_FALSE(s.ended);

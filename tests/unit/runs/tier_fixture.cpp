@@ -128,7 +128,7 @@ jobs::RunResult TierFixture::failed(Error error) {
 
 jobs::RunResult TierFixture::no_room(const std::string& node) {
     jobs::TargetBlocked b{node, "2026-12-01T03:00:00Z", 1, "destination free space on '" + node + "' fell below the floor"};
-    jobs::RunResult r = stopped(jobs::StopReason::disk, b.reason + "; " + jobs::waiting_text(b));
+    jobs::RunResult r = stopped(jobs::StopReason::disk, b.reason + "; " + jobs::transfer::waiting_text(b));
     r.detail = {{"target_blocked", b.to_json()}};
     return r;
 }

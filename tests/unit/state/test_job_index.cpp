@@ -38,7 +38,7 @@ std::vector<std::string> ids(const std::vector<FinishedEntry>& entries) {
 void make_job(JobStore& store, const std::string& id, std::optional<jobs::JobState> state) {
     REQUIRE(store.create(id, {{"id", id}, {"op", "archive"}, {"qb_id", "1838bf9a70c1"}, {"delta_bytes", 1000}}).ok());
     if (!state) return;
-    jobs::Ledger l;
+    jobs::transfer::Ledger l;
     l.state = *state;
     l.step = *state == jobs::JobState::done ? "done" : "sync";
     REQUIRE(store.write_ledger(id, l.to_json()).ok());
@@ -185,7 +185,7 @@ TEST_CASE("the index is rebuilt from the job directories: active, retired, damag
     CHECK(store.damaged().value() == std::vector<std::string>{lost});
 
     // A run ended a job but crashed before it updated the index: the next reader retires it.
-    jobs::Ledger l;
+    jobs::transfer::Ledger l;
     l.state = jobs::JobState::done;
     REQUIRE(store.write_ledger(running, l.to_json()).ok());
     rows = jobs::summarize_active(store);
