@@ -86,19 +86,41 @@ nlohmann::json file_json(const PayloadFile& f, const std::string& path, std::int
     return {{"index", f.index}, {"path", path}, {"size", f.size}, {"offset", f.offset}, {"piece_range", {first, last}}, {"attr", attr}};
 }
 
-nlohmann::json torrent_json(const Metainfo& m, std::size_t file_count) {
-    return {{"name", m.name()},
-            {"kind", kind_name(m.kind())},
-            {"v1", m.identity().v1_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(m.identity().v1_hex())},
-            {"v2", m.identity().v2_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(m.identity().v2_hex())},
-            {"qb_id", m.identity().qb_id()},
-            {"multi_file", m.multi_file()},
-            {"piece_length", m.piece_length()},
-            {"piece_count", m.piece_count()},
-            {"total_size", m.total_size()},
-            {"payload_size", m.payload_size()},
+// What the "torrent" member and the headline say about a .torrent: read off its parse, or
+// reported by the creator for one just made (which is not parsed back).
+struct TorrentFacts {
+    std::string name;
+    Identity identity;
+    bool multi_file = false;
+    std::int64_t piece_length = 0;
+    std::int64_t piece_count = 0;
+    std::int64_t total_size = 0;
+    std::int64_t payload_size = 0;
+};
+
+TorrentFacts facts_of(const Metainfo& m) {
+    return {m.name(), m.identity(), m.multi_file(), m.piece_length(), m.piece_count(), m.total_size(), m.payload_size()};
+}
+
+TorrentFacts facts_of(const CreatedTorrent& c) {
+    return {c.name, c.identity, c.multi_file, c.piece_length, c.piece_count, c.total_size, c.payload_size};
+}
+
+nlohmann::json torrent_json(const TorrentFacts& t, std::size_t file_count) {
+    return {{"name", t.name},
+            {"kind", kind_name(t.identity.kind())},
+            {"v1", t.identity.v1_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(t.identity.v1_hex())},
+            {"v2", t.identity.v2_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(t.identity.v2_hex())},
+            {"qb_id", t.identity.qb_id()},
+            {"multi_file", t.multi_file},
+            {"piece_length", t.piece_length},
+            {"piece_count", t.piece_count},
+            {"total_size", t.total_size},
+            {"payload_size", t.payload_size},
             {"file_count", file_count}};
 }
+
+nlohmann::json torrent_json(const Metainfo& m, std::size_t file_count) { return torrent_json(facts_of(m), file_count); }
 
 // Writing a --json member piece by piece, byte for byte as nlohmann's dump(2) would write it
 // nested `level` deep, so a million-entry list is never one JSON value.
@@ -189,9 +211,11 @@ std::function<void(std::FILE*)> torrent_with_files(std::shared_ptr<const Metainf
     };
 }
 
-std::string headline(const Metainfo& m, const Context& ctx) {
-    return fmt::format("'{}' ({} {})", printable(m.name()), kind_name(m.kind()), shown_hash(m.identity().qb_id(), ctx));
+std::string headline(const TorrentFacts& t, const Context& ctx) {
+    return fmt::format("'{}' ({} {})", printable(t.name), kind_name(t.identity.kind()), shown_hash(t.identity.qb_id(), ctx));
 }
+
+std::string headline(const Metainfo& m, const Context& ctx) { return headline(facts_of(m), ctx); }
 
 std::string piece_text(const PayloadFile& f, std::int64_t piece_length) {
     if (f.size == 0) return "-";
@@ -359,16 +383,18 @@ Outcome run_create(Context& ctx, const TorrentOptions& o) {
         if (!size) return Outcome::usage(size.take_error());
         co.piece_length = static_cast<std::int64_t>(*size);
     }
-    auto meta = create_metainfo(o.source, co);
-    if (!meta) return Outcome::failed(meta.take_error());
-    auto write = write_file_atomic(o.output, meta->bytes());
+    auto created = build_torrent(o.source, co);
+    if (!created) return Outcome::failed(created.take_error());
+    auto write = write_file_atomic(o.output, created->bytes);
     if (!write.ok()) return Outcome::failed(write.take_error());
-    std::size_t file_count = payload_count(*meta);
-    ctx.out().result(fmt::format("created '{}': {}, {} in {}, {} × {}", printable(o.output), headline(*meta, ctx),
-                                 format_size(static_cast<std::uint64_t>(meta->payload_size())),
+    std::string().swap(created->bytes);
+    TorrentFacts t = facts_of(*created);
+    std::size_t file_count = created->file_count;
+    ctx.out().result(fmt::format("created '{}': {}, {} in {}, {} × {}", printable(o.output), headline(t, ctx),
+                                 format_size(static_cast<std::uint64_t>(t.payload_size)),
                                  count_of(static_cast<std::int64_t>(file_count), "file"),
-                                 count_of(meta->piece_count(), "piece"), format_size(static_cast<std::uint64_t>(meta->piece_length()))));
-    return Outcome::done({{"output", o.output}, {"torrent", torrent_json(*meta, file_count)}});
+                                 count_of(t.piece_count, "piece"), format_size(static_cast<std::uint64_t>(t.piece_length))));
+    return Outcome::done({{"output", o.output}, {"torrent", torrent_json(t, file_count)}});
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -22,6 +23,7 @@
 
 namespace archctl::torrent {
 
+static_assert(sizeof(Sha1Digest) == 20 && sizeof(Sha256Digest) == 32, "digests are written straight from their vectors");
 
 std::int64_t auto_piece_length(std::int64_t payload_bytes) {
     std::int64_t p = 16 * 1024;
@@ -126,12 +128,40 @@ struct Layout {
     }
 };
 
+// Bytes of a scanned path ('/'-joined) in a FileTable arena.
+std::size_t encoded_path_size(std::string_view rel) {
+    std::size_t n = 0;
+    std::size_t start = 0;
+    while (true) {
+        std::size_t slash = rel.find('/', start);
+        n += FileTable::encoded_size(rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+        if (slash == std::string_view::npos) return n;
+        start = slash + 1;
+    }
+}
+
 Layout lay_out(const SourceList& sources, const CreateOptions& options, std::int64_t l, bool multi, const std::string& name) {
     Layout out;
     // Single-file torrents have no pads: the v1 form cannot list one, and a v2 piece never
     // reads past its file.
     bool aligned = options.kind != Kind::v1;
     if (multi) out.files.set_root(name);
+    // The table's rows and paths counted first: a table grown by doubling would briefly hold
+    // its old and new copies (three times its size for a million files).
+    std::size_t rows = 0, path_bytes = 0;
+    std::int64_t total = 0;
+    for (const auto& s : sources.files()) {
+        ++rows;
+        path_bytes += multi ? encoded_path_size(sources.rel(s)) : FileTable::encoded_size(name);
+        total += s.size;
+        if (multi && aligned && s.size > 0 && total % l != 0) {
+            std::int64_t pad = l - total % l;
+            ++rows;
+            path_bytes += FileTable::encoded_size(".pad") + FileTable::encoded_size(std::to_string(pad));
+            total += pad;
+        }
+    }
+    out.files.reserve(rows, path_bytes);
     for (const auto& s : sources.files()) {
         FileFacts e{.size = s.size, .offset = out.total, .executable = s.executable};
         if (multi) {
@@ -199,21 +229,38 @@ class TorrentBuilder {
 public:
     TorrentBuilder(const std::filesystem::path& source, const CreateOptions& options) : m_source(source), m_options(options) {}
 
-    // The built metainfo, parsed back. Each stage's tables are freed before the next grows: the
-    // scan's list before hashing, the layout and digests before the parse.
-    Result<Metainfo> run() {
+    // The built metainfo. Each stage's tables are freed before the next grows: the scan's list
+    // before hashing, the layout and digests before the result is checked.
+    Result<CreatedTorrent> run() {
         ARCHCTL_TRY_STATUS(scan());
         ARCHCTL_TRY_STATUS(choose_piece_length());
         m_layout = lay_out(m_sources, m_options, m_piece_length, m_multi, m_name);
+        const std::size_t file_count = m_sources.files().size();
         m_sources = SourceList();
         ARCHCTL_TRY_STATUS(check_paths());
-        ARCHCTL_TRY_ASSIGN(auto digests, hash());
-        std::string bytes = encode(digests);
-        std::vector<PieceDigest>().swap(digests);  // `= {}` would keep its capacity
+        ARCHCTL_TRY_STATUS(hash());
+        CreatedTorrent out;
+        out.bytes = encode();
+        std::vector<Sha1Digest>().swap(m_v1);  // `= {}` would keep the capacity
+        std::vector<Sha256Digest>().swap(m_v2);
+        out.name = m_name;
+        out.multi_file = m_multi;
+        out.piece_length = m_piece_length;
+        out.payload_size = m_payload;
+        out.file_count = file_count;
+        // A v2 single file has the internal pad libtorrent counts (metainfo.hpp); no other kind
+        // has a pad the layout does not list.
+        out.total_size = m_layout.total;
+        if (m_options.kind == Kind::v2 && !m_multi) out.total_size = m_piece_count * m_piece_length;
+        out.piece_count = m_piece_count;
         m_layout = Layout();
-        auto parsed = take_metainfo(std::move(bytes), m_name);
-        if (!parsed) return create_error(m_source, fmt::format("the created metainfo does not parse back: {}", parsed.error().message));
-        return parsed;
+        auto top = bencode::parse(out.bytes);
+        if (!top) return create_error(m_source, fmt::format("the created metainfo is not canonical bencoding: {}", top.error().message));
+        auto hashes = m_options.kind == Kind::v1   ? Identity::Hashes::v1_only
+                      : m_options.kind == Kind::v2 ? Identity::Hashes::v2_only
+                                                   : Identity::Hashes::both;
+        out.identity = Identity::of_info_bytes(top->find("info").bytes(), hashes);
+        return out;
     }
 
 private:
@@ -259,7 +306,8 @@ private:
         return check_payload_paths(m_name, payload.size(), [&](std::size_t n) { return files.path_elements(payload[n]); });
     }
 
-    Result<std::vector<PieceDigest>> hash() {
+    // Hashes every piece, keeping the v1 hash and the v2 value each as the kind needs.
+    Status hash() {
         ARCHCTL_TRY_ASSIGN(UniqueFd root, open_root_dir(m_root_dir));
         m_piece_count = (m_layout.total + m_piece_length - 1) / m_piece_length;
         HashJob job;
@@ -276,29 +324,32 @@ private:
         job.on_read_error = [&](std::size_t native, const Error& e) {
             if (failure.empty()) failure = fmt::format("cannot read '{}': {}", printable(join_path(m_layout.disk_rel(native))), e.message);
         };
-        auto digests = hash_pieces(job);
-        for (const auto& d : digests) {
-            if (d.outcome == PieceOutcome::hashed) continue;
-            return create_error(m_source, failure.empty() ? "a file shrank while it was hashed" : failure);
-        }
-        return digests;
+        if (job.want_v1) m_v1.resize(static_cast<std::size_t>(m_piece_count));
+        if (job.want_v2) m_v2.resize(static_cast<std::size_t>(m_piece_count));
+        std::atomic<bool> failed{false};
+        job.on_piece = [&](std::int64_t piece, const PieceDigest& d) {
+            if (d.outcome != PieceOutcome::hashed) failed = true;
+            if (!m_v1.empty()) m_v1[static_cast<std::size_t>(piece)] = d.v1;
+            if (!m_v2.empty()) m_v2[static_cast<std::size_t>(piece)] = d.v2;
+        };
+        (void)hash_pieces(job);
+        if (failed) return create_error(m_source, failure.empty() ? "a file shrank while it was hashed" : failure);
+        return ok_status();
     }
 
+    // Where a file's layer is in m_v2: first piece, piece count.
+    using LayerAt = std::pair<std::size_t, std::size_t>;
+
     // The pieces root of a non-empty file: its one piece's value, or the root of its layer
-    // (kept in `layers` by root, for "piece layers").
-    Sha256Digest file_root(const FileEntry& e, const std::vector<PieceDigest>& digests,
-                           std::map<Sha256Digest, std::string>& layers) const {
+    // (whose place is kept in `layers` by root, for "piece layers").
+    Sha256Digest file_root(const FileEntry& e, std::map<Sha256Digest, LayerAt>& layers) const {
         auto first = static_cast<std::size_t>(e.offset / m_piece_length);
         auto count = static_cast<std::size_t>((e.size + m_piece_length - 1) / m_piece_length);
-        if (count == 1) return digests[first].v2;
-        std::vector<Sha256Digest> layer;
-        std::string layer_bytes;
-        for (std::size_t p = first; p < first + count; ++p) {
-            layer.push_back(digests[p].v2);
-            layer_bytes += digest_bytes(digests[p].v2);
-        }
+        if (count == 1) return m_v2[first];
+        std::vector<Sha256Digest> layer(m_v2.begin() + static_cast<std::ptrdiff_t>(first),
+                                        m_v2.begin() + static_cast<std::ptrdiff_t>(first + count));
         Sha256Digest root = merkle::root_from_layer(layer, m_piece_length);
-        layers[root] = std::move(layer_bytes);
+        layers[root] = LayerAt{first, count};
         return root;
     }
 
@@ -311,11 +362,11 @@ private:
     }
 
     // The metainfo, written in canonical key order.
-    std::string encode(const std::vector<PieceDigest>& digests) const {
+    std::string encode() const {
         std::string out;
-        out.reserve(encoded_bound(digests.size()));
+        out.reserve(encoded_bound(static_cast<std::size_t>(m_piece_count)));
         bencode::Writer w(out);
-        std::map<Sha256Digest, std::string> layers;
+        std::map<Sha256Digest, LayerAt> layers;
         w.begin_dict();
         w.key("created by");
         w.string(m_options.created_by);
@@ -327,7 +378,7 @@ private:
             w.key("attr");
             w.string("x");
         }
-        if (m_options.kind != Kind::v1) write_tree(w, digests, layers);
+        if (m_options.kind != Kind::v1) write_tree(w, layers);
         if (m_options.kind != Kind::v2) write_v1_files(w);
         if (m_options.kind != Kind::v1) {
             w.key("meta version");
@@ -339,16 +390,16 @@ private:
         w.integer(m_piece_length);
         if (m_options.kind != Kind::v2) {
             w.key("pieces");
-            w.raw(fmt::format("{}:", digests.size() * 20));
-            for (const auto& d : digests) w.raw(digest_bytes(d.v1));
+            w.raw(fmt::format("{}:", m_v1.size() * 20));
+            w.raw(std::string_view(reinterpret_cast<const char*>(m_v1.data()), m_v1.size() * sizeof(Sha1Digest)));
         }
         w.end();
         if (!layers.empty()) {
             w.key("piece layers");
             w.begin_dict();
-            for (const auto& [root, bytes] : layers) {
+            for (const auto& [root, at] : layers) {
                 w.key(digest_bytes(root));
-                w.string(bytes);
+                w.string(std::string_view(reinterpret_cast<const char*>(m_v2.data() + at.first), at.second * sizeof(Sha256Digest)));
             }
             w.end();
         }
@@ -358,7 +409,7 @@ private:
 
     // "file tree": the payload files in order (sorted by path elements, so each directory's
     // entries come out sorted), directories opened and closed as the paths change.
-    void write_tree(bencode::Writer& w, const std::vector<PieceDigest>& digests, std::map<Sha256Digest, std::string>& layers) const {
+    void write_tree(bencode::Writer& w, std::map<Sha256Digest, LayerAt>& layers) const {
         const FileTable& files = m_layout.files;
         w.key("file tree");
         w.begin_dict();
@@ -376,7 +427,7 @@ private:
                 open.push_back(path[k]);
             }
             std::optional<Sha256Digest> root;
-            if (e.size > 0) root = file_root(e, digests, layers);
+            if (e.size > 0) root = file_root(e, layers);
             w.key(path.back());
             w.begin_dict();
             w.key("");
@@ -423,17 +474,19 @@ private:
     std::int64_t m_piece_length = 0;
     std::int64_t m_piece_count = 0;
     Layout m_layout;
+    std::vector<Sha1Digest> m_v1;    // per piece, v1 and hybrid
+    std::vector<Sha256Digest> m_v2;  // per piece, v2 and hybrid
 };
 
 }  // namespace
 
-Result<Metainfo> create_metainfo(const std::filesystem::path& source, const CreateOptions& options) {
+Result<CreatedTorrent> build_torrent(const std::filesystem::path& source, const CreateOptions& options) {
     return TorrentBuilder(source, options).run();
 }
 
 Result<std::string> create_torrent(const std::filesystem::path& source, const CreateOptions& options) {
-    ARCHCTL_TRY_ASSIGN(auto meta, create_metainfo(source, options));
-    return std::string(meta.bytes());
+    ARCHCTL_TRY_ASSIGN(auto created, build_torrent(source, options));
+    return std::move(created.bytes);
 }
 
 }  // namespace archctl::torrent

@@ -102,6 +102,17 @@ std::string_view FileTable::first_element(std::size_t i) const {
     return first;
 }
 
+void FileTable::reserve(std::size_t rows, std::size_t path_bytes) {
+    m_rows.reserve(rows);
+    m_arena.reserve(path_bytes);
+}
+
+std::size_t FileTable::encoded_size(std::string_view element) {
+    std::size_t n = 1;
+    for (std::size_t len = element.size() >> 7; len != 0; len >>= 7) ++n;
+    return n + element.size();
+}
+
 void FileTable::shrink_to_fit() {
     m_arena.shrink_to_fit();
     m_rows.shrink_to_fit();

@@ -127,6 +127,11 @@ public:
 
     void set_offset(std::size_t i, std::int64_t offset) { m_rows[i].offset = offset; }
     void set_pieces_root(std::size_t i, const std::optional<Sha256Digest>& root);
+    // Room for `rows` rows whose paths take `path_bytes` encoded bytes (encoded_size), so a table
+    // whose size is known up front is never copied while it grows.
+    void reserve(std::size_t rows, std::size_t path_bytes);
+    // Bytes an element takes in the arena: its LEB128 length and its bytes.
+    static std::size_t encoded_size(std::string_view element);
     // Gives back spare capacity once the table is complete.
     void shrink_to_fit();
 

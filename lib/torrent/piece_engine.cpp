@@ -33,11 +33,11 @@ public:
     void run(std::int64_t first, std::int64_t end, std::vector<PieceDigest>& out) {
         m_chunk_end = std::min(end * m_job.piece_length, m_job.total_size);
         for (std::int64_t p = first; p < end; ++p) {
-            if (m_job.skip && m_job.skip(p)) {
-                out[static_cast<std::size_t>(p)].outcome = PieceOutcome::skipped;
-                continue;
-            }
-            out[static_cast<std::size_t>(p)] = hash_piece(p);
+            PieceDigest d;
+            if (m_job.skip && m_job.skip(p)) d.outcome = PieceOutcome::skipped;
+            else d = hash_piece(p);
+            if (m_job.on_piece) m_job.on_piece(p, d);
+            else out[static_cast<std::size_t>(p)] = d;
         }
     }
 
@@ -197,7 +197,7 @@ private:
 }  // namespace
 
 std::vector<PieceDigest> hash_pieces(const HashJob& job, HashStats* stats) {
-    std::vector<PieceDigest> out(static_cast<std::size_t>(job.piece_count));
+    std::vector<PieceDigest> out(job.on_piece ? 0 : static_cast<std::size_t>(job.piece_count));
     const std::int64_t chunk_bytes = job.chunk_bytes > 0 ? job.chunk_bytes : k_chunk_bytes;
     const std::int64_t chunk_pieces = std::max<std::int64_t>(1, chunk_bytes / job.piece_length);
     const std::int64_t chunks = (job.piece_count + chunk_pieces - 1) / chunk_pieces;

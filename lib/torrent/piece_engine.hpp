@@ -74,6 +74,10 @@ struct HashJob {
     std::function<std::unique_ptr<PayloadReader>()> make_reader;  // one per worker thread
     // Optional, called (from worker threads, serialized by the engine) on each read error.
     std::function<void(std::size_t native_index, const Error&)> on_read_error;
+    // Optional: each piece's digest is handed here (from worker threads, each piece once, pieces
+    // of different chunks at the same time) instead of being kept; hash_pieces then returns an
+    // empty list, so a caller keeps only the part of each digest it needs.
+    std::function<void(std::int64_t piece, const PieceDigest&)> on_piece;
 };
 
 struct HashStats {
@@ -81,7 +85,7 @@ struct HashStats {
     std::int64_t pieces_hashed = 0;
 };
 
-// Hashes every piece of the job; result[i] belongs to piece i.
+// Hashes every piece of the job; result[i] belongs to piece i (empty when job.on_piece is set).
 [[nodiscard]] std::vector<PieceDigest> hash_pieces(const HashJob& job, HashStats* stats = nullptr);
 
 }  // namespace archctl::torrent
