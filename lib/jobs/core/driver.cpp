@@ -19,10 +19,11 @@ namespace {
 
 const Kind* const k_kinds[] = {&transfer_kind(), &evict_kind()};
 
-std::size_t index_of(const std::vector<std::string>& steps, const std::string& step) {
-    std::size_t i = 0;
-    while (i < steps.size() && step != steps[i]) ++i;
-    return i;
+// The ledger's next step by name ("done" after the last).
+std::string step_name(const KindRun& job) {
+    const std::vector<std::string> steps = job.steps();
+    const std::size_t i = job.step_index();
+    return i < steps.size() ? steps[i] : "done";
 }
 
 RunResult stopped(KindRun& job, const std::string& job_id, const StepResult& r) {
@@ -31,7 +32,7 @@ RunResult stopped(KindRun& job, const std::string& job_id, const StepResult& r) 
     result.outcome = RunOutcome::stopped;
     result.stop_reason = r.reason;
     result.stop_text = r.text;
-    result.step = job.step();
+    result.step = step_name(job);
     result.detail = job.detail();
     result.bytes_moved = job.bytes_moved();
     return result;
@@ -55,10 +56,10 @@ StepResult reload(KindRun& job, const RunEnv& env, const std::string& job_id, Ou
 
 // The ledger's step, after the live checks and stops before it (next when the ledger says done).
 StepResult run_stored_step(KindRun& job, const std::vector<std::string>& steps) {
-    const std::size_t i = index_of(steps, job.step());
+    const std::size_t i = job.step_index();
     if (i >= steps.size()) return {};
     StepResult r = job.before_step();
-    return r.kind == StepResult::next ? job.run_step(steps[i]) : r;
+    return r.kind == StepResult::next ? job.run_step(i) : r;
 }
 
 // How the ledger's step ended, through outages.
@@ -95,7 +96,7 @@ RunResult drive(KindRun& job, const RunEnv& env, const std::string& job_id, Outa
     RunResult result;
     result.job_id = job_id;
     const std::vector<std::string> steps = job.steps();
-    while (index_of(steps, job.step()) < steps.size()) {
+    while (job.step_index() < steps.size()) {
         StepEnd end = run_through_outages(job, env, job_id, outage, steps);
         const StepResult& r = end.result;
         if (end.unread) return r.kind == StepResult::fail ? job.fail(r.error) : stopped(job, job_id, r);
@@ -104,15 +105,15 @@ RunResult drive(KindRun& job, const RunEnv& env, const std::string& job_id, Outa
             job.stop_session(r.reason);
             Status saved = job.save();
             if (!saved.ok()) return job.fail(saved.error());
-            Status noted = job.event("stopped", {{"reason", to_string(r.reason)}, {"step", job.step()}, {"text", r.text}});
+            Status noted = job.event("stopped", {{"reason", to_string(r.reason)}, {"step", step_name(job)}, {"text", r.text}});
             if (!noted.ok()) return job.fail(noted.error());
             return stopped(job, job_id, r);
         }
-        const std::size_t i = index_of(steps, job.step());
+        const std::size_t i = job.step_index();
         if (i >= steps.size()) break;  // the stored ledger read after an outage says the steps are done
         if (outage.waiting()) env.log(fmt::format("archctl: job {}: reachable again; going on", job_id));
         outage.clear();
-        job.set_step(i + 1 < steps.size() ? steps[i + 1] : "done");
+        job.set_step_index(i + 1);
         Status saved = job.save();
         if (!saved.ok()) return job.fail(saved.error());
         crash_point(job.crash_prefix() + steps[i]);
@@ -218,7 +219,7 @@ RunResult Driver::run_job(const std::string& job_id, const Budgets& budgets, pla
         job.release();
         RunResult r;
         r.job_id = job_id;
-        r.step = job.step();
+        r.step = step_name(job);
         r.detail = job.detail();
         r.outcome = job.state() == JobState::done ? RunOutcome::done : RunOutcome::failed;
         if (job.state() != JobState::done)
@@ -259,7 +260,7 @@ RunResult Driver::cancel_job(const std::string& job_id) {
         job.release();  // as in run_job: an ended job holds nothing
         RunResult r;
         r.job_id = job_id;
-        r.step = job.step();
+        r.step = step_name(job);
         r.outcome = RunOutcome::done;
         r.ended = to_string(job.state());
         return r;

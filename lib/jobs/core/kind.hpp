@@ -40,10 +40,11 @@ public:
     // Take the stored ledger as it is (a lost one reads as a fresh ledger), to cancel the job.
     virtual void read(const Result<nlohmann::json>& ledger) = 0;
     virtual JobState state() const = 0;
-    // The next step to run (one of steps(), or "done").
-    virtual const std::string& step() const = 0;
-    virtual void set_step(std::string step) = 0;
+    // The steps' names, in order; the next step to run is the ledger's, an index into them
+    // (steps().size(): done).
     virtual std::vector<std::string> steps() const = 0;
+    virtual std::size_t step_index() const = 0;
+    virtual void set_step_index(std::size_t i) = 0;
     // The prefix of the crash point after each step's ledger write: "job.step.", "evict.step.".
     virtual const char* crash_prefix() const = 0;
 
@@ -51,7 +52,7 @@ public:
     [[nodiscard]] virtual Status begin() = 0;
     // Before each step: the live checks and the stops (budgets, deadline, Ctrl-C).
     virtual StepResult before_step() = 0;
-    virtual StepResult run_step(const std::string& name) = 0;
+    virtual StepResult run_step(std::size_t i) = 0;
     // Durable records: the ledger and one event.
     [[nodiscard]] virtual Status save() = 0;
     [[nodiscard]] virtual Status event(const std::string& type, nlohmann::json fields) = 0;
@@ -80,12 +81,10 @@ public:
     virtual std::uint64_t bytes_moved() const { return 0; }
 };
 
-// A kind's step table: {name, function} in order. The names, for steps().
-template <class Table>
-std::vector<std::string> step_names(const Table& table) {
-    std::vector<std::string> names;
-    for (const auto& s : table) names.emplace_back(s.name);
-    return names;
+// A kind's steps before `done` (StepNames in ledger.hpp), for steps().
+template <class Step, std::size_t N>
+std::vector<std::string> step_names(const StepNames<Step, N>& steps) {
+    return {steps.names.begin(), steps.names.end() - 1};
 }
 
 // A kind of job.

@@ -57,7 +57,6 @@ void LedgerCore::write_shared(nlohmann::json& j) const {
     nlohmann::json sess = nlohmann::json::array();
     for (const auto& s : sessions) sess.push_back(session_json(s, m_bytes));
     j["state"] = to_string(state);
-    j["step"] = step;
     j["failure"] = failure;
     j["kept"] = kept;
     j["sessions"] = std::move(sess);
@@ -65,7 +64,6 @@ void LedgerCore::write_shared(nlohmann::json& j) const {
 
 void LedgerCore::read_shared(const nlohmann::json& j) {
     state = parse_job_state(j.value("state", "running"));
-    step = j.value("step", step);
     failure = j.value("failure", nlohmann::json());
     kept = j.value("kept", nlohmann::json::array());
     sessions.clear();

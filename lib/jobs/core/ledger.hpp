@@ -12,11 +12,15 @@
 //   struct EvictRun : jobs::JobRecords<EvictLedger> { EvictDefinition def; ... };
 //   run.begin_session(); ... run.end_session("budget"); ARCHCTL_TRY_STATUS(run.save());
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/base/result.hpp"
@@ -58,16 +62,39 @@ struct TargetBlocked {
     [[nodiscard]] static TargetBlocked from_json(const nlohmann::json& j);
 };
 
-// The part of the ledger every kind has.
+// A kind's steps: an enum class listing them in the order they run, then `done`, and the names
+// the ledger stores for them, in the same order (the ledger's "step" key). A stored name that is
+// none of them makes the ledger unreadable: a job is never taken as done because its step is a
+// name this archctl does not know.
+template <class Step, std::size_t N>
+struct StepNames {
+    std::array<std::string_view, N> names;
+
+    [[nodiscard]] constexpr std::string_view operator()(Step s) const { return names[static_cast<std::size_t>(s)]; }
+    [[nodiscard]] constexpr std::optional<Step> parse(std::string_view name) const {
+        for (std::size_t i = 0; i < N; ++i)
+            if (names[i] == name) return static_cast<Step>(i);
+        return std::nullopt;
+    }
+    // The stored ledger's step ("step" absent: `first`), or CORRUPT naming what it holds.
+    [[nodiscard]] Result<Step> read(const nlohmann::json& ledger, Step first) const {
+        const auto it = ledger.find("step");
+        if (it == ledger.end()) return first;
+        if (it->is_string())
+            if (auto s = parse(it->template get_ref<const std::string&>())) return *s;
+        return Error(ErrorCode::CORRUPT, fmt::format("the ledger's step {} is not a step archctl knows", it->dump()));
+    }
+};
+
+// The part of the ledger every kind has (each kind's ledger adds its `step`, an enum of its steps).
 struct LedgerCore {
     JobState state = JobState::running;
-    std::string step;                                // the next step to run, or "done"
     nlohmann::json failure;                          // {code, message, step, ...} when it failed
     nlohmann::json kept = nlohmann::json::array();   // what the job left in place, and why
     std::vector<Session> sessions;
 
 protected:
-    LedgerCore(std::string first_step, SessionBytes bytes) : step(std::move(first_step)), m_bytes(bytes) {}
+    explicit LedgerCore(SessionBytes bytes) : m_bytes(bytes) {}
     // The shared keys into `j`, and back (absent keys: a fresh ledger's values).
     void write_shared(nlohmann::json& j) const;
     void read_shared(const nlohmann::json& j);

@@ -83,12 +83,14 @@ nlohmann::json EvictLedger::to_json() const {
     if (unlink_done > 0) j["unlink_done"] = unlink_done;
     if (unlinking) j["unlinking"] = nlohmann::json::array({unlinking->first, unlinking->second});
     write_shared(j);
+    j["step"] = to_string(step);
     return j;
 }
 
-EvictLedger EvictLedger::from_json(const nlohmann::json& j) {
+Result<EvictLedger> EvictLedger::from_json(const nlohmann::json& j) {
     EvictLedger l;
     if (!j.is_object()) return l;
+    ARCHCTL_TRY_ASSIGN(l.step, k_evict_steps.read(j, EvictStep::hold));
     l.read_shared(j);
     l.removed = j.value("removed", false);
     l.files_removed = j.value("files_removed", std::uint64_t{0});

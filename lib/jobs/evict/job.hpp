@@ -68,12 +68,18 @@ struct EvictDefinition {
     std::string summary() const;           // "evict 1838bf9a70c1 from seedbox"
 };
 
-// The evict ledger: the shared part (core/ledger.hpp; its first step is "hold", its sessions
-// move no bytes) and what the steps hold … release record. `step`: hold|remove|unlink|partfile|
-// release|done; `kept`: [{path, reason}] from the unlink step; `failure`: {code, message, step}
-// (and `gone`, the owned files no longer on the cache's disk).
+// An eviction's steps, in order (above).
+enum class EvictStep : std::uint8_t { hold, remove, unlink, partfile, release, done };
+inline constexpr jobs::StepNames<EvictStep, 6> k_evict_steps{{"hold", "remove", "unlink", "partfile", "release", "done"}};
+[[nodiscard]] inline std::string_view to_string(EvictStep s) { return k_evict_steps(s); }
+
+// The evict ledger: the shared part (core/ledger.hpp; its sessions move no bytes), its next
+// step, and what the steps hold … release record. `kept`: [{path, reason}] from the unlink step;
+// `failure`: {code, message, step} (and `gone`, the owned files no longer on the cache's disk).
 struct EvictLedger : jobs::LedgerCore {
-    EvictLedger() : LedgerCore("hold", jobs::SessionBytes::none) {}
+    EvictLedger() : LedgerCore(jobs::SessionBytes::none) {}
+
+    EvictStep step = EvictStep::hold;
 
     bool removed = false;                  // the cache torrent is gone from qBittorrent
     std::uint64_t files_removed = 0, bytes_freed = 0, dirs_removed = 0;
@@ -86,7 +92,8 @@ struct EvictLedger : jobs::LedgerCore {
     std::string partfile;                  // "", absent, removed, kept: <reason>
 
     nlohmann::json to_json() const;
-    static EvictLedger from_json(const nlohmann::json& j);
+    // CORRUPT when its step is none of k_evict_steps.
+    static Result<EvictLedger> from_json(const nlohmann::json& j);
 };
 
 // True when a job definition (as stored) is an evict job.

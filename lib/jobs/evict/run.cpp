@@ -14,12 +14,9 @@ namespace archctl::jobs::evict {
 namespace {
 
 using StepFn = jobs::StepResult (*)(EvictRun&);
-struct StepSpec {
-    const char* name;
-    StepFn fn;
-};
-const StepSpec k_steps[] = {{"hold", step_hold}, {"remove", step_remove}, {"unlink", step_unlink}, {"partfile", step_partfile},
-                            {"release", step_release}};
+// In the order of EvictStep.
+const StepFn k_step_fns[] = {step_hold, step_remove, step_unlink, step_partfile, step_release};
+static_assert(std::size(k_step_fns) == static_cast<std::size_t>(EvictStep::done));
 
 // The owned files no longer on the cache's disk, read live (the ledger may not have recorded a
 // batch a crash interrupted). Unknown when the cache node cannot be read: then the ledger's count.
@@ -59,6 +56,8 @@ public:
     // A lost or unreadable ledger starts again from the first step: every step checks live
     // evidence (qBittorrent, the disk) before acting, so nothing is done twice.
     Status open(Result<nlohmann::json> ledger) override {
+        if (ledger.ok())
+            if (auto stored = EvictLedger::from_json(ledger.value()); !stored.ok()) ledger = stored.take_error();
         read(ledger);
         if (!ledger.ok() && !ledger.error().is(ErrorCode::NOT_FOUND))
             m_run.log(fmt::format("archctl: warning: ledger of job {} is unreadable; continuing from live evidence", m_run.def.id));
@@ -75,19 +74,21 @@ public:
     }
 
     void read(const Result<nlohmann::json>& ledger) override {
-        m_run.ledger = ledger.ok() ? EvictLedger::from_json(ledger.value()) : EvictLedger{};
+        auto stored = ledger.ok() ? EvictLedger::from_json(ledger.value()) : Result<EvictLedger>(EvictLedger{});
+        m_run.ledger = stored.ok() ? std::move(stored).value() : EvictLedger{};
     }
 
     jobs::JobState state() const override { return m_run.ledger.state; }
-    const std::string& step() const override { return m_run.ledger.step; }
-    void set_step(std::string step) override { m_run.ledger.step = std::move(step); }
-    std::vector<std::string> steps() const override { return jobs::step_names(k_steps); }
+    std::vector<std::string> steps() const override { return jobs::step_names(k_evict_steps); }
+    std::size_t step_index() const override { return static_cast<std::size_t>(m_run.ledger.step); }
+    void set_step_index(std::size_t i) override { m_run.ledger.step = static_cast<EvictStep>(std::min(i, std::size(k_step_fns))); }
     const char* crash_prefix() const override { return "evict.step."; }
 
     // Every run restores the holds (a rerun after a crash, or a tag someone removed).
     Status begin() override {
         m_run.begin_session();
-        if (m_run.ledger.step != "hold" && m_run.ledger.step != "release" && m_run.ledger.step != "done")
+        const EvictStep step = m_run.ledger.step;
+        if (step != EvictStep::hold && step != EvictStep::release && step != EvictStep::done)
             ARCHCTL_TRY_STATUS(hold(m_run, true));
         return {};
     }
@@ -98,11 +99,7 @@ public:
         return {};
     }
 
-    jobs::StepResult run_step(const std::string& name) override {
-        for (const auto& s : k_steps)
-            if (name == s.name) return s.fn(m_run);
-        return Error(ErrorCode::INTERNAL, fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
-    }
+    jobs::StepResult run_step(std::size_t i) override { return k_step_fns[i](m_run); }
 
     Status save() override { return m_run.save(); }
     Status event(const std::string& type, nlohmann::json fields) override { return m_run.event(type, std::move(fields)); }
@@ -125,7 +122,7 @@ public:
         jobs::RunResult r;
         r.outcome = jobs::RunOutcome::failed;
         r.job_id = m_run.def.id;
-        r.step = m_run.ledger.step;
+        r.step = to_string(m_run.ledger.step);
         r.error = e;
         if (!m_run.ledger.removed) {
             Status unheld = hold(m_run, false);
@@ -152,11 +149,11 @@ public:
                                         e.message, removed),
                             hint);
         }
-        m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+        m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", to_string(m_run.ledger.step)}};
         if (!gone.empty()) m_run.ledger.failure["gone"] = gone;
         end_session("error");
         m_run.warn_unrecorded(m_run.save(), "the failure");
-        m_run.warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step},
+        m_run.warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", to_string(m_run.ledger.step)},
                                                      {"removed", m_run.ledger.removed}, {"files_removed", gone.size()}, {"gone", gone}}),
                               "the failure event");
         r.detail = detail();
@@ -167,7 +164,7 @@ public:
     jobs::RunResult cancel() override {
         jobs::RunResult r;
         r.job_id = m_run.def.id;
-        r.step = m_run.ledger.step;
+        r.step = to_string(m_run.ledger.step);
         m_run.warn_unrecorded(m_run.event("cancel_requested"), "the cancel request");
         Status unheld = hold(m_run, false);
         if (!unheld.ok()) return jobs::failed_run(m_run.def.id, unheld.take_error());

@@ -118,7 +118,8 @@ Error incomplete_error(const EvictPrepared& p) {
 }
 
 std::string evict_progress_text(const nlohmann::json& definition, const nlohmann::json& ledger_json) {
-    EvictLedger l = EvictLedger::from_json(ledger_json);
+    auto parsed = EvictLedger::from_json(ledger_json);
+    const EvictLedger l = parsed.ok() ? std::move(parsed).value() : EvictLedger{};
     std::uint64_t files = definition.value("files", nlohmann::json::array()).size();
     switch (l.state) {
         case jobs::JobState::done:
@@ -133,9 +134,9 @@ std::string evict_progress_text(const nlohmann::json& definition, const nlohmann
         case jobs::JobState::running:
         case jobs::JobState::compensating: break;  // eviction never compensates later
     }
-    if (l.step == "hold" || l.step == "remove") return "evicting: proofs held, the cache torrent is not removed yet";
-    if (l.step == "unlink") return fmt::format("evicting: cache torrent removed, {} files to unlink", files);
-    return fmt::format("evicting: {} files ({}) freed, finishing ({})", l.files_removed, format_size(l.bytes_freed), l.step);
+    if (l.step == EvictStep::hold || l.step == EvictStep::remove) return "evicting: proofs held, the cache torrent is not removed yet";
+    if (l.step == EvictStep::unlink) return fmt::format("evicting: cache torrent removed, {} files to unlink", files);
+    return fmt::format("evicting: {} files ({}) freed, finishing ({})", l.files_removed, format_size(l.bytes_freed), to_string(l.step));
 }
 
 std::string describe_event(const nlohmann::json& e) {

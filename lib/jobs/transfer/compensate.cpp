@@ -63,7 +63,7 @@ Result<evidence::Referenced> used_on_target(JobRun& run, NodeHandle& dst) {
 // Remove the files merge placed (its own record says which; pre-existing ones stay). A merge
 // that was interrupted left a record too, so this runs whenever merge may have started.
 Status unmerge(JobRun& run, NodeHandle& dst) {
-    bool may_have_merged = run.ledger.merged || run.ledger.step == "merge" || run.ledger.step == "verify";
+    bool may_have_merged = run.ledger.merged || run.ledger.step == TransferStep::merge || run.ledger.step == TransferStep::verify;
     if (!may_have_merged) return {};
     ARCHCTL_TRY_ASSIGN(evidence::Referenced used, used_on_target(run, dst));
     node::UnmergeRequest request{.save_path = run.def.target_save_path,

@@ -143,13 +143,16 @@ nlohmann::json Ledger::to_json() const {
                         {"bytes_present", bytes_present},
                         {"merge_provenance", merge_provenance}};
     write_shared(j);
+    j["step"] = to_string(step);
     if (state == JobState::compensating) j["compensation_ends"] = to_string(compensation_ends);
     if (target_blocked) j["target_blocked"] = target_blocked->to_json();
     return j;
 }
 
-Ledger Ledger::from_json(const nlohmann::json& j) {
+Result<Ledger> Ledger::from_json(const nlohmann::json& j) {
     Ledger l;
+    if (!j.is_object()) return Error(ErrorCode::CORRUPT, "the ledger is not a JSON object");
+    ARCHCTL_TRY_ASSIGN(l.step, k_transfer_steps.read(j, TransferStep::stage));
     l.read_shared(j);
     l.staged = j.value("staged", false);
     l.synced = j.value("synced", false);

@@ -83,10 +83,17 @@ struct JobDefinition {
 // the same jobs directory; every reader here skips them.
 [[nodiscard]] bool is_transfer_definition(const nlohmann::json& j);
 
-// The transfer's ledger: the shared part (core/ledger.hpp; its first step is "stage", its
-// sessions count the bytes they moved) and what the steps stage … cleanup record.
+// A transfer's steps, in order (docs/design.md "The job").
+enum class TransferStep : std::uint8_t { stage, sync, merge, verify, cleanup, done };
+inline constexpr StepNames<TransferStep, 6> k_transfer_steps{{"stage", "sync", "merge", "verify", "cleanup", "done"}};
+[[nodiscard]] inline std::string_view to_string(TransferStep s) { return k_transfer_steps(s); }
+
+// The transfer's ledger: the shared part (core/ledger.hpp; its sessions count the bytes they
+// moved), its next step, and what the steps stage … cleanup record.
 struct Ledger : LedgerCore {
-    Ledger() : LedgerCore("stage", SessionBytes::recorded) {}
+    Ledger() : LedgerCore(SessionBytes::recorded) {}
+
+    TransferStep step = TransferStep::stage;
 
     bool staged = false;
     bool synced = false;
@@ -114,7 +121,8 @@ struct Ledger : LedgerCore {
     // "preexisting"; step: "unmerge" or "cleanup").
 
     nlohmann::json to_json() const;
-    static Ledger from_json(const nlohmann::json& j);
+    // CORRUPT when its step is none of k_transfer_steps.
+    static Result<Ledger> from_json(const nlohmann::json& j);
 };
 
 // The tag a job's torrents/add sets on a new target, so the torrent carries from its first

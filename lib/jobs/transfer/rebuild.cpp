@@ -70,7 +70,7 @@ Status rebuild_ledger(JobRun& run) {
     nlohmann::json evidence = {{"step", ""}, {"committed", l.committed}};
     if (l.committed) {
         l.staged = l.synced = l.merged = true;
-        l.step = "verify";  // only the post-commit part (chmod, start) runs again: idempotent
+        l.step = TransferStep::verify;  // only the post-commit part (chmod, start) runs again: idempotent
     } else {
         auto dst = run.target();
         if (!dst.ok()) return dst.take_error();
@@ -87,21 +87,21 @@ Status rebuild_ledger(JobRun& run) {
         evidence["placed"] = record.placed.size();
         if (record.record == node::MergeRecord::present) {
             l.staged = l.synced = true;
-            l.step = "merge";
+            l.step = TransferStep::merge;
         } else {
             ARCHCTL_TRY_ASSIGN(bool all_placed, all_files_at_target(ops, run.def));
             if (all_placed && l.staged) {
                 l.synced = true;
-                l.step = "merge";
+                l.step = TransferStep::merge;
             } else {
                 // Stage's READY marker and journal skip what is staged; sync waits only for
                 // what has not arrived.
-                l.step = "stage";
+                l.step = TransferStep::stage;
                 l.staged = false;
             }
         }
     }
-    evidence["step"] = l.step;
+    evidence["step"] = to_string(l.step);
     run.ledger = l;
     ARCHCTL_TRY_STATUS(run.save());
     return run.event("ledger_rebuilt", evidence);

@@ -59,13 +59,9 @@ namespace {
 
 using StepFn = StepResult (*)(JobRun&);
 
-struct StepSpec {
-    const char* name;
-    StepFn fn;
-};
-
-const StepSpec k_steps[] = {{"stage", step_stage}, {"sync", step_sync}, {"merge", step_merge}, {"verify", step_verify},
-                            {"cleanup", step_cleanup}};
+// In the order of TransferStep.
+const StepFn k_step_fns[] = {step_stage, step_sync, step_merge, step_verify, step_cleanup};
+static_assert(std::size(k_step_fns) == static_cast<std::size_t>(TransferStep::done));
 
 // An archive or unarchive job, as the driver runs it.
 class TransferRun final : public KindRun {
@@ -78,8 +74,12 @@ public:
     Status open(Result<nlohmann::json> ledger) override {
         m_run.ledger = Ledger{};
         if (ledger.ok()) {
-            m_run.ledger = Ledger::from_json(ledger.value());
-            return {};
+            auto stored = Ledger::from_json(ledger.value());
+            if (stored.ok()) {
+                m_run.ledger = std::move(stored).value();
+                return {};
+            }
+            ledger = stored.take_error();
         }
         // A job that never reached a step boundary has no ledger yet; one that did and lost it
         // (deleted, corrupt) is rebuilt from evidence.
@@ -94,13 +94,14 @@ public:
     }
 
     void read(const Result<nlohmann::json>& ledger) override {
-        m_run.ledger = ledger.ok() ? Ledger::from_json(ledger.value()) : Ledger{};
+        auto stored = ledger.ok() ? Ledger::from_json(ledger.value()) : Result<Ledger>(Ledger{});
+        m_run.ledger = stored.ok() ? std::move(stored).value() : Ledger{};
     }
 
     JobState state() const override { return m_run.ledger.state; }
-    const std::string& step() const override { return m_run.ledger.step; }
-    void set_step(std::string step) override { m_run.ledger.step = std::move(step); }
-    std::vector<std::string> steps() const override { return step_names(k_steps); }
+    std::vector<std::string> steps() const override { return step_names(k_transfer_steps); }
+    std::size_t step_index() const override { return static_cast<std::size_t>(m_run.ledger.step); }
+    void set_step_index(std::size_t i) override { m_run.ledger.step = static_cast<TransferStep>(std::min(i, std::size(k_step_fns))); }
     const char* crash_prefix() const override { return "job.step."; }
 
     Status begin() override {
@@ -123,11 +124,7 @@ public:
         return {};
     }
 
-    StepResult run_step(const std::string& name) override {
-        for (const auto& s : k_steps)
-            if (name == s.name) return s.fn(m_run);
-        return Error(ErrorCode::INTERNAL, fmt::format("job {} is at an unknown step '{}'", m_run.def.id, name));
-    }
+    StepResult run_step(std::size_t i) override { return k_step_fns[i](m_run); }
 
     Status save() override { return m_run.save(); }
     Status event(const std::string& type, nlohmann::json fields) override { return m_run.event(type, std::move(fields)); }
@@ -145,7 +142,7 @@ public:
 
     nlohmann::json mark_done() override {
         m_run.ledger.state = JobState::done;
-        m_run.ledger.step = "done";
+        m_run.ledger.step = TransferStep::done;
         m_run.ledger.target_blocked.reset();  // it landed
         return {{"generation", m_run.ledger.generation}};
     }
@@ -167,10 +164,10 @@ public:
         r.outcome = RunOutcome::failed;
         r.error = e;
         r.job_id = m_run.def.id;
-        r.step = m_run.ledger.step;
+        r.step = to_string(m_run.ledger.step);
         r.bytes_moved = m_run.session_bytes();
         if (!m_run.ledger.committed) {
-            m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+            m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", to_string(m_run.ledger.step)}};
             Status comp = compensate_waiting(e);
             if (comp.ok()) {
                 m_run.ledger.state = JobState::failed;
@@ -189,10 +186,10 @@ public:
             r.error = Error(ErrorCode::CLEANUP_REQUIRED, fmt::format("job {} committed, but finishing it failed: {}", m_run.def.id, e.message),
                             fmt::format("the target placement is verified; rerun 'archctl resume {}' to finish", m_run.def.id));
         }
-        if (m_run.ledger.committed) m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}};
+        if (m_run.ledger.committed) m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", to_string(m_run.ledger.step)}};
         end_session("error");
         m_run.warn_unrecorded(m_run.save(), "the failure");
-        m_run.warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}}), "the failure event");
+        m_run.warn_unrecorded(m_run.event("failed", {{"code", e.code}, {"message", e.message}, {"step", to_string(m_run.ledger.step)}}), "the failure event");
         return r;
     }
 
@@ -202,7 +199,7 @@ public:
         if (!m_run.ledger.committed) return undo(Error(ErrorCode::CANCELLED, "cancelled by the user"), "cancelled", nlohmann::json::object());
         RunResult result;
         result.job_id = m_run.def.id;
-        result.step = m_run.ledger.step;
+        result.step = to_string(m_run.ledger.step);
         if (step_cleanup(m_run).kind == StepResult::fail) {
             result.outcome = RunOutcome::failed;
             result.error = Error(ErrorCode::CLEANUP_REQUIRED, "cleanup failed");
@@ -226,7 +223,7 @@ public:
     RunResult finish_compensation() override {
         RunResult r;
         r.job_id = m_run.def.id;
-        r.step = m_run.ledger.step;
+        r.step = to_string(m_run.ledger.step);
         const nlohmann::json& f = m_run.ledger.failure;
         Error why(f.is_object() ? f.value("code", "FAILED") : "FAILED", f.is_object() ? f.value("message", "") : "");
         Status comp = compensate_waiting(why);
@@ -267,7 +264,7 @@ private:
     RunResult undo(const Error& why, const char* event, nlohmann::json fields) {
         RunResult result;
         result.job_id = m_run.def.id;
-        result.step = m_run.ledger.step;
+        result.step = to_string(m_run.ledger.step);
         result.bytes_moved = m_run.session_bytes();
         Status s = compensate_waiting(why);
         if (!s.ok()) {
@@ -300,7 +297,7 @@ private:
     // candidate to its next archive node and a batch goes on with the others.
     RunResult release_from_target(const Error& e) {
         const TargetBlocked blocked = *m_run.ledger.target_blocked;
-        m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", m_run.ledger.step}, {"released", blocked.to_json()}};
+        m_run.ledger.failure = {{"code", e.code}, {"message", e.message}, {"step", to_string(m_run.ledger.step)}, {"released", blocked.to_json()}};
         end_session("released");
         RunResult r = undo(e, "released",
                            {{"node", blocked.node}, {"since", blocked.since}, {"runs", blocked.runs}, {"reason", blocked.reason}});

@@ -34,7 +34,7 @@ std::string progress_text(const nlohmann::json& def, const Ledger& l) {
     double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : (l.synced ? 100.0 : 0.0);
     std::size_t files_done = l.synced ? files : 0;
     return fmt::format("{}: {:.0f}% ({}/{}, {}/{} files, step {})", def.value("op", "") == "archive" ? "archiving" : "unarchiving",
-                       pct, format_size(done), format_size(total), files_done, files, l.step);
+                       pct, format_size(done), format_size(total), files_done, files, to_string(l.step));
 }
 
 JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition) {
@@ -42,9 +42,10 @@ JobSummary summarize_transfer(const state::JobStore& store, const std::string& i
     s.id = id;
     s.definition = definition;
     auto stored = store.ledger(id);
-    const Ledger l = stored.ok() ? Ledger::from_json(stored.value()) : Ledger{};
+    auto parsed = stored.ok() ? Ledger::from_json(stored.value()) : Result<Ledger>(Ledger{});
+    const Ledger l = parsed.ok() ? std::move(parsed).value() : Ledger{};
     s.stored_ledger = l.to_json();
-    s.ledger = {l.state, l.step, l.failure, l.kept, l.synced, l.merged, l.bytes_present, l.target_blocked};
+    s.ledger = {l.state, std::string(to_string(l.step)), l.failure, l.kept, l.synced, l.merged, l.bytes_present, l.target_blocked};
     s.nodes = fmt::format("{} → {}", definition.value("source", nlohmann::json::object()).value("node", ""),
                           definition.value("target", nlohmann::json::object()).value("node", ""));
     read_lock(store, s);

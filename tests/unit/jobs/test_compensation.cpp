@@ -193,8 +193,8 @@ TEST_CASE("the ledger keeps the add's tag and the kept files") {
     l.target_added = true;
     l.target_tag = job_tag(k_job);
     l.kept = json::array({{{"node", "nas"}, {"path", "/t/a"}, {"reason", "referenced by another torrent"}, {"code", "referenced"}, {"step", "unmerge"}}});
-    Ledger back = Ledger::from_json(l.to_json());
+    Ledger back = Ledger::from_json(l.to_json()).value();
     CHECK(back.target_tag == l.target_tag);
     CHECK(back.kept == l.kept);
-    CHECK(Ledger::from_json(json::object()).kept == json::array());
+    CHECK(Ledger::from_json(json::object()).value().kept == json::array());
 }

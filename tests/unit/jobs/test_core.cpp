@@ -55,23 +55,23 @@ Session sample_session(const std::string& end_reason) {
 
 TEST_CASE("ledger: a stored transfer ledger loads and is written back unchanged") {
     const json stored = json::parse(k_stored_transfer);
-    Ledger l = Ledger::from_json(stored);
+    Ledger l = Ledger::from_json(stored).value();
     CHECK(l.state == JobState::compensating);
-    CHECK(l.step == "sync");
+    CHECK(l.step == TransferStep::sync);
     CHECK(l.failure["code"] == "CANCELLED");
     CHECK(l.kept.size() == 1);
     REQUIRE(l.sessions.size() == 1);
     CHECK(l.sessions[0].bytes_synced == 30);
     CHECK(l.to_json().dump() == stored.dump());
     CHECK(Ledger{}.to_json().dump() == json::parse(k_fresh_transfer).dump());
-    CHECK(Ledger::from_json(json::parse(k_fresh_transfer)).to_json().dump() == json::parse(k_fresh_transfer).dump());
+    CHECK(Ledger::from_json(json::parse(k_fresh_transfer)).value().to_json().dump() == json::parse(k_fresh_transfer).dump());
 }
 
 TEST_CASE("ledger: a transfer ledger built field by field is stored as before") {
     Ledger l;
     l.state = JobState::compensating;
     l.compensation_ends = JobState::cancelled;
-    l.step = "sync";
+    l.step = TransferStep::sync;
     l.staged = true;
     l.target_added = true;
     l.target_tag = "archctl-job-x";
@@ -87,9 +87,9 @@ TEST_CASE("ledger: a transfer ledger built field by field is stored as before") 
 
 TEST_CASE("ledger: a stored evict ledger loads and is written back unchanged; its sessions count no bytes") {
     const json stored = json::parse(k_stored_evict);
-    jobs::evict::EvictLedger l = jobs::evict::EvictLedger::from_json(stored);
+    jobs::evict::EvictLedger l = jobs::evict::EvictLedger::from_json(stored).value();
     CHECK(l.state == JobState::cleanup_required);
-    CHECK(l.step == "unlink");
+    CHECK(l.step == jobs::evict::EvictStep::unlink);
     CHECK(l.failure["gone"] == json::array({"/a"}));
     REQUIRE(l.sessions.size() == 1);
     CHECK(l.sessions[0].pid == 4121);
@@ -98,7 +98,7 @@ TEST_CASE("ledger: a stored evict ledger loads and is written back unchanged; it
 
     jobs::evict::EvictLedger built;
     built.state = JobState::cleanup_required;
-    built.step = "unlink";
+    built.step = jobs::evict::EvictStep::unlink;
     built.removed = true;
     built.files_removed = 2;
     built.bytes_freed = 400;
@@ -108,6 +108,20 @@ TEST_CASE("ledger: a stored evict ledger loads and is written back unchanged; it
     built.failure = {{"code", "PROOF_DRIFT"}, {"message", "m"}, {"step", "unlink"}, {"gone", {"/a"}}};
     built.sessions.push_back(sample_session("error"));  // its bytes are not part of an evict session
     CHECK(built.to_json().dump() == stored.dump());
+}
+
+TEST_CASE("ledger: a step that is none of the kind's steps makes the ledger unreadable") {
+    const auto transfer = Ledger::from_json(json{{"state", "running"}, {"step", "syncing"}});
+    REQUIRE_FALSE(transfer.ok());
+    CHECK(transfer.error().is(ErrorCode::CORRUPT));
+    CHECK(transfer.error().message.find("\"syncing\"") != std::string::npos);
+    CHECK_FALSE(Ledger::from_json(json{{"step", 3}}).ok());
+    CHECK_FALSE(Ledger::from_json(json::array()).ok());
+    CHECK_FALSE(jobs::evict::EvictLedger::from_json(json{{"step", "sync"}}).ok());  // a transfer's step
+    CHECK(jobs::evict::EvictLedger::from_json(json{{"step", "partfile"}}).value().step == jobs::evict::EvictStep::partfile);
+    // Every name reads back as its step.
+    for (std::size_t i = 0; i < k_transfer_steps.names.size(); ++i)
+        CHECK(static_cast<std::size_t>(*k_transfer_steps.parse(k_transfer_steps.names[i])) == i);
 }
 
 TEST_CASE("ledger: job states read back; an unknown one is running") {
@@ -267,11 +281,11 @@ TEST_CASE("an evict ledger keeps the unlink step's progress and intent, and a le
     const auto j = l.to_json();
     CHECK(j["unlink_done"] == 1000);
     CHECK(j["unlinking"] == nlohmann::json::array({1000, 1500}));
-    const auto back = archctl::jobs::evict::EvictLedger::from_json(j);
+    const auto back = archctl::jobs::evict::EvictLedger::from_json(j).value();
     CHECK(back.unlink_done == 1000);
     REQUIRE(back.unlinking);
     CHECK(*back.unlinking == std::make_pair(std::uint64_t{1000}, std::uint64_t{1500}));
-    const auto old = archctl::jobs::evict::EvictLedger::from_json(archctl::jobs::evict::EvictLedger{}.to_json());
+    const auto old = archctl::jobs::evict::EvictLedger::from_json(archctl::jobs::evict::EvictLedger{}.to_json()).value();
     CHECK(old.unlink_done == 0);
     CHECK_FALSE(old.unlinking);
 }

@@ -97,16 +97,16 @@ TEST_CASE("a definition of another operation or a torn one is refused") {
 TEST_CASE("an evict ledger survives its JSON form; an empty one starts at hold") {
     EvictLedger l;
     l.state = jobs::JobState::cleanup_required;
-    l.step = "unlink";
+    l.step = EvictStep::unlink;
     l.removed = true;
     l.files_removed = 2;
     l.bytes_freed = 400;
     l.kept = nlohmann::json::array({{{"path", "/x"}, {"reason", "referenced by another torrent"}}});
     l.partfile = "absent";
-    auto back = EvictLedger::from_json(l.to_json());
+    auto back = EvictLedger::from_json(l.to_json()).value();
     CHECK(back.to_json() == l.to_json());
-    EvictLedger fresh = EvictLedger::from_json(nlohmann::json());
-    CHECK(fresh.step == "hold");
+    EvictLedger fresh = EvictLedger::from_json(nlohmann::json()).value();
+    CHECK(fresh.step == EvictStep::hold);
     CHECK_FALSE(fresh.removed);
     CHECK(fresh.state == jobs::JobState::running);
 }
@@ -115,7 +115,7 @@ TEST_CASE("evict progress text follows the ledger") {
     nlohmann::json def = sample().to_json();
     EvictLedger l;
     CHECK(evict_progress_text(def, l.to_json()) == "evicting: proofs held, the cache torrent is not removed yet");
-    l.step = "unlink";
+    l.step = EvictStep::unlink;
     l.removed = true;
     CHECK(evict_progress_text(def, l.to_json()) == "evicting: cache torrent removed, 2 files to unlink");
     l.state = jobs::JobState::done;

@@ -123,15 +123,15 @@ TEST_CASE("the source data path: the download path while the content is there; o
 TEST_CASE("a ledger survives its JSON form; unknown fields default") {
     Ledger l;
     l.state = JobState::cleanup_required;
-    l.step = "cleanup";
+    l.step = TransferStep::cleanup;
     l.staged = l.synced = l.merged = l.committed = true;
     l.generation = 3;
     l.sessions.push_back({"2026-12-01T18:34:12Z", "2026-12-01T18:40:00Z", "budget", "seedbox", 4121, 10, 20, 30});
-    Ledger back = Ledger::from_json(l.to_json());
+    Ledger back = Ledger::from_json(l.to_json()).value();
     CHECK(back.to_json() == l.to_json());
-    Ledger empty = Ledger::from_json(nlohmann::json::object());
+    Ledger empty = Ledger::from_json(nlohmann::json::object()).value();
     CHECK(empty.state == JobState::running);
-    CHECK(empty.step == "stage");
+    CHECK(empty.step == TransferStep::stage);
 }
 
 TEST_CASE("the same command gives the same request digest") {
@@ -196,7 +196,7 @@ TEST_CASE("cancelling a job that already ended says so and changes nothing") {
     JobDefinition d = stored_archive(store);
     Ledger failed;
     failed.state = JobState::failed;
-    failed.step = "verify";
+    failed.step = TransferStep::verify;
     REQUIRE(store.write_ledger(d.id, failed.to_json()).ok());
     config::Config config;
     Nodes nodes(config, clients::Tuning{});
@@ -205,7 +205,7 @@ TEST_CASE("cancelling a job that already ended says so and changes nothing") {
     CHECK(r.outcome == RunOutcome::done);
     CHECK(r.ended == "failed");
     CHECK(r.to_json()["already_ended"] == "failed");
-    CHECK(Ledger::from_json(store.ledger(d.id).value()).state == JobState::failed);
+    CHECK(Ledger::from_json(store.ledger(d.id).value()).value().state == JobState::failed);
 }
 
 TEST_CASE("a plan whose target lacks the space above the floor is refused the same way the job would be") {

@@ -33,7 +33,7 @@ JobSummary transfer_row(JobState state) {
                       {"files", json::array({json::object(), json::object(), json::object(), json::object()})}};
     Ledger stored;  // the transfer kind's ledger as the job stores it
     stored.state = state;
-    stored.step = state == JobState::done ? "done" : "sync";
+    stored.step = state == JobState::done ? TransferStep::done : TransferStep::sync;
     stored.bytes_present = 250;
     Session s;
     s.started = "2026-12-03T06:15:01Z";
@@ -41,7 +41,7 @@ JobSummary transfer_row(JobState state) {
     stored.sessions.push_back(s);
     row.stored_ledger = stored.to_json();
     row.ledger.state = stored.state;
-    row.ledger.step = stored.step;
+    row.ledger.step = std::string(to_string(stored.step));
     row.ledger.bytes_present = stored.bytes_present;
     return row;
 }

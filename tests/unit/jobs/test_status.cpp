@@ -69,7 +69,7 @@ TEST_CASE("status says who drives a job, its percent, and the commands that reso
     l.failure = {{"code", "RECHECK_FAILED"}, {"message", "the recheck failed"}};
     REQUIRE(store.write_ledger(failed, l.to_json()).ok());
     Ledger s;
-    s.step = "sync";
+    s.step = TransferStep::sync;
     s.bytes_present = 250;
     REQUIRE(store.write_ledger(stopped, s.to_json()).ok());
     REQUIRE(store.write_ledger(running, s.to_json()).ok());
@@ -118,7 +118,7 @@ TEST_CASE("status: a job waiting for room on its target says what it waits for, 
     const std::string id = "20261201-000004-dddd";
     REQUIRE(store.create(id, {{"id", id}, {"op", "archive"}, {"qb_id", "1838bf9a70c1"}, {"delta_bytes", 1000}}).ok());
     Ledger l;
-    l.step = "sync";
+    l.step = TransferStep::sync;
     l.target_blocked = TargetBlocked{"archive1", "2026-12-01T18:34:12Z", 2,
                                      "destination free space fell below the floor (0 B free < 4.0 MiB floor)"};
     REQUIRE(store.write_ledger(id, l.to_json()).ok());

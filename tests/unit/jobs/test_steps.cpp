@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <string>
@@ -497,6 +498,25 @@ TEST_CASE("steps: a lost ledger after merge began is rebuilt at merge from the t
     CHECK(rebuilt[0]["merge_record"] == "present");
     CHECK(rebuilt[0]["placed"] == 1);
     CHECK(f.nas.ops.count("merge") == 1);
+    CHECK(f.ledger()["state"] == "done");
+}
+
+TEST_CASE("steps: a ledger whose step archctl does not know is rebuilt from evidence, never taken as done") {
+    TransferFixture f;
+    Budgets budgets;
+    budgets.max_bytes = 30;
+    REQUIRE(f.run(budgets).outcome == RunOutcome::stopped);  // staged: stops before sync
+    json stored = f.ledger();
+    REQUIRE(stored["step"] == "sync");
+    stored["step"] = "syncing";  // a name no step has (a hand edit, or a newer archctl's step)
+    std::ofstream(f.job_dir() + "/ledger.json") << stored.dump();
+    f.nas.ops.handlers["merge_record"] = [](const json&) -> Result<json> { return json(node::MergeRecordResult{}); };
+    RunResult r = f.run();
+    REQUIRE_MESSAGE(r.outcome == RunOutcome::done, r.error.message);
+    CHECK(contains(f.log_text(), "is unreadable; rebuilding it from evidence"));
+    REQUIRE(f.events_of("ledger_rebuilt").size() == 1);
+    CHECK(f.nas.ops.count("merge") == 1);  // the steps after the rebuilt one ran
+    CHECK(f.nas.qb.count("add") == 1);
     CHECK(f.ledger()["state"] == "done");
 }
 

@@ -40,7 +40,7 @@ void make_job(JobStore& store, const std::string& id, std::optional<jobs::JobSta
     if (!state) return;
     jobs::transfer::Ledger l;
     l.state = *state;
-    l.step = *state == jobs::JobState::done ? "done" : "sync";
+    l.step = *state == jobs::JobState::done ? jobs::transfer::TransferStep::done : jobs::transfer::TransferStep::sync;
     REQUIRE(store.write_ledger(id, l.to_json()).ok());
 }
 
