@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <functional>
 #include <set>
+#include <string.h>
+#include <string_view>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@ namespace {
 constexpr const char* k_kind = "finished";
 constexpr int k_version = 1;
 constexpr off_t k_chunk = 64 * 1024;
+constexpr std::size_t k_scan_chunk = 1024 * 1024;
 
 // An exclusive flock on <index>/lock for as long as it lives.
 class IndexLock {
@@ -83,7 +86,50 @@ Status lines_backwards(const std::string& path, const std::function<bool(const s
     return {};
 }
 
-nlohmann::json parse_line(const std::string& line) { return nlohmann::json::parse(line, nullptr, false); }
+// Each complete line of `path` that holds one of `needles`, oldest first and once however many
+// it holds, to `f`. A torn last line (no newline) is skipped; a missing file has no lines. Reads
+// 1 MiB chunks forward and searches each with memmem, so only the lines that match are split
+// out: a log of a million jobs (about 500 MB) is one sequential read, not a million strings.
+Status lines_containing(const std::string& path, const std::vector<std::string>& needles, const std::function<void(std::string_view)>& f) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno == ENOENT ? Status{} : errno_error("cannot open the finished-job log", path, errno);
+    std::string buf;  // the unscanned rest of the last chunk (a line's start), then the next chunk
+    std::vector<std::pair<std::size_t, std::size_t>> hits;  // [start, end) of matching lines
+    for (;;) {
+        const std::size_t kept = buf.size();
+        buf.resize(kept + k_scan_chunk);
+        ssize_t n = ::read(fd.get(), buf.data() + kept, k_scan_chunk);
+        if (n < 0 && errno == EINTR) {
+            buf.resize(kept);
+            continue;
+        }
+        if (n < 0) return errno_error("cannot read the finished-job log", path, errno);
+        buf.resize(kept + static_cast<std::size_t>(n));
+        if (n == 0) return {};  // what is left has no newline: a torn last line
+        const std::size_t end = buf.rfind('\n');
+        if (end == std::string::npos) continue;  // a line longer than a chunk so far
+        const std::string_view region(buf.data(), end + 1);
+        hits.clear();
+        for (const auto& needle : needles) {
+            for (std::size_t at = 0; at < region.size();) {
+                const void* p = needle.empty() ? nullptr : ::memmem(region.data() + at, region.size() - at, needle.data(), needle.size());
+                if (!p) break;
+                const std::size_t pos = static_cast<std::size_t>(static_cast<const char*>(p) - region.data());
+                const std::size_t nl = pos == 0 ? std::string_view::npos : region.rfind('\n', pos - 1);
+                const std::size_t from = nl == std::string_view::npos ? 0 : nl + 1;
+                const std::size_t to = region.find('\n', pos);
+                hits.emplace_back(from, to);
+                at = to + 1;
+            }
+        }
+        std::sort(hits.begin(), hits.end());
+        hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
+        for (const auto& [from, to] : hits) f(region.substr(from, to - from));
+        buf.erase(0, end + 1);
+    }
+}
+
+nlohmann::json parse_line(std::string_view line) { return nlohmann::json::parse(line, nullptr, false); }
 
 // The live-row count the newest line records (0 for an empty log).
 Result<std::size_t> last_count(const std::string& path) {
@@ -219,12 +265,12 @@ Result<FinishedPage> JobIndex::finished(std::optional<std::size_t> limit) const 
 Result<std::vector<FinishedEntry>> JobIndex::finished_matching(const std::string& needle) const {
     std::vector<FinishedEntry> out;
     if (needle.empty()) return out;
-    Folder fold(m_dir);
-    ARCHCTL_TRY_STATUS(lines_backwards(log_path(), [&](const std::string& line) {
-        if (line.find("\"removed\"") == std::string::npos && line.find(needle) == std::string::npos) return true;
-        if (auto e = fold.take(parse_line(line))) out.push_back(std::move(*e));
-        return true;
-    }));
+    // The lines that may matter: those holding the needle, and removals (a later one drops a row).
+    std::vector<std::string> lines;
+    ARCHCTL_TRY_STATUS(lines_containing(log_path(), {needle, "\"removed\""}, [&](std::string_view line) { lines.emplace_back(line); }));
+    Folder fold(m_dir);  // folds newest first
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+        if (auto e = fold.take(parse_line(*it))) out.push_back(std::move(*e));
     std::reverse(out.begin(), out.end());
     return out;
 }
