@@ -236,7 +236,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     auto route = ctx.roots().open_parent(job_dir);
     if (!route.ok()) {
         if (!route.error().is(ErrorCode::NOT_FOUND)) return route.take_error();
-        CleanupResult absent{"absent", {}, {}, {}, {}};
+        CleanupResult absent{JobDirEnd::absent, {}, {}, {}, {}};
         if (request.source_base) ARCHCTL_TRY_STATUS(restore_stamps(ctx, *request.source_base, job_id_of_dir(job_dir), absent));
         return json(absent);
     }
@@ -246,7 +246,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     auto job = open_dir_below(route.value().dir.get(), std::vector<std::string>{job_id}, job_dir);
     if (!job.ok()) {
         if (!job.error().is(ErrorCode::NOT_FOUND)) return job.take_error();
-        CleanupResult absent{"absent", sweep.removed, sweep.kept, {}, {}};
+        CleanupResult absent{JobDirEnd::absent, sweep.removed, sweep.kept, {}, {}};
         if (request.source_base) ARCHCTL_TRY_STATUS(restore_stamps(ctx, *request.source_base, job_id, absent));
         return json(absent);
     }
@@ -270,7 +270,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     ARCHCTL_TRY_STATUS(remove_dir_if_empty(route.value().dir.get(), job_id, job_dir, sweep));
     ARCHCTL_TRY_STATUS(fsync_fd_dir(route.value().dir.get(), job_dir));
     bool gone = !path_exists(fd_path(route.value().dir.get(), job_id));
-    CleanupResult out{gone ? "removed" : "kept", sweep.removed, sweep.kept, {}, {}};
+    CleanupResult out{gone ? JobDirEnd::removed : JobDirEnd::kept, sweep.removed, sweep.kept, {}, {}};
     // The staged links are gone: nothing the far side does reaches the source's inodes any more.
     if (request.source_base) ARCHCTL_TRY_STATUS(restore_stamps(ctx, *request.source_base, job_id, out));
     return json(out);

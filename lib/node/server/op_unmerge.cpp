@@ -146,7 +146,7 @@ Result<json> op_unmerge(OpContext& ctx, const json& args) {
     if (parent.ok()) {
         ARCHCTL_TRY_ASSIGN(state, load_merge_record(fd_path(parent.value().dir.get(), parent.value().name)));
     }
-    if (!state) return json(UnmergeResult{"absent", {}, {}, {}});
+    if (!state) return json(UnmergeResult{UnmergeRecord::absent, {}, {}, {}});
     std::string job_id = job_id_of(state->pre.value("job_dir", std::string("job")));
     Removal removal;
     for (const auto& pre : state->pre.at("pre")) {
@@ -158,7 +158,7 @@ Result<json> op_unmerge(OpContext& ctx, const json& args) {
     if (::unlinkat(parent.value().dir.get(), parent.value().name.c_str(), 0) != 0 && errno != ENOENT)
         return errno_error("cannot remove merge record", record_path, errno);
     crash_point("unmerge.done");
-    removal.record = "removed";
+    removal.record = UnmergeRecord::removed;
     return json(removal);
 }
 

@@ -58,13 +58,29 @@ void from_json(const json& j, RestoredStamp& v) {
     v.mode_restored = static_cast<std::uint32_t>(std::stoul(j.value("mode_restored", std::string("0")), nullptr, 8));
 }
 
+namespace {
+constexpr JobDirEnd k_job_dir_ends[] = {JobDirEnd::absent, JobDirEnd::removed, JobDirEnd::kept};
+}  // namespace
+
+std::string_view to_string(JobDirEnd end) {
+    switch (end) {
+        case JobDirEnd::absent: return "absent";
+        case JobDirEnd::removed: return "removed";
+        case JobDirEnd::kept: return "kept";
+    }
+    return "absent";
+}
+
+void to_json(json& j, JobDirEnd v) { j = to_string(v); }
+void from_json(const json& j, JobDirEnd& v) { v = enum_from_json(j, k_job_dir_ends, "job directory end"); }
+
 void to_json(json& j, const CleanupResult& v) {
     j = {{"job_dir", v.job_dir}, {"removed", v.removed}, {"kept", v.kept}};
     if (!v.restored.empty()) j["restored"] = v.restored;
     if (!v.replaced.empty()) j["replaced"] = v.replaced;
 }
 void from_json(const json& j, CleanupResult& v) {
-    v.job_dir = j.value("job_dir", "");
+    v.job_dir = j.value("job_dir", JobDirEnd::absent);
     v.removed = get_list<std::string>(j, "removed");
     v.kept = get_list<KeptEntry>(j, "kept");
     v.restored = get_list<RestoredStamp>(j, "restored");

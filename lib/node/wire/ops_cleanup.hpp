@@ -53,10 +53,17 @@ struct RestoredStamp {
     std::uint32_t mode_found = 0, mode_restored = 0;
 };
 
-// Keys: job_dir ("absent", "removed", "kept"), removed, kept; restored and replaced (only when
-// not empty: the source files whose metadata was put back, and those no longer on their inode).
+// What cleanup did with the job directory: there was none, it removed it, or it kept it (holding
+// something it does not own).
+enum class JobDirEnd { absent, removed, kept };
+
+// The enumerator's name.
+[[nodiscard]] std::string_view to_string(JobDirEnd end);
+
+// Keys: job_dir (a JobDirEnd), removed, kept; restored and replaced (only when not empty: the
+// source files whose metadata was put back, and those no longer on their inode).
 struct CleanupResult {
-    std::string job_dir;
+    JobDirEnd job_dir = JobDirEnd::absent;
     std::vector<std::string> removed;
     std::vector<KeptEntry> kept;
     std::vector<RestoredStamp> restored;
@@ -96,6 +103,8 @@ void to_json(nlohmann::json& j, const CleanupRequest& v);
 void from_json(const nlohmann::json& j, CleanupRequest& v);
 void to_json(nlohmann::json& j, const RestoredStamp& v);
 void from_json(const nlohmann::json& j, RestoredStamp& v);
+void to_json(nlohmann::json& j, JobDirEnd v);
+void from_json(const nlohmann::json& j, JobDirEnd& v);
 void to_json(nlohmann::json& j, const CleanupResult& v);
 void from_json(const nlohmann::json& j, CleanupResult& v);
 void to_json(nlohmann::json& j, const OwnedFile& v);

@@ -18,6 +18,7 @@ constexpr KeptCode k_kept_codes[] = {KeptCode::none,     KeptCode::referenced, K
                                      KeptCode::not_owned, KeptCode::not_empty, KeptCode::preexisting};
 constexpr Arrival k_arrivals[] = {Arrival::absent, Arrival::in_transit, Arrival::present, Arrival::verified, Arrival::mismatch};
 constexpr MergeRecord k_merge_records[] = {MergeRecord::absent, MergeRecord::present};
+constexpr UnmergeRecord k_unmerge_records[] = {UnmergeRecord::absent, UnmergeRecord::removed};
 constexpr MethodChoice k_method_choices[] = {MethodChoice::automatic, MethodChoice::hardlink, MethodChoice::reflink, MethodChoice::copy};
 
 }  // namespace
@@ -328,11 +329,16 @@ void from_json(const json& j, MergeRecordResult& v) {
     v.placed = get_list<std::uint32_t>(j, "placed");
 }
 
+std::string_view to_string(UnmergeRecord record) { return record == UnmergeRecord::removed ? "removed" : "absent"; }
+
+void to_json(json& j, UnmergeRecord v) { j = to_string(v); }
+void from_json(const json& j, UnmergeRecord& v) { v = enum_from_json(j, k_unmerge_records, "unmerge record state"); }
+
 void to_json(json& j, const UnmergeResult& v) {
     j = {{"record", v.record}, {"removed", v.removed}, {"kept", v.kept}, {"preexisting", v.preexisting}};
 }
 void from_json(const json& j, UnmergeResult& v) {
-    v.record = j.value("record", "");
+    v.record = j.value("record", UnmergeRecord::absent);
     v.removed = get_list<std::string>(j, "removed");
     v.kept = get_list<KeptEntry>(j, "kept");
     v.preexisting = get_list<std::string>(j, "preexisting");

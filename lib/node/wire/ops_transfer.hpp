@@ -237,9 +237,15 @@ struct MergeRecordResult {
     std::vector<std::uint32_t> placed;
 };
 
-// Keys: record ("absent", "removed"), removed, kept, preexisting.
+// What unmerge found of the merge record: none (nothing to undo), or one it undid and removed.
+enum class UnmergeRecord { absent, removed };
+
+// The enumerator's name.
+[[nodiscard]] std::string_view to_string(UnmergeRecord record);
+
+// Keys: record (an UnmergeRecord), removed, kept, preexisting.
 struct UnmergeResult {
-    std::string record;
+    UnmergeRecord record = UnmergeRecord::absent;
     std::vector<std::string> removed;
     std::vector<KeptEntry> kept;
     std::vector<std::string> preexisting;
@@ -319,6 +325,8 @@ void to_json(nlohmann::json& j, const MergeRecordRequest& v);
 void from_json(const nlohmann::json& j, MergeRecordRequest& v);
 void to_json(nlohmann::json& j, MergeRecord v);
 void from_json(const nlohmann::json& j, MergeRecord& v);
+void to_json(nlohmann::json& j, UnmergeRecord v);
+void from_json(const nlohmann::json& j, UnmergeRecord& v);
 void to_json(nlohmann::json& j, const MergeRecordResult& v);
 void from_json(const nlohmann::json& j, MergeRecordResult& v);
 void to_json(nlohmann::json& j, const UnmergeResult& v);

@@ -278,7 +278,7 @@ void TransferFixture::answer_merge_and_unmerge() {
     nas.ops.handlers["unmerge"] = [](const json& args) -> Result<json> {
         auto request = args.get<node::UnmergeRequest>();
         node::UnmergeResult r;
-        r.record = "removed";
+        r.record = node::UnmergeRecord::removed;
         std::set<std::string> referenced(request.referenced.begin(), request.referenced.end());
         for (const auto& m : request.provenance.value_or(json::array())) {
             std::string dest = request.save_path + "/" + m.value("path", "");
@@ -313,7 +313,7 @@ void TransferFixture::answer_verify_and_cleanup() {
     for (FakeNode* n : {&seedbox, &nas})
         n->ops.handlers["cleanup"] = [](const json&) -> Result<json> {
             node::CleanupResult r;
-            r.job_dir = "removed";
+            r.job_dir = node::JobDirEnd::removed;
             return json(r);
         };
     // torrents/add on nas: qBittorrent lists the torrent stopped, with the add's tags; its recheck

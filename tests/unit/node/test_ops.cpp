@@ -298,26 +298,28 @@ TEST_CASE("result structs write the keys the handlers answered with") {
                json{{"record", "present"}, {"record_path", "/qb/.archctl/merge-j.jsonl"}, {"files", {3, 4}}, {"placed", {3}}});
     CHECK_THROWS_AS(json({{"complete", false}, {"stopped", "full"}}).get<MergeResult>(), json::exception);
     CHECK_THROWS_AS(json({{"record", "lost"}}).get<MergeRecordResult>(), json::exception);
+    CHECK_THROWS_AS(json({{"record", "lost"}}).get<UnmergeResult>(), json::exception);
     CHECK_THROWS_AS(json({{"path", "/a"}, {"code", "mine"}}).get<KeptEntry>(), json::exception);
     CHECK(json({{"path", "/a"}, {"reason", "x"}}).get<KeptEntry>().code == KeptCode::none);
 
-    round_trip(UnmergeResult{"removed", {"/qb/save/a"}, {KeptEntry{"/qb/save/d", "directory is not empty", KeptCode::not_empty}}, {"/qb/save/b"}},
+    round_trip(UnmergeResult{UnmergeRecord::removed, {"/qb/save/a"}, {KeptEntry{"/qb/save/d", "directory is not empty", KeptCode::not_empty}}, {"/qb/save/b"}},
                json{{"record", "removed"},
                     {"removed", {"/qb/save/a"}},
                     {"kept", {{{"path", "/qb/save/d"}, {"reason", "directory is not empty"}, {"code", "not_empty"}}}},
                     {"preexisting", {"/qb/save/b"}}});
-    round_trip(UnmergeResult{"absent", {}, {}, {}},
+    round_trip(UnmergeResult{UnmergeRecord::absent, {}, {}, {}},
                json{{"record", "absent"}, {"removed", json::array()}, {"kept", json::array()}, {"preexisting", json::array()}});
     round_trip(ChmodReadableResult{2, 1, {"gone"}}, json{{"files_changed", 2}, {"dirs_changed", 1}, {"missing", {"gone"}}});
     // Unknown content is kept without a code.
-    round_trip(CleanupResult{"kept", {"/j/READY"}, {KeptEntry{"/j/other", "not a file of this job", KeptCode::none}}, {}, {}},
+    round_trip(CleanupResult{JobDirEnd::kept, {"/j/READY"}, {KeptEntry{"/j/other", "not a file of this job", KeptCode::none}}, {}, {}},
                json{{"job_dir", "kept"}, {"removed", {"/j/READY"}}, {"kept", {{{"path", "/j/other"}, {"reason", "not a file of this job"}}}}});
     // Source metadata the cleanup put back, with modes as octal text.
-    round_trip(CleanupResult{"removed", {}, {}, {RestoredStamp{3, "d/f", 978307200000000000, 1700000000123456789, 0644, 0644}}, {"d/g"}},
+    round_trip(CleanupResult{JobDirEnd::removed, {}, {}, {RestoredStamp{3, "d/f", 978307200000000000, 1700000000123456789, 0644, 0644}}, {"d/g"}},
                json{{"job_dir", "removed"}, {"removed", json::array()}, {"kept", json::array()},
                     {"restored", {{{"index", 3}, {"path", "d/f"}, {"mtime_found", 978307200000000000}, {"mtime_restored", 1700000000123456789},
                                    {"mode_found", "0644"}, {"mode_restored", "0644"}}}},
                     {"replaced", {"d/g"}}});
+    CHECK_THROWS_AS(json({{"job_dir", "gone"}}).get<CleanupResult>(), json::exception);
     round_trip(UnlinkOwnedResult{{"/qb/x/a"}, {KeptEntry{"/qb/x/b", "referenced by another torrent", KeptCode::referenced}}},
                json{{"removed", {"/qb/x/a"}},
                     {"kept", {{{"path", "/qb/x/b"}, {"reason", "referenced by another torrent"}, {"code", "referenced"}}}}});
