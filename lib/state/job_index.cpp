@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/atomic_file.hpp"
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
 #include "lib/base/journal.hpp"
@@ -39,6 +40,9 @@ public:
             if (errno != EINTR) return errno_error("cannot lock the job index", path, errno);
         return IndexLock(std::move(fd));
     }
+
+    // The locked descriptor, for a holder that outlives this object (IndexRebuild).
+    UniqueFd release() && { return std::move(m_fd); }
 
 private:
     explicit IndexLock(UniqueFd fd) : m_fd(std::move(fd)) {}
@@ -276,14 +280,48 @@ Result<std::vector<FinishedEntry>> JobIndex::finished_matching(const std::string
 }
 
 Status JobIndex::rebuild(const std::vector<std::string>& active, std::vector<FinishedEntry> finished) {
-    ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
-    for (const auto& id : active) ARCHCTL_TRY_STATUS(mark_active(id));
     std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-    std::string text = nlohmann::json{{"journal", k_kind}, {"version", k_version}}.dump() + "\n";
-    for (std::size_t i = 0; i < finished.size(); ++i) text += line_of(i + 1, finished[i]);
-    ARCHCTL_TRY_STATUS(write_file_atomic(log_path(), text));
+    finished.erase(std::unique(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.id == b.id; }), finished.end());
+    ARCHCTL_TRY_ASSIGN(IndexRebuild r, begin_rebuild());
+    for (const auto& id : active) ARCHCTL_TRY_STATUS(r.add_active(id));
+    for (const auto& e : finished) ARCHCTL_TRY_STATUS(r.add_finished(e));
+    return r.commit();
+}
+
+Result<IndexRebuild> JobIndex::begin_rebuild() {
+    ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
+    ARCHCTL_TRY_ASSIGN(AtomicFile log, AtomicFile::create(log_path()));
+    IndexRebuild r(m_dir, std::move(lock).release(), std::move(log));
+    r.m_pending = nlohmann::json{{"journal", k_kind}, {"version", k_version}}.dump() + "\n";
+    return r;
+}
+
+Status IndexRebuild::add_active(const std::string& job_id) { return JobIndex(m_dir).mark_active(job_id); }
+
+Status IndexRebuild::add_finished(const FinishedEntry& entry) {
+    if (!m_finished.empty() && entry.id <= m_finished.back())
+        return Error(ErrorCode::BAD_VALUE, fmt::format("job '{}' came after job '{}' in a rebuild of the job index, out of id order", entry.id,
+                                                       m_finished.back()));
+    m_finished.push_back(entry.id);
+    m_pending += line_of(m_finished.size(), entry);
+    return m_pending.size() >= k_scan_chunk ? flush() : Status{};
+}
+
+Status IndexRebuild::flush() {
+    Status s = m_log.write(m_pending);
+    m_pending.clear();
+    return s;
+}
+
+Status IndexRebuild::commit() {
+    ARCHCTL_TRY_STATUS(flush());
+    ARCHCTL_TRY_STATUS(m_log.commit());
     crash_point("job.index.rebuilt_log");
-    for (const auto& e : finished) ARCHCTL_TRY_STATUS(unmark(e.id));
+    // Only the markers there are (one listing), not an unlink per finished job.
+    JobIndex index(m_dir);
+    ARCHCTL_TRY_ASSIGN(auto marked, index.active());
+    for (const auto& id : marked)
+        if (std::binary_search(m_finished.begin(), m_finished.end(), id)) ARCHCTL_TRY_STATUS(index.unmark(id));
     return write_built(m_dir);
 }
 

@@ -19,8 +19,10 @@
 //   forget:  (after the job's records are removed) marker unlinked, removal line appended.
 //            Readers drop rows whose job directory is gone, so a crash between never shows a
 //            removed job again.
-//   rebuild: under the lock, the log is rewritten (temp + fsync + rename + fsync dir), markers
-//            added or removed, then `built` written.
+//   rebuild: under the lock, active markers added, the log rewritten (temp + fsync + rename +
+//            fsync dir), then the markers of finished jobs removed, then `built` written. A crash
+//            before the rename leaves the old log and at most a stray temp file; after it, a
+//            finished job that still has its marker is retired again by the next reader.
 
 #include <cstddef>
 #include <optional>
@@ -29,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/atomic_file.hpp"
 #include "lib/base/result.hpp"
 #include "lib/state/state_dir.hpp"
 
@@ -45,6 +48,37 @@ struct FinishedEntry {
 struct FinishedPage {
     std::vector<FinishedEntry> entries;
     std::size_t total = 0;
+};
+
+class JobIndex;
+
+// A rebuild of the index that holds no finished job's row: each row goes to the new log as it is
+// added, a megabyte at a time (JobIndex::begin_rebuild). Nothing changes for readers until
+// commit(); dropping it uncommitted leaves the old log as it was (markers added stay: an active
+// marker of a finished job is retired again by the next reader).
+class IndexRebuild {
+public:
+    IndexRebuild(IndexRebuild&&) = default;
+    IndexRebuild& operator=(IndexRebuild&&) = delete;
+
+    // Mark a job active.
+    [[nodiscard]] Status add_active(const std::string& job_id);
+    // One finished job's row; in increasing id order, so the log stays sorted by id (an id not
+    // after the previous one is refused, nothing written).
+    [[nodiscard]] Status add_finished(const FinishedEntry& entry);
+    // The new log replaces the old one, the finished jobs' markers go, then `built` is written.
+    [[nodiscard]] Status commit();
+
+private:
+    friend class JobIndex;
+    IndexRebuild(StateDir dir, UniqueFd lock, AtomicFile log) : m_dir(std::move(dir)), m_lock(std::move(lock)), m_log(std::move(log)) {}
+    [[nodiscard]] Status flush();
+
+    StateDir m_dir;
+    UniqueFd m_lock;  // the index lock, held until this is dropped
+    AtomicFile m_log;
+    std::string m_pending;                 // lines not yet written
+    std::vector<std::string> m_finished;   // ids added, in order: their markers go at commit
 };
 
 class JobIndex {
@@ -79,6 +113,9 @@ public:
     // marker of `finished` dropped, the log rewritten with `finished` (sorted by id), then
     // `built` written.
     Status rebuild(const std::vector<std::string>& active, std::vector<FinishedEntry> finished);
+    // The same, one job at a time (see IndexRebuild): for a state directory with more finished
+    // jobs than should be held at once. Takes the index lock until the rebuild is dropped.
+    Result<IndexRebuild> begin_rebuild();
     // Rewrite the log without the ids in `gone` (after `job clear`), atomically.
     Status drop_finished(const std::vector<std::string>& gone);
 
