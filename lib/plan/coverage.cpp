@@ -111,9 +111,12 @@ FileVerdict judge_file(const ArchiveEvidence& a, const CoverageFile& f) {
         return no(fmt::format("renamed in qBittorrent to '{}'", v.names[i]));
     if (f.size == 0) return {FileProof::proven, ""};  // no bytes to lose
     const DiskFile disk = i < a.disk.size() ? a.disk[i] : DiskFile{};
-    if (disk.type == "unread") return no("not read on the node's disk");
-    if (disk.type == "absent") return no("absent on disk");
-    if (disk.type != "file") return no(fmt::format("a {} on disk, not a regular file", disk.type));
+    switch (disk.on_disk) {
+        case OnDisk::unread: return no("not read on the node's disk");
+        case OnDisk::absent: return no("absent on disk");
+        case OnDisk::other: return no(fmt::format("a {} on disk, not a regular file", disk.other));
+        case OnDisk::file: break;
+    }
     if (disk.stamp.size != f.size) return no(fmt::format("size {} on disk, {} in the metainfo", disk.stamp.size, f.size));
     if (a.verify == VerifyArchive::yes) return {FileProof::piece_check, "--verify-archive"};
     // What the stamps cannot prove, evict's piece check on the archive's disk may: the copy

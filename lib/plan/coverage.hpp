@@ -67,10 +67,14 @@ struct FileStamp {
 nlohmann::json stamps_to_json(const std::map<std::uint32_t, FileStamp>& stamps);
 [[nodiscard]] Result<std::map<std::uint32_t, FileStamp>> stamps_from_json(const nlohmann::json& j);
 
-// What the node's stat of one file at its metainfo path showed.
+// What the node's stat of one file at its metainfo path showed: not asked, a regular file,
+// nothing, or something else.
+enum class OnDisk { unread, file, absent, other };
+
 struct DiskFile {
-    std::string type = "unread";   // "file", "absent", "directory", "symlink", ..., "refused", "unread"
-    FileStamp stamp;               // when type == "file"
+    OnDisk on_disk = OnDisk::unread;
+    FileStamp stamp;               // when a file
+    std::string other;             // what is there when other: "directory", "symlink", "refused"
 };
 
 // --verify-archive: every file is proven by a piece check, whatever its stamps show.

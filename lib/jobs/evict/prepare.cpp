@@ -71,7 +71,7 @@ Result<std::vector<OwnedFile>> owned_files(jobs::NodeHandle& cache, const std::s
     std::vector<OwnedFile> out;
     for (const auto& f : files) {
         const plan::DiskFile& d = stats[f.index];
-        if (d.type != "file") continue;
+        if (d.on_disk != plan::OnDisk::file) continue;
         out.push_back({f.index, f.path, d.stamp.size, d.stamp.ino, d.stamp.dev});
     }
     return out;

@@ -92,7 +92,7 @@ Result<nlohmann::json> revalidate_proof(EvictRun& run, const plan::ArchiveProof&
     if (checked != run.pieces_verified.end()) reference.proven = checked->second;
     if (check_now && live)
         for (auto& f : reference.proven)
-            if (piece_files.contains(f.index) && f.index < live->disk.size() && live->disk[f.index].type == "file")
+            if (piece_files.contains(f.index) && f.index < live->disk.size() && live->disk[f.index].on_disk == plan::OnDisk::file)
                 f.stamp = live->disk[f.index].stamp;
     std::string drift = plan::proof_drift(reference, live);
     if (!drift.empty()) {

@@ -37,7 +37,7 @@ nlohmann::json files_gone(EvictRun& run) {
     }
     for (const auto& f : run.def.files) {
         const plan::DiskFile& d = stats.value()[f.index];
-        if (d.type == "absent" || (d.type == "file" && d.stamp.ino != f.ino)) gone.push_back(run.abs(f.path));
+        if (d.on_disk == plan::OnDisk::absent || (d.on_disk == plan::OnDisk::file && d.stamp.ino != f.ino)) gone.push_back(run.abs(f.path));
     }
     return gone;
 }

@@ -58,8 +58,15 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
     for (std::size_t k = 0; k < files.size(); ++k) {
         if (files[k].index >= out.size()) continue;
         plan::DiskFile& d = out[files[k].index];
-        d.type = std::string(node::to_string(entries[k].type));
-        if (entries[k].type != node::EntryType::file) continue;
+        if (entries[k].type == node::EntryType::absent) d.on_disk = plan::OnDisk::absent;
+        if (entries[k].type != node::EntryType::file) {
+            if (entries[k].type != node::EntryType::absent) {
+                d.on_disk = plan::OnDisk::other;
+                d.other = std::string(node::to_string(entries[k].type));
+            }
+            continue;
+        }
+        d.on_disk = plan::OnDisk::file;
         node::EntryStat st = entries[k].stat.value_or(node::EntryStat{});
         d.stamp = {st.dev, st.ino, st.size, st.mtime_ns, st.btime_ns, st.ctime_ns};
     }
@@ -149,7 +156,7 @@ Result<plan::ArchiveEvidence> archive_evidence(NodeHandle& node, const qb::Torre
 std::map<std::uint32_t, plan::FileStamp> stamps_of(const std::vector<plan::DiskFile>& stats) {
     std::map<std::uint32_t, plan::FileStamp> out;
     for (std::size_t i = 0; i < stats.size(); ++i)
-        if (stats[i].type == "file") out[static_cast<std::uint32_t>(i)] = stats[i].stamp;
+        if (stats[i].on_disk == plan::OnDisk::file) out[static_cast<std::uint32_t>(i)] = stats[i].stamp;
     return out;
 }
 

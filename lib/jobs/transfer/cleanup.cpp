@@ -45,7 +45,7 @@ Status restamp_source(JobRun& run) {
     for (const auto& f : files) {
         plan::FileStamp& was = stamps->at(f.index);
         const plan::DiskFile& now = disk[f.index];
-        if (now.type != "file" || now.stamp.ctime_ns == was.ctime_ns) continue;
+        if (now.on_disk != plan::OnDisk::file || now.stamp.ctime_ns == was.ctime_ns) continue;
         bool same = now.stamp.dev == was.dev && now.stamp.ino == was.ino && now.stamp.size == was.size &&
                     now.stamp.mtime_ns == was.mtime_ns && (was.btime_ns == 0 || now.stamp.btime_ns == was.btime_ns);
         if (!same || was.ctime_ns == 0) continue;

@@ -61,7 +61,7 @@ EvictPrepared incomplete() {
     a.view.run_state = "running";
     a.generation = 1;
     a.committed[0] = {1, 2, 100, 3};
-    a.disk = {{"file", {1, 2, 100, 3}}, {"absent", {}}, {"absent", {}}};
+    a.disk = {{plan::OnDisk::file, {1, 2, 100, 3}, {}}, {plan::OnDisk::absent, {}, {}}, {plan::OnDisk::absent, {}, {}}};
     in.archives = {a};
     p.coverage = plan::compute_coverage(in).value();
     return p;

@@ -229,10 +229,10 @@ TEST_CASE("stat_files: one tree batch below the stripped base, entries by file i
     auto stats = stat_files(node, "/tank/t/", {{0, "show/a.bin", 10}, {2, "show/c.bin", 5}}, 3);
     REQUIRE(stats.ok());
     REQUIRE(stats->size() == 3);
-    CHECK((*stats)[0].type == "file");
+    CHECK((*stats)[0].on_disk == plan::OnDisk::file);
     CHECK((*stats)[0].stamp == plan::FileStamp{1, 2, 10, 3});
-    CHECK((*stats)[1].type == "unread");
-    CHECK((*stats)[2].type == "absent");
+    CHECK((*stats)[1].on_disk == plan::OnDisk::unread);
+    CHECK((*stats)[2].on_disk == plan::OnDisk::absent);
     REQUIRE(ops.count("tree") == 1);
     CHECK(ops.calls[0].args == json{{"base", "/tank/t"}, {"paths", {"show/a.bin", "show/c.bin"}}});
     CHECK(stamps_of(*stats) == std::map<std::uint32_t, plan::FileStamp>{{0, {1, 2, 10, 3}}});
@@ -293,9 +293,9 @@ TEST_CASE("archive_evidence: qBittorrent's view, the committed record and a stat
     REQUIRE(ops.count("tree") == 1);
     CHECK(ops.calls[0].args["paths"] == json::array({"show/a.bin"}));
     REQUIRE(evidence->disk.size() == 4);
-    CHECK(evidence->disk[0].type == "file");
+    CHECK(evidence->disk[0].on_disk == plan::OnDisk::file);
     CHECK(evidence->disk[0].stamp == committed.stamps[0]);
-    CHECK(evidence->disk[1].type == "unread");
+    CHECK(evidence->disk[1].on_disk == plan::OnDisk::unread);
 
     SUBCASE("with qBittorrent's file list given, it is not read again") {
         auto qb_files = fake.files(k_id);

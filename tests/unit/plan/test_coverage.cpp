@@ -46,7 +46,7 @@ ArchiveEvidence archive(const std::string& node, const std::string& sel) {
     a.disk.resize(5);
     for (std::uint32_t i : Selection::parse(sel)->indices()) {
         a.committed[i] = stamp_of(i);
-        a.disk[i] = {"file", stamp_of(i)};
+        a.disk[i] = {OnDisk::file, stamp_of(i), {}};
     }
     return a;
 }
@@ -71,7 +71,7 @@ TEST_CASE("judge_file: the ways an archive copy stops being one") {
     };
     const Case cases[] = {
         {"as committed", [](ArchiveEvidence&) {}, FileProof::proven, ""},
-        {"deleted on the archive's disk", [](ArchiveEvidence& a) { a.disk[3] = {"absent", {}}; }, FileProof::unproven, "absent on disk"},
+        {"deleted on the archive's disk", [](ArchiveEvidence& a) { a.disk[3] = {OnDisk::absent, {}, {}}; }, FileProof::unproven, "absent on disk"},
         {"replaced by a file of another size", [](ArchiveEvidence& a) { a.disk[3].stamp.size = 9; }, FileProof::unproven,
          "size 9 on disk, 400 in the metainfo"},
         {"replaced by a file of the same size", [](ArchiveEvidence& a) { a.disk[3].stamp.ino = 5; }, FileProof::piece_check,
@@ -101,7 +101,7 @@ TEST_CASE("judge_file: the ways an archive copy stops being one") {
         {"a birth time known on one side only proves nothing either way",
          [](ArchiveEvidence& a) { a.disk[3].stamp.btime_ns = 1'700'000'000'000'000'001; }, FileProof::proven, ""},
         {"on another device", [](ArchiveEvidence& a) { a.disk[3].stamp.dev = 8; }, FileProof::piece_check, "on device 8"},
-        {"a directory now", [](ArchiveEvidence& a) { a.disk[3] = {"directory", {}}; }, FileProof::unproven, "a directory on disk"},
+        {"a directory now", [](ArchiveEvidence& a) { a.disk[3] = {OnDisk::other, {}, "directory"}; }, FileProof::unproven, "a directory on disk"},
         {"not read on the node", [](ArchiveEvidence& a) { a.disk[3] = {}; }, FileProof::unproven, "not read"},
         {"torrent missingFiles (re-added with skip_checking)",
          [](ArchiveEvidence& a) {
@@ -177,7 +177,7 @@ TEST_CASE("judge_file: the ways an archive copy stops being one") {
 
 TEST_CASE("judge_file: an empty file has no bytes to lose") {
     ArchiveEvidence a = archive("nas", "0-4");
-    a.disk[4] = {"absent", {}};
+    a.disk[4] = {OnDisk::absent, {}, {}};
     CHECK(judge_file(a, {4, "pay/e.bin", 0}).proof == FileProof::proven);
 }
 
@@ -223,7 +223,7 @@ TEST_CASE("a file held by two nodes names both, and each proof lists it") {
 TEST_CASE("a file deleted on the archive is missing, named with the node and what differs") {
     auto in = input();
     in.archives = {archive("nas", "0-4")};
-    in.archives[0].disk[2] = {"absent", {}};
+    in.archives[0].disk[2] = {OnDisk::absent, {}, {}};
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     CHECK_FALSE(c->complete());
@@ -241,7 +241,7 @@ TEST_CASE("a torrent in missingFiles covers nothing, even its files still on dis
     in.archives = {archive("nas", "0-4")};
     in.archives[0].view.run_state = "missing_files";
     in.archives[0].state = "missingFiles";
-    in.archives[0].disk[1] = {"absent", {}};
+    in.archives[0].disk[1] = {OnDisk::absent, {}, {}};
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     CHECK(c->missing.size() == 5);
@@ -251,7 +251,7 @@ TEST_CASE("a torrent in missingFiles covers nothing, even its files still on dis
 TEST_CASE("a second archive node covers what the first one lost") {
     auto in = input();
     in.archives = {archive("nas", "0-4"), archive("nas2", "2")};
-    in.archives[0].disk[2] = {"absent", {}};
+    in.archives[0].disk[2] = {OnDisk::absent, {}, {}};
     auto c = compute_coverage(in);
     REQUIRE(c.ok());
     CHECK(c->complete());
@@ -334,7 +334,7 @@ TEST_CASE("proof_drift: a proof holds until the live evidence changes") {
     CHECK(proof_drift(p, std::nullopt) == "'nas' no longer has the archive placement");
 
     ArchiveEvidence gone = live;
-    gone.disk[3] = {"absent", {}};
+    gone.disk[3] = {OnDisk::absent, {}, {}};
     CHECK(proof_drift(p, gone) == "file 3 'pay/d.bin' on 'nas': absent on disk");
     ArchiveEvidence two = live;
     two.view.complete = *Selection::parse("0-2");
