@@ -5,10 +5,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "lib/base/atomic_file.hpp"
 #include "lib/base/fs.hpp"
 #include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
@@ -383,11 +385,21 @@ Outcome run_create(Context& ctx, const TorrentOptions& o) {
         if (!size) return Outcome::usage(size.take_error());
         co.piece_length = static_cast<std::int64_t>(*size);
     }
-    auto created = build_torrent(o.source, co);
+    // The .torrent is written as it is made (never held whole); its temporary file is created
+    // with the first chunk, after the source was scanned, so an output inside the source is not
+    // part of it.
+    std::optional<AtomicFile> file;
+    ByteSink sink = [&](std::string_view chunk) -> Status {
+        if (!file) {
+            ARCHCTL_TRY_ASSIGN(auto created_file, AtomicFile::create(o.output));
+            file.emplace(std::move(created_file));
+        }
+        return file->write(chunk);
+    };
+    auto created = build_torrent(o.source, co, sink);
     if (!created) return Outcome::failed(created.take_error());
-    auto write = write_file_atomic(o.output, created->bytes);
-    if (!write.ok()) return Outcome::failed(write.take_error());
-    std::string().swap(created->bytes);
+    auto commit = file->commit();
+    if (!commit.ok()) return Outcome::failed(commit.take_error());
     TorrentFacts t = facts_of(*created);
     std::size_t file_count = created->file_count;
     ctx.out().result(fmt::format("created '{}': {}, {} in {}, {} × {}", printable(o.output), headline(t, ctx),

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/units.hpp"
 #include "lib/torrent/bencode.hpp"
 #include "lib/torrent/merkle.hpp"
 #include "lib/torrent/metainfo.hpp"
@@ -225,13 +226,82 @@ void write_props(bencode::Writer& w, const FileEntry& e, const std::optional<Sha
     }
 }
 
+// The metainfo on its way out: written into a buffer that is handed to the sink about every
+// MiB (and large strings straight through), the `info` dictionary's bytes hashed as they pass.
+class Output {
+public:
+    Output(const ByteSink& sink, const CreateOptions& options, const std::filesystem::path& source)
+        : m_sink(sink), m_kind(options.kind), m_max_bytes(options.max_bytes), m_source(source) {}
+
+    std::string& buffer() { return m_buffer; }
+    // Hands the buffer over once it is large; called between entries.
+    Status spill() { return m_buffer.size() >= k_chunk ? flush() : ok_status(); }
+    Status flush() {
+        if (m_buffer.empty()) return ok_status();
+        ARCHCTL_TRY_STATUS(pass(m_buffer));
+        m_buffer.clear();
+        return ok_status();
+    }
+    // `bytes` after the buffer, without copying them into it.
+    Status through(std::string_view bytes) {
+        ARCHCTL_TRY_STATUS(flush());
+        return pass(bytes);
+    }
+    // What is written between these two is the info dictionary.
+    Status begin_info() {
+        ARCHCTL_TRY_STATUS(flush());
+        m_in_info = true;
+        return ok_status();
+    }
+    Status end_info() {
+        ARCHCTL_TRY_STATUS(flush());
+        m_in_info = false;
+        return ok_status();
+    }
+    Identity identity() {
+        std::optional<Sha1Digest> v1;
+        std::optional<Sha256Digest> v2;
+        if (m_kind != Kind::v2) v1 = m_sha1.finish();
+        if (m_kind != Kind::v1) v2 = m_sha256.finish();
+        return Identity(v1, v2);
+    }
+
+private:
+    static constexpr std::size_t k_chunk = 1u << 20;
+    Status pass(std::string_view bytes) {
+        // What archctl would refuse to load is refused here, before more of it is written.
+        m_written += bytes.size();
+        if (m_written > m_max_bytes)
+            return create_error(m_source, fmt::format("the torrent would be larger than {}, the most a .torrent archctl reads may be "
+                                                      "(a hybrid or v1 torrent lists every file twice; --kind v2 does not)",
+                                                      format_size(m_max_bytes)));
+        if (m_in_info) {
+            if (m_kind != Kind::v2) m_sha1.update(bytes);
+            if (m_kind != Kind::v1) m_sha256.update(bytes);
+        }
+        return m_sink(bytes);
+    }
+
+    const ByteSink& m_sink;
+    Kind m_kind;
+    std::size_t m_max_bytes;
+    const std::filesystem::path& m_source;
+    std::size_t m_written = 0;
+    std::string m_buffer;
+    bool m_in_info = false;
+    Sha1 m_sha1;
+    Sha256 m_sha256;
+};
+
+std::string_view bytes_of(const void* data, std::size_t size) { return {static_cast<const char*>(data), size}; }
+
 class TorrentBuilder {
 public:
     TorrentBuilder(const std::filesystem::path& source, const CreateOptions& options) : m_source(source), m_options(options) {}
 
-    // The built metainfo. Each stage's tables are freed before the next grows: the scan's list
-    // before hashing, the layout and digests before the result is checked.
-    Result<CreatedTorrent> run() {
+    // The built metainfo, handed to `sink` (CreatedTorrent::bytes left empty). Each stage's
+    // tables are freed before the next grows: the scan's list before hashing.
+    Result<CreatedTorrent> run(const ByteSink& sink) {
         ARCHCTL_TRY_STATUS(scan());
         ARCHCTL_TRY_STATUS(choose_piece_length());
         m_layout = lay_out(m_sources, m_options, m_piece_length, m_multi, m_name);
@@ -240,9 +310,9 @@ public:
         ARCHCTL_TRY_STATUS(check_paths());
         ARCHCTL_TRY_STATUS(hash());
         CreatedTorrent out;
-        out.bytes = encode();
-        std::vector<Sha1Digest>().swap(m_v1);  // `= {}` would keep the capacity
-        std::vector<Sha256Digest>().swap(m_v2);
+        Output output(sink, m_options, m_source);
+        ARCHCTL_TRY_STATUS(encode(output));
+        out.identity = output.identity();
         out.name = m_name;
         out.multi_file = m_multi;
         out.piece_length = m_piece_length;
@@ -253,13 +323,6 @@ public:
         out.total_size = m_layout.total;
         if (m_options.kind == Kind::v2 && !m_multi) out.total_size = m_piece_count * m_piece_length;
         out.piece_count = m_piece_count;
-        m_layout = Layout();
-        auto top = bencode::parse(out.bytes);
-        if (!top) return create_error(m_source, fmt::format("the created metainfo is not canonical bencoding: {}", top.error().message));
-        auto hashes = m_options.kind == Kind::v1   ? Identity::Hashes::v1_only
-                      : m_options.kind == Kind::v2 ? Identity::Hashes::v2_only
-                                                   : Identity::Hashes::both;
-        out.identity = Identity::of_info_bytes(top->find("info").bytes(), hashes);
         return out;
     }
 
@@ -353,19 +416,9 @@ private:
         return root;
     }
 
-    // More than the encoded metainfo can take: per file its path twice (the v2 tree and the v1
-    // list) and its keys, per piece a v1 hash and a v2 layer entry. Reserved up front so a large
-    // torrent is never copied while it grows; pages never written cost no memory.
-    std::size_t encoded_bound(std::size_t pieces) const {
-        const FileTable& files = m_layout.files;
-        return 4096 + m_name.size() + m_options.created_by.size() + 2 * files.path_bytes() + files.size() * 160 + pieces * 64;
-    }
-
     // The metainfo, written in canonical key order.
-    std::string encode() const {
-        std::string out;
-        out.reserve(encoded_bound(static_cast<std::size_t>(m_piece_count)));
-        bencode::Writer w(out);
+    Status encode(Output& out) const {
+        bencode::Writer w(out.buffer());
         std::map<Sha256Digest, LayerAt> layers;
         w.begin_dict();
         w.key("created by");
@@ -373,13 +426,14 @@ private:
         w.key("creation date");
         w.integer(m_options.creation_date ? *m_options.creation_date : static_cast<std::int64_t>(std::time(nullptr)));
         w.key("info");
+        ARCHCTL_TRY_STATUS(out.begin_info());
         w.begin_dict();
         if (m_options.kind != Kind::v2 && !m_multi && m_layout.files.front().executable) {
             w.key("attr");
             w.string("x");
         }
-        if (m_options.kind != Kind::v1) write_tree(w, layers);
-        if (m_options.kind != Kind::v2) write_v1_files(w);
+        if (m_options.kind != Kind::v1) ARCHCTL_TRY_STATUS(write_tree(out, w, layers));
+        if (m_options.kind != Kind::v2) ARCHCTL_TRY_STATUS(write_v1_files(out, w));
         if (m_options.kind != Kind::v1) {
             w.key("meta version");
             w.integer(2);
@@ -391,25 +445,27 @@ private:
         if (m_options.kind != Kind::v2) {
             w.key("pieces");
             w.raw(fmt::format("{}:", m_v1.size() * 20));
-            w.raw(std::string_view(reinterpret_cast<const char*>(m_v1.data()), m_v1.size() * sizeof(Sha1Digest)));
+            ARCHCTL_TRY_STATUS(out.through(bytes_of(m_v1.data(), m_v1.size() * sizeof(Sha1Digest))));
         }
         w.end();
+        ARCHCTL_TRY_STATUS(out.end_info());
         if (!layers.empty()) {
             w.key("piece layers");
             w.begin_dict();
             for (const auto& [root, at] : layers) {
                 w.key(digest_bytes(root));
-                w.string(std::string_view(reinterpret_cast<const char*>(m_v2.data() + at.first), at.second * sizeof(Sha256Digest)));
+                w.raw(fmt::format("{}:", at.second * sizeof(Sha256Digest)));
+                ARCHCTL_TRY_STATUS(out.through(bytes_of(m_v2.data() + at.first, at.second * sizeof(Sha256Digest))));
             }
             w.end();
         }
         w.end();
-        return out;
+        return out.flush();
     }
 
     // "file tree": the payload files in order (sorted by path elements, so each directory's
     // entries come out sorted), directories opened and closed as the paths change.
-    void write_tree(bencode::Writer& w, std::map<Sha256Digest, LayerAt>& layers) const {
+    Status write_tree(Output& out, bencode::Writer& w, std::map<Sha256Digest, LayerAt>& layers) const {
         const FileTable& files = m_layout.files;
         w.key("file tree");
         w.begin_dict();
@@ -435,18 +491,20 @@ private:
             write_props(w, e, root);
             w.end();
             w.end();
+            ARCHCTL_TRY_STATUS(out.spill());
         }
         for (; !open.empty(); open.pop_back()) w.end();
         w.end();
+        return ok_status();
     }
 
     // v1: "files" (multi-file; a hybrid lists its pads) or "length" (single file).
-    void write_v1_files(bencode::Writer& w) const {
+    Status write_v1_files(Output& out, bencode::Writer& w) const {
         const FileTable& files = m_layout.files;
         if (!m_multi) {
             w.key("length");
             w.integer(files.front().size);
-            return;
+            return ok_status();
         }
         w.key("files");
         w.begin_list();
@@ -460,8 +518,10 @@ private:
             for_each_element(files.rel_bytes(i), [&](std::string_view element) { w.string(element); });
             w.end();
             w.end();
+            ARCHCTL_TRY_STATUS(out.spill());
         }
         w.end();
+        return ok_status();
     }
 
     const std::filesystem::path m_source;
@@ -480,8 +540,27 @@ private:
 
 }  // namespace
 
+Result<CreatedTorrent> build_torrent(const std::filesystem::path& source, const CreateOptions& options, const ByteSink& sink) {
+    return TorrentBuilder(source, options).run(sink);
+}
+
 Result<CreatedTorrent> build_torrent(const std::filesystem::path& source, const CreateOptions& options) {
-    return TorrentBuilder(source, options).run();
+    std::string bytes;
+    ByteSink append = [&](std::string_view chunk) {
+        bytes.append(chunk);
+        return ok_status();
+    };
+    ARCHCTL_TRY_ASSIGN(auto created, TorrentBuilder(source, options).run(append));
+    // Checked with the bencode view (which builds nothing): canonical, the identity over its info.
+    auto top = bencode::parse(bytes);
+    if (!top) return create_error(source, fmt::format("the created metainfo is not canonical bencoding: {}", top.error().message));
+    auto hashes = options.kind == Kind::v1   ? Identity::Hashes::v1_only
+                  : options.kind == Kind::v2 ? Identity::Hashes::v2_only
+                                             : Identity::Hashes::both;
+    if (Identity::of_info_bytes(top->find("info").bytes(), hashes) != created.identity)
+        return create_error(source, "the identity of the created metainfo is not that of its info bytes");
+    created.bytes = std::move(bytes);
+    return created;
 }
 
 Result<std::string> create_torrent(const std::filesystem::path& source, const CreateOptions& options) {

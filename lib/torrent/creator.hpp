@@ -9,18 +9,22 @@
 // every non-empty file that does not end on a piece boundary, the last file included ("tail
 // padding"); its v1 `files` list is in the v2 order. Executable files get attr "x".
 //
-// Memory: the builder keeps the sorted file list, one digest per piece (only the hashes the kind
-// needs) and the bytes it writes; the tables are freed before the result is returned. The result
-// is checked to be canonical bencoding (bencode::parse, which builds nothing) and its identity is
-// computed over its `info` bytes; it is not parsed back into a Metainfo (which would cost as much
-// again as the torrent: the unit tests parse what the creator writes).
+// Memory: the builder keeps the sorted file list and one digest per piece (only the hashes the
+// kind needs); the metainfo is handed out in chunks as it is written (ByteSink), its info hashes
+// computed on the way, so a caller that streams it to a file never holds the torrent. It is not
+// parsed back into a Metainfo (which would cost as much again as the torrent): build_torrent
+// without a sink checks its bytes with the bencode view, which builds nothing, and the unit tests
+// parse what the creator writes.
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "lib/base/result.hpp"
+#include "lib/torrent/bencode.hpp"
 #include "lib/torrent/identity.hpp"
 #include "lib/torrent/metainfo.hpp"
 
@@ -33,6 +37,8 @@ struct CreateOptions {
     std::string created_by = "archctl";
     std::optional<std::int64_t> creation_date;  // seconds since the epoch; default: now
     unsigned threads = 0;                     // 0 = hardware_concurrency
+    // Larger is refused (TORRENT_CREATE) as soon as it is passed: what load_metainfo reads.
+    std::size_t max_bytes = bencode::Limits{}.max_input;
 };
 
 // libtorrent's automatic piece length for `payload_bytes` of payload (pads not counted): the
@@ -54,9 +60,19 @@ struct CreatedTorrent {
     Kind kind() const { return identity.kind(); }
 };
 
+// Takes the .torrent's bytes in order as they are written (chunks of about 1 MiB); an error
+// stops the creation and is returned by it.
+using ByteSink = std::function<Status(std::string_view chunk)>;
+
 // Builds the metainfo of `source`. Errors: TORRENT_CREATE (bad option, empty payload, symlink,
-// special file, file changed while hashing), TORRENT_UNSAFE_PATH, IO.
+// special file, file changed while hashing, a torrent larger than options.max_bytes),
+// TORRENT_UNSAFE_PATH, IO.
 [[nodiscard]] Result<CreatedTorrent> build_torrent(const std::filesystem::path& source, const CreateOptions& options = {});
+// The same, its bytes handed to `sink` only after the source has been scanned and hashed (a sink
+// that creates the output file on its first chunk never sees it in the source), not kept:
+// CreatedTorrent::bytes is empty, and they are not parsed back.
+[[nodiscard]] Result<CreatedTorrent> build_torrent(const std::filesystem::path& source, const CreateOptions& options,
+                                                   const ByteSink& sink);
 // build_torrent(), the bytes alone.
 [[nodiscard]] Result<std::string> create_torrent(const std::filesystem::path& source, const CreateOptions& options = {});
 

@@ -128,6 +128,56 @@ TEST_CASE("creator: refusals") {
     CHECK_FALSE(create_torrent(s.path() / "missing", {}).ok());
 }
 
+TEST_CASE("creator: a torrent larger than the most archctl reads is refused as it is written") {
+    Scratch s;
+    make_tree(s);
+    CreateOptions small;
+    small.max_bytes = 300;
+    std::size_t handed = 0;
+    auto r = build_torrent(s.path() / "payload", small, [&](std::string_view chunk) {
+        handed += chunk.size();
+        return archctl::ok_status();
+    });
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "TORRENT_CREATE");
+    CHECK(r.error().message.find("larger than 300 B") != std::string::npos);
+    CHECK(r.error().message.find("--kind v2") != std::string::npos);
+    CHECK(handed <= 300);
+    CHECK_FALSE(create_torrent(s.path() / "payload", small).ok());
+    small.max_bytes = 1u << 20;
+    CHECK(create_torrent(s.path() / "payload", small).ok());
+}
+
+TEST_CASE("creator: the bytes are handed out in order, the same as those kept, and a sink's error stops the creation") {
+    Scratch s;
+    make_tree(s);
+    for (int i = 0; i < 3000; ++i) s.write(fmt::format("payload/many/f{:04}", i), fmt::format("{}", i));
+    for (Kind kind : {Kind::v1, Kind::v2, Kind::hybrid}) {
+        CreateOptions o;
+        o.kind = kind;
+        o.creation_date = 1700000000;
+        std::string streamed;
+        std::size_t chunks = 0;
+        auto r = build_torrent(s.path() / "payload", o, [&](std::string_view chunk) {
+            streamed.append(chunk);
+            ++chunks;
+            return archctl::ok_status();
+        });
+        REQUIRE(r.ok());
+        CHECK(r->bytes.empty());
+        CHECK(chunks > 1);
+        auto kept = build_torrent(s.path() / "payload", o);
+        REQUIRE(kept.ok());
+        CHECK(streamed == kept->bytes);
+        CHECK(r->identity == kept->identity);
+        auto failing = build_torrent(s.path() / "payload", o, [](std::string_view) -> archctl::Status {
+            return archctl::Error{"IO", "disk full"};
+        });
+        REQUIRE_FALSE(failing.ok());
+        CHECK(failing.error().message == "disk full");
+    }
+}
+
 namespace {
 
 // A tree with every shape the writer lays out: nested directories whose names sort around '/'
