@@ -38,8 +38,9 @@ std::int64_t auto_piece_length(std::int64_t payload_bytes) {
 
 namespace {
 
-// The files found below the source, their paths (below the source directory, '/'-joined; the
-// file name for a single file) in one arena.
+// The files found below the source, their paths (below the source directory; the file name for
+// a single file) in one arena, encoded as a FileTable stores them, so the layout's table takes
+// the arena over instead of copying every path.
 class SourceList {
 public:
     struct File {
@@ -49,42 +50,57 @@ public:
         std::int64_t size = 0;
     };
 
+    // `rel` is '/'-joined (a scanned path: no empty elements).
     void add(std::string_view rel, std::int64_t size, bool executable) {
-        m_files.push_back(File{m_arena.size(), static_cast<std::uint32_t>(rel.size()), executable, size});
-        m_arena.append(rel);
+        std::size_t at = m_arena.size();
+        std::size_t start = 0;
+        while (true) {
+            std::size_t slash = rel.find('/', start);
+            FileTable::encode_element(m_arena, rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+            if (slash == std::string_view::npos) break;
+            start = slash + 1;
+        }
+        m_files.push_back(File{at, static_cast<std::uint32_t>(m_arena.size() - at), executable, size});
     }
+    // The encoded path of `f` (FileTable::rel_bytes).
     std::string_view rel(const File& f) const { return {m_arena.data() + f.path_at, f.path_bytes}; }
     const std::vector<File>& files() const { return m_files; }
+    // Room for `extra` more arena bytes (added by whoever takes the arena).
+    void reserve_more(std::size_t extra) { m_arena.reserve(m_arena.size() + extra); }
+    std::string take_arena() { return std::move(m_arena); }
 
-    // Sorts by path elements as raw bytes (the v2 file tree order): '/' ranks below every byte.
+    // Sorts by path elements as raw bytes (the v2 file tree order): element by element, a
+    // path before the paths it is a prefix of (as if '/' ranked below every byte).
     void sort() {
-        auto rank = [](char c) { return c == '/' ? 0u : static_cast<unsigned>(static_cast<unsigned char>(c)) + 1u; };
-        std::sort(m_files.begin(), m_files.end(), [&](const File& a, const File& b) {
-            std::string_view x = rel(a), y = rel(b);
-            std::size_t n = std::min(x.size(), y.size());
-            for (std::size_t i = 0; i < n; ++i)
-                if (x[i] != y[i]) return rank(x[i]) < rank(y[i]);
-            return x.size() < y.size();
-        });
+        std::sort(m_files.begin(), m_files.end(), [&](const File& a, const File& b) { return before(rel(a), rel(b)); });
     }
 
 private:
+    static std::size_t read_length(std::string_view encoded, std::size_t& pos) {
+        std::size_t len = 0;
+        unsigned shift = 0;
+        while (true) {
+            auto byte = static_cast<unsigned char>(encoded[pos++]);
+            len |= static_cast<std::size_t>(byte & 0x7F) << shift;
+            if ((byte & 0x80) == 0) return len;
+            shift += 7;
+        }
+    }
+    static bool before(std::string_view x, std::string_view y) {
+        std::size_t i = 0, j = 0;
+        while (i < x.size() && j < y.size()) {
+            std::size_t m = read_length(x, i), n = read_length(y, j);
+            int c = x.substr(i, m).compare(y.substr(j, n));
+            if (c != 0) return c < 0;
+            i += m;
+            j += n;
+        }
+        return i == x.size() && j < y.size();
+    }
+
     std::string m_arena;
     std::vector<File> m_files;
 };
-
-// "a/b/c" → {"a", "b", "c"} (a scanned path: no empty elements).
-std::vector<std::string_view> elements_of(std::string_view rel) {
-    std::vector<std::string_view> out;
-    std::size_t start = 0;
-    while (true) {
-        std::size_t slash = rel.find('/', start);
-        out.push_back(rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
-        if (slash == std::string_view::npos) break;
-        start = slash + 1;
-    }
-    return out;
-}
 
 Error create_error(const std::filesystem::path& source, std::string_view cause) {
     return Error{"TORRENT_CREATE", fmt::format("cannot create torrent from '{}': {}", printable(source.string()), cause)};
@@ -129,47 +145,42 @@ struct Layout {
     }
 };
 
-// Bytes of a scanned path ('/'-joined) in a FileTable arena.
-std::size_t encoded_path_size(std::string_view rel) {
-    std::size_t n = 0;
-    std::size_t start = 0;
-    while (true) {
-        std::size_t slash = rel.find('/', start);
-        n += FileTable::encoded_size(rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
-        if (slash == std::string_view::npos) return n;
-        start = slash + 1;
-    }
-}
-
-Layout lay_out(const SourceList& sources, const CreateOptions& options, std::int64_t l, bool multi, const std::string& name) {
+// The layout of `sources`, whose arena it takes (a multi-file torrent's paths are the scanned
+// ones; pads' paths are added after them).
+Layout lay_out(SourceList& sources, const CreateOptions& options, std::int64_t l, bool multi, const std::string& name) {
     Layout out;
     // Single-file torrents have no pads: the v1 form cannot list one, and a v2 piece never
     // reads past its file.
     bool aligned = options.kind != Kind::v1;
     if (multi) out.files.set_root(name);
-    // The table's rows and paths counted first: a table grown by doubling would briefly hold
-    // its old and new copies (three times its size for a million files).
-    std::size_t rows = 0, path_bytes = 0;
+    // The table's rows and pad paths counted first: a table grown by doubling would briefly
+    // hold its old and new copies (three times its size for a million files).
+    std::size_t rows = 0, pad_bytes = 0;
     std::int64_t total = 0;
     for (const auto& s : sources.files()) {
         ++rows;
-        path_bytes += multi ? encoded_path_size(sources.rel(s)) : FileTable::encoded_size(name);
         total += s.size;
         if (multi && aligned && s.size > 0 && total % l != 0) {
             std::int64_t pad = l - total % l;
             ++rows;
-            path_bytes += FileTable::encoded_size(".pad") + FileTable::encoded_size(std::to_string(pad));
+            pad_bytes += FileTable::encoded_size(".pad") + FileTable::encoded_size(std::to_string(pad));
             total += pad;
         }
     }
-    out.files.reserve(rows, path_bytes);
+    if (multi) {
+        sources.reserve_more(pad_bytes);
+        out.files.adopt_arena(sources.take_arena());
+        out.files.reserve(rows, 0);
+    } else {
+        out.files.reserve(rows, FileTable::encoded_size(name));
+    }
     for (const auto& s : sources.files()) {
         FileFacts e{.size = s.size, .offset = out.total, .executable = s.executable};
         if (multi) {
-            out.files.add(elements_of(sources.rel(s)), e);
+            out.files.add_encoded(s.path_at, s.path_bytes, e);
         } else {
             out.files.add({std::string_view(name)}, e);
-            out.disk_name = std::string(sources.rel(s));
+            for_each_element(sources.rel(s), [&](std::string_view element) { out.disk_name = std::string(element); });
         }
         out.total += s.size;
         if (multi && aligned && s.size > 0 && out.total % l != 0) {

@@ -6,23 +6,29 @@ std::string FileEntry::path_string() const { return table->path_string(index); }
 
 std::vector<std::string> FileEntry::path_elements() const { return table->path_elements(index); }
 
-void FileTable::append_element(std::string_view element) {
+void FileTable::encode_element(std::string& out, std::string_view element) {
     std::size_t len = element.size();
     do {
         auto b = static_cast<unsigned char>(len & 0x7F);
         len >>= 7;
         if (len != 0) b |= 0x80;
-        m_arena.push_back(static_cast<char>(b));
+        out.push_back(static_cast<char>(b));
     } while (len != 0);
-    m_arena.append(element);
+    out.append(element);
 }
 
-void FileTable::add_row(std::size_t path_at, const FileFacts& facts) {
+void FileTable::append_element(std::string_view element) { encode_element(m_arena, element); }
+
+void FileTable::add_encoded(std::size_t path_at, std::size_t path_bytes, const FileFacts& facts) {
+    add_row(path_at, path_bytes, facts);
+}
+
+void FileTable::add_row(std::size_t path_at, std::size_t path_bytes, const FileFacts& facts) {
     Row r;
     r.size = facts.size;
     r.offset = facts.offset;
     r.path_at = path_at;
-    r.path_bytes = static_cast<std::uint32_t>(m_arena.size() - path_at);
+    r.path_bytes = static_cast<std::uint32_t>(path_bytes);
     r.flags = static_cast<std::uint8_t>((facts.pad ? k_pad : 0) | (facts.executable ? k_executable : 0) |
                                         (facts.hidden ? k_hidden : 0) | (facts.symlink ? k_symlink : 0));
     m_rows.push_back(r);
@@ -103,8 +109,8 @@ std::string_view FileTable::first_element(std::size_t i) const {
 }
 
 void FileTable::reserve(std::size_t rows, std::size_t path_bytes) {
-    m_rows.reserve(rows);
-    m_arena.reserve(path_bytes);
+    if (rows > m_rows.size()) m_rows.reserve(rows);
+    if (path_bytes > m_arena.capacity() - m_arena.size()) m_arena.reserve(m_arena.size() + path_bytes);
 }
 
 std::size_t FileTable::encoded_size(std::string_view element) {

@@ -90,13 +90,18 @@ public:
     void add(const Elements& rel, const FileFacts& facts) {
         std::size_t at = m_arena.size();
         for (const auto& element : rel) append_element(std::string_view(element));
-        add_row(at, facts);
+        add_row(at, m_arena.size() - at, facts);
     }
     void add(std::initializer_list<std::string_view> rel, const FileFacts& facts) {
         std::size_t at = m_arena.size();
         for (std::string_view element : rel) append_element(element);
-        add_row(at, facts);
+        add_row(at, m_arena.size() - at, facts);
     }
+    // Makes `arena` (paths encoded as this table stores them: encode_element) this empty table's
+    // path bytes, without a copy; add_encoded() then adds rows whose paths are already in it.
+    void adopt_arena(std::string arena) { m_arena = std::move(arena); }
+    // Appends a row whose path is the `path_bytes` encoded bytes at `path_at` of the arena.
+    void add_encoded(std::size_t path_at, std::size_t path_bytes, const FileFacts& facts);
     // Appends row `i` of `other` (its path below other's root) with `offset`.
     void add_from(const FileTable& other, std::size_t i, std::int64_t offset);
 
@@ -127,11 +132,13 @@ public:
 
     void set_offset(std::size_t i, std::int64_t offset) { m_rows[i].offset = offset; }
     void set_pieces_root(std::size_t i, const std::optional<Sha256Digest>& root);
-    // Room for `rows` rows whose paths take `path_bytes` encoded bytes (encoded_size), so a table
-    // whose size is known up front is never copied while it grows.
+    // Room for `rows` rows in all and `path_bytes` more encoded path bytes (encoded_size), so a
+    // table whose size is known up front is never copied while it grows.
     void reserve(std::size_t rows, std::size_t path_bytes);
     // Bytes an element takes in the arena: its LEB128 length and its bytes.
     static std::size_t encoded_size(std::string_view element);
+    // Appends `element` to `out` as the arena stores it.
+    static void encode_element(std::string& out, std::string_view element);
     // Gives back spare capacity once the table is complete.
     void shrink_to_fit();
 
@@ -147,7 +154,7 @@ private:
         std::uint8_t flags = 0;
     };
     void append_element(std::string_view element);
-    void add_row(std::size_t path_at, const FileFacts& facts);
+    void add_row(std::size_t path_at, std::size_t path_bytes, const FileFacts& facts);
 
     std::string m_root;
     std::string m_arena;

@@ -63,3 +63,27 @@ TEST_CASE("file table: a parsed torrent's native list reads as before") {
     for (FileEntry e : m->files())
         if (!e.pad && e.size > 0) CHECK(e.pieces_root.has_value());
 }
+
+TEST_CASE("file table: an adopted arena's paths are rows without a copy, in any order, and more can follow") {
+    std::string arena;
+    FileTable::encode_element(arena, "b");
+    FileTable::encode_element(arena, "2.dat");
+    std::size_t second = arena.size();
+    FileTable::encode_element(arena, "a.txt");
+    CHECK(FileTable::encoded_size("2.dat") == 6);
+    CHECK(FileTable::encoded_size(std::string(300, 'x')) == 302);
+    FileTable t;
+    t.set_root("r");
+    t.adopt_arena(arena);
+    t.reserve(3, 7);
+    t.add_encoded(second, arena.size() - second, {.size = 4, .offset = 0});
+    t.add_encoded(0, second, {.size = 5, .offset = 4, .executable = true});
+    t.add({".pad", "7"}, {.size = 7, .offset = 9, .pad = true});
+    REQUIRE(t.size() == 3);
+    CHECK(t.path_string(0) == "r/a.txt");
+    CHECK(t.path_elements(1) == std::vector<std::string>{"r", "b", "2.dat"});
+    CHECK(t[1].executable);
+    CHECK(t.path_string(2) == "r/.pad/7");
+    CHECK(t.pad(2));
+    CHECK(t.path_bytes() == arena.size() + 7);  // ".pad" 5, "7" 2
+}
