@@ -283,9 +283,11 @@ private:
         // What archctl would refuse to load is refused here, before more of it is written.
         m_written += bytes.size();
         if (m_written > m_max_bytes)
-            return create_error(m_source, fmt::format("the torrent would be larger than {}, the most a .torrent archctl reads may be "
-                                                      "(a hybrid or v1 torrent lists every file twice; --kind v2 does not)",
-                                                      format_size(m_max_bytes)));
+            return create_error(m_source, fmt::format("the torrent would be larger than {}, the most a .torrent archctl reads may be{}",
+                                                      format_size(m_max_bytes),
+                                                      m_kind == Kind::hybrid ? " (a hybrid lists every file twice and a pad file after "
+                                                                               "most; --kind v2 lists each once)"
+                                                                             : ""));
         if (m_in_info) {
             if (m_kind != Kind::v2) m_sha1.update(bytes);
             if (m_kind != Kind::v1) m_sha256.update(bytes);

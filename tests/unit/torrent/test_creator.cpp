@@ -144,6 +144,10 @@ TEST_CASE("creator: a torrent larger than the most archctl reads is refused as i
     CHECK(r.error().message.find("--kind v2") != std::string::npos);
     CHECK(handed <= 300);
     CHECK_FALSE(create_torrent(s.path() / "payload", small).ok());
+    small.kind = Kind::v1;  // lists each file once: no hint to change the kind
+    auto v1 = create_torrent(s.path() / "payload", small);
+    REQUIRE_FALSE(v1.ok());
+    CHECK(v1.error().message.find("--kind") == std::string::npos);
     small.max_bytes = 1u << 20;
     CHECK(create_torrent(s.path() / "payload", small).ok());
 }
