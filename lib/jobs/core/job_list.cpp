@@ -72,17 +72,19 @@ bool retirable(const JobSummary& row) {
            (!row.ledger.kept.is_array() || row.ledger.kept.empty());
 }
 
+// One job at a time into the new index, under its lock from before the first job is read (a job
+// another process retires meanwhile waits and lands in the new log), so a state directory of a
+// million finished jobs never holds their rows at once.
 Status rebuild_job_index(const state::JobStore& store) {
-    std::vector<std::string> active;
-    std::vector<state::FinishedEntry> finished;
-    ARCHCTL_TRY_ASSIGN(auto names, list_dir(store.state_dir().jobs(), "cannot list jobs in"));
+    ARCHCTL_TRY_ASSIGN(state::IndexRebuild rebuild, state::JobIndex(store.state_dir()).begin_rebuild());
+    ARCHCTL_TRY_ASSIGN(auto names, list_dir(store.state_dir().jobs(), "cannot list jobs in"));  // sorted: ids in order
     for (const auto& id : names) {
         auto row = summarize_one(store, id);
         if (!row) continue;
-        if (retirable(*row)) finished.push_back({id, row->to_json(), row->nodes});
-        else active.push_back(id);
+        if (retirable(*row)) ARCHCTL_TRY_STATUS(rebuild.add_finished({id, row->to_json(), row->nodes}));
+        else ARCHCTL_TRY_STATUS(rebuild.add_active(id));
     }
-    return state::JobIndex(store.state_dir()).rebuild(active, std::move(finished));
+    return rebuild.commit();
 }
 
 Result<std::vector<JobSummary>> summarize_active(const state::JobStore& store) {
