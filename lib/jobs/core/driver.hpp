@@ -116,9 +116,10 @@ struct Cleared {
 // The active rows plus the newest `finished` finished jobs (read from their own directories), for
 // `status`: what it always showed of recent jobs, without reading every job.
 [[nodiscard]] Result<std::vector<JobSummary>> summarize_recent(const state::JobStore& store, std::size_t finished);
-// The active rows plus every job `target` may name: ids starting with it (one readdir), and
-// finished jobs whose log row contains it (a resource prefix or name). For job id lookups
-// (find_job) and `status RES|JOB`; without reading every job's records.
+// The active rows plus every job `target` may name: finished jobs whose log row contains it (a
+// job id prefix, a resource prefix or name), and, when no row so far has an id starting with it,
+// the job directories whose name does (one readdir). For job id lookups (find_job) and `status
+// RES|JOB`; without reading every job's records.
 [[nodiscard]] Result<std::vector<JobSummary>> summarize_matching(const state::JobStore& store, const std::string& target);
 
 }  // namespace archctl::jobs

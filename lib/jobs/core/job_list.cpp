@@ -131,11 +131,17 @@ Result<std::vector<JobSummary>> summarize_matching(const state::JobStore& store,
         out.push_back(std::move(*row));
     };
     if (!target.empty()) {
-        ARCHCTL_TRY_ASSIGN(auto names, list_dir(store.state_dir().jobs(), "cannot list jobs in"));
-        for (const auto& id : names)
-            if (id.rfind(target, 0) == 0) add(id);
         ARCHCTL_TRY_ASSIGN(auto entries, state::JobIndex(store.state_dir()).finished_matching(target));
         for (const auto& e : entries) add(e.id);
+        // A built index holds every job (marked active, or a finished row naming its id), so the
+        // job directories are listed only when it names none: then a job only its directory
+        // knows (an index damaged by hand) is still found, at the cost of one readdir.
+        const bool named = std::any_of(out.begin(), out.end(), [&](const JobSummary& r) { return r.id.rfind(target, 0) == 0; });
+        if (!named) {
+            ARCHCTL_TRY_ASSIGN(auto names, list_dir(store.state_dir().jobs(), "cannot list jobs in"));
+            for (const auto& id : names)
+                if (id.rfind(target, 0) == 0) add(id);
+        }
     }
     sort_rows(out);
     return out;

@@ -206,6 +206,15 @@ TEST_CASE("the index is rebuilt from the job directories: active, retired, damag
     REQUIRE(found.ok());
     CHECK(found.value()->id == done);
     CHECK(found.value()->retired);
+    // A job the index lost by hand (its marker gone) is still found by its id: the job
+    // directories are listed when no indexed job has it.
+    const std::string stray = id_of(7);
+    make_job(store, stray, std::nullopt);
+    REQUIRE(index.unmark(stray).ok());
+    auto strays = jobs::summarize_matching(store, stray);
+    REQUIRE(strays.ok());
+    CHECK(jobs::find_job(strays.value(), stray).ok());
+    REQUIRE(store.remove(stray).ok());
 
     // `job rm` of a finished job: it never comes back, and a rebuild agrees.
     REQUIRE(jobs::hide_job(dir, *found.value()).ok());
