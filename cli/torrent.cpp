@@ -88,27 +88,7 @@ nlohmann::json file_json(const PayloadFile& f, const std::string& path, std::int
     return {{"index", f.index}, {"path", path}, {"size", f.size}, {"offset", f.offset}, {"piece_range", {first, last}}, {"attr", attr}};
 }
 
-// What the "torrent" member and the headline say about a .torrent: read off its parse, or
-// reported by the creator for one just made (which is not parsed back).
-struct TorrentFacts {
-    std::string name;
-    Identity identity;
-    bool multi_file = false;
-    std::int64_t piece_length = 0;
-    std::int64_t piece_count = 0;
-    std::int64_t total_size = 0;
-    std::int64_t payload_size = 0;
-};
-
-TorrentFacts facts_of(const Metainfo& m) {
-    return {m.name(), m.identity(), m.multi_file(), m.piece_length(), m.piece_count(), m.total_size(), m.payload_size()};
-}
-
-TorrentFacts facts_of(const CreatedTorrent& c) {
-    return {c.name, c.identity, c.multi_file, c.piece_length, c.piece_count, c.total_size, c.payload_size};
-}
-
-nlohmann::json torrent_json(const TorrentFacts& t, std::size_t file_count) {
+nlohmann::json torrent_json(const Facts& t, std::size_t file_count) {
     return {{"name", t.name},
             {"kind", kind_name(t.identity.kind())},
             {"v1", t.identity.v1_hex().empty() ? nlohmann::json(nullptr) : nlohmann::json(t.identity.v1_hex())},
@@ -122,7 +102,7 @@ nlohmann::json torrent_json(const TorrentFacts& t, std::size_t file_count) {
             {"file_count", file_count}};
 }
 
-nlohmann::json torrent_json(const Metainfo& m, std::size_t file_count) { return torrent_json(facts_of(m), file_count); }
+nlohmann::json torrent_json(const Metainfo& m, std::size_t file_count) { return torrent_json(m.facts(), file_count); }
 
 // Writing a --json member piece by piece, byte for byte as nlohmann's dump(2) would write it
 // nested `level` deep, so a million-entry list is never one JSON value.
@@ -213,11 +193,11 @@ std::function<void(std::FILE*)> torrent_with_files(std::shared_ptr<const Metainf
     };
 }
 
-std::string headline(const TorrentFacts& t, const Context& ctx) {
+std::string headline(const Facts& t, const Context& ctx) {
     return fmt::format("'{}' ({} {})", printable(t.name), kind_name(t.identity.kind()), shown_hash(t.identity.qb_id(), ctx));
 }
 
-std::string headline(const Metainfo& m, const Context& ctx) { return headline(facts_of(m), ctx); }
+std::string headline(const Metainfo& m, const Context& ctx) { return headline(m.facts(), ctx); }
 
 std::string piece_text(const PayloadFile& f, std::int64_t piece_length) {
     if (f.size == 0) return "-";
@@ -400,7 +380,7 @@ Outcome run_create(Context& ctx, const TorrentOptions& o) {
     if (!created) return Outcome::failed(created.take_error());
     auto commit = file->commit();
     if (!commit.ok()) return Outcome::failed(commit.take_error());
-    TorrentFacts t = facts_of(*created);
+    const Facts& t = *created;
     std::size_t file_count = created->file_count;
     ctx.out().result(fmt::format("created '{}': {}, {} in {}, {} × {}", printable(o.output), headline(t, ctx),
                                  format_size(static_cast<std::uint64_t>(t.payload_size)),

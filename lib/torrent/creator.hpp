@@ -47,15 +47,8 @@ struct CreateOptions {
 [[nodiscard]] std::int64_t auto_piece_length(std::int64_t payload_bytes);
 
 // A created .torrent and what Metainfo would report about it, known without parsing it back.
-struct CreatedTorrent {
-    std::string bytes;  // the .torrent
-    std::string name;   // Metainfo::name()
-    Identity identity;
-    bool multi_file = false;
-    std::int64_t piece_length = 0;
-    std::int64_t piece_count = 0;
-    std::int64_t total_size = 0;    // pads (and a v2 single file's internal one) included
-    std::int64_t payload_size = 0;
+struct CreatedTorrent : Facts {
+    std::string bytes;              // the .torrent
     std::size_t file_count = 0;     // payload files, pads left out
     Kind kind() const { return identity.kind(); }
 };

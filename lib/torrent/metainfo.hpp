@@ -34,6 +34,18 @@ struct ParseOptions {
     PathPlatform platform = PathPlatform::posix;  // windows_compatible adds the Windows rules
 };
 
+// What `torrent show` and `torrent create` report of a .torrent in their headline and JSON: read
+// off a parse (Metainfo::facts) or reported by the creator for one it just made (CreatedTorrent).
+struct Facts {
+    std::string name;
+    Identity identity;
+    bool multi_file = false;
+    std::int64_t piece_length = 0;
+    std::int64_t piece_count = 0;
+    std::int64_t total_size = 0;    // pads (and a v2 single file's internal one) included
+    std::int64_t payload_size = 0;
+};
+
 class Metainfo {
 public:
     // The torrent's name as libtorrent reports it (`name.utf-8` preferred; for a v2-only torrent
@@ -52,6 +64,7 @@ public:
     std::int64_t total_size() const { return m_total_size; }
     // Bytes of the non-pad files.
     std::int64_t payload_size() const { return m_payload_size; }
+    Facts facts() const { return {m_name, m_identity, m_multi_file, m_piece_length, m_piece_count, m_total_size, m_payload_size}; }
     // Length of piece `piece` in piece space. Precondition: 0 <= piece < piece_count().
     std::int64_t piece_size(std::int64_t piece) const;
 
