@@ -133,7 +133,10 @@ def staging_empty(lab, route, nodes=("cache1", "archive1")):
     """Wait (30 s at most) until the route's folder holds no staging on any of `nodes`."""
     for node in nodes:
         folder = os.path.join(lab.node(node)["sync_root"], route)
-        wait(lambda: tree(folder) == [], timeout=30, what=f"staging removed on {node}")
+        try:
+            wait(lambda: tree(folder) == [], timeout=30, what=f"staging removed on {node}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: left in {folder}: {tree(folder)}") from None
 
 
 def _bencoded_end(data, at):

@@ -102,6 +102,12 @@ Status compensate(JobRun& run, const Error& why) {
     auto keep = [&first](Status s) {
         if (!s.ok() && first.ok()) first = std::move(s);
     };
+    // A run that lifted the job's hold (its sync step did) may have the target pulling the job's
+    // files right now: a hold stops that before anything is removed, so no pull makes the staging
+    // directory again after cleanup settled it. Lifted again below, once the staging is gone.
+    if (run.released && !run.ledger.synced)
+        if (Status held = hold_transfer(run, "undo"); !held.ok())
+            run.log(fmt::format("archctl: warning: {}; Syncthing may bring back staging that cleanup removes", held.error().message));
     Status removed = remove_new_target(run, *dst.value());
     // While this job's torrent may still be in qBittorrent its files stay too: a rerun removes
     // both (the merge record is kept until unmerge runs).

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/transfer/target_room.hpp"
@@ -69,6 +70,10 @@ TEST_CASE("target room: below the floor the job waits, bounded by runs and time,
 
     // A day after it was first seen, the run that meets it again undoes and releases the job.
     f.clock.advance(std::chrono::hours(23));
+    // The run lifted the hold for its sync step, so the target may be pulling the job: the undo
+    // holds the transfer again before the target's staging is removed, so no pull brings it back.
+    std::vector<bool> held_at_cleanup;
+    TransferFixture::before(f.nas.ops, "cleanup", [&] { held_at_cleanup.push_back(holds_transfer(f.nas.st.ignore_lines[f.def.route.id], f.job_id)); });
     RunResult r4 = f.run(floor_of(100));
     REQUIRE(r4.outcome == RunOutcome::failed);
     CHECK(r4.error.is(ErrorCode::DISK_INSUFFICIENT));
@@ -87,6 +92,8 @@ TEST_CASE("target room: below the floor the job waits, bounded by runs and time,
     // reservation freed, and an event that says why.
     CHECK(f.seedbox.ops.count("cleanup") >= 1);
     CHECK(f.nas.ops.count("cleanup") >= 1);
+    REQUIRE_FALSE(held_at_cleanup.empty());
+    CHECK(held_at_cleanup.front());
     CHECK_FALSE(holds_transfer(f.nas.st.ignore_lines[f.def.route.id], f.job_id));
     CHECK(f.holder(f.aliases[0]).empty());
     auto released = f.events_of("released");
