@@ -129,6 +129,12 @@ def seed_resource(lab, name, layout, seed, kind="hybrid", skip=(), node="cache1"
     return info, tid, save, tfile
 
 
+def staged_path(job_dir, index):
+    """Where a job's payload file `index` lies in its staging directory: p/<index // 1000>/<index>
+    (the shards of lib/node/wire/job_layout.hpp)."""
+    return os.path.join(job_dir, "p", str(index // 1000), str(index))
+
+
 def staging_empty(lab, route, nodes=("cache1", "archive1")):
     """Wait (30 s at most) until the route's folder holds no staging on any of `nodes`."""
     for node in nodes:

@@ -143,6 +143,37 @@ class Archive(unittest.TestCase):
         files = LAB.qb("archive1").files(tid)
         self.assertTrue(all(f["progress"] == 1 for f in files))
 
+    def test_f_z_a_job_staged_flat_before_the_shards_still_lands(self):
+        """A job whose definition predates the sharded staging layout (no payload_layout) is
+        staged, carried, merged and cleaned up in the flat layout it was created with."""
+        info, tid, save = make_resource("res-flat", "hybrid", 43)
+        rc, out, err = archctl("archive", tid[:12], "--yes", "--max-minutes", "0.001", "--json", timeout=300)
+        self.assertEqual(rc, 10, err + out)
+        job = flows.job_of(LAB, tid)
+        path = os.path.join(LAB.state_dir, "jobs", job, "definition.json")
+        with open(path) as f:
+            definition = json.load(f)
+        self.assertEqual(definition["payload_layout"], "sharded")  # every new job
+        shown = json.loads(archctl("job", "show", job, "--json")[1])
+        self.assertFalse(shown["ledger"]["staged"], shown["ledger"])
+        del definition["payload_layout"]
+        with open(path, "w") as f:
+            json.dump(definition, f, indent=2)
+        release = flows.archctl_paused_at(LAB, "job.step.sync", "resume", job)
+        staged = os.path.join(LAB.node("cache1")["sync_root"], LAB.route, job, "p")
+        try:
+            names = sorted(os.listdir(staged))
+            self.assertEqual(names, sorted(str(f["index"]) for f in info["files"]))
+            self.assertTrue(all(os.path.isfile(os.path.join(staged, n)) for n in names), names)
+            with open(os.path.join(staged, "..", "manifest.json")) as f:
+                self.assertNotIn("layout", json.load(f))
+        finally:
+            rc, out, err = release()
+        self.assertEqual(rc, 0, err + out)
+        files = LAB.qb("archive1").files(tid)
+        self.assertTrue(all(f["progress"] == 1 for f in files), files)
+        flows.staging_empty(LAB, LAB.route)
+
     def test_g_unarchive_into_an_empty_cache(self):
         info, tid, save = make_resource("res-back", "hybrid", 52)
         rc, out, err = archctl("archive", tid[:12], "--yes", timeout=300)

@@ -24,7 +24,7 @@ HYBRID_LAYOUT = {"pay/a.bin": 2 * 1024 * 1024 + 5, "pay/sub/b.bin": 300000, "pay
 
 def flip_received(job, index, offset):
     """One byte of a received job file on the target, flipped before merge."""
-    received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", str(index))
+    received = flows.staged_path(os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job), index)
     with open(received, "r+b") as f:
         f.seek(offset)
         b = f.read(1)

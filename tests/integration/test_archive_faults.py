@@ -169,7 +169,7 @@ class Faults(unittest.TestCase):
         self.assertEqual(rc, 137, err)
         jobs = json.loads(LAB.archctl("job", "list", "--all", "--json")[1])["jobs"]
         job = [j for j in jobs if j["resource"] == tid][0]["id"]
-        received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", "0")
+        received = flows.staged_path(os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job), 0)
         with open(received, "r+b") as f:
             f.seek(1000)
             b = f.read(1)

@@ -93,7 +93,7 @@ class MergeFloor(unittest.TestCase):
         # Nothing half-written and no temp file in the torrent folder; the received files wait.
         self.assertEqual(files_below(save_target), ["filler.bin"])
         job = flows.job_of(lab, tid)
-        received = os.path.join(lab.node("archive1")["sync_root"], self.route, job, "p")
+        received = os.path.join(lab.node("archive1")["sync_root"], self.route, job, "p", "0")  # the shard of files 0-999
         self.assertEqual(sorted(os.listdir(received)), ["0", "1"])
         shown = json.loads(lab.archctl("job", "show", job, "--json")[1])
         self.assertEqual(shown["ledger"]["step"], "merge")

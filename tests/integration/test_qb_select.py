@@ -141,7 +141,7 @@ class Select(unittest.TestCase):
         _, tid, save, _ = flows.seed_resource(LAB, "sel-newfail", LAYOUT, seed=1505)
         release = flows.archctl_paused_at(LAB, "job.step.sync", "archive", tid[:12], "--yes", "--json")
         job = flows.job_of(LAB, tid)
-        received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", "2")
+        received = flows.staged_path(os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job), 2)
         with open(received, "r+b") as f:  # d.txt (excluded, then '.!qB'): one byte flipped
             f.seek(500)
             b = f.read(1)
@@ -188,7 +188,7 @@ class Select(unittest.TestCase):
         before = flows.placement_snapshot(LAB, "archive1", tid, target_save)
         release = flows.archctl_paused_at(LAB, "job.step.sync", "archive", tid[:12], "--yes", "--json")
         job = flows.job_of(LAB, tid)
-        received = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p", "1")
+        received = flows.staged_path(os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job), 1)
         with open(received, "r+b") as f:  # b.bin: one byte flipped before the merge
             f.seek(1000)
             b = f.read(1)

@@ -67,7 +67,7 @@ def target_in_sync(job, files):
     """The job's payload is on the archive node under final names and its Syncthing needs nothing."""
     payload = os.path.join(LAB.node("archive1")["sync_root"], LAB.route, job, "p")
     try:
-        names = os.listdir(payload)
+        names = [n for shard in os.listdir(payload) for n in os.listdir(os.path.join(payload, shard))]
     except FileNotFoundError:
         return False
     if len([n for n in names if not n.startswith(".syncthing.") and not n.startswith("~syncthing~")]) < files:

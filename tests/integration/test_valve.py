@@ -158,14 +158,13 @@ def route_entries(node):
 
 def staged_files_arrived(node, job, info):
     """Indices of the job's staged files that `node`'s Syncthing has written, at their final name
-    and full size, in <route>/<job>/p."""
+    and full size, in <route>/<job>/p/<shard>."""
     out = []
-    p = os.path.join(route_dir(node), job, "p")
     for f in info["files"]:
-        path = os.path.join(p, str(f["index"]))
+        path = flows.staged_path(os.path.join(route_dir(node), job), f["index"])
         try:
             if (os.path.isfile(path) and os.path.getsize(path) == f["size"]
-                    and not os.path.exists(os.path.join(p, f".syncthing.{f['index']}.tmp"))):
+                    and not os.path.exists(os.path.join(os.path.dirname(path), f".syncthing.{f['index']}.tmp"))):
                 out.append(f["index"])
         except OSError:
             pass
@@ -338,7 +337,7 @@ class PartnerTouch(unittest.TestCase):
         time.sleep(2)  # final names appear before Syncthing commits them to its index
         by_index = {f["index"]: f["path"] for f in info["files"]}
         for index in arrived:
-            os.utime(os.path.join(job_dir(partner, job), "p", str(index)), ns=(Y2001_NS, Y2001_NS))
+            os.utime(flows.staged_path(job_dir(partner, job), index), ns=(Y2001_NS, Y2001_NS))
         LAB.st(partner).scan(LAB.route, sub=f"{job}/p")  # what the partner's watcher does a second later
         touched = [by_index[i] for i in arrived]
         probe = os.path.join(source_save, touched[0])

@@ -123,7 +123,7 @@ struct NeedList {
 // One name of db/browse: the folder's global index below a prefix (deleted and invalid entries
 // are not listed), the tree flattened.
 struct GlobalEntry {
-    std::string name;  // relative to the folder: "<prefix>/p/3"
+    std::string name;  // relative to the folder: "<prefix>/p/0/3"
     std::int64_t size = 0;
     bool directory = false;
 };

@@ -24,8 +24,8 @@
 // one line each, instead of the whole directory —
 //
 //   // archctl hold <job-id>: budget; lifted by the job's next run
-//   /<job-id>/p/7
-//   /<job-id>/p/9
+//   /<job-id>/p/0/7
+//   /<job-id>/p/0/9
 //
 // written before the stage links anything (nothing of the job is announced yet, so no restart) and
 // again when the sync step starts (replacing the whole-directory hold a stop left, in one write,
@@ -152,7 +152,7 @@ Status limit_transfer(JobRun& run, const std::set<std::uint32_t>& present, bool 
         }
         run.budget_held.insert(f->index);
         held_bytes += f->size;
-        patterns.push_back(fmt::format("/{}/{}", run.def.id, node::payload_name(f->index)));
+        patterns.push_back(fmt::format("/{}/{}", run.def.id, node::payload_name(f->index, run.def.payload_layout)));
     }
     if (patterns.empty()) return release_transfer(run);
     ARCHCTL_TRY_ASSIGN(bool changed, set_hold(run, "budget", patterns, !before_staging));

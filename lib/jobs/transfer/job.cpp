@@ -74,6 +74,7 @@ nlohmann::json JobDefinition::to_json() const {
             {"piece_count", piece_count},
             {"piece_length", piece_length},
             {"verify_transit", verify_transit},
+            {"payload_layout", node::to_string(payload_layout)},
             {"request_digest", request_digest},
             {"plan_digest", plan_digest}};
 }
@@ -118,6 +119,9 @@ Result<JobDefinition> JobDefinition::from_json(const nlohmann::json& j) {
         d.piece_count = j.value("piece_count", std::int64_t{0});
         d.piece_length = j.value("piece_length", std::int64_t{0});
         d.verify_transit = j.value("verify_transit", false);
+        auto layout = node::parse_payload_layout(j.value("payload_layout", "flat"));
+        if (!layout) return Error(ErrorCode::CORRUPT, fmt::format("unreadable job definition: unknown payload layout '{}'", j.value("payload_layout", "")));
+        d.payload_layout = *layout;
         d.request_digest = j.value("request_digest", "");
         d.plan_digest = j.value("plan_digest", "");
         return d;

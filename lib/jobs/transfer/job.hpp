@@ -17,6 +17,7 @@
 
 #include "lib/base/result.hpp"
 #include "lib/jobs/core/ledger.hpp"
+#include "lib/node/wire/job_layout.hpp"
 #include "lib/plan/transfer_plan.hpp"
 #include "lib/torrent/identity.hpp"
 #include "lib/torrent/layout.hpp"
@@ -71,6 +72,9 @@ struct JobDefinition {
     std::vector<std::int64_t> boundary_pieces;  // pieces of the union that need skipped files' bytes
     std::int64_t piece_count = 0, piece_length = 0;
     bool verify_transit = false;
+    // How its payload lies below the staging directory's p/ (node/wire/job_layout.hpp): sharded
+    // for every job created now; a definition without it was staged flat.
+    node::PayloadLayout payload_layout = node::PayloadLayout::flat;
     std::string request_digest;              // same command, same resource → same digest
     std::string plan_digest;
 

@@ -52,7 +52,8 @@ StepResult step_merge(JobRun& run) {
                          .save_path = run.def.target_save_path,
                          .files = target_entries(run.def.files),
                          .record_path = std::nullopt,
-                         .min_free = run.env.budgets.min_free});
+                         .min_free = run.env.budgets.min_free,
+                         .layout = run.def.payload_layout});
     if (!r.ok()) return StepResult::failed(r.take_error());
     run.session.bytes_copied += r.value().bytes_copied;
     if (!r.value().complete) return merge_stopped(run, r.value());

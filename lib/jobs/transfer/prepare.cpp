@@ -340,6 +340,7 @@ Result<std::string> TransferPlanner::create(const Prepared& p) {
     d.piece_count = p.piece_count;
     d.piece_length = p.piece_length;
     d.verify_transit = p.request.verify_transit || m_config.verify_transit;
+    d.payload_layout = node::PayloadLayout::sharded;
     d.request_digest = p.request_digest;
     d.plan_digest = p.plan.digest;
 

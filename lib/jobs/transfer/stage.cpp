@@ -137,7 +137,8 @@ StepResult step_stage(JobRun& run) {
                                .verify_transit = run.def.verify_transit,
                                .budget_bytes = std::nullopt,
                                .aux = {node::StageAux::with_bytes(node::k_torrent_aux, run.metainfo)},
-                               .min_free = run.env.budgets.min_free};
+                               .min_free = run.env.budgets.min_free,
+                               .layout = run.def.payload_layout};
     if (run.def.partfile == plan::PartfileNeed::carry_source) {
         StepResult carried = carry_partfile(run, *src.value(), ops);
         if (carried.kind != StepResult::next) return carried;

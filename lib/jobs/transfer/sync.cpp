@@ -30,7 +30,7 @@ namespace {
 std::vector<std::string> job_names(const JobRun& run) {
     std::vector<std::string> names;
     auto in_job = [&](const std::string& name) { names.push_back(run.def.id + "/" + name); };
-    for (const auto& f : run.def.files) in_job(node::payload_name(f.index));
+    for (const auto& f : run.def.files) in_job(node::payload_name(f.index, run.def.payload_layout));
     in_job(node::aux_path(node::k_torrent_aux));
     if (run.def.partfile == plan::PartfileNeed::carry_source) in_job(node::aux_path(node::k_partfile_aux));
     in_job(node::k_manifest_name);
@@ -260,7 +260,8 @@ StepResult step_sync(JobRun& run) {
     auto before = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
                                      .files = node::file_entries(run.def.files),
                                      .indexed = std::nullopt,
-                                     .verify_transit = false});
+                                     .verify_transit = false,
+                                     .layout = run.def.payload_layout});
     if (!before.ok() && (before.error().is(ErrorCode::PATH_SYMLINK) || before.error().is(ErrorCode::NOT_A_DIRECTORY)))
         return StepResult::failed(foreign_error(run, {{run.def.id, "not the directory archctl staged: " + before.error().message}}));
     if (before.ok() && !before.value().foreign.empty()) return StepResult::failed(foreign_error(run, before.value().foreign));
@@ -302,7 +303,8 @@ StepResult step_sync(JobRun& run) {
         auto check = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
                                         .files = node::file_entries(run.def.files),
                                         .indexed = std::move(indexed),
-                                        .verify_transit = run.def.verify_transit});
+                                        .verify_transit = run.def.verify_transit,
+                                        .layout = run.def.payload_layout});
         if (!check.ok()) {
             if (check.error().is(ErrorCode::PATH_SYMLINK) || check.error().is(ErrorCode::NOT_A_DIRECTORY))
                 return StepResult::failed(foreign_error(run, {{run.def.id, "not the directory archctl staged: " + check.error().message}}));

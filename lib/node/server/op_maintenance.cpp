@@ -109,7 +109,7 @@ namespace {
 
 // Names below the job directory that the stage (or merge) of this job wrote.
 struct Owned {
-    std::set<std::string> payload;  // names in p/
+    std::set<std::string> payload;  // names in p/ (flat) or in its shards
     std::set<std::string> aux;      // names in a/
 };
 
@@ -163,7 +163,18 @@ Status unlink_in(int dirfd, const std::string& name, const std::string& display,
     return {};
 }
 
-Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned, const std::string& job_dir, Sweep& sweep) {
+Status remove_dir_if_empty(int parent, const std::string& name, const std::string& display, Sweep& sweep);
+
+bool is_number(const std::string& name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Removes the job's own names in `sub` of `job` (kept by the keep rule, or when they are not the
+// job's). With `shards`, a directory with a number for its name is a shard of the payload (either
+// layout, job_layout.hpp: the request need not say which the job used): swept the same way, then
+// removed when empty.
+Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned, const std::string& job_dir, Sweep& sweep,
+                    bool shards = false) {
     std::string display = fmt::format("{}/{}", job_dir, sub);
     auto dir = open_dir_below(job, std::vector<std::string>{sub}, job_dir);
     if (!dir.ok()) {
@@ -177,6 +188,13 @@ Status sweep_subdir(int job, const char* sub, const std::set<std::string>& owned
     }
     for (const auto& name : list_names(dir.value().get())) {
         std::string shown = fmt::format("{}/{}", display, name);
+        struct stat st {};
+        if (shards && is_number(name) && ::fstatat(dir.value().get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode)) {
+            ARCHCTL_TRY_STATUS(sweep_subdir(dir.value().get(), name.c_str(), owned, display, sweep));
+            ARCHCTL_TRY_STATUS(remove_dir_if_empty(dir.value().get(), name, shown, sweep));
+            continue;
+        }
         bool mine = owned.count(name) > 0 || std::any_of(owned.begin(), owned.end(), [&](const std::string& o) {
                         return is_atomic_temp_of(name, o) || is_syncthing_temp_of(name, o);
                     });
@@ -252,7 +270,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     }
     int jfd = job.value().get();
     Owned owned = owned_names(jfd, job_dir, request);
-    ARCHCTL_TRY_STATUS(sweep_subdir(jfd, k_payload_dir, owned.payload, job_dir, sweep));
+    ARCHCTL_TRY_STATUS(sweep_subdir(jfd, k_payload_dir, owned.payload, job_dir, sweep, true));
     ARCHCTL_TRY_STATUS(sweep_subdir(jfd, k_aux_dir, owned.aux, job_dir, sweep));
     ARCHCTL_TRY_STATUS(remove_dir_if_empty(jfd, k_payload_dir, job_dir + "/" + k_payload_dir, sweep));
     ARCHCTL_TRY_STATUS(remove_dir_if_empty(jfd, k_aux_dir, job_dir + "/" + k_aux_dir, sweep));

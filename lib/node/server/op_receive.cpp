@@ -29,7 +29,7 @@ namespace {
 using nlohmann::json;
 
 struct Expected {
-    std::string name;  // relative to the job directory: "p/3", "a/source.torrent", "manifest.json"
+    std::string name;  // relative to the job directory: "p/0/3", "a/source.torrent", "manifest.json"
     std::optional<std::uint64_t> size;
     std::string xxh3;  // from the manifest, when known
     std::optional<std::uint32_t> index;
@@ -134,18 +134,32 @@ std::optional<Manifest> read_manifest(int job, const std::string& display) {
     return std::move(m).value();
 }
 
-std::vector<Expected> expected_entries(const std::vector<FileEntry>& files, const std::optional<Manifest>& manifest) {
+std::vector<Expected> expected_entries(const std::vector<FileEntry>& files, PayloadLayout layout, const std::optional<Manifest>& manifest) {
     std::map<std::uint32_t, std::string> hashes;
     if (manifest)
         for (const auto& f : manifest->files) hashes[f.index] = f.xxh3;
     std::vector<Expected> out;
     out.push_back(Expected{k_manifest_name, std::nullopt, "", std::nullopt});
     out.push_back(Expected{k_ready_name, std::nullopt, "", std::nullopt});
-    for (const auto& f : files) out.push_back(Expected{payload_name(f.index), f.size, hashes[f.index], f.index});
+    for (const auto& f : files) out.push_back(Expected{payload_name(f.index, layout), f.size, hashes[f.index], f.index});
     if (manifest)
         for (const auto& a : manifest->aux) out.push_back(Expected{fmt::format("{}/{}", k_aux_dir, a.name), a.size, a.xxh3, std::nullopt});
     return out;
 }
+
+// The directory of an entry, relative to the job directory: "" for the job directory itself.
+std::string parent_of(const std::string& name) {
+    auto slash = name.rfind('/');
+    return slash == std::string::npos ? std::string() : name.substr(0, slash);
+}
+
+// What the job's staging may hold below it: per directory ("p" or "p/<shard>", "a"), the file
+// names; below p/ when sharded, the shard directories.
+struct Staged {
+    std::map<std::string, std::set<std::string>> payload;  // directory → index names
+    std::set<std::string> shards;                          // sharded: shard names below p/
+    std::set<std::string> aux;
+};
 
 // An atomic write's temp file of `target` ("<dot><target>.tmp.<suffix>", lib/base/atomic_file.hpp):
 // archctl's own, seen for a moment while the stage writes the manifest or the journal.
@@ -178,46 +192,51 @@ std::string what_is(const struct stat& st) {
 
 // Everything in the job directory that archctl did not stage and does not expect (docs/staging.md
 // "The valve", item 3): in the job directory only the manifest, READY, the journal and
-// the directories p/ and a/; in p/ only the job's payload indices as regular files; in a/ only
-// auxiliary names. Syncthing's temp files and conflict copies, and archctl's own atomic-write temp
+// the directories p/ and a/; sharded, in p/ only the job's shard directories; in p/ (flat) or a
+// shard only the job's payload indices there as regular files; in a/ only auxiliary names. Syncthing's temp files and conflict copies, and archctl's own atomic-write temp
 // files, are expected anywhere.
-void collect_foreign(const std::map<std::string, std::map<std::string, struct stat>>& listings, const std::set<std::string>& payload,
-                     const std::set<std::string>& aux, std::vector<ForeignEntry>& out) {
+void collect_foreign(const std::map<std::string, std::map<std::string, struct stat>>& listings, const Staged& staged,
+                     std::vector<ForeignEntry>& out) {
     auto expected_anywhere = [](const std::string& name, const std::set<std::string>& names) {
         if (is_syncthing_artifact(name)) return true;
         return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return is_own_temp(name, n); });
     };
-    if (auto root = listings.find(""); root != listings.end()) {
-        const std::set<std::string> files = {k_manifest_name, k_ready_name, k_stage_journal_name};
-        for (const auto& [name, st] : root->second) {
-            if (name == k_payload_dir || name == k_aux_dir) {
-                if (!S_ISDIR(st.st_mode)) out.push_back({name, what_is(st) + " where archctl staged a directory"});
+    auto directories = [&](const std::string& sub, const std::set<std::string>& dirs, const std::set<std::string>& files) {
+        auto listing = listings.find(sub);
+        if (listing == listings.end()) return;
+        for (const auto& [name, st] : listing->second) {
+            const std::string shown = sub.empty() ? name : sub + "/" + name;
+            if (dirs.count(name)) {
+                if (!S_ISDIR(st.st_mode)) out.push_back({shown, what_is(st) + " where archctl staged a directory"});
                 continue;
             }
             if (files.count(name)) {
-                if (!S_ISREG(st.st_mode)) out.push_back({name, what_is(st) + " where archctl wrote a file"});
+                if (!S_ISREG(st.st_mode)) out.push_back({shown, what_is(st) + " where archctl wrote a file"});
                 continue;
             }
-            if (!expected_anywhere(name, files)) out.push_back({name, what_is(st) + " archctl did not stage"});
+            if (!expected_anywhere(name, files)) out.push_back({shown, what_is(st) + " archctl did not stage"});
         }
-    }
-    for (const auto& [sub, names] : {std::pair<std::string, const std::set<std::string>*>{k_payload_dir, &payload},
-                                     std::pair<std::string, const std::set<std::string>*>{k_aux_dir, &aux}}) {
+    };
+    directories("", {k_payload_dir, k_aux_dir}, {k_manifest_name, k_ready_name, k_stage_journal_name});
+    if (!staged.shards.empty()) directories(k_payload_dir, staged.shards, {});
+    auto files = [&](const std::string& sub, const std::set<std::string>& names, bool payload) {
         auto listing = listings.find(sub);
-        if (listing == listings.end()) continue;
+        if (listing == listings.end()) return;
         for (const auto& [name, st] : listing->second) {
             const std::string shown = sub + "/" + name;
-            if (names->count(name)) {
+            if (names.count(name)) {
                 if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) out.push_back({shown, what_is(st) + " where archctl staged a file"});
                 continue;
             }
-            if (expected_anywhere(name, *names)) continue;
+            if (expected_anywhere(name, names)) continue;
             // A copy stage was making when it was cut off (a kill): the next stage finishes or
             // redoes it.
-            if (sub == k_payload_dir && S_ISREG(st.st_mode) && is_stage_temp(name, *names)) continue;
+            if (payload && S_ISREG(st.st_mode) && is_stage_temp(name, names)) continue;
             out.push_back({shown, what_is(st) + " archctl did not stage"});
         }
-    }
+    };
+    for (const auto& [sub, names] : staged.payload) files(sub, names, true);
+    files(k_aux_dir, staged.aux, false);
 }
 
 // Temp files and conflict copies in a listing: never payload, reported.
@@ -238,20 +257,35 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
     if (!job.ok() && !job.error().is(ErrorCode::NOT_FOUND)) return job.take_error();
     std::optional<Manifest> manifest;
     if (job.ok()) manifest = read_manifest(job.value().get(), job_dir);
-    expected = expected_entries(request.files, manifest);
+    expected = expected_entries(request.files, request.layout, manifest);
+    Staged staged;
+    staged.aux = {k_torrent_aux, k_partfile_aux};
+    if (manifest)
+        for (const auto& a : manifest->aux) staged.aux.insert(a.name);
+    for (const auto& f : request.files) {
+        staged.payload[payload_dir(f.index, request.layout)].insert(std::to_string(f.index));
+        if (request.layout == PayloadLayout::sharded) staged.shards.insert(shard_name(f.index));
+    }
 
-    std::map<std::string, std::map<std::string, struct stat>> listings;  // subdirectory → listing
+    // Directory (relative to the job directory) → its listing: the job directory, p/, a/ and,
+    // sharded, the job's shard directories below p/. A symlink is never followed.
+    std::map<std::string, std::map<std::string, struct stat>> listings;
     std::map<std::string, UniqueFd> dirs;
+    auto list_below = [&](const std::string& parent, int parent_fd, const std::string& name) {
+        auto& in = listings[parent];
+        auto entry = in.find(name);
+        if (entry == in.end() || !S_ISDIR(entry->second.st_mode)) return;
+        const std::string sub = parent.empty() ? name : parent + "/" + name;
+        auto fd = open_dir_below(parent_fd, std::vector<std::string>{name}, job_dir + "/" + sub);
+        if (!fd.ok()) return;
+        listings[sub] = list_with_stats(fd.value().get());
+        dirs[sub] = std::move(fd).value();
+    };
     if (job.ok()) {
         listings[""] = list_with_stats(job.value().get());
-        for (const char* sub : {k_payload_dir, k_aux_dir}) {
-            auto entry = listings[""].find(sub);
-            if (entry == listings[""].end() || !S_ISDIR(entry->second.st_mode)) continue;  // a symlink is never followed
-            auto fd = open_dir_below(job.value().get(), std::vector<std::string>{sub}, job_dir);
-            if (!fd.ok()) continue;
-            listings[sub] = list_with_stats(fd.value().get());
-            dirs[sub] = std::move(fd).value();
-        }
+        for (const char* sub : {k_payload_dir, k_aux_dir}) list_below("", job.value().get(), sub);
+        if (dirs.count(k_payload_dir))
+            for (const auto& shard : staged.shards) list_below(k_payload_dir, dirs[k_payload_dir].get(), shard);
     }
     ReceiveCheckResult out;
     out.job_exists = job.ok();
@@ -266,7 +300,7 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
             stopped.stopped = Stop::cancel;
             return json(stopped);
         }
-        std::string sub = e.name.find('/') == std::string::npos ? "" : e.name.substr(0, e.name.find('/'));
+        const std::string sub = parent_of(e.name);
         Verdict v;
         if (listings.count(sub)) {
             int fd = sub.empty() ? job.value().get() : dirs[sub].get();
@@ -286,13 +320,8 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
         ctx.progress(progress);
     }
     for (const auto& [sub, listing] : listings) collect_ignored(sub, listing, out.ignored);
-    std::set<std::string> payload, aux = {k_torrent_aux, k_partfile_aux};
-    for (const auto& f : request.files) payload.insert(std::to_string(f.index));
-    if (manifest)
-        for (const auto& a : manifest->aux) aux.insert(a.name);
-    collect_foreign(listings, payload, aux, out.foreign);
-    if (!out.foreign.empty()) out.complete = false;
-    out.complete = complete;
+    collect_foreign(listings, staged, out.foreign);
+    out.complete = complete && out.foreign.empty();
     out.bytes_hashed = c.bytes_hashed;
     return json(out);
 }

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <tuple>
 #include <map>
 #include <optional>
 
@@ -60,6 +61,7 @@ Result<StageArgs> parse_args(const json& raw) {
     a.verify_transit = request.verify_transit;
     a.budget_bytes = request.budget_bytes.value_or(0);
     a.min_free = request.min_free;
+    a.layout = request.layout;
     std::map<std::uint32_t, bool> seen;
     for (auto& f : request.files) {
         SourceFile sf;
@@ -135,7 +137,7 @@ Result<std::vector<ManifestAux>> stage_aux(Stager& s) {
 }
 
 bool same_request(const Manifest& m, const StageArgs& a) {
-    if (m.files.size() != a.files.size()) return false;
+    if (m.files.size() != a.files.size() || m.layout != a.layout) return false;
     std::map<std::uint32_t, const SourceFile*> by_index;
     for (const auto& f : a.files) by_index[f.index] = &f;
     for (const auto& f : m.files) {
@@ -188,6 +190,7 @@ Result<std::optional<json>> finished_earlier(Stager& s) {
 Result<json> write_manifest(Stager& s, std::vector<ManifestAux> aux) {
     Manifest m;
     m.job = s.job_display.substr(s.job_display.rfind('/') + 1);
+    m.layout = s.args.layout;
     std::sort(s.staged.begin(), s.staged.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
     m.files = std::move(s.staged);
     m.aux = std::move(aux);
@@ -201,15 +204,18 @@ Result<json> write_manifest(Stager& s, std::vector<ManifestAux> aux) {
     return json(finished(s.counters, false, digest));
 }
 
-// Positions of the files in the order of their source inodes: consecutive links then touch
-// neighbouring inodes (one inode-table block for many files) and copies read in on-disk order,
-// whatever order the request lists them in. The order of staging changes nothing else: records
-// are by index, the manifest is sorted, and a stop leaves a set of staged files either way.
-std::vector<std::size_t> inode_order(const std::vector<struct stat>& stats) {
+// Positions of the files shard by shard (each shard directory is made and synced once), in the
+// order of their source inodes within a shard: consecutive links then touch neighbouring inodes
+// (one inode-table block for many files) and copies read in on-disk order, whatever order the
+// request lists them in. The order of staging changes nothing else: records are by index, the
+// manifest is sorted, and a stop leaves a set of staged files either way.
+std::vector<std::size_t> staging_order(const StageArgs& args, const std::vector<struct stat>& stats) {
     std::vector<std::size_t> order(stats.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const bool sharded = args.layout == PayloadLayout::sharded;
+    auto shard = [&](std::size_t i) { return sharded ? shard_of(args.files[i].index) : 0u; };
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return std::pair(stats[a].st_dev, stats[a].st_ino) < std::pair(stats[b].st_dev, stats[b].st_ino);
+        return std::tuple(shard(a), stats[a].st_dev, stats[a].st_ino) < std::tuple(shard(b), stats[b].st_dev, stats[b].st_ino);
     });
     return order;
 }
@@ -220,14 +226,16 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     ARCHCTL_TRY_ASSIGN(StageArgs args, parse_args(raw));
     ARCHCTL_TRY_ASSIGN(RootSet::Parent route, ctx.roots().open_parent(args.job_dir));
     ARCHCTL_TRY_ASSIGN(UniqueFd base, ctx.roots().open_dir(args.source_base));
-    Stager s{ctx, args, DirCache(base.get(), args.source_base), {}, {}, args.job_dir, {}, {}, {}, {}, false, 0, {}};
+    Stager s{ctx, args, DirCache(base.get(), args.source_base), {}, PayloadDirs({}, args.job_dir, args.layout), -1, args.job_dir, {}, {}, {}, {}, false,
+             0, {}};
     for (const auto& f : args.files) s.bytes_total += f.size;
     ARCHCTL_TRY_STATUS(preflight_sources(s));
     ARCHCTL_TRY_STATUS(make_dir_in(route.dir.get(), route.name.c_str(), args.job_dir));
     ARCHCTL_TRY_ASSIGN(s.job, open_dir_below(route.dir.get(), std::vector<std::string>{route.name}, args.job_dir));
     ARCHCTL_TRY_ASSIGN(auto earlier, finished_earlier(s));
     if (earlier) return std::move(*earlier);
-    ARCHCTL_TRY_ASSIGN(s.payload, open_job_subdir(s.job.get(), k_payload_dir, args.job_dir + "/" + k_payload_dir));
+    ARCHCTL_TRY_ASSIGN(UniqueFd payload, open_job_subdir(s.job.get(), k_payload_dir, args.job_dir + "/" + k_payload_dir));
+    s.payload = PayloadDirs(std::move(payload), args.job_dir, args.layout);
     crash_point("stage.job_dir");
     ARCHCTL_TRY_STATUS(load_journal(s));
     // Before the first link: what the source's inodes look like now, outside every Syncthing
@@ -242,13 +250,13 @@ Result<json> op_stage(OpContext& ctx, const json& raw) {
     }
 
     Stop stop = Stop::none;
-    for (std::size_t i : inode_order(s.source_stats)) {
+    for (std::size_t i : staging_order(args, s.source_stats)) {
         if (ctx.cancelled()) stop = Stop::cancel;
         if (stop != Stop::none) break;
         ARCHCTL_TRY_ASSIGN(stop, stage_one(s, args.files[i], s.source_stats[i]));
     }
     ARCHCTL_TRY_STATUS(s.journal->flush());
-    ARCHCTL_TRY_STATUS(fsync_fd_dir(s.payload.get(), args.job_dir + "/" + k_payload_dir));
+    ARCHCTL_TRY_STATUS(s.payload.sync());
     if (stop != Stop::none) {
         StageResult result;
         result.stopped = stop;

@@ -54,7 +54,7 @@ Status finish_file(Stager& s, const SourceFile& f, StageMethod m, const std::str
     s.staged.push_back(ManifestFile{f.index, f.path, f.size, xxh3, m});
     s.counters.bytes_done += f.size;
     ++s.counters.files_done;
-    if (f.size >= k_chunk_bytes || s.counters.files_done % k_progress_every_files == 0) s.report(payload_name(f.index));
+    if (f.size >= k_chunk_bytes || s.counters.files_done % k_progress_every_files == 0) s.report(payload_name(f.index, s.args.layout));
     return {};
 }
 
@@ -76,11 +76,11 @@ Result<bool> reuse_journaled(Stager& s, const SourceFile& f, Source& source) {
     if (it == s.journaled.end() || !it->second.contains("m")) return false;
     const json& rec = it->second;
     std::string name = std::to_string(f.index);
-    ARCHCTL_TRY_ASSIGN(auto final_st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
+    ARCHCTL_TRY_ASSIGN(auto final_st, stat_in(s.dir, name, s.staged_display(f.index)));
     if (!final_st && rec.at("m") != "hardlink") {
-        ARCHCTL_TRY_ASSIGN(auto tmp_st, stat_in(s.payload.get(), temp_name(f.index), s.staged_display(f.index)));
+        ARCHCTL_TRY_ASSIGN(auto tmp_st, stat_in(s.dir, temp_name(f.index), s.staged_display(f.index)));
         if (tmp_st && matches_record(rec, *tmp_st) && same_source(rec, src)) {
-            if (::renameat(s.payload.get(), temp_name(f.index).c_str(), s.payload.get(), name.c_str()) != 0)
+            if (::renameat(s.dir, temp_name(f.index).c_str(), s.dir, name.c_str()) != 0)
                 return errno_error("cannot rename staged file", s.staged_display(f.index), errno);
             crash_point("stage.renamed");
             final_st = tmp_st;
@@ -103,7 +103,7 @@ Result<bool> reuse_journaled(Stager& s, const SourceFile& f, Source& source) {
 Result<bool> adopt_or_clear(Stager& s, const SourceFile& f, Source& source) {
     const struct stat& src = source.st;
     std::string name = std::to_string(f.index);
-    ARCHCTL_TRY_ASSIGN(auto st, stat_in(s.payload.get(), name, s.staged_display(f.index)));
+    ARCHCTL_TRY_ASSIGN(auto st, stat_in(s.dir, name, s.staged_display(f.index)));
     if (!st) return false;
     if (S_ISREG(st->st_mode) && st->st_ino == src.st_ino && st->st_dev == src.st_dev) {
         std::string xxh3;
@@ -115,7 +115,7 @@ Result<bool> adopt_or_clear(Stager& s, const SourceFile& f, Source& source) {
         ARCHCTL_TRY_STATUS(finish_file(s, f, StageMethod::hardlink, xxh3));
         return true;
     }
-    if (::unlinkat(s.payload.get(), name.c_str(), 0) != 0)
+    if (::unlinkat(s.dir, name.c_str(), 0) != 0)
         return errno_error("cannot remove stale staged file", s.staged_display(f.index), errno);
     return false;
 }
@@ -125,11 +125,11 @@ Result<bool> stage_link(Stager& s, const SourceFile& f, Source& source) {
     const struct stat& src = source.st;
     std::string name = std::to_string(f.index);
     const char* leaf = f.components.back().c_str();
-    int rc = ::linkat(source.dir, leaf, s.payload.get(), name.c_str(), 0);
+    int rc = ::linkat(source.dir, leaf, s.dir, name.c_str(), 0);
     if (rc != 0 && errno == EEXIST) {
         ARCHCTL_TRY_ASSIGN(bool adopted, adopt_or_clear(s, f, source));
         if (adopted) return true;
-        rc = ::linkat(source.dir, leaf, s.payload.get(), name.c_str(), 0);
+        rc = ::linkat(source.dir, leaf, s.dir, name.c_str(), 0);
     }
     if (rc != 0) {
         int err = errno;
@@ -141,10 +141,10 @@ Result<bool> stage_link(Stager& s, const SourceFile& f, Source& source) {
     }
     struct stat st_buf {};
     std::optional<struct stat> st;
-    if (::fstatat(s.payload.get(), name.c_str(), &st_buf, AT_SYMLINK_NOFOLLOW) == 0) st = st_buf;
+    if (::fstatat(s.dir, name.c_str(), &st_buf, AT_SYMLINK_NOFOLLOW) == 0) st = st_buf;
     else if (errno != ENOENT) return errno_error("cannot stat", s.staged_display(f.index), errno);
     if (!st || st->st_ino != src.st_ino || st->st_dev != src.st_dev) {
-        ::unlinkat(s.payload.get(), name.c_str(), 0);
+        ::unlinkat(s.dir, name.c_str(), 0);
         return Error(ErrorCode::SOURCE_CHANGED, fmt::format("cannot stage '{}': the file was replaced while it was linked", s.source_display(f)));
     }
     crash_point("stage.linked");
@@ -169,7 +169,7 @@ Status commit_temp(Stager& s, const SourceFile& f, int tmp_fd, const struct stat
     ARCHCTL_TRY_STATUS(record(s, done_record(f.index, m, st, src, xxh3), true));
     crash_point(m == StageMethod::copy ? "stage.copied" : "stage.reflinked");
     std::string name = std::to_string(f.index);
-    if (::renameat(s.payload.get(), temp_name(f.index).c_str(), s.payload.get(), name.c_str()) != 0)
+    if (::renameat(s.dir, temp_name(f.index).c_str(), s.dir, name.c_str()) != 0)
         return errno_error("cannot rename staged file", s.staged_display(f.index), errno);
     crash_point("stage.renamed");
     return {};
@@ -177,8 +177,8 @@ Status commit_temp(Stager& s, const SourceFile& f, int tmp_fd, const struct stat
 
 Result<UniqueFd> create_temp(Stager& s, const SourceFile& f, const struct stat& src) {
     std::string tmp = temp_name(f.index);
-    ::unlinkat(s.payload.get(), tmp.c_str(), 0);
-    UniqueFd fd(::openat(s.payload.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, src.st_mode & 0777));
+    ::unlinkat(s.dir, tmp.c_str(), 0);
+    UniqueFd fd(::openat(s.dir, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, src.st_mode & 0777));
     if (!fd.valid()) return errno_error("cannot create staged file", s.staged_display(f.index), errno);
     return fd;
 }
@@ -189,7 +189,7 @@ Result<bool> stage_reflink(Stager& s, const SourceFile& f, Source& source) {
     ARCHCTL_TRY_ASSIGN(int src_fd, source.open());
     ARCHCTL_TRY_ASSIGN(bool cloned, try_reflink(src_fd, tmp.get(), s.staged_display(f.index)));
     if (!cloned) {
-        ::unlinkat(s.payload.get(), temp_name(f.index).c_str(), 0);
+        ::unlinkat(s.dir, temp_name(f.index).c_str(), 0);
         return false;
     }
     std::string xxh3;
@@ -208,7 +208,7 @@ std::optional<std::uint64_t> resumable_prefix(Stager& s, const SourceFile& f, co
     auto it = s.journaled.find(f.index);
     if (it == s.journaled.end() || !it->second.contains("partial")) return std::nullopt;
     const json& rec = it->second;
-    auto tmp = stat_in(s.payload.get(), temp_name(f.index), s.staged_display(f.index));
+    auto tmp = stat_in(s.dir, temp_name(f.index), s.staged_display(f.index));
     if (!tmp.ok() || !tmp.value() || !S_ISREG(tmp.value()->st_mode)) return std::nullopt;
     std::uint64_t have = rec.at("partial").get<std::uint64_t>();
     if (!same_source(rec, src) || rec.value("ino", std::uint64_t{0}) != tmp.value()->st_ino ||
@@ -235,23 +235,23 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
     std::uint64_t offset = 0;
     UniqueFd tmp;
     if (auto prefix = resumable_prefix(s, f, src)) {
-        tmp.reset(::openat(s.payload.get(), temp_name(f.index).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+        tmp.reset(::openat(s.dir, temp_name(f.index).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
         if (!tmp.valid()) return errno_error("cannot reopen partial copy", display, errno);
         if (::ftruncate(tmp.get(), static_cast<off_t>(*prefix)) != 0) return errno_error("cannot truncate partial copy", display, errno);
         ARCHCTL_TRY_ASSIGN(CopyOutcome h, hash_range(tmp.get(), *prefix, hasher, {}, display));
         s.counters.bytes_hashed += h.bytes;
         offset = h.bytes;
     } else {
-        if (!above_floor(s, s.payload.get(), f.size)) return Stop::disk;
+        if (!above_floor(s, s.dir, f.size)) return Stop::disk;
         ARCHCTL_TRY_ASSIGN(tmp, create_temp(s, f, src));
     }
-    if (offset && !above_floor(s, s.payload.get(), f.size - std::min(f.size, offset))) return Stop::disk;
+    if (offset && !above_floor(s, s.dir, f.size - std::min(f.size, offset))) return Stop::disk;
     Stop stop = Stop::none;
     std::uint64_t in_file = offset;
     ChunkGate gate = [&](std::uint64_t chunk) {
         s.counters.bytes_copied += chunk;
         in_file += chunk;
-        s.report(payload_name(f.index), in_file);
+        s.report(payload_name(f.index, s.args.layout), in_file);
         if (s.ctx.cancelled()) stop = Stop::cancel;
         else if (s.args.budget_bytes && s.counters.bytes_copied >= s.args.budget_bytes) stop = Stop::budget;
         else if (!above_floor(s, tmp.get(), f.size - std::min(f.size, in_file))) stop = Stop::disk;
@@ -264,7 +264,7 @@ Result<Stop> stage_copy(Stager& s, const SourceFile& f, Source& source) {
         // A full filesystem is a stop like the floor: keep what the chunks the gate saw wrote
         // (a rerun truncates the temp file to that length and goes on from there).
         stop = Stop::disk;
-        s.floor_free = free_bytes_of(s.payload.get()).value_or(0);
+        s.floor_free = free_bytes_of(s.dir).value_or(0);
         s.floor_need = f.size - std::min(f.size, in_file);
         outcome = CopyOutcome{in_file - offset, true};
     }
@@ -320,6 +320,7 @@ Status preflight_sources(Stager& s) {
 }
 
 Result<Stop> stage_one(Stager& s, const SourceFile& f, const struct stat& preflight) {
+    ARCHCTL_TRY_ASSIGN(s.dir, s.payload.dir_of(f.index, true));
     ARCHCTL_TRY_ASSIGN(int dir, source_dir(s, f));
     Source source{s, f, dir, preflight, {}};
     ARCHCTL_TRY_ASSIGN(bool reused, reuse_journaled(s, f, source));

@@ -20,6 +20,7 @@
 #include "lib/base/result.hpp"
 #include "lib/node/server/file_ops.hpp"
 #include "lib/node/server/operation.hpp"
+#include "lib/node/server/payload_dirs.hpp"
 #include "lib/node/server/root_set.hpp"
 #include "lib/node/wire/job_layout.hpp"
 #include "lib/node/wire/ops_transfer.hpp"
@@ -58,6 +59,7 @@ struct StageArgs {
     std::uint64_t budget_bytes = 0;  // copied bytes allowed in this request; 0 = no limit
     std::vector<AuxSpec> aux;
     std::uint64_t min_free = 0;      // free-space floor of the job directory; 0 = none
+    PayloadLayout layout = PayloadLayout::flat;
 };
 
 struct Counters {
@@ -72,7 +74,8 @@ struct Stager {
     const StageArgs& args;
     DirCache sources;
     UniqueFd job;
-    UniqueFd payload;
+    PayloadDirs payload;
+    int dir = -1;  // the payload directory of the file being staged (stage_one sets it)
     std::string job_display;
     std::map<std::uint32_t, json> journaled;  // latest record per index
     std::optional<JournalWriter> journal;
@@ -83,7 +86,7 @@ struct Stager {
     std::vector<struct stat> source_stats;  // by position in args.files, from the preflight
     std::uint64_t floor_free = 0, floor_need = 0;  // what a "disk" stop saw
 
-    std::string staged_display(std::uint32_t index) const { return fmt::format("{}/{}", job_display, payload_name(index)); }
+    std::string staged_display(std::uint32_t index) const { return payload.display(index); }
     std::string source_display(const SourceFile& f) const { return fmt::format("{}/{}", args.source_base, f.path); }
 
     void report(const std::string& current, std::uint64_t in_flight = 0) {

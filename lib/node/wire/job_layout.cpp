@@ -22,7 +22,21 @@ std::optional<StageMethod> parse_method(const std::string& name) {
     return std::nullopt;
 }
 
-std::string payload_name(std::uint32_t index) { return fmt::format("{}/{}", k_payload_dir, index); }
+std::string_view to_string(PayloadLayout layout) { return layout == PayloadLayout::sharded ? "sharded" : "flat"; }
+
+std::optional<PayloadLayout> parse_payload_layout(std::string_view name) {
+    if (name == "flat") return PayloadLayout::flat;
+    if (name == "sharded") return PayloadLayout::sharded;
+    return std::nullopt;
+}
+
+std::string shard_name(std::uint32_t index) { return std::to_string(index / k_shard_files); }
+
+std::string payload_dir(std::uint32_t index, PayloadLayout layout) {
+    return layout == PayloadLayout::sharded ? fmt::format("{}/{}", k_payload_dir, shard_name(index)) : std::string(k_payload_dir);
+}
+
+std::string payload_name(std::uint32_t index, PayloadLayout layout) { return fmt::format("{}/{}", payload_dir(index, layout), index); }
 
 std::string aux_path(const std::string& name) { return fmt::format("{}/{}", k_aux_dir, name); }
 
@@ -48,13 +62,15 @@ Status check_aux_name(const std::string& name) {
 json Manifest::to_json() const {
     json files_json = json::array();
     for (const auto& f : files) {
-        files_json.push_back({{"index", f.index}, {"name", payload_name(f.index)}, {"path", f.path}, {"size", f.size},
+        files_json.push_back({{"index", f.index}, {"name", payload_name(f.index, layout)}, {"path", f.path}, {"size", f.size},
                               {"xxh3", f.xxh3.empty() ? json(nullptr) : json(f.xxh3)}, {"method", method_name(f.method)}});
     }
     json aux_json = json::array();
     for (const auto& a : aux)
         aux_json.push_back({{"name", fmt::format("{}/{}", k_aux_dir, a.name)}, {"size", a.size}, {"xxh3", a.xxh3}});
-    return {{"manifest", k_manifest_version}, {"job", job}, {"files", files_json}, {"aux", aux_json}};
+    json out = {{"manifest", k_manifest_version}, {"job", job}, {"files", files_json}, {"aux", aux_json}};
+    if (layout != PayloadLayout::flat) out["layout"] = to_string(layout);
+    return out;
 }
 
 Result<Manifest> Manifest::from_json(const json& j) {
@@ -63,6 +79,9 @@ Result<Manifest> Manifest::from_json(const json& j) {
             return Error(ErrorCode::CORRUPT, fmt::format("unsupported manifest version {}", j.at("manifest").get<int>()));
         Manifest m;
         m.job = j.at("job").get<std::string>();
+        auto layout = parse_payload_layout(j.value("layout", "flat"));
+        if (!layout) return Error(ErrorCode::CORRUPT, "manifest names an unknown payload layout");
+        m.layout = *layout;
         for (const auto& f : j.at("files")) {
             ManifestFile mf;
             mf.index = f.at("index").get<std::uint32_t>();

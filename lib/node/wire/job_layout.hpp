@@ -2,7 +2,9 @@
 // The job directory a stage builds inside a route folder (docs/design.md "Step 1: stage"), and its manifest.
 //
 //   <route folder>/<job-id>/
-//     p/<index>                payload, named by qB file index (never by torrent path)
+//     p/<shard>/<index>        payload, named by qB file index (never by torrent path), in
+//                              directories of at most 1,000 files: <shard> is <index> / 1000
+//                              (jobs created before the shards have p/<index>; PayloadLayout)
 //     a/<name>                 auxiliary data: the exported .torrent, a built part file
 //     manifest.json            every payload and auxiliary file: name, size, xxh3-128 where known
 //     READY                    written last; its presence means the manifest is final
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +37,18 @@ inline constexpr int k_manifest_version = 1;
 // needs, built on the source (docs/design.md "Partfiles and piece boundaries").
 inline constexpr const char* k_torrent_aux = "resource.torrent";
 inline constexpr const char* k_partfile_aux = "partfile";
+
+// How a job's payload files lie below p/. Sharded: "p/<index / 1000>/<index>", so no directory
+// holds more than 1,000 of them — Syncthing lists a received file's directory to check the case
+// of its name, and a link or a rename scans its directory: with every file of a 100,000-file
+// torrent in one directory both cost a listing of 100,000 entries per file (docs/staging.md
+// "Many files"). Flat: "p/<index>", the layout of jobs created before the shards, which every
+// operation still reads and finishes. A job records its layout in its definition; on the wire a
+// request without one means flat.
+enum class PayloadLayout { flat, sharded };
+inline constexpr std::uint32_t k_shard_files = 1000;
+[[nodiscard]] std::string_view to_string(PayloadLayout layout);
+[[nodiscard]] std::optional<PayloadLayout> parse_payload_layout(std::string_view name);
 
 // How a payload file got into the job directory.
 enum class StageMethod { hardlink, reflink, copy };
@@ -56,6 +71,7 @@ struct ManifestAux {
 
 struct Manifest {
     std::string job;
+    PayloadLayout layout = PayloadLayout::flat;  // "layout" when not flat
     std::vector<ManifestFile> files;  // by index
     std::vector<ManifestAux> aux;     // by name
 
@@ -63,10 +79,15 @@ struct Manifest {
     [[nodiscard]] static Result<Manifest> from_json(const nlohmann::json& j);
 };
 
-// "p/<index>".
-[[nodiscard]] std::string payload_name(std::uint32_t index);
-// The temp name in p/ that stage copies file `index` into before renaming it to its index:
-// ".<index>.part". A stage cut off (a kill) may leave it; the next stage finishes or redoes it.
+// The name of file `index`'s shard directory below p/: "<index / 1000>".
+[[nodiscard]] std::string shard_name(std::uint32_t index);
+// Its directory below the job directory: "p/<shard>" sharded, "p" flat.
+[[nodiscard]] std::string payload_dir(std::uint32_t index, PayloadLayout layout);
+// Its path below the job directory: "p/<shard>/<index>" sharded, "p/<index>" flat.
+[[nodiscard]] std::string payload_name(std::uint32_t index, PayloadLayout layout);
+// The temp name, beside the final one, that stage copies file `index` into before renaming it
+// to its index: ".<index>.part". A stage cut off (a kill) may leave it; the next stage finishes
+// or redoes it.
 [[nodiscard]] std::string stage_temp_name(std::uint32_t index);
 // "a/<name>".
 [[nodiscard]] std::string aux_path(const std::string& name);

@@ -19,6 +19,7 @@ constexpr KeptCode k_kept_codes[] = {KeptCode::none,     KeptCode::referenced, K
 constexpr Arrival k_arrivals[] = {Arrival::absent, Arrival::in_transit, Arrival::present, Arrival::verified, Arrival::mismatch};
 constexpr MergeRecord k_merge_records[] = {MergeRecord::absent, MergeRecord::present};
 constexpr UnmergeRecord k_unmerge_records[] = {UnmergeRecord::absent, UnmergeRecord::removed};
+constexpr PayloadLayout k_payload_layouts[] = {PayloadLayout::flat, PayloadLayout::sharded};
 constexpr MethodChoice k_method_choices[] = {MethodChoice::automatic, MethodChoice::hardlink, MethodChoice::reflink, MethodChoice::copy};
 
 }  // namespace
@@ -104,11 +105,15 @@ std::optional<MethodChoice> parse_method_choice(std::string_view name) { return 
 void to_json(json& j, MethodChoice v) { j = to_string(v); }
 void from_json(const json& j, MethodChoice& v) { v = enum_from_json(j, k_method_choices, "stage method (use auto, hardlink, reflink or copy)"); }
 
+void to_json(json& j, PayloadLayout v) { j = to_string(v); }
+void from_json(const json& j, PayloadLayout& v) { v = enum_from_json(j, k_payload_layouts, "payload layout (flat or sharded)"); }
+
 void to_json(json& j, const StageRequest& v) {
     j = {{"job_dir", v.job_dir}, {"source_base", v.source_base}, {"files", v.files}, {"verify_transit", v.verify_transit}, {"aux", v.aux}};
     if (v.method != MethodChoice::automatic) j["method"] = v.method;
     put_optional(j, "budget_bytes", v.budget_bytes);
     if (v.min_free) j["min_free"] = v.min_free;
+    if (v.layout != PayloadLayout::flat) j["layout"] = v.layout;
 }
 void from_json(const json& j, StageRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
@@ -120,6 +125,7 @@ void from_json(const json& j, StageRequest& v) {
     if (std::uint64_t b = j.value("budget_bytes", std::uint64_t{0}); b) v.budget_bytes = b;
     v.aux = get_list<StageAux>(j, "aux");
     v.min_free = j.value("min_free", std::uint64_t{0});
+    v.layout = j.value("layout", PayloadLayout::flat);
 }
 
 void to_json(json& j, const StageCounters& c) {
@@ -179,6 +185,7 @@ void from_json(const json& j, Arrival& v) { v = enum_from_json(j, k_arrivals, "a
 void to_json(json& j, const ReceiveCheckRequest& v) {
     j = {{"job_dir", v.job_dir}, {"files", v.files}, {"verify_transit", v.verify_transit}};
     if (v.indexed) j["indexed"] = *v.indexed;
+    if (v.layout != PayloadLayout::flat) j["layout"] = v.layout;
 }
 void from_json(const json& j, ReceiveCheckRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
@@ -188,6 +195,7 @@ void from_json(const json& j, ReceiveCheckRequest& v) {
     v.indexed.reset();
     get_optional(j, "indexed", v.indexed);
     v.verify_transit = j.value("verify_transit", false);
+    v.layout = j.value("layout", PayloadLayout::flat);
 }
 
 void to_json(json& j, const ReceivedFile& v) {
@@ -243,6 +251,7 @@ void to_json(json& j, const MergeRequest& v) {
     j = {{"job_dir", v.job_dir}, {"save_path", v.save_path}, {"files", v.files}};
     put_optional(j, "record_path", v.record_path);
     if (v.min_free) j["min_free"] = v.min_free;
+    if (v.layout != PayloadLayout::flat) j["layout"] = v.layout;
 }
 void from_json(const json& j, MergeRequest& v) {
     v.job_dir = j.at("job_dir").get<std::string>();
@@ -251,6 +260,7 @@ void from_json(const json& j, MergeRequest& v) {
     v.record_path.reset();
     get_optional(j, "record_path", v.record_path);
     v.min_free = j.value("min_free", std::uint64_t{0});
+    v.layout = j.value("layout", PayloadLayout::flat);
 }
 
 void to_json(json& j, const MergedFile& v) {

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/node/wire/job_layout.hpp"
+
 namespace archctl::node {
 
 // ---- shared records ------------------------------------------------------------------------
@@ -93,6 +95,7 @@ struct StageRequest {
     // the floor is not started, one that reaches it stops at a chunk boundary (kept as a
     // resumable partial copy); the stage then stops "disk". Links and clones cost no space.
     std::uint64_t min_free = 0;
+    PayloadLayout layout = PayloadLayout::flat;  // of the job's p/ (job_layout.hpp)
 };
 
 // Keys: files_linked, files_reflinked, files_copied, files_reused, bytes_linked,
@@ -124,6 +127,7 @@ struct ReceiveCheckRequest {
     std::vector<FileEntry> files;
     std::optional<std::vector<std::string>> indexed;  // names relative to the job directory
     bool verify_transit = false;
+    PayloadLayout layout = PayloadLayout::flat;
 };
 
 // How far one expected entry of a job directory has arrived (lib/node/server/op_receive.cpp):
@@ -178,6 +182,7 @@ struct MergeRequest {
     // The free-space floor of the destination: a copy that would take its filesystem below it is
     // not started, one that reaches it stops at a chunk boundary; the merge then stops "disk".
     std::uint64_t min_free = 0;
+    PayloadLayout layout = PayloadLayout::flat;
 };
 
 // Keys: index, path, provenance ("created", "preexisting"), how ("rename", "copy", "none"), ino.
@@ -295,6 +300,8 @@ void to_json(nlohmann::json& j, const KeptEntry& v);
 void from_json(const nlohmann::json& j, KeptEntry& v);
 void to_json(nlohmann::json& j, const StageAux& v);
 void from_json(const nlohmann::json& j, StageAux& v);
+void to_json(nlohmann::json& j, PayloadLayout v);
+void from_json(const nlohmann::json& j, PayloadLayout& v);
 void to_json(nlohmann::json& j, MethodChoice v);
 void from_json(const nlohmann::json& j, MethodChoice& v);
 void to_json(nlohmann::json& j, const StageRequest& v);

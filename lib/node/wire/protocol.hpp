@@ -41,7 +41,9 @@
 
 namespace archctl::node {
 
-inline constexpr int k_protocol_version = 1;
+// 2: the stage, receive_check and merge requests carry the payload layout (job_layout.hpp); a node
+// that speaks 1 would stage and look for every file in one directory.
+inline constexpr int k_protocol_version = 2;
 
 // The longest line either end accepts (lib/node/wire/line_reader.hpp). A line is one whole
 // message, so this bounds the largest request and result: a tree of 100,000 files with paths of

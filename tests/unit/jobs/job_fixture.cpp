@@ -234,7 +234,7 @@ void TransferFixture::answer_stage_and_sync() {
     };
     // sync: nas's Syncthing indexed every job file at the global version; the files are there.
     std::vector<std::string> names;
-    for (const auto& f : def.files) names.push_back(node::payload_name(f.index));
+    for (const auto& f : def.files) names.push_back(node::payload_name(f.index, def.payload_layout));
     names.push_back(node::aux_path(node::k_torrent_aux));
     names.push_back(node::k_manifest_name);
     names.push_back(node::k_ready_name);
@@ -250,7 +250,7 @@ void TransferFixture::answer_stage_and_sync() {
         r.complete = r.job_exists = r.manifest = true;
         r.index_evidence = request.indexed.has_value();
         for (const auto& f : request.files) {
-            r.files.push_back({node::payload_name(f.index), node::Arrival::present, f.size, f.index, f.size, ""});
+            r.files.push_back({node::payload_name(f.index, request.layout), node::Arrival::present, f.size, f.index, f.size, ""});
             r.bytes_present += f.size;
             ++r.files_present;
         }

@@ -43,6 +43,15 @@ TEST_CASE("a job definition survives its JSON form") {
     auto old = JobDefinition::from_json(legacy);
     REQUIRE(old.ok());
     CHECK(old->source_data_path == "/tank/t/linux");
+    // Staged before the shards: a definition without a payload layout is flat, and stays so.
+    CHECK(d.to_json()["payload_layout"] == "flat");
+    d.payload_layout = node::PayloadLayout::sharded;
+    CHECK(JobDefinition::from_json(d.to_json())->payload_layout == node::PayloadLayout::sharded);
+    legacy.erase("payload_layout");
+    CHECK(JobDefinition::from_json(legacy)->payload_layout == node::PayloadLayout::flat);
+    auto unknown = d.to_json();
+    unknown["payload_layout"] = "nested";
+    CHECK(JobDefinition::from_json(unknown).error().code == "CORRUPT");
     auto broken = d.to_json();
     broken.erase("route");
     CHECK(JobDefinition::from_json(broken).error().code == "CORRUPT");

@@ -959,7 +959,7 @@ struct ArrivingJob {
         def.delta_bytes = 100 * files;
         def.file_count = files;
         names = {node::k_manifest_name, node::k_ready_name, node::aux_path(node::k_torrent_aux)};
-        for (const auto& file : def.files) names.push_back(node::payload_name(file.index));
+        for (const auto& file : def.files) names.push_back(node::payload_name(file.index, def.payload_layout));
         for (const auto& n : names) {
             clients::syncthing::FileRecord rec;
             rec.global.name = rec.local.name = def.id + "/" + n;

@@ -140,7 +140,7 @@ TEST_CASE("target room: a run that moved bytes and stopped for another reason cl
         node::ReceiveCheckResult r;
         r.job_exists = r.manifest = true;
         const auto& first = request.files.front();
-        r.files.push_back({node::payload_name(first.index), node::Arrival::present, first.size, first.index, first.size, ""});
+        r.files.push_back({node::payload_name(first.index, request.layout), node::Arrival::present, first.size, first.index, first.size, ""});
         r.bytes_present = first.size;
         r.files_present = 1;
         return json(r);
