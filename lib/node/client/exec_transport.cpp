@@ -141,26 +141,26 @@ public:
     Result<Response> call(const Request& request, ProgressSink* sink) override {
         std::lock_guard call_lock(m_call_mutex);
         if (m_dead) return *m_dead;
-        Request sent = request;
-        if (sent.id == 0) sent.id = ++m_next_id;
-        m_current = sent.id;
+        const std::uint64_t id = request.id == 0 ? ++m_next_id : request.id;
+        const std::string& op = request.op;
+        m_current = id;
         m_stop_seen_at.reset();
         struct Reset {
             std::atomic<std::uint64_t>& id;
             ~Reset() { id = 0; }
         } reset{m_current};
-        ARCHCTL_TRY_STATUS(write_line(encode(Message{sent}), sent.op));
+        ARCHCTL_TRY_STATUS(write_line(encode_request(id, op, request.args), op));
         for (;;) {
-            ARCHCTL_TRY_ASSIGN(std::string line, read_line(sent.op));
+            ARCHCTL_TRY_ASSIGN(std::string line, read_line(op));
             auto msg = decode(line);
             if (!msg.ok()) {
                 (void)end_child(std::chrono::milliseconds(0));
                 return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' sent an invalid line: {}", m_name, msg.error().message)));
             }
             if (auto* p = std::get_if<Progress>(&msg.value())) {
-                if (p->id == sent.id && sink && !p->keepalive) sink->on_progress(*p);
+                if (p->id == id && sink && !p->keepalive) sink->on_progress(*p);
             } else if (auto* r = std::get_if<Response>(&msg.value())) {
-                if (r->id == sent.id) return std::move(*r);
+                if (r->id == id) return std::move(*r);
                 if (r->id == 0 && !r->ok)
                     return fail(Error(ErrorCode::PROTOCOL, fmt::format("node '{}' rejected a line: {}", m_name, r->error.message)));
             }

@@ -29,9 +29,8 @@ public:
 
     Result<Response> call(const Request& request, ProgressSink* sink) override {
         std::lock_guard lock(m_call_mutex);
-        Request sent = request;
-        if (sent.id == 0) sent.id = ++m_next_id;
-        auto decoded = decode(encode(Message{sent}));
+        const std::uint64_t id = request.id == 0 ? ++m_next_id : request.id;
+        auto decoded = decode(encode_request(id, request.op, request.args));
         if (!decoded.ok()) return decoded.take_error();
         const Request& received = std::get<Request>(decoded.value());
         m_cancel = false;
@@ -40,7 +39,8 @@ public:
             if (sink) sink->on_progress(round_trip(p));
         }, m_cancel);
         m_running = false;
-        return round_trip(response);
+        auto back = decode(encode_response(response));
+        return std::get<Response>(std::move(back).value());
     }
 
     void cancel() override {

@@ -32,8 +32,10 @@ constexpr std::chrono::milliseconds k_keepalive_interval{1000};
 class LineWriter {
 public:
     explicit LineWriter(int fd) : m_fd(fd) {}
-    bool write(const Message& m) {
-        std::string line = encode(m);
+    bool write(const Message& m) { return write_line(encode(m)); }
+    // A response is written without copying its result into a Message first.
+    bool write(const Response& r) { return write_line(encode_response(r)); }
+    bool write_line(std::string line) {
         line += '\n';
         std::lock_guard lock(m_mutex);
         if (m_broken) return false;

@@ -52,11 +52,10 @@ json encode_progress(const Progress& p) {
     return j;
 }
 
-json encode_response(const Response& r) {
+// The envelope of a response; a successful one's result is spliced in by encode_response.
+json response_envelope(const Response& r) {
     json j = {{"type", "response"}, {"id", r.id}, {"ok", r.ok}};
-    if (r.ok) {
-        j["result"] = r.result;
-    } else {
+    if (!r.ok) {
         json e = {{"code", r.error.code}, {"message", r.error.message}};
         if (!r.error.hint.empty()) e["hint"] = r.error.hint;
         j["error"] = e;
@@ -97,12 +96,13 @@ Progress decode_progress(const json& j) {
     return p;
 }
 
-Response decode_response(const json& j) {
+Response decode_response(json& j) {
     Response r;
     r.id = j.at("id").get<std::uint64_t>();
     r.ok = j.at("ok").get<bool>();
     if (r.ok) {
-        r.result = j.value("result", json::object());
+        auto result = j.find("result");
+        r.result = result == j.end() ? json::object() : std::move(*result);
     } else {
         const json& e = j.at("error");
         r.error = Error(e.at("code").get<std::string>(), e.value("message", ""), e.value("hint", ""));
@@ -114,12 +114,25 @@ Response decode_response(const json& j) {
     return r;
 }
 
+// Invalid UTF-8 in a path must not throw: replace it on the wire.
+std::string line_of(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// `envelope` as one line with `payload` as the value of `key`: the envelope written with a null
+// there (keys in the library's sorted order), the null replaced by the payload's own text.
+std::string splice(json envelope, const char* key, const json& payload) {
+    envelope[key] = nullptr;
+    std::string line = line_of(envelope);
+    const std::string slot = fmt::format("\"{}\":null", key);
+    const auto at = line.find(slot);
+    return line.substr(0, at + slot.size() - 4) + line_of(payload) + line.substr(at + slot.size());
+}
+
 struct Encoder {
-    json operator()(const Hello& h) const { return encode_hello(h); }
-    json operator()(const Request& r) const { return {{"type", "request"}, {"id", r.id}, {"op", r.op}, {"args", r.args}}; }
-    json operator()(const Cancel& c) const { return {{"type", "cancel"}, {"id", c.id}}; }
-    json operator()(const Progress& p) const { return encode_progress(p); }
-    json operator()(const Response& r) const { return encode_response(r); }
+    std::string operator()(const Hello& h) const { return line_of(encode_hello(h)); }
+    std::string operator()(const Request& r) const { return encode_request(r.id, r.op, r.args); }
+    std::string operator()(const Cancel& c) const { return line_of({{"type", "cancel"}, {"id", c.id}}); }
+    std::string operator()(const Progress& p) const { return line_of(encode_progress(p)); }
+    std::string operator()(const Response& r) const { return encode_response(r); }
 };
 
 }  // namespace
@@ -149,9 +162,18 @@ nlohmann::json to_json(const RootInfo& r) {
     return {{"path", r.path}, {"fs_type", r.fs_type}, {"fs_id", r.fs_id}, {"capabilities", to_json(r.capabilities)}};
 }
 
-std::string encode(const Message& message) {
-    // Invalid UTF-8 in a path must not throw: replace it on the wire.
-    return std::visit(Encoder{}, message).dump(-1, ' ', false, json::error_handler_t::replace);
+std::string encode(const Message& message) { return std::visit(Encoder{}, message); }
+
+std::string encode_request(std::uint64_t id, const std::string& op, const nlohmann::json& args) {
+    // "args" sorts first, so the null the envelope is written with is the first one in the line.
+    return splice({{"type", "request"}, {"id", id}, {"op", op}}, "args", args);
+}
+
+std::string encode_response(const Response& r) {
+    json envelope = response_envelope(r);
+    if (!r.ok) return line_of(envelope);
+    // "result" is the only key of a successful response's envelope that can be null.
+    return splice(std::move(envelope), "result", r.result);
 }
 
 bool holds_fraction(const nlohmann::json& j) {
@@ -178,7 +200,8 @@ Result<Message> decode(std::string_view line) {
             Request r;
             r.id = j.at("id").get<std::uint64_t>();
             r.op = j.at("op").get<std::string>();
-            r.args = j.value("args", json::object());
+            auto args = j.find("args");
+            r.args = args == j.end() ? json::object() : std::move(*args);
             if (!r.args.is_object()) return protocol_error("'args' is not an object");
             return Message{std::move(r)};
         }

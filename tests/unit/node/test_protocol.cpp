@@ -47,6 +47,29 @@ TEST_CASE("protocol lines round-trip every message type") {
     CHECK(std::get<Cancel>(cancel.value()).id == 9);
 }
 
+TEST_CASE("a request and a response are written without copying their payload, as the whole envelope would be") {
+    // Payload text that looks like the envelope's own slot must stay payload.
+    const nlohmann::json args = {{"job_dir", "/srv/\"args\":null"}, {"args", nullptr}, {"files", {{{"index", 7}, {"path", "a\u00e9"}}}}};
+    const std::string line = encode_request(42, "stage", args);
+    const nlohmann::json whole = {{"type", "request"}, {"id", 42}, {"op", "stage"}, {"args", args}};
+    CHECK(line == whole.dump());
+    auto request = decode(line);
+    REQUIRE(request.ok());
+    CHECK(std::get<Request>(request.value()).args == args);
+    CHECK(encode(Message{Request{42, "stage", args}}) == line);
+
+    Response ok = Response::success(9, {{"result", nullptr}, {"name", "\"result\":null"}});
+    ok.io.rchar = 5;
+    const nlohmann::json whole_ok = {{"type", "response"}, {"id", 9}, {"ok", true}, {"result", ok.result}, {"io", {{"rchar", 5}, {"read_bytes", 0}}}};
+    CHECK(encode_response(ok) == whole_ok.dump());
+    auto back = decode(encode_response(ok));
+    REQUIRE(back.ok());
+    CHECK(std::get<Response>(back.value()).result == ok.result);
+    Response failed = Response::failure(3, Error(ErrorCode::NOT_FOUND, "gone"));
+    CHECK(encode_response(failed).find("\"result\"") == std::string::npos);
+    CHECK(encode(Message{failed}) == encode_response(failed));
+}
+
 TEST_CASE("protocol refuses malformed lines") {
     CHECK(decode("not json").error().code == "PROTOCOL");
     // Found by fuzz_line_reader: an id of 7.9e46 is undefined behaviour to read as an integer.
