@@ -7,7 +7,7 @@ carrying it, and qBittorrent's own recheck on the target. The issue's goal is a 
     ARCHCTL_BIN=build/rel/cli/archctl bench/archive_many_bench.py [FILES] [--resume]
 
 With --resume: the job is staged and left to Syncthing (`archive --no-wait`), and once every file
-is carried `resume` is timed — until the sync is confirmed (the merge step starts) and to the end.
+is carried `resume` is timed — until the sync is confirmed (the sync step ends) and to the end.
 
 Prints archctl's wall time and peak memory, the baseline's parts and the ratio. The baseline
 copies the tree as it is (directories of 1,000 files), as a job's staging directory holds its
@@ -63,8 +63,8 @@ def seed(lab, node, tfile, save, timeout):
 
 def resume_in_sync(lab, route, tid, n, timeout):
     """The job staged and left to Syncthing (`archive --no-wait`), every file carried while archctl
-    is not running, then `resume`: how long it takes to confirm the sync (until the merge step
-    starts) and to finish. Returns (no-wait run, Syncthing alone, confirmation, resume) seconds."""
+    is not running, then `resume`: how long it takes to confirm the sync (until the sync step has
+    ended: the driver's pause point job.step.<step> comes after its step) and to finish. Returns (no-wait run, Syncthing alone, confirmation, resume) seconds."""
     argv, env = lab.archctl_command("archive", tid[:12], "--yes", "--no-wait")
     t0 = time.monotonic()
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
@@ -79,11 +79,11 @@ def resume_in_sync(lab, route, tid, n, timeout):
     t0 = time.monotonic()
     flows.wait(carried, timeout=timeout, what="the job carried by Syncthing", interval=0.5)
     t_carried = time.monotonic() - t0
-    gate = os.path.join(lab.dir, "gate-merge")
-    argv, env = lab.archctl_command("resume", env={"ARCHCTL_TEST_PAUSE_AT": f"job.step.merge:{gate}"})
+    gate = os.path.join(lab.dir, "gate-synced")
+    argv, env = lab.archctl_command("resume", env={"ARCHCTL_TEST_PAUSE_AT": f"job.step.sync:{gate}"})
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    flows.wait(lambda: os.path.exists(gate + ".paused") or proc.poll() is not None, timeout=timeout, what="merge step", interval=0.05)
+    flows.wait(lambda: os.path.exists(gate + ".paused") or proc.poll() is not None, timeout=timeout, what="sync step", interval=0.05)
     t_confirm = time.monotonic() - t0
     with open(gate, "w"):
         pass
