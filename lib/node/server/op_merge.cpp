@@ -80,7 +80,7 @@ struct Merger {
     // Directories renames changed since the last sync_moved(): destination directories (their
     // components below the root) and received files (one index per shard).
     std::set<std::vector<std::string>> moved_into;
-    std::set<std::uint32_t> moved_from;
+    std::set<std::uint32_t> moved_from;  // the first index of each shard (flat: 0 for p/ itself)
 };
 
 // Files per batch whose rename intents are synced at once.
@@ -141,7 +141,7 @@ Result<bool> move_by_rename(Merger& m, const DeltaFile& f, const std::vector<std
         return errno_error("cannot move received file into", fmt::format("{}/{}", m.save_path, f.path), errno);
     }
     m.moved_into.insert(dest_comps);
-    m.moved_from.insert(f.index);
+    m.moved_from.insert(m.payload.layout() == PayloadLayout::sharded ? shard_of(f.index) * k_shard_files : 0);
     crash_point("merge.placed");
     m.bytes_renamed += f.size;
     return true;
