@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/crash_point.hpp"
+#include "lib/base/fs.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/jobs/core/kind.hpp"
 #include "lib/jobs/core/notify.hpp"
@@ -18,6 +19,28 @@ namespace archctl::jobs {
 namespace {
 
 const Kind* const k_kinds[] = {&transfer_kind(), &evict_kind()};
+
+// Whether the stored definition of `id` is a job of a known kind, without building it (a
+// 100,000-file job's definition is a JSON document of ~20 MB): it must be JSON — a torn
+// definition never became a job — and its "op" one a kind claims. The definition is written with
+// dump(2), so the top-level "op" is the line `  "op": "<op>"`; else it is parsed whole.
+bool is_known_job(const state::JobStore& store, const std::string& id) {
+    auto text = read_file(store.dir_of(id) + "/definition.json");
+    if (!text.ok() || !nlohmann::json::accept(text.value())) return false;
+    nlohmann::json op_only;
+    constexpr std::string_view k_key = "\n  \"op\": \"";
+    const std::size_t at = text->find(k_key);
+    const std::size_t from = at + k_key.size();
+    const std::size_t end = at == std::string::npos ? std::string::npos : text->find('"', from);
+    if (end != std::string::npos && text->find('\\', from) > end) {
+        op_only = {{"op", text->substr(from, end - from)}};
+    } else {
+        auto whole = nlohmann::json::parse(text.value(), nullptr, false);
+        if (!whole.is_object() || !whole.contains("op")) return false;
+        op_only = {{"op", whole["op"]}};
+    }
+    return std::any_of(std::begin(k_kinds), std::end(k_kinds), [&](const Kind* k) { return k->owns(op_only); });
+}
 
 // The ledger's next step by name ("done" after the last).
 std::string step_name(const KindRun& job) {
@@ -276,9 +299,7 @@ Result<std::vector<std::string>> Driver::unfinished() {
     std::vector<std::string> out;
     for (const auto& id : ids) {
         // A torn definition never became a job (its reservation is released as stale).
-        auto def = store.definition(id);
-        if (!def.ok() || !std::any_of(std::begin(k_kinds), std::end(k_kinds), [&](const Kind* k) { return k->owns(def.value()); }))
-            continue;
+        if (!is_known_job(store, id)) continue;
         auto l = store.ledger(id);
         JobState s = l.ok() ? parse_job_state(l.value().value("state", "running")) : JobState::running;
         if (s == JobState::running || s == JobState::cleanup_required || s == JobState::compensating) out.push_back(id);

@@ -27,6 +27,7 @@ struct JobRun : JobRecords<Ledger> {
     std::string metainfo;  // exported .torrent bytes: the job directory's copy (resource.torrent)
     bool metainfo_checked = false;  // this run checked `metainfo` is the job's resource (job_metainfo)
     bool released = false;  // this run checked that the target holds no transfer of the job
+    bool staged_here = false;  // this run's stage step linked the job's files (not an earlier run's)
     // Payload files this run's byte budget leaves on the source: the target ignores them until
     // the next run (limit_transfer, hold.cpp).
     std::set<std::uint32_t> budget_held;

@@ -174,6 +174,7 @@ StepResult step_stage(JobRun& run) {
                                                    : std::string(interrupt_text()));
     }
     run.ledger.staged = true;
+    run.staged_here = true;
     ARCHCTL_TRY_STATUS(run.event(
         "staged", {{"bytes_linked", c.bytes_linked}, {"bytes_copied", c.bytes_copied}, {"manifest_xxh3", r.value().manifest_xxh3.value_or("")}}));
     run.log(fmt::format("archctl: staged {} files on {} ({} linked, {} copied)", run.def.files.size(), run.def.source,

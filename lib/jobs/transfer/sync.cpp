@@ -9,7 +9,9 @@
 // directory on the target (receive_check) and the folder's db/status; the target's index is
 // read only once the walk finds every file under its final name, in two requests for the whole
 // job (db/browse of the job's prefix, then db/need), and a walk waits a few times as long as
-// the last one took.
+// the last one took. A job staged by an earlier run (a resume) reads the index before its
+// first walk, so a job Syncthing carried meanwhile is confirmed by one walk; a walk reports
+// only the entries not yet there.
 
 #include <algorithm>
 #include <cctype>
@@ -168,6 +170,8 @@ public:
         for (const auto& n : m_current) out.push_back(n.substr(m_job_id.size() + 1));
         return out;
     }
+    // Whether `name` (relative to the job directory) is confirmed.
+    [[nodiscard]] bool has(const std::string& name) const { return m_current.count(m_job_id + "/" + name) > 0; }
     [[nodiscard]] bool all() const { return m_current.size() == m_names.size(); }
 
 private:
@@ -177,16 +181,43 @@ private:
     std::set<std::string> m_current;
 };
 
+// One look at the target: the walk of the job directory, and whether it was given the index's
+// evidence (read just before it).
+struct Look {
+    node::ReceiveCheckResult result;
+    bool given = false;
+};
+
 // Whether a walk found every file of the job under its final name (no temp file, nothing
-// absent), so that the target's index is worth reading. `indexed`: the index evidence the walk
-// was given (a file it calls in transit only because the index does not list it yet counts as
-// there); nullptr for a walk without index evidence.
-bool all_at_final_names(const node::ReceiveCheckResult& r, const std::set<std::string>* indexed) {
+// absent), so that the target's index is worth reading. A walk given index evidence calls a file
+// in transit also when only the index does not list it yet: that one counts as there.
+bool all_at_final_names(const Look& look, const IndexEvidence& evidence) {
+    const node::ReceiveCheckResult& r = look.result;
     if (!r.job_exists || !r.manifest) return false;
     return std::all_of(r.files.begin(), r.files.end(), [&](const node::ReceivedFile& f) {
         if (f.state == node::Arrival::absent) return false;
-        return f.state != node::Arrival::in_transit || (indexed && !indexed->count(f.name));
+        return f.state != node::Arrival::in_transit || (look.given && !evidence.has(f.name));
     });
+}
+
+// The job's payload files as a walk asks about them: index and size (the path is not read).
+std::vector<node::FileEntry> walk_entries(const JobRun& run) {
+    std::vector<node::FileEntry> out;
+    out.reserve(run.def.files.size());
+    for (const auto& f : run.def.files) out.push_back(node::FileEntry{f.index, "", f.size});
+    return out;
+}
+
+// The payload indices a walk found there: those it asked about and did not list (it lists only
+// what is not there yet) or listed as present or verified.
+std::set<std::uint32_t> indices_there(const JobRun& run, const node::ReceiveCheckResult& r) {
+    std::set<std::uint32_t> missing;
+    for (const auto& f : r.files)
+        if (f.index && f.state != node::Arrival::present && f.state != node::Arrival::verified) missing.insert(*f.index);
+    std::set<std::uint32_t> out;
+    for (const auto& f : run.def.files)
+        if (!missing.count(f.index)) out.insert(f.index);
+    return out;
 }
 
 // Free space where Syncthing writes the job on the target: the route folder itself (it may be a
@@ -252,32 +283,57 @@ StepResult step_sync(JobRun& run) {
     auto transport = dst.value()->ops();
     if (!transport.ok()) return StepResult::failed(transport.take_error());
     node::Ops ops(*transport.value());
+    IndexEvidence evidence(run);
+    const std::vector<node::FileEntry> entries = walk_entries(run);
+    // A look: the index first when asked (read before the walk, never after it: a name the index
+    // confirms is judged on disk after that), then the walk, told what the index confirmed.
+    auto look = [&](bool read_index, bool verify) -> Result<Look> {
+        node::ReceiveCheckRequest request{.job_dir = job_dir(run.def.route.target_path, run.def.id),
+                                          .files = entries,
+                                          .indexed = std::nullopt,
+                                          .verify_transit = verify,
+                                          .unfinished_only = true,
+                                          .layout = run.def.payload_layout};
+        if (read_index) {
+            ARCHCTL_TRY_STATUS(evidence.refresh(dst.value()->st()));
+            if (evidence.all()) request.indexed_all = true;
+            else request.indexed = evidence.indexed();
+        }
+        auto check = ops.receive_check(request);
+        if (!check.ok()) {
+            if (check.error().is(ErrorCode::PATH_SYMLINK) || check.error().is(ErrorCode::NOT_A_DIRECTORY))
+                return foreign_error(run, {{run.def.id, "not the directory archctl staged: " + check.error().message}});
+            return check.take_error();
+        }
+        return Look{std::move(check).value(), read_index};
+    };
     // A stop held the rest of the job on the target (hold.cpp): lift it before waiting —
     // as far as this run's byte budget reaches, counting what is on the target already. What the
     // target holds is looked at before the hold is lifted: lifted, Syncthing would first repair
-    // (or carry to the source) what someone else put in the staging area.
-    std::set<std::uint32_t> present_at_start;
-    auto before = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
-                                     .files = node::file_entries(run.def.files),
-                                     .indexed = std::nullopt,
-                                     .verify_transit = false,
-                                     .layout = run.def.payload_layout});
-    if (!before.ok() && (before.error().is(ErrorCode::PATH_SYMLINK) || before.error().is(ErrorCode::NOT_A_DIRECTORY)))
-        return StepResult::failed(foreign_error(run, {{run.def.id, "not the directory archctl staged: " + before.error().message}}));
-    if (before.ok() && !before.value().foreign.empty()) return StepResult::failed(foreign_error(run, before.value().foreign));
-    if (before.ok())
-        for (const auto& f : before.value().files)
-            if (f.index && f.state == node::Arrival::present) present_at_start.insert(*f.index);
-    if (Status limited = limit_transfer(run, present_at_start, false); !limited.ok())
+    // (or carry to the source) what someone else put in the staging area. A job an earlier run
+    // staged had time to arrive: that first look reads the index too, and is the loop's first.
+    const bool index_first = !run.staged_here;
+    auto first_at = run.clock().steady();
+    auto first = look(index_first, index_first && run.def.verify_transit);
+    if (!first.ok()) return StepResult::failed(first.take_error());
+    if (!first.value().result.foreign.empty()) return StepResult::failed(foreign_error(run, first.value().result.foreign));
+    if (Status limited = limit_transfer(run, indices_there(run, first.value().result), false); !limited.ok())
         return StepResult::stopped(StopReason::waiting, limited.error().message);
-    // Ask the sender to scan the job prefix now instead of waiting for its watcher.
-    ARCHCTL_TRY_STATUS(src.value()->st().scan(run.def.route.id, {run.def.id}));
+    // Ask the sender to scan the job prefix now instead of waiting for its watcher: at once for
+    // files this run staged, otherwise only once the job turns out to wait (a scan of 100,000
+    // files takes the source's Syncthing seconds; what an earlier run staged it has seen).
+    bool scanned = false;
+    auto scan_once = [&]() -> Status {
+        if (scanned) return ok_status();
+        scanned = true;
+        return src.value()->st().scan(run.def.route.id, {run.def.id});
+    };
+    if (run.staged_here) ARCHCTL_TRY_STATUS(scan_once());
     std::uint64_t total = static_cast<std::uint64_t>(run.def.delta_bytes);
     std::uint64_t seen_at_start = run.ledger.bytes_present;
     auto last_floor_probe = run.clock().steady() - std::chrono::seconds(10);
     bool unmeasured_said = false;
     auto last_saved = run.clock().steady() - std::chrono::seconds(10);
-    IndexEvidence evidence(run);
     clients::syncthing::EventStream events(dst.value()->st());
     auto source_status = src.value()->st().status();
     const std::string source_device = source_status.ok() ? source_status->my_id : std::string();
@@ -287,32 +343,25 @@ StepResult step_sync(JobRun& run) {
     std::uint64_t probed_present = run.ledger.bytes_present;
     std::int64_t probed_need = -1;
     std::uint64_t files_done = 0;
-    // The look before the hold was lifted counts as the first walk: a job whose files are all
-    // there reads the index at once.
-    bool read_index = before.ok() && all_at_final_names(before.value(), nullptr);
+    std::optional<Look> pending = std::move(first).value();
+    bool read_index = false;
     run.waiting_on.clear();
     for (;;) {
         auto checked_at = run.clock().steady();
-        std::optional<std::vector<std::string>> indexed;
-        if (read_index) {
-            if (Status read = evidence.refresh(dst.value()->st()); !read.ok()) return StepResult::failed(read.error());
-            indexed = evidence.indexed();
+        if (pending) {
+            checked_at = first_at;
+        } else {
+            auto next = look(read_index, run.def.verify_transit);
+            if (!next.ok()) return StepResult::failed(next.take_error());
+            pending = std::move(next).value();
         }
-        const std::optional<std::set<std::string>> given =
-            indexed ? std::optional<std::set<std::string>>(std::set<std::string>(indexed->begin(), indexed->end())) : std::nullopt;
-        auto check = ops.receive_check({.job_dir = job_dir(run.def.route.target_path, run.def.id),
-                                        .files = node::file_entries(run.def.files),
-                                        .indexed = std::move(indexed),
-                                        .verify_transit = run.def.verify_transit,
-                                        .layout = run.def.payload_layout});
-        if (!check.ok()) {
-            if (check.error().is(ErrorCode::PATH_SYMLINK) || check.error().is(ErrorCode::NOT_A_DIRECTORY))
-                return StepResult::failed(foreign_error(run, {{run.def.id, "not the directory archctl staged: " + check.error().message}}));
-            return StepResult::failed(check.take_error());
-        }
+        const Look current = std::move(*pending);
+        pending.reset();
+        const node::ReceiveCheckResult& result = current.result;
+        const bool given = current.given;
         const auto gap = gap_after(checked_at, run.clock().steady());
-        if (!check.value().foreign.empty()) return StepResult::failed(foreign_error(run, check.value().foreign));
-        std::uint64_t present = check.value().bytes_present;
+        if (!result.foreign.empty()) return StepResult::failed(foreign_error(run, result.foreign));
+        std::uint64_t present = result.bytes_present;
         if (present > run.ledger.bytes_present) {
             run.session.bytes_synced += present - std::max(run.ledger.bytes_present, seen_at_start);
             seen_at_start = present;
@@ -325,21 +374,21 @@ StepResult step_sync(JobRun& run) {
         }
         // A walk given index evidence counts only indexed files as there; the walk without it
         // counts every file under its final name.
-        files_done = given ? std::max(files_done, check.value().files_present) : check.value().files_present;
+        files_done = given ? std::max(files_done, result.files_present) : result.files_present;
         run.progress("sync", 2, present, total, files_done, "");
         // Without index evidence a file under its final name may still be replaced by Syncthing:
         // only an indexed file that does not match fails the job.
         if (given)
-            for (const auto& f : check.value().files)
+            for (const auto& f : result.files)
                 if (f.state == node::Arrival::mismatch)
                     return StepResult::failed(Error(ErrorCode::TRANSIT_MISMATCH,
                                                     fmt::format("received file '{}' of job {} does not match the manifest{}", f.name,
                                                                 run.def.id, f.detail.empty() ? "" : ": " + f.detail)));
-        if (given && check.value().complete && evidence.all()) break;
-        read_index = all_at_final_names(check.value(), given ? &*given : nullptr);
+        if (given && result.complete && evidence.all()) break;
+        read_index = all_at_final_names(current, evidence);
         // Every file this run's budget released is there; the rest waits for the next run.
         if (!run.budget_held.empty()) {
-            bool released_here = std::all_of(check.value().files.begin(), check.value().files.end(), [&](const node::ReceivedFile& f) {
+            bool released_here = std::all_of(result.files.begin(), result.files.end(), [&](const node::ReceivedFile& f) {
                 return !f.index || run.budget_held.count(*f.index) || f.state == node::Arrival::present || f.state == node::Arrival::verified;
             });
             if (released_here)
@@ -376,6 +425,7 @@ StepResult step_sync(JobRun& run) {
                                               "to arrive, {} floor)",
                                               run.def.target, format_size(*free), format_size(still), format_size(run.env.budgets.min_free)));
         }
+        if (Status scan = scan_once(); !scan.ok()) return StepResult::failed(scan.error());
         // --no-wait ends the wait now, after the floor's look; a target that refuses the job counts
         // towards its bound all the same, so a loop of --no-wait runs moves on from a full node too.
         if (run.env.budgets.no_wait) {

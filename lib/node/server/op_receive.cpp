@@ -39,6 +39,7 @@ struct Checker {
     OpContext& ctx;
     std::string job_display;
     std::optional<std::set<std::string>> indexed;  // nullopt: the caller gave no index evidence
+    bool indexed_all = false;                       // the caller's evidence holds every name
     bool verify = false;
     std::uint64_t bytes_hashed = 0;
 };
@@ -104,7 +105,7 @@ Result<Verdict> check_entry(Checker& c, int dirfd, const std::map<std::string, s
     }
     auto size = static_cast<std::uint64_t>(st.st_size);
     v.have_bytes = e.size ? std::min(size, *e.size) : size;
-    bool indexed = !c.indexed || c.indexed->count(e.name) > 0;
+    bool indexed = c.indexed_all || !c.indexed || c.indexed->count(e.name) > 0;
     if (temp_exists || (e.size && size != *e.size) || !indexed) {
         v.arrival = (indexed && !temp_exists && e.size && size != *e.size) ? Arrival::mismatch : Arrival::in_transit;
         v.detail = temp_exists ? "syncthing temp file" : (!indexed ? "not yet in the target index" : fmt::format("size {}", size));
@@ -250,8 +251,8 @@ void collect_ignored(const std::string& prefix, const std::map<std::string, stru
 Result<json> op_receive_check(OpContext& ctx, const json& args) {
     auto request = args.get<ReceiveCheckRequest>();
     const std::string& job_dir = request.job_dir;
-    Checker c{ctx, job_dir, std::nullopt, request.verify_transit, 0};
-    if (request.indexed) c.indexed = std::set<std::string>(request.indexed->begin(), request.indexed->end());
+    Checker c{ctx, job_dir, std::nullopt, request.indexed_all, request.verify_transit, 0};
+    if (request.indexed && !request.indexed_all) c.indexed = std::set<std::string>(request.indexed->begin(), request.indexed->end());
     std::vector<Expected> expected;
     auto job = ctx.roots().open_dir(job_dir);
     if (!job.ok() && !job.error().is(ErrorCode::NOT_FOUND)) return job.take_error();
@@ -290,7 +291,7 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
     ReceiveCheckResult out;
     out.job_exists = job.ok();
     out.manifest = manifest.has_value();
-    out.index_evidence = c.indexed.has_value();
+    out.index_evidence = c.indexed.has_value() || c.indexed_all;
     bool complete = job.ok() && manifest.has_value();
     Progress progress;
     progress.files_total = expected.size();
@@ -308,7 +309,7 @@ Result<json> op_receive_check(OpContext& ctx, const json& args) {
         }
         bool done = v.arrival == Arrival::present || v.arrival == Arrival::verified;
         complete = complete && done;
-        out.files.push_back(ReceivedFile{e.name, v.arrival, v.have_bytes, e.index, e.size, v.detail});
+        if (!done || !request.unfinished_only) out.files.push_back(ReceivedFile{e.name, v.arrival, v.have_bytes, e.index, e.size, v.detail});
         if (e.index) {
             out.bytes_present += v.have_bytes;
             out.bytes_total += *e.size;

@@ -198,8 +198,19 @@ Result<UniqueFd> open_dir_below(int dirfd, std::span<const std::string> componen
 Result<int> DirCache::dir(std::span<const std::string> components, CreateDirs create, std::vector<std::string>* created) {
     std::string key = join_path(components);
     if (auto it = m_fds.find(key); it != m_fds.end()) return it->second.get();
+    if (create == CreateDirs::yes) {
+        m_missing.clear();
+    } else if (auto it = m_missing.find(key); it != m_missing.end()) {
+        return it->second;
+    }
     if (m_fds.size() >= k_dir_cache_limit) m_fds.clear();
-    ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_dir_below(m_base, components, m_display, create, created));
+    if (m_missing.size() >= k_dir_cache_limit) m_missing.clear();
+    auto opened = open_dir_below(m_base, components, m_display, create, created);
+    if (!opened.ok()) {
+        if (create == CreateDirs::no && opened.error().is(ErrorCode::NOT_FOUND)) m_missing.emplace(std::move(key), opened.error());
+        return opened.take_error();
+    }
+    UniqueFd fd = std::move(opened).value();
     int raw = fd.get();
     m_fds.emplace(std::move(key), std::move(fd));
     return raw;

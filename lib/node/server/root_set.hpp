@@ -85,7 +85,9 @@ private:
                                               std::vector<std::string>* created = nullptr);
 
 // Caches parent-directory descriptors below one base directory, so that stat-ing or opening
-// 100,000 files under a few directories costs a few opens, not one walk per file.
+// 100,000 files under a few directories costs a few opens, not one walk per file. A directory
+// found missing is remembered as missing too (a tree of 100,000 files not there yet is one walk
+// per directory), until a call that may create directories.
 class DirCache {
 public:
     DirCache(int base_fd, std::string base_display) : m_base(base_fd), m_display(std::move(base_display)) {}
@@ -98,6 +100,7 @@ private:
     int m_base;
     std::string m_display;
     std::unordered_map<std::string, UniqueFd> m_fds;
+    std::unordered_map<std::string, Error> m_missing;  // NOT_FOUND answers of lookups that create nothing
 };
 
 // Joins components with '/'.

@@ -185,6 +185,8 @@ void from_json(const json& j, Arrival& v) { v = enum_from_json(j, k_arrivals, "a
 void to_json(json& j, const ReceiveCheckRequest& v) {
     j = {{"job_dir", v.job_dir}, {"files", v.files}, {"verify_transit", v.verify_transit}};
     if (v.indexed) j["indexed"] = *v.indexed;
+    if (v.indexed_all) j["indexed_all"] = true;
+    if (v.unfinished_only) j["unfinished_only"] = true;
     if (v.layout != PayloadLayout::flat) j["layout"] = v.layout;
 }
 void from_json(const json& j, ReceiveCheckRequest& v) {
@@ -194,7 +196,9 @@ void from_json(const json& j, ReceiveCheckRequest& v) {
         v.files.push_back(FileEntry{f.at("index").get<std::uint32_t>(), f.value("path", ""), f.at("size").get<std::uint64_t>()});
     v.indexed.reset();
     get_optional(j, "indexed", v.indexed);
+    v.indexed_all = j.value("indexed_all", false);
     v.verify_transit = j.value("verify_transit", false);
+    v.unfinished_only = j.value("unfinished_only", false);
     v.layout = j.value("layout", PayloadLayout::flat);
 }
 

@@ -121,12 +121,16 @@ struct StageResult {
 // ---- receive_check -------------------------------------------------------------------------
 
 // Keys: job_dir, files (index and size are read), indexed (null or absent: no index evidence),
-// verify_transit.
+// indexed_all (true: every expected name is indexed, in place of listing them), verify_transit,
+// unfinished_only (true: the result's `files` leaves out the entries that are present or
+// verified; its counts still cover every entry).
 struct ReceiveCheckRequest {
     std::string job_dir;
     std::vector<FileEntry> files;
     std::optional<std::vector<std::string>> indexed;  // names relative to the job directory
+    bool indexed_all = false;
     bool verify_transit = false;
+    bool unfinished_only = false;
     PayloadLayout layout = PayloadLayout::flat;
 };
 
@@ -157,7 +161,8 @@ struct ForeignEntry {
 
 // Keys: complete, stopped; unless stopped ("cancel"): job_exists, manifest, index_evidence,
 // files, ignored, foreign, bytes_present, bytes_total, files_present, files_total, bytes_hashed.
-// A job directory with a foreign entry is never complete.
+// A job directory with a foreign entry is never complete. An entry a request asked about that
+// `files` does not list (the request's unfinished_only) is present or verified.
 struct ReceiveCheckResult {
     bool complete = false;
     Stop stopped = Stop::none;  // none or cancel

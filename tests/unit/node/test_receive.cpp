@@ -91,6 +91,31 @@ NODE_TEST(receive_check_sees_growing_temp_and_unindexed_files_in_transit) {
     CHECK(state_of(check, "p/1")["state"] == "mismatch");
 }
 
+NODE_TEST(receive_check_lists_only_what_is_not_there_and_takes_all_names_as_indexed) {
+    Received r = receive_job(f);
+    // indexed_all stands for every expected name; unfinished_only leaves out what is there.
+    json check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed_all", true}, {"unfinished_only", true}});
+    CHECK(check["complete"] == true);
+    CHECK(check["index_evidence"] == true);
+    CHECK(check["files"].empty());
+    CHECK(check["files_present"] == 3);
+    CHECK(check["files_total"] == 3);
+    CHECK(check["bytes_present"] == 3 * k_size);
+    // Short at its final name and indexed: a mismatch, listed; the others still left out.
+    std::filesystem::resize_file(r.job + "/p/1", k_size / 2);
+    std::filesystem::remove(r.job + "/p/2");
+    check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed_all", true}, {"unfinished_only", true}});
+    CHECK(check["complete"] == false);
+    REQUIRE(check["files"].size() == 2);
+    CHECK(state_of(check, "p/1")["state"] == "mismatch");
+    CHECK(state_of(check, "p/2")["state"] == "absent");
+    CHECK(check["files_present"] == 1);
+    // Without either key every entry is listed, as before.
+    check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
+    CHECK(check["files"].size() == 5);
+    CHECK(state_of(check, "p/0")["state"] == "present");
+}
+
 NODE_TEST(receive_check_hashes_once_and_finds_a_corrupted_byte) {
     Received r = receive_job(f);
     json args = {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}, {"verify_transit", true}};
