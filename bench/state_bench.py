@@ -2,7 +2,7 @@
 """A state directory with N finished jobs (a year of nightly runs): how long `job list`,
 `status`, `resume` (nothing to do) and creating one more job take.
 
-    python3 bench/state_bench.py ARCHCTL_BIN [N=50000] [--before OLD_ARCHCTL_BIN] [--keep DIR]
+    python3 bench/state_bench.py ARCHCTL_BIN [N=50000] [--before OLD_ARCHCTL_BIN] [--keep DIR] [--no-clear]
 
 It starts a tiny lab (tests/lab/lab.py: one cache and one archive node, a route), archives one
 small resource for real, and copies that finished job's directory N times with new ids into a
@@ -16,6 +16,11 @@ as index_build_s). Timed, against the live lab so `status` probes reachable node
   - create_s: `archive RES --yes` of a new resource crashed right after its job is defined
     (ARCHCTL_TEST_CRASH_AT=job.defined): plan + job creation, median of 3 resources;
     create_empty_s is the same with an empty state directory, for the O(1) comparison
+  - job_list_all_s, job_list_all_json_s: `job list --all` and `job list --all --json` (every
+    finished job printed, to a pipe read to its end), once each, with their peak RSS in KiB
+    (job_list_all_rss_kb, job_list_all_json_rss_kb, from /usr/bin/time -f %M)
+  - job_clear_s, job_clear_rss_kb: `job clear`, last (it removes every finished job), and
+    after_clear_jobs, the rows `job list --all --json` shows after it (0); --no-clear leaves it out
 The LAST stdout line is one JSON object with those times in seconds and "jobs": N. With
 --before, OLD_ARCHCTL_BIN is measured first on the same state directory (before the new binary
 builds its index there) and its JSON object is printed on the line before.
@@ -25,7 +30,9 @@ N reuses its jobs (and whatever index a binary built there) instead of writing N
 (a job takes about 20 KiB and 5 inodes: a million take about 20 GB and minutes to write). Before each binary is measured, the
 state directory is tidied back to the N copies: the jobs the create step left (crashed right after
 their definition, so unfinished) and everything outside jobs/ and index/ (reservations, routes of
-an earlier lab) are removed, so `resume` always has nothing to do. Delete DIR when done.
+an earlier lab) are removed, so `resume` always has nothing to do. `job clear` empties the state
+directory, so after it the N copies are written again before another binary is measured (and a
+later --keep run writes them again). Delete DIR when done.
 """
 import json
 import os
@@ -51,6 +58,20 @@ def timed(lab, state, *args, env=None, expect=(0,)):
     if proc.returncode not in expect:
         raise RuntimeError(f"archctl {' '.join(args)}: exit {proc.returncode}: {proc.stderr[-2000:]}")
     return dt, proc
+
+
+def timed_rss(lab, state, *args, expect=(0,)):
+    """(seconds, peak RSS in KiB, stdout) of one run under /usr/bin/time -f %M."""
+    argv, full_env = lab.archctl_command(*args, state=state)
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        t0 = time.monotonic()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=full_env, stdin=subprocess.DEVNULL, timeout=7200)
+        dt = time.monotonic() - t0
+        if proc.returncode not in expect:
+            raise RuntimeError(f"archctl {' '.join(args)}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+        kb = int(rss.read().strip().splitlines()[-1])
+    return dt, kb, proc.stdout
 
 
 def median_of(n, fn):
@@ -123,7 +144,7 @@ def tidy(state, n):
             shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
 
 
-def measure(lab, binary, state, work, tag, resources, n):
+def measure(lab, binary, state, work, tag, resources, n, clear):
     """The times of one binary on the state directory `state` (see the module doc)."""
     os.environ["ARCHCTL_BIN"] = binary
     tidy(state, n)
@@ -145,6 +166,17 @@ def measure(lab, binary, state, work, tag, resources, n):
               "resume_s": round(resume, 4), "status_s": round(status, 4), "status_empty_s": round(status_empty, 4),
               "create_s": round(create, 4), "create_empty_s": round(create_empty, 4),
               "index_build_s": round(index_build, 4), "cold": how, "binary": binary}
+    tidy(state, n)  # the create step's jobs are unfinished: only the N finished copies remain
+    t, kb, out = timed_rss(lab, state, "job", "list", "--all")
+    result.update(job_list_all_s=round(t, 4), job_list_all_rss_kb=kb)
+    t, kb, out = timed_rss(lab, state, "job", "list", "--all", "--json")
+    shown = json.loads(out)["finished_shown"]
+    result.update(job_list_all_json_s=round(t, 4), job_list_all_json_rss_kb=kb, job_list_all_shown=shown)
+    if clear:
+        t, kb, _ = timed_rss(lab, state, "job", "clear")
+        result.update(job_clear_s=round(t, 4), job_clear_rss_kb=kb)
+        _, after = timed(lab, state, "job", "list", "--all", "--json")
+        result["after_clear_jobs"] = len(json.loads(after.stdout)["jobs"])
     for k, v in result.items():
         log(f"  {tag} {k:16} {v}")
     return result
@@ -157,6 +189,8 @@ def main(argv):
         i = args.index("--before")
         before = os.path.abspath(args[i + 1])
         del args[i:i + 2]
+    clear = "--no-clear" not in args
+    args = [a for a in args if a != "--no-clear"]
     keep = None
     if "--keep" in args:
         i = args.index("--keep")
@@ -191,12 +225,12 @@ def main(argv):
 
         state = os.path.join(keep or work, "state")
         stamp = os.path.join(keep, "bench.json") if keep else None
-        if stamp and os.path.exists(stamp) and json.load(open(stamp)).get("jobs") == n:
-            log(f"reusing the {n} jobs in {state}")
-        else:
+        def write_copies():
             if keep:
                 shutil.rmtree(keep, ignore_errors=True)
                 os.makedirs(keep)
+            else:
+                shutil.rmtree(state, ignore_errors=True)
             log(f"writing {n} copies of job {template_id}")
             t0 = time.monotonic()
             replicate(template, template_id, state, n)
@@ -204,12 +238,21 @@ def main(argv):
             if stamp:
                 with open(stamp, "w") as f:
                     json.dump({"jobs": n}, f)
+
+        if stamp and os.path.exists(stamp) and json.load(open(stamp)).get("jobs") == n:
+            log(f"reusing the {n} jobs in {state}")
+        else:
+            write_copies()
         if before:
             # The same state directory, before the other binary builds anything in it.
-            r = measure(lab, before, state, work, "before", resources[7:13], n)
+            r = measure(lab, before, state, work, "before", resources[7:13], n, clear)
             r["jobs"] = n
             print(json.dumps(r))
-        result = measure(lab, binary, state, work, "after" if before else "run", resources[1:7], n)
+            if clear:
+                write_copies()
+        result = measure(lab, binary, state, work, "after" if before else "run", resources[1:7], n, clear)
+        if clear and stamp:
+            os.unlink(stamp)  # the copies are gone: a later run writes them again
         result["jobs"] = n
         print(json.dumps(result))
         return 0
