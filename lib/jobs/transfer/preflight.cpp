@@ -26,6 +26,10 @@ bool at_or_below(const std::string& path_in, const std::string& dir_in) {
     return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
 }
 
+// The checks of every delta file read its type and size only: the tree's columns form with the
+// one stat field (a few bytes a file where a full entry is an object of eleven keys).
+const std::vector<std::string> k_type_and_size = {"size"};
+
 const char* k_symlink_fix = "archctl never follows symlinks below a node root; point qBittorrent at the real directory (Set location)";
 
 // A path the job reaches through a symlink, or cannot reach: the node's own error, with the fix.
@@ -275,11 +279,12 @@ Status check_source_ready(NodeHandle& source, const plan::PlacementView& view, c
     ARCHCTL_TRY_STATUS(check_names(view, named, name));
     ARCHCTL_TRY_STATUS(check_content_location(view, needs.save_path, name));
     const bool carry = needs.partfile == plan::PartfileNeed::carry_source;
-    node::TreeRequest request{.base = needs.save_path, .paths = {}};
-    for (const auto& f : needs.files) request.paths.push_back(f.at_source());
+    node::TreeColumnsRequest request{.tree = {.base = needs.save_path, .paths = {}}, .columns = k_type_and_size};
+    request.tree.paths.reserve(needs.files.size());
+    for (const auto& f : needs.files) request.tree.paths.push_back(f.at_source());
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, source.ops());
     node::Ops ops(*transport);
-    auto tree = ops.tree(request);
+    auto tree = ops.tree_columns(request);
     if (!tree.ok()) return unreachable_path(tree.take_error());
     if (!tree->base_exists && !needs.files.empty())
         return Error(ErrorCode::NOT_FOUND,
@@ -359,11 +364,11 @@ namespace {
 
 // One tree read of the delta files' paths below the target save path.
 Result<node::TreeResult> target_tree(NodeHandle& target, const std::string& save_path, const std::vector<JobFile>& files) {
-    node::TreeRequest request{.base = save_path, .paths = {}};
-    request.paths.reserve(files.size());
-    for (const auto& f : files) request.paths.push_back(f.at_target());
+    node::TreeColumnsRequest request{.tree = {.base = save_path, .paths = {}}, .columns = k_type_and_size};
+    request.tree.paths.reserve(files.size());
+    for (const auto& f : files) request.tree.paths.push_back(f.at_target());
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, target.ops());
-    auto tree = node::Ops(*transport).tree(request);
+    auto tree = node::Ops(*transport).tree_columns(request);
     if (!tree.ok()) return unreachable_path(tree.take_error());
     return std::move(tree).value();
 }

@@ -270,11 +270,14 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
     ARCHCTL_TRY_ASSIGN(p.plan, plan::compute(in));
     if (!p.plan.empty_delta()) note_share_limits(p, *dst);
     torrent::FileModel model(meta);
+    // Each file list once: at 100,000 files a list is ~10 MB and the checks below read both.
+    p.delta_files = files_of(model, p.plan.delta, p.plan);
+    p.union_files = files_of(model, p.plan.union_set, p.plan);
     if (!p.plan.empty_delta()) {
         // Plan is a promise: what the job's preflight would refuse is refused here, by the same checks.
         ARCHCTL_TRY_STATUS(evidence::check_data_path_served(*source_view, src->config(), p.resource.name));
         SourceNeeds needs{.save_path = p.source_data_path,
-                          .files = files_of(model, p.plan.delta, p.plan),
+                          .files = std::move(p.delta_files),
                           .partfile = p.plan.partfile,
                           .boundary_pieces = p.plan.boundary_pieces,
                           .union_set = p.plan.union_set,
@@ -285,19 +288,18 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
         PartfileSourcing sourcing;
         needs.sourcing_out = &sourcing;
         needs.layout = &p.plan.source_layout;
-        ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, files_of(model, p.plan.union_set, p.plan), p.resource.name));
+        ARCHCTL_TRY_STATUS(check_source_ready(*src, *source_view, needs, p.union_files, p.resource.name));
         ARCHCTL_TRY_ASSIGN(p.preexisting, checked_preexisting_target_files(*dst, p.plan.target_save_path, needs.files));
-        SourceNeeds at_target = needs;
-        at_target.layout = &p.plan.target_layout;
-        ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), at_target));
+        p.delta_files = std::move(needs.files);
+        needs.files.clear();  // the target's part file check reads the model, not the delta
+        needs.layout = &p.plan.target_layout;
+        ARCHCTL_TRY_STATUS(check_target_partfile(*dst, p.plan.target_save_path, p.resource.identity.qb_id(), needs));
         p.partfile_from_disk = sourcing.from_disk;
         p.partfile_from_partfile = sourcing.from_partfile;
         for (const auto& b : sourcing.bytes) p.partfile_bytes.push_back({{"piece", b.piece}, {"file", b.file}, {"from", b.from}});
     }
     p.source_fingerprint = evidence::fingerprint(*source_view);
     p.target_fingerprint = target_view ? evidence::fingerprint(*target_view) : "";
-    p.delta_files = files_of(model, p.plan.delta, p.plan);
-    p.union_files = files_of(model, p.plan.union_set, p.plan);
     p.file_count = model.file_count();
     p.piece_count = meta.piece_count();
     p.piece_length = meta.piece_length();

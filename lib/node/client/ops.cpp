@@ -46,6 +46,14 @@ Result<T> call_typed(Transport& transport, Op op, const json& args, ProgressFn p
 Result<InfoResult> Ops::info(const InfoRequest& r) { return call_typed<InfoResult>(m_transport, Op::info, r); }
 Result<SpaceResult> Ops::space(const SpaceRequest& r) { return call_typed<SpaceResult>(m_transport, Op::space, r); }
 Result<TreeResult> Ops::tree(const TreeRequest& r) { return call_typed<TreeResult>(m_transport, Op::tree, r); }
+Result<TreeResult> Ops::tree_columns(const TreeColumnsRequest& r) {
+    ARCHCTL_TRY_ASSIGN(TreeResult result, call_typed<TreeResult>(m_transport, Op::tree, r));
+    // The columns form names no path: its entries are the request's paths only one for one.
+    if (result.entries.size() != r.tree.paths.size())
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'tree': {} entries for {} paths",
+                                                      result.entries.size(), r.tree.paths.size()));
+    return result;
+}
 Result<WriteCheckResult> Ops::write_check(const WriteCheckRequest& r) {
     return call_typed<WriteCheckResult>(m_transport, Op::write_check, r);
 }

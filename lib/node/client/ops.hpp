@@ -24,6 +24,9 @@ public:
     [[nodiscard]] Result<InfoResult> info(const InfoRequest& request = {});
     [[nodiscard]] Result<SpaceResult> space(const SpaceRequest& request);
     [[nodiscard]] Result<TreeResult> tree(const TreeRequest& request);
+    // The columns form (its entries' paths empty: each is the request's path at its place); a
+    // result with another number of entries than paths is a PROTOCOL error.
+    [[nodiscard]] Result<TreeResult> tree_columns(const TreeColumnsRequest& request);
     [[nodiscard]] Result<WriteCheckResult> write_check(const WriteCheckRequest& request);
     [[nodiscard]] Result<StageResult> stage(const StageRequest& request, ProgressFn progress = {});
     [[nodiscard]] Result<ReceiveCheckResult> receive_check(const ReceiveCheckRequest& request, ProgressFn progress = {});

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <span>
 #include <string>
 
@@ -77,9 +78,9 @@ Result<UniqueFd> open_nearest_dir(const RootSet& roots, const LocatedPath& locat
     }
 }
 
+// The entry at `rel` below `base`; its path is left empty (the entries form sets it).
 TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string& rel) {
     TreeEntry entry;
-    entry.path = rel;
     auto parts = split_relative(rel);
     if (!parts.ok()) {
         entry.type = EntryType::refused;
@@ -147,22 +148,45 @@ Result<json> op_space(OpContext& ctx, const json& args) {
 }
 
 Result<json> op_tree(OpContext& ctx, const json& args) {
-    auto request = args.get<TreeRequest>();
-    TreeResult out;
-    auto base_fd = ctx.roots().open_dir(request.base);
-    if (!base_fd.ok()) {
-        if (!base_fd.error().is(ErrorCode::NOT_FOUND)) return base_fd.take_error();
-        for (const auto& p : request.paths) out.entries.push_back(TreeEntry{p, EntryType::absent, std::nullopt, std::nullopt});
-        return json(out);
+    std::optional<std::vector<std::string>> columns;
+    TreeRequest request;
+    if (args.contains("columns")) {
+        auto asked = args.get<TreeColumnsRequest>();
+        request = std::move(asked.tree);
+        columns = std::move(asked.columns);
+    } else {
+        request = args.get<TreeRequest>();
     }
-    out.base_exists = true;
-    DirCache cache(base_fd.value().get(), request.base);
+    auto base_fd = ctx.roots().open_dir(request.base);
+    if (!base_fd.ok() && !base_fd.error().is(ErrorCode::NOT_FOUND)) return base_fd.take_error();
+    const bool base_exists = base_fd.ok();
+    std::optional<DirCache> cache;
+    if (base_exists) cache.emplace(base_fd.value().get(), request.base);
+    auto entry_at = [&](const std::string& p) {
+        return cache ? tree_entry(*cache, request.base, p) : TreeEntry{{}, EntryType::absent, std::nullopt, std::nullopt};
+    };
     Progress progress;
     progress.files_total = request.paths.size();
-    for (const auto& p : request.paths) {
-        out.entries.push_back(tree_entry(cache, request.base, p));
+    auto step = [&] {
         ++progress.files;
-        ctx.progress(progress);
+        if (base_exists) ctx.progress(progress);
+    };
+    // The columns form is written entry by entry: a node holds no entry of a large tree.
+    if (columns) {
+        TreeColumnsWriter writer(*columns, request.paths.size());
+        for (const auto& p : request.paths) {
+            writer.add(entry_at(p));
+            step();
+        }
+        return std::move(writer).finish(base_exists);
+    }
+    TreeResult out;
+    out.base_exists = base_exists;
+    out.entries.reserve(request.paths.size());
+    for (const auto& p : request.paths) {
+        out.entries.push_back(entry_at(p));
+        out.entries.back().path = p;
+        step();
     }
     return json(out);
 }

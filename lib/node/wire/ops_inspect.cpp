@@ -1,5 +1,10 @@
 #include "lib/node/wire/ops_inspect.hpp"
 
+#include <algorithm>
+#include <iterator>
+
+#include <fmt/format.h>
+
 #include "lib/node/wire/json_fields.hpp"
 
 namespace archctl::node {
@@ -95,6 +100,15 @@ void from_json(const json& j, TreeRequest& v) {
     v.paths = j.at("paths").get<std::vector<std::string>>();
 }
 
+void to_json(json& j, const TreeColumnsRequest& v) {
+    to_json(j, v.tree);
+    j["columns"] = v.columns;
+}
+void from_json(const json& j, TreeColumnsRequest& v) {
+    from_json(j, v.tree);
+    v.columns = j.at("columns").get<std::vector<std::string>>();
+}
+
 namespace {
 
 constexpr EntryType k_entry_types[] = {EntryType::file,   EntryType::dir,         EntryType::symlink,
@@ -169,9 +183,143 @@ void from_json(const json& j, TreeEntry& v) {
         v.error = Error(it->value("code", ""), it->value("message", ""));
 }
 
+namespace {
+
+// The columns form's letter of each entry type, in k_entry_types' order.
+constexpr char k_type_letters[] = {'f', 'd', 'l', 'p', 's', 'c', 'b', 'o', 'a', 'r'};
+
+char type_letter(EntryType type) {
+    for (std::size_t i = 0; i < std::size(k_entry_types); ++i)
+        if (k_entry_types[i] == type) return k_type_letters[i];
+    return 'r';
+}
+
+std::optional<EntryType> type_of_letter(char letter) {
+    for (std::size_t i = 0; i < std::size(k_entry_types); ++i)
+        if (k_type_letters[i] == letter) return k_entry_types[i];
+    return std::nullopt;
+}
+
+bool has_stat(EntryType type) { return type != EntryType::absent && type != EntryType::refused; }
+
+// Where a stat key's value lives in an EntryStat; nullopt for a key no node sends.
+std::optional<std::size_t> stat_key_index(std::string_view key) {
+    for (std::size_t i = 0; i < k_tree_stat_keys.size(); ++i)
+        if (k_tree_stat_keys[i] == key) return i;
+    return std::nullopt;
+}
+
+void put_stat_field(json& out, const EntryStat& s, std::size_t key) {
+    switch (key) {
+        case 0: out.push_back(s.size); break;
+        case 1: out.push_back(s.dev); break;
+        case 2: out.push_back(s.ino); break;
+        case 3: out.push_back(s.nlink); break;
+        case 4: out.push_back(s.mtime_ns); break;
+        case 5: out.push_back(s.ctime_ns); break;
+        case 6: out.push_back(s.mode); break;
+        default: out.push_back(s.btime_ns); break;
+    }
+}
+
+// An integer of the stats array as the stat field `key` (the reader has refused fractions; a
+// negative number where none belongs does not read).
+void get_stat_field(const json& value, EntryStat& s, std::size_t key) {
+    if (!value.is_number_integer()) throw json::type_error::create(302, "a stat that is not an integer", &value);
+    const bool is_signed = key == 4 || key == 5 || key == 7;
+    if (!is_signed && !value.is_number_unsigned() && value.get<std::int64_t>() < 0)
+        throw json::type_error::create(302, "a negative stat", &value);
+    switch (key) {
+        case 0: s.size = value.get<std::uint64_t>(); break;
+        case 1: s.dev = value.get<std::uint64_t>(); break;
+        case 2: s.ino = value.get<std::uint64_t>(); break;
+        case 3: s.nlink = value.get<std::uint64_t>(); break;
+        case 4: s.mtime_ns = value.get<std::int64_t>(); break;
+        case 5: s.ctime_ns = value.get<std::int64_t>(); break;
+        case 6: {
+            const auto mode = value.get<std::uint64_t>();
+            if (mode > 07777) throw json::type_error::create(302, "a mode past 07777", &value);
+            s.mode = static_cast<unsigned>(mode);
+            break;
+        }
+        default: s.btime_ns = value.get<std::int64_t>(); break;
+    }
+}
+
+[[noreturn]] void bad_columns(const std::string& why, const json& j) {
+    throw json::other_error::create(501, "tree result in columns: " + why, &j);
+}
+
+void columns_from_json(const json& j, TreeResult& v) {
+    const auto& types = j.at("types").get_ref<const std::string&>();
+    std::vector<std::size_t> keys;  // each field's place in k_tree_stat_keys; past it: unknown
+    for (const auto& f : j.value("fields", json::array())) keys.push_back(stat_key_index(f.get<std::string>()).value_or(k_tree_stat_keys.size()));
+    const json& stats = j.at("stats");
+    if (!stats.is_array()) bad_columns("stats is not an array", j);
+    v.entries.clear();
+    v.entries.resize(types.size());
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+        auto type = type_of_letter(types[i]);
+        if (!type) bad_columns(fmt::format("unknown entry type letter at {}", i), j);
+        TreeEntry& e = v.entries[i];
+        e.type = *type;
+        if (!has_stat(e.type)) continue;
+        if (stats.size() - next < keys.size()) bad_columns("fewer stats than entries that exist", j);
+        EntryStat s;
+        for (std::size_t key : keys) {
+            if (key < k_tree_stat_keys.size()) get_stat_field(stats[next], s, key);
+            ++next;
+        }
+        e.stat = s;
+    }
+    if (next != stats.size()) bad_columns("more stats than entries that exist", j);
+    for (const auto& err : j.value("errors", json::array())) {
+        if (!err.at(0).is_number_unsigned()) bad_columns("an error without an index", j);
+        const auto index = err.at(0).get<std::uint64_t>();
+        if (index >= v.entries.size() || v.entries[index].type != EntryType::refused)
+            bad_columns("an error at an entry that is not refused", j);
+        v.entries[index].error = Error(err.at(1).get<std::string>(), err.at(2).get<std::string>());
+    }
+}
+
+}  // namespace
+
+TreeColumnsWriter::TreeColumnsWriter(const std::vector<std::string>& fields, std::size_t expected) {
+    for (const auto& key : k_tree_stat_keys)
+        if (std::find(fields.begin(), fields.end(), key) != fields.end()) m_fields.push_back(key);
+    m_types.reserve(expected);
+}
+
+void TreeColumnsWriter::add(const TreeEntry& entry) {
+    m_types.push_back(type_letter(entry.type));
+    if (has_stat(entry.type)) {
+        const EntryStat s = entry.stat.value_or(EntryStat{});
+        for (const auto& key : m_fields) put_stat_field(m_stats, s, *stat_key_index(key));
+    }
+    if (entry.type == EntryType::refused && entry.error)
+        m_errors.push_back(json::array({m_types.size() - 1, entry.error->code, entry.error->message}));
+}
+
+json TreeColumnsWriter::finish(bool base_exists) && {
+    json j = {{"base_exists", base_exists}, {"types", std::move(m_types)}, {"fields", m_fields}, {"stats", std::move(m_stats)}};
+    if (!m_errors.empty()) j["errors"] = std::move(m_errors);
+    return j;
+}
+
+json tree_columns_json(const TreeResult& result, const std::vector<std::string>& fields) {
+    TreeColumnsWriter writer(fields, result.entries.size());
+    for (const auto& e : result.entries) writer.add(e);
+    return std::move(writer).finish(result.base_exists);
+}
+
 void to_json(json& j, const TreeResult& v) { j = {{"base_exists", v.base_exists}, {"entries", v.entries}}; }
 void from_json(const json& j, TreeResult& v) {
     v.base_exists = j.value("base_exists", false);
+    if (j.contains("types")) {
+        columns_from_json(j, v);
+        return;
+    }
     v.entries = get_list<TreeEntry>(j, "entries");
 }
 

@@ -80,11 +80,21 @@ struct SpaceResult {
 
 // ---- tree ----------------------------------------------------------------------------------
 
-// Keys: base, paths.
+// Keys: base, paths. Its result is in the entries form (TreeResult).
 struct TreeRequest {
     std::string base;
     std::vector<std::string> paths;  // relative to base
 };
+
+// A tree request whose result is in the columns form, with the EntryStat keys `columns` (any of
+// k_tree_stat_keys; none: the entry types only). Keys: base, paths, columns.
+struct TreeColumnsRequest {
+    TreeRequest tree;
+    std::vector<std::string> columns;
+};
+
+// The EntryStat keys, in the order the columns form of a full stat lists them.
+inline const std::vector<std::string> k_tree_stat_keys = {"size", "dev", "ino", "nlink", "mtime_ns", "ctime_ns", "mode", "btime_ns"};
 
 // lstat of an entry. Keys: size, dev, ino, nlink, mtime_ns, ctime_ns, mode, btime_ns (when known).
 struct EntryStat {
@@ -114,11 +124,41 @@ struct TreeEntry {
     std::optional<Error> error;
 };
 
-// Keys: base_exists, entries (one per requested path, in order).
+// One entry per requested path, in order, in one of two forms (the request chooses):
+// - entries: Keys: base_exists, entries (each a TreeEntry object, its path echoed).
+// - columns (a TreeColumnsRequest; ~10 bytes a file where the entries form takes ~270, and
+//   one JSON value a file for the reader where an object takes ~11): Keys: base_exists, types (a
+//   string, one letter per entry: f file, d dir, l symlink, p fifo, s socket, c char, b block,
+//   o other, a absent, r refused), fields (the EntryStat keys of each stat, in order: those the
+//   request named that the node knows), stats (a flat array of integers: for every entry that
+//   exists, fields.size() of them), errors (optional: [index, code, message] of a refused entry).
+//   Its entries' paths are empty: each is the request's path at its place.
+// Both read into the same TreeResult; a columns result whose counts do not add up (a letter no
+// node sends, a stats array of another length, an error at an index that is not refused) does
+// not read.
 struct TreeResult {
     bool base_exists = false;
     std::vector<TreeEntry> entries;
 };
+
+// Writes the columns form entry by entry, so a node never holds its entries: add() each entry
+// in the request's order, then finish(). `fields`: the stat keys asked for (unknown names are left
+// out of the result's fields).
+class TreeColumnsWriter {
+public:
+    explicit TreeColumnsWriter(const std::vector<std::string>& fields, std::size_t expected = 0);
+    void add(const TreeEntry& entry);
+    [[nodiscard]] nlohmann::json finish(bool base_exists) &&;
+
+private:
+    std::vector<std::string> m_fields;
+    std::string m_types;
+    nlohmann::json m_stats = nlohmann::json::array();
+    nlohmann::json m_errors = nlohmann::json::array();
+};
+
+// The columns form of `result` with the stat keys `fields`.
+[[nodiscard]] nlohmann::json tree_columns_json(const TreeResult& result, const std::vector<std::string>& fields);
 
 // ---- write_check ---------------------------------------------------------------------------
 
@@ -180,6 +220,8 @@ void to_json(nlohmann::json& j, const SpaceResult& v);
 void from_json(const nlohmann::json& j, SpaceResult& v);
 void to_json(nlohmann::json& j, const TreeRequest& v);
 void from_json(const nlohmann::json& j, TreeRequest& v);
+void to_json(nlohmann::json& j, const TreeColumnsRequest& v);
+void from_json(const nlohmann::json& j, TreeColumnsRequest& v);
 void to_json(nlohmann::json& j, EntryType v);
 void from_json(const nlohmann::json& j, EntryType& v);
 void to_json(nlohmann::json& j, const TreeEntry& v);

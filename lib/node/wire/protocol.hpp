@@ -42,8 +42,10 @@
 namespace archctl::node {
 
 // 2: the stage, receive_check and merge requests carry the payload layout (job_layout.hpp); a node
-// that speaks 1 would stage and look for every file in one directory.
-inline constexpr int k_protocol_version = 2;
+// that speaks 1 would stage and look for every file in one directory. 3: a tree request may ask
+// for its result in columns (ops_inspect.hpp TreeResult), which a node of 2 would answer with an
+// object per file.
+inline constexpr int k_protocol_version = 3;
 
 // The longest line either end accepts (lib/node/wire/line_reader.hpp). A line is one whole
 // message, so this bounds the largest request and result: a tree of 100,000 files with paths of
