@@ -1,5 +1,8 @@
 // archctl job list|show|cancel|clear|rm: jobs, their events, cancellation and display retention.
 #include <algorithm>
+#include <array>
+#include <cstdio>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -7,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/services.hpp"
 #include "lib/base/lock_file.hpp"
+#include "lib/base/text.hpp"
 #include "lib/config/config.hpp"
 #include "lib/jobs/core/driver.hpp"
 #include "lib/jobs/report/status.hpp"
@@ -27,6 +31,124 @@ struct JobOptions {
 
 namespace {
 
+// One row of `job list`: its id (rows are in id order), its JSON row and its table cells.
+struct ListRow {
+    std::string id;
+    nlohmann::json row;
+    std::array<std::string, 5> cells;
+};
+
+ListRow active_row(const jobs::JobSummary& r) {
+    return {r.id, r.to_json(),
+            {r.id, r.damaged ? "damaged" : r.definition.value("op", ""), r.definition.value("qb_id", "").substr(0, 12), r.nodes, r.status}};
+}
+
+ListRow finished_row(const state::FinishedEntry& e) {
+    return {e.id, e.row, {e.id, e.row.value("op", ""), e.row.value("resource", "").substr(0, 12), e.nodes, e.row.value("status", "")}};
+}
+
+// Every row of `job list --all` in id order: the active jobs (few, held) merged into the
+// finished log's stream, which holds no finished job's row (state::FinishedStream). Each pass
+// yields the same rows.
+class AllRows {
+public:
+    AllRows(std::vector<ListRow> active, state::FinishedStream finished) : m_active(std::move(active)), m_finished(std::move(finished)) {}
+
+    [[nodiscard]] Status each(const std::function<void(const ListRow&)>& f) {
+        std::size_t a = 0;
+        Status s = m_finished.each([&](const state::FinishedEntry& e) {
+            ListRow row = finished_row(e);
+            while (a < m_active.size() && m_active[a].id < row.id) f(m_active[a++]);
+            f(row);
+            return Status{};
+        });
+        while (a < m_active.size()) f(m_active[a++]);
+        return s;
+    }
+    std::size_t active() const { return m_active.size(); }
+
+private:
+    std::vector<ListRow> m_active;
+    state::FinishedStream m_finished;
+};
+
+// The table of `job list` as ui::Table renders it (columns padded to their widest cell, two
+// spaces apart, the last one not padded, trailing spaces cut), written a megabyte at a time.
+Status print_all_table(Context& ctx, AllRows& rows, const std::array<std::size_t, 5>& widths) {
+    std::string chunk;
+    Status s = rows.each([&](const ListRow& r) {
+        std::size_t start = chunk.size();
+        for (std::size_t c = 0; c < r.cells.size(); ++c) {
+            chunk += r.cells[c];
+            if (c + 1 == r.cells.size()) break;
+            chunk.append(widths[c] - ui::display_width(r.cells[c]), ' ');
+            chunk += "  ";
+        }
+        while (chunk.size() > start && chunk.back() == ' ') chunk.pop_back();
+        chunk.push_back('\n');
+        if (chunk.size() > (1u << 20)) {
+            ctx.out().result(chunk);
+            chunk.clear();
+        }
+    });
+    if (!chunk.empty()) ctx.out().result(chunk);
+    return s;
+}
+
+// The "jobs" member of `job list --all --json`, written as the document's dump(2) would (an
+// array at nesting level 1), one row at a time.
+std::function<void(std::FILE*)> all_jobs_json(std::shared_ptr<AllRows> rows, std::size_t count) {
+    return [rows, count](std::FILE* out) {
+        if (count == 0) {
+            std::fputs("[]", out);
+            return;
+        }
+        std::string chunk = "[\n";
+        const char* separator = "";
+        Status s = rows->each([&](const ListRow& r) {
+            chunk += separator;
+            chunk += "    ";
+            for (char c : dump_json(r.row, 2)) {
+                chunk.push_back(c);
+                if (c == '\n') chunk += "    ";
+            }
+            separator = ",\n";
+            if (chunk.size() > (1u << 20)) {
+                std::fwrite(chunk.data(), 1, chunk.size(), out);
+                chunk.clear();
+            }
+        });
+        chunk += "\n  ]";
+        std::fwrite(chunk.data(), 1, chunk.size(), out);
+        if (!s.ok()) std::fprintf(stderr, "archctl: warning: job list: %s\n", s.error().message.c_str());
+    };
+}
+
+// `job list --all`: every job, the finished ones streamed from the finished-job log twice (once
+// to measure the columns and count the rows, once to print), so memory does not grow with them.
+Outcome run_list_all(Context& ctx, const state::StateDir& state, std::vector<jobs::JobSummary> active) {
+    std::vector<ListRow> held;
+    for (const auto& r : active) held.push_back(active_row(r));
+    std::sort(held.begin(), held.end(), [](const ListRow& a, const ListRow& b) { return a.id < b.id; });
+    auto stream = state::JobIndex(state).finished_stream();
+    if (!stream.ok()) return Outcome::failed(stream.take_error());
+    auto rows = std::make_shared<AllRows>(std::move(held), std::move(stream.value()));
+    std::array<std::size_t, 5> widths{};
+    std::size_t count = 0;
+    Status s = rows->each([&](const ListRow& r) {
+        ++count;
+        for (std::size_t c = 0; c < r.cells.size(); ++c) widths[c] = std::max(widths[c], ui::display_width(r.cells[c]));
+    });
+    if (!s.ok()) return Outcome::failed(s.take_error());
+    if (!(ctx.out().json() && ctx.out().quiet())) {
+        if (count == 0) ctx.out().result("no jobs");
+        else if (Status p = print_all_table(ctx, *rows, widths); !p.ok()) return Outcome::failed(p.take_error());
+    }
+    Outcome out = Outcome::done({{"finished_shown", count - rows->active()}, {"finished_hidden", 0}, {"limit", nullptr}});
+    if (ctx.out().json()) out.streamed["jobs"] = all_jobs_json(rows, count);
+    return out;
+}
+
 // Every active job (unfinished, failed, damaged, or that kept files) and the newest finished
 // ones from the finished-job log: never every job's records.
 Outcome run_list(Context& ctx, const state::StateDir& state, const JobOptions& o) {
@@ -38,6 +160,7 @@ Outcome run_list(Context& ctx, const state::StateDir& state, const JobOptions& o
     }
     auto active = jobs::summarize_active(store);
     if (!active.ok()) return Outcome::failed(active.take_error());
+    if (o.all) return run_list_all(ctx, state, std::move(active.value()));
     const std::optional<std::size_t> limit = o.all ? std::nullopt : std::optional<std::size_t>(o.limit);
     auto page = state::JobIndex(state).finished(limit);
     if (!page.ok()) return Outcome::failed(page.take_error());

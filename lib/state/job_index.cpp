@@ -133,6 +133,59 @@ Status lines_containing(const std::string& path, const std::vector<std::string>&
     }
 }
 
+// Each complete line of the open log in [start, size), oldest first, with its offset, to `f`
+// (`start` is a line's start). Reads 1 MiB chunks; a torn last line (no newline) is skipped.
+Status lines_forward(int fd, off_t size, const std::function<void(off_t, std::string_view)>& f, off_t start = 0) {
+    std::string buf;
+    off_t at = start;    // the file offset of buf[0]
+    off_t read = start;  // the file offset read up to
+    while (read < size) {
+        const std::size_t kept = buf.size();
+        const std::size_t want = static_cast<std::size_t>(std::min<off_t>(static_cast<off_t>(k_scan_chunk), size - read));
+        buf.resize(kept + want);
+        ssize_t n = ::pread(fd, buf.data() + kept, want, read);
+        if (n < 0 && errno == EINTR) {
+            buf.resize(kept);
+            continue;
+        }
+        if (n <= 0) return errno_error("cannot read the finished-job log", "index/finished.jsonl", n < 0 ? errno : EIO);
+        buf.resize(kept + static_cast<std::size_t>(n));
+        read += n;
+        std::size_t from = 0;
+        for (std::size_t nl; (nl = buf.find('\n', from)) != std::string::npos; from = nl + 1)
+            if (nl > from) f(at + static_cast<off_t>(from), std::string_view(buf).substr(from, nl - from));
+        buf.erase(0, from);
+        at += static_cast<off_t>(from);
+    }
+    return {};
+}
+
+// What one log line is: a row (its id), a removal (the removed id) or anything else (the header,
+// a line that does not parse). A row as line_of writes it ({"id":"…",…) is read without parsing.
+struct LineKey {
+    enum Kind { row, removal, other } kind = other;
+    std::string_view id;
+};
+
+LineKey key_of(std::string_view line, std::string& held) {
+    constexpr std::string_view k_row = "{\"id\":\"";
+    if (line.substr(0, k_row.size()) == k_row) {
+        const std::size_t end = line.find('"', k_row.size());
+        const std::string_view id = end == std::string_view::npos ? std::string_view() : line.substr(k_row.size(), end - k_row.size());
+        if (!id.empty() && id.find('\\') == std::string_view::npos) return {LineKey::row, id};
+    }
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.contains("journal")) return {};
+    if (j.contains("removed")) {
+        if (!j["removed"].is_string()) return {};
+        held = j["removed"].get<std::string>();
+        return {LineKey::removal, held};
+    }
+    if (!j.contains("id") || !j["id"].is_string()) return {};
+    held = j["id"].get<std::string>();
+    return held.empty() ? LineKey{} : LineKey{LineKey::row, held};
+}
+
 nlohmann::json parse_line(std::string_view line) { return nlohmann::json::parse(line, nullptr, false); }
 
 // The live-row count the newest line records (0 for an empty log).
@@ -325,19 +378,116 @@ Status IndexRebuild::commit() {
     return write_built(m_dir);
 }
 
-Status JobIndex::drop_finished(const std::vector<std::string>& gone) {
+Result<FinishedStream> JobIndex::finished_stream() const {
+    UniqueFd fd(::open(log_path().c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid() && errno != ENOENT) return errno_error("cannot open the finished-job log", log_path(), errno);
+    FinishedStream stream(m_dir, std::move(fd));
+    ARCHCTL_TRY_STATUS(stream.scan());
+    return stream;
+}
+
+Result<IndexClear> JobIndex::begin_clear() {
     ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
-    std::set<std::string> drop(gone.begin(), gone.end());
-    std::vector<FinishedEntry> keep;
-    Folder fold(m_dir);
-    ARCHCTL_TRY_STATUS(lines_backwards(log_path(), [&](const std::string& line) {
-        if (auto e = fold.take(parse_line(line)); e && !drop.count(e->id)) keep.push_back(std::move(*e));
-        return true;
-    }));
-    std::reverse(keep.begin(), keep.end());
-    std::string text = nlohmann::json{{"journal", k_kind}, {"version", k_version}}.dump() + "\n";
-    for (std::size_t i = 0; i < keep.size(); ++i) text += line_of(i + 1, keep[i]);
-    return write_file_atomic(log_path(), text);
+    ARCHCTL_TRY_ASSIGN(FinishedStream stream, finished_stream());
+    return IndexClear(m_dir, std::move(stream));
+}
+
+Status IndexClear::commit() {
+    const std::string path = JobIndex(m_dir).log_path();
+    ARCHCTL_TRY_ASSIGN(IndexLock lock, IndexLock::take(m_dir.index()));
+    if (!m_stream.m_fd.valid()) return {};  // there was no log: nothing was cleared from it
+    struct stat was {}, now {};
+    if (::fstat(m_stream.m_fd.get(), &was) != 0) return errno_error("cannot stat the finished-job log", path, errno);
+    if (::stat(path.c_str(), &now) != 0) {
+        if (errno == ENOENT) return {};
+        return errno_error("cannot stat the finished-job log", path, errno);
+    }
+    // A rebuild replaced the log meanwhile: it listed only the jobs whose directories it found.
+    if (now.st_dev != was.st_dev || now.st_ino != was.st_ino) return {};
+    ARCHCTL_TRY_ASSIGN(AtomicFile log, AtomicFile::create(path));
+    ARCHCTL_TRY_STATUS(log.write(nlohmann::json{{"journal", k_kind}, {"version", k_version}}.dump() + "\n"));
+    // The lines appended since the stream read the log (jobs that ended meanwhile, removals),
+    // complete ones only, each with its count of live rows made anew.
+    Status wrote;
+    std::size_t live = 0;
+    ARCHCTL_TRY_STATUS(lines_forward(m_stream.m_fd.get(), now.st_size, [&](off_t, std::string_view line) {
+        nlohmann::json j = parse_line(line);
+        if (!j.is_object() || j.contains("journal")) return;
+        if (j.contains("removed")) live = live > 0 ? live - 1 : 0;
+        else ++live;
+        j["n"] = live;
+        if (wrote.ok()) wrote = log.write(j.dump() + "\n");
+    }, m_stream.m_size));
+    ARCHCTL_TRY_STATUS(wrote);
+    ARCHCTL_TRY_STATUS(log.commit());
+    crash_point("job.index.cleared");
+    return {};
+}
+
+Status FinishedStream::scan() {
+    if (!m_fd.valid()) return {};
+    struct stat st {};
+    if (::fstat(m_fd.get(), &st) != 0) return errno_error("cannot stat the finished-job log", m_dir.index(), errno);
+    m_size = st.st_size;
+    std::string newest;  // the largest id so far: a row not after it is out of order
+    return lines_forward(m_fd.get(), m_size, [&](off_t offset, std::string_view line) {
+        std::string held;
+        const LineKey key = key_of(line, held);
+        if (key.kind == LineKey::removal) m_removed[std::string(key.id)] = offset;
+        if (key.kind != LineKey::row) return;
+        if (key.id > newest) newest = key.id;
+        else m_late[std::string(key.id)] = Place{offset, line.size()};
+    });
+}
+
+Status FinishedStream::emit(std::string_view id, std::string_view line, off_t offset, std::size_t& k,
+                            const std::function<Status(const FinishedEntry&)>& f) {
+    if (auto r = m_removed.find(id); r != m_removed.end() && r->second > offset) return {};
+    bool live = false;
+    if (m_checked) {
+        live = k < m_live.size() && m_live[k];
+    } else {
+        live = path_exists(m_dir.job(std::string(id)));
+        m_live.push_back(live);
+    }
+    ++k;
+    if (!live) return {};
+    const nlohmann::json j = parse_line(line);
+    if (!j.is_object()) return {};
+    return f(FinishedEntry{std::string(id), j.value("row", nlohmann::json::object()), j.value("nodes", "")});
+}
+
+Status FinishedStream::each(const std::function<Status(const FinishedEntry&)>& f) {
+    std::size_t k = 0;
+    Status failed;
+    auto late = m_late.begin();
+    std::string text;
+    // A row out of order, read from its place in the log.
+    auto emit_late = [&]() -> Status {
+        text.resize(late->second.length);
+        ssize_t n = ::pread(m_fd.get(), text.data(), text.size(), late->second.offset);
+        if (n != static_cast<ssize_t>(text.size())) return errno_error("cannot read the finished-job log", m_dir.index(), n < 0 ? errno : EIO);
+        Status s = emit(late->first, text, late->second.offset, k, f);
+        ++late;
+        return s;
+    };
+    std::string newest;
+    if (m_fd.valid()) {
+        ARCHCTL_TRY_STATUS(lines_forward(m_fd.get(), m_size, [&](off_t offset, std::string_view line) {
+            if (!failed.ok()) return;
+            std::string held;
+            const LineKey key = key_of(line, held);
+            if (key.kind != LineKey::row || key.id <= newest) return;  // out of order: merged in from m_late
+            newest = key.id;
+            while (failed.ok() && late != m_late.end() && late->first < key.id) failed = emit_late();
+            if (!failed.ok()) return;
+            if (late != m_late.end() && late->first == key.id) failed = emit_late();  // a newer line of this id
+            else failed = emit(key.id, line, offset, k, f);
+        }));
+    }
+    while (failed.ok() && late != m_late.end()) failed = emit_late();
+    m_checked = true;
+    return failed;
 }
 
 }  // namespace archctl::state

@@ -23,11 +23,22 @@
 //            fsync dir), then the markers of finished jobs removed, then `built` written. A crash
 //            before the rename leaves the old log and at most a stray temp file; after it, a
 //            finished job that still has its marker is retired again by the next reader.
+//   clear:   (`job clear`, every finished job at once; IndexClear) the log read as it is under
+//            the lock, then without it the caller writes the tombstones and removes those jobs'
+//            directories, then under the lock the log is replaced by one that holds only the
+//            lines appended since it was read (jobs that ended meanwhile). Readers drop rows whose
+//            job directory is gone, so a crash before the replace shows only the jobs not yet
+//            removed, and a rerun clears those.
 
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <sys/types.h>
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +62,70 @@ struct FinishedPage {
 };
 
 class JobIndex;
+
+// The live finished jobs in id order, read forward from the log one row at a time (`job list
+// --all`, `job clear`), so nothing holds a row per finished job. The log is in the order jobs
+// ended, mostly the order of their ids; opening the stream reads it once (a megabyte at a time)
+// and keeps only the rows out of id order (a job that ended after a newer one, or a row written
+// twice: its id and place in the log) and the removals; each pass reads the log again and merges
+// those in. A row is live as JobIndex::finished says: its newest line counts, a later removal or
+// a missing job directory drops it. The first pass checks each job directory and keeps one bit
+// per row, so every later pass yields the same rows (a count taken in one pass holds for the
+// next). The stream reads the log as it was when opened: lines appended since, or a log put in
+// its place, are not read.
+class FinishedStream {
+public:
+    FinishedStream(FinishedStream&&) = default;
+    FinishedStream& operator=(FinishedStream&&) = delete;
+
+    // Each live row, in increasing id order, until `f` fails (its error is returned).
+    [[nodiscard]] Status each(const std::function<Status(const FinishedEntry&)>& f);
+    // How many rows the scan found out of id order (held in memory until the stream is dropped).
+    std::size_t out_of_order() const { return m_late.size(); }
+
+private:
+    friend class JobIndex;
+    friend class IndexClear;
+    struct Place {
+        off_t offset = 0;
+        std::size_t length = 0;
+    };
+    FinishedStream(StateDir dir, UniqueFd fd) : m_dir(std::move(dir)), m_fd(std::move(fd)) {}
+    [[nodiscard]] Status scan();
+    [[nodiscard]] Status emit(std::string_view id, std::string_view line, off_t offset, std::size_t& k,
+                              const std::function<Status(const FinishedEntry&)>& f);
+
+    StateDir m_dir;
+    UniqueFd m_fd;
+    off_t m_size = 0;                                  // the log's length when opened
+    std::map<std::string, Place, std::less<>> m_late;  // rows out of id order: the newest line of each id
+    std::map<std::string, off_t, std::less<>> m_removed;  // the newest removal of each id
+    std::vector<bool> m_live;                          // per candidate row, from the first pass
+    bool m_checked = false;
+};
+
+// `job clear` of every finished job in the log (JobIndex::begin_clear): the stream reads the log
+// as it was when the clear began, under the index lock; the caller reads stream() (tombstones
+// first, made durable; then each job's directory removed) without holding the lock, so a job
+// that ends meanwhile is retired as usual; commit() replaces the log, under the lock, with the
+// lines appended since (those jobs stay listed). Dropped uncommitted, the log stays as it was;
+// its rows whose job directories are gone are not shown, and a rerun clears the rest.
+class IndexClear {
+public:
+    IndexClear(IndexClear&&) = default;
+    IndexClear& operator=(IndexClear&&) = delete;
+
+    FinishedStream& stream() { return m_stream; }
+    // The log replaced (temp + fsync + rename + fsync dir) by its header and the lines appended
+    // after the stream read it. A log a rebuild put in its place meanwhile is kept as it is.
+    [[nodiscard]] Status commit();
+
+private:
+    friend class JobIndex;
+    IndexClear(StateDir dir, FinishedStream stream) : m_dir(std::move(dir)), m_stream(std::move(stream)) {}
+    StateDir m_dir;
+    FinishedStream m_stream;
+};
 
 // A rebuild of the index that holds no finished job's row: each row goes to the new log as it is
 // added, a megabyte at a time (JobIndex::begin_rebuild). Nothing changes for readers until
@@ -116,8 +191,10 @@ public:
     // The same, one job at a time (see IndexRebuild): for a state directory with more finished
     // jobs than should be held at once. Takes the index lock until the rebuild is dropped.
     Result<IndexRebuild> begin_rebuild();
-    // Rewrite the log without the ids in `gone` (after `job clear`), atomically.
-    Status drop_finished(const std::vector<std::string>& gone);
+    // Every live finished job, oldest id first, one row at a time (see FinishedStream).
+    Result<FinishedStream> finished_stream() const;
+    // Begin `job clear` (see IndexClear): the log as it is now, read under the index lock.
+    Result<IndexClear> begin_clear();
 
     std::string log_path() const { return m_dir.index() + "/finished.jsonl"; }
 

@@ -86,11 +86,29 @@ bool JobStore::is_damaged(const std::string& job_id) const {
     return worked && !definition(job_id).ok();
 }
 
-Status JobStore::remove(const std::string& job_id) {
+Status JobStore::remove(const std::string& job_id, Sync sync) {
     std::error_code ec;
     std::filesystem::remove_all(m_dir.job(job_id), ec);
     if (ec) return Error(ErrorCode::IO, fmt::format("cannot remove job '{}': {}", job_id, ec.message()));
-    return fsync_dir(m_dir.jobs());
+    crash_point("job.store.removed");
+    return sync == Sync::now ? sync_removals() : Status{};
+}
+
+Status JobStore::sync_removals() { return fsync_dir(m_dir.jobs()); }
+
+std::string JobStore::request_digest(const std::string& job_id) const {
+    auto text = read_file(m_dir.job(job_id) + "/definition.json");
+    if (!text.ok()) return "";
+    // The definition is written with dump(2): `"request_digest": "<hex>"`, one key per line.
+    constexpr std::string_view k_key = "\n  \"request_digest\": \"";
+    const std::size_t at = text->find(k_key);
+    if (at != std::string::npos) {
+        const std::size_t from = at + k_key.size(), end = text->find('"', from);
+        if (end != std::string::npos && text->find('\\', from) > end) return text->substr(from, end - from);
+    }
+    auto j = nlohmann::json::parse(text.value(), nullptr, false);
+    if (!j.is_object() || !j.contains("request_digest") || !j["request_digest"].is_string()) return "";
+    return j["request_digest"].get<std::string>();
 }
 
 }  // namespace archctl::state

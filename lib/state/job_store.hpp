@@ -46,8 +46,15 @@ public:
     // Whether this one job is damaged in that sense.
     bool is_damaged(const std::string& job_id) const;
 
-    // Remove a job's records entirely (after its tombstone is written).
-    Status remove(const std::string& job_id);
+    // Remove a job's records entirely (after its tombstone is written). `later`: the jobs
+    // directory is not fsynced, the caller does it once after many (sync_removals()).
+    enum class Sync { now, later };
+    Status remove(const std::string& job_id, Sync sync = Sync::now);
+    // Make the removals done with Sync::later durable (one fsync of the jobs directory).
+    Status sync_removals();
+    // The request digest in a job's definition ("" when it has none), read without parsing the
+    // whole definition when it is where the definition's writer puts it.
+    std::string request_digest(const std::string& job_id) const;
 
     std::string dir_of(const std::string& job_id) const { return m_dir.job(job_id); }
     const StateDir& state_dir() const { return m_dir; }

@@ -147,25 +147,47 @@ Result<std::vector<JobSummary>> summarize_matching(const state::JobStore& store,
     return out;
 }
 
+namespace {
+
+// Every finished job of the finished log as it was when the clear began, at once: their
+// tombstones in one batch (durable first), then their directories (one fsync of the jobs
+// directory for all), then the log emptied of them (state::IndexClear; a job that ended meanwhile
+// stays). Two passes over the log, a row at a time: nothing per job is held. A crash leaves rows
+// whose directories are gone (readers skip them) and the rest for a rerun, which may write a
+// second tombstone for a job: either says it was hidden.
+Result<std::size_t> clear_retired(const state::StateDir& dir) {
+    state::JobStore store(dir);
+    ARCHCTL_TRY_ASSIGN(state::IndexClear clear, state::JobIndex(dir).begin_clear());
+    ARCHCTL_TRY_ASSIGN(state::TombstoneBatch batch, state::TombstoneBatch::create(dir));
+    ARCHCTL_TRY_STATUS(clear.stream().each([&](const state::FinishedEntry& e) {
+        return batch.add({e.id, store.request_digest(e.id), e.row.value("state", "done"), ""});
+    }));
+    ARCHCTL_TRY_STATUS(batch.commit());
+    std::size_t removed = 0;
+    ARCHCTL_TRY_STATUS(clear.stream().each([&](const state::FinishedEntry& e) {
+        ++removed;
+        return store.remove(e.id, state::JobStore::Sync::later);
+    }));
+    ARCHCTL_TRY_STATUS(store.sync_removals());
+    crash_point("job.clear.removed");
+    ARCHCTL_TRY_STATUS(clear.commit());
+    return removed;
+}
+
+}  // namespace
+
 Result<Cleared> clear_finished(const state::StateDir& dir, long tombstone_days) {
     Cleared c;
     state::JobStore store(dir);
+    // The active jobs that ended (failed, or ended with files kept) one by one, as `job rm` would.
     ARCHCTL_TRY_ASSIGN(auto rows, summarize_active(store));
-    ARCHCTL_TRY_ASSIGN(auto page, state::JobIndex(dir).finished(std::nullopt));
-    for (const auto& e : page.entries)
-        if (auto row = summarize_one(store, e.id)) {
-            row->retired = true;
-            rows.push_back(std::move(*row));
-        }
-    std::vector<std::string> gone;
     for (const auto& r : rows)
         if (r.finished() && !(r.ledger.state == JobState::failed && r.ledger.merged)) {
-            ARCHCTL_TRY_STATUS(hide(dir, r, !r.retired));
-            if (r.retired) gone.push_back(r.id);
+            ARCHCTL_TRY_STATUS(hide(dir, r, true));
             ++c.jobs;
         }
-    // One rewrite of the finished log for every retired job cleared, not one line each.
-    if (!gone.empty()) ARCHCTL_TRY_STATUS(state::JobIndex(dir).drop_finished(gone));
+    ARCHCTL_TRY_ASSIGN(std::size_t retired, clear_retired(dir));
+    c.jobs += retired;
     auto purged = state::purge_tombstones(dir, tombstone_days);
     c.tombstones = purged.ok() ? purged.value() : 0;
     return c;

@@ -17,6 +17,7 @@
 #include "lib/jobs/transfer/job.hpp"
 #include "lib/state/job_index.hpp"
 #include "lib/state/job_store.hpp"
+#include "lib/state/tombstones.hpp"
 #include "tests/support/scratch.hpp"
 
 using namespace archctl;
@@ -75,6 +76,7 @@ TEST_CASE("job index crash helper" * doctest::skip()) {
     JobStore store(dir);
     if (op == "create") (void)store.create(id, {{"id", id}});
     if (op == "retire") (void)JobIndex(dir).retire(id, row_of(id), "");
+    if (op == "clear") (void)jobs::clear_finished(dir, 30);
     if (op == "remove") {
         auto rows = jobs::summarize_matching(store, id);
         if (rows.ok())
@@ -149,11 +151,6 @@ TEST_CASE("the finished log pages from its end, skips removed jobs and survives 
     CHECK(ids(index.finished_matching(id_of(7)).value()) == std::vector<std::string>{id_of(7)});
     CHECK(index.finished_matching("no such text").value().empty());
 
-    // `job clear`: one rewrite without the cleared ids.
-    REQUIRE(index.drop_finished({id_of(0), id_of(1)}).ok());
-    all = index.finished(std::nullopt).value();
-    CHECK(all.entries.front().id == id_of(2));
-    CHECK(index.finished(1).value().total == all.entries.size());
 }
 
 TEST_CASE("the index is rebuilt from the job directories: active, retired, damaged and torn jobs") {
@@ -275,5 +272,120 @@ TEST_CASE("a crash at each point of creating, retiring and removing leaves an in
             CHECK(index.finished(std::nullopt).value().entries.empty());
             CHECK_FALSE(jobs::find_job(jobs::summarize_matching(store, id).value(), id).ok());
         }
+    }
+}
+
+namespace {
+
+// A finished job as a run leaves it: a definition with its request digest, a done ledger.
+void make_done_job(JobStore& store, int i) {
+    const std::string id = id_of(i);
+    REQUIRE(store.create(id, {{"id", id}, {"op", "archive"}, {"qb_id", "1838bf9a70c1"}, {"request_digest", fmt::format("req-{}", i)}}).ok());
+    jobs::transfer::Ledger l;
+    l.state = jobs::JobState::done;
+    l.step = jobs::transfer::TransferStep::done;
+    REQUIRE(store.write_ledger(id, l.to_json()).ok());
+}
+
+// The job ids of every tombstone, sorted, once each.
+std::vector<std::string> tombstoned(const StateDir& dir) {
+    std::vector<std::string> out;
+    const auto all = read_tombstones(dir);
+    REQUIRE(all.ok());
+    for (const auto& t : all.value()) out.push_back(t.job_id);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+std::vector<std::string> streamed_ids(const StateDir& dir) {
+    std::vector<std::string> out;
+    auto stream = JobIndex(dir).finished_stream();
+    REQUIRE(stream.ok());
+    REQUIRE(stream->each([&](const FinishedEntry& e) {
+        out.push_back(e.id);
+        return Status{};
+    }).ok());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("job clear hides every finished job at once: one tombstone batch, the directories, an empty log") {
+    test::Scratch s;
+    auto dir = StateDir::open((s / "state").string()).value();
+    JobStore store(dir);
+    JobIndex index(dir);
+    REQUIRE(jobs::rebuild_job_index(store).ok());
+    std::vector<std::string> done;
+    for (int i : {5, 1, 4, 2, 3}) make_done_job(store, i);  // retired out of id order
+    REQUIRE(jobs::summarize_active(store).ok());
+    for (int i = 1; i <= 5; ++i) done.push_back(id_of(i));
+    make_job(store, id_of(6), jobs::JobState::failed);   // an active job that ended: hidden too
+    make_job(store, id_of(7), jobs::JobState::running);  // still running: stays
+    done.push_back(id_of(6));
+    CHECK(streamed_ids(dir) == std::vector<std::string>{id_of(1), id_of(2), id_of(3), id_of(4), id_of(5)});
+
+    auto cleared = jobs::clear_finished(dir, 30);
+    REQUIRE(cleared.ok());
+    CHECK(cleared->jobs == 6);
+    CHECK(streamed_ids(dir).empty());
+    CHECK(index.finished(std::nullopt).value().entries.empty());
+    for (const auto& id : done) CHECK_FALSE(path_exists(dir.job(id)));
+    CHECK(path_exists(dir.job(id_of(7))));
+    auto active = jobs::summarize_active(store).value();
+    REQUIRE(active.size() == 1);
+    CHECK(active[0].id == id_of(7));
+    // A tombstone for each, with the digest of its request and its outcome.
+    CHECK(tombstoned(dir) == done);
+    const auto stones = read_tombstones(dir);
+    REQUIRE(stones.ok());
+    for (const auto& t : stones.value()) {
+        if (t.job_id == id_of(6)) continue;
+        CHECK(t.request_digest == "req-" + std::to_string(std::stoi(t.job_id.substr(9, 6))));
+        CHECK(t.outcome == "done");
+        CHECK_FALSE(t.hidden_at.empty());
+    }
+    // A cleared job is no longer found; a second clear finds nothing.
+    CHECK_FALSE(jobs::find_job(jobs::summarize_matching(store, id_of(3)).value(), id_of(3)).ok());
+    CHECK(jobs::clear_finished(dir, 30).value().jobs == 0);
+}
+
+TEST_CASE("a crash at each point of job clear leaves a state a rerun completes") {
+    for (const char* point : {"tombstones.batch", "job.store.removed:1", "job.store.removed:4", "job.clear.removed",
+                              "atomic.finished.jsonl.written", "job.index.cleared"}) {
+        CAPTURE(point);
+        test::Scratch s;
+        auto dir = StateDir::open((s / "state").string()).value();
+        JobStore store(dir);
+        JobIndex index(dir);
+        REQUIRE(jobs::rebuild_job_index(store).ok());
+        std::vector<std::string> done;
+        for (int i = 1; i <= 6; ++i) {
+            make_done_job(store, i);
+            done.push_back(id_of(i));
+        }
+        REQUIRE(jobs::summarize_active(store).ok());
+        REQUIRE(streamed_ids(dir) == done);
+
+        CHECK(crash_in_child(point, "clear", dir, "") == 137);
+        // What is listed is exactly the jobs whose records are still there.
+        std::vector<std::string> left;
+        for (const auto& id : done)
+            if (path_exists(dir.job(id))) left.push_back(id);
+        CHECK(streamed_ids(dir) == left);
+        CHECK(ids(index.finished(std::nullopt).value().entries) == left);
+        // Every job whose records went has its tombstone.
+        auto stones = tombstoned(dir);
+        for (const auto& id : done)
+            if (!path_exists(dir.job(id))) CHECK(std::binary_search(stones.begin(), stones.end(), id));
+
+        auto rerun = jobs::clear_finished(dir, 30);
+        REQUIRE(rerun.ok());
+        CHECK(rerun->jobs == left.size());
+        CHECK(streamed_ids(dir).empty());
+        for (const auto& id : done) CHECK_FALSE(path_exists(dir.job(id)));
+        CHECK(tombstoned(dir) == done);
+        CHECK(read_journal(index.log_path(), "finished").ok());
     }
 }

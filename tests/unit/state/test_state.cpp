@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "lib/base/fs.hpp"
 #include "lib/state/job_store.hpp"
 #include "lib/state/placements.hpp"
@@ -218,4 +220,36 @@ TEST_CASE("a refused login is remembered by digest: the same credentials match, 
     REQUIRE(logins.forget("cache1").ok());
     CHECK_FALSE(logins.refused("cache1", "admin", "hunter2"));
     CHECK(logins.forget("cache1").ok());  // nothing to forget is fine
+}
+
+TEST_CASE("a tombstone batch holds many jobs in one file, read as one record each and purged as a whole") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    {
+        auto dropped = TombstoneBatch::create(dir);  // never committed: nothing is left
+        REQUIRE(dropped.ok());
+        REQUIRE(dropped->add({"job-x", "req-x", "done", ""}).ok());
+    }
+    CHECK(read_tombstones(dir).value().empty());
+    auto batch = TombstoneBatch::create(dir);
+    REQUIRE(batch.ok());
+    for (int i = 0; i < 3; ++i) REQUIRE(batch->add({fmt::format("job-{}", i), fmt::format("req-{}", i), "done", ""}).ok());
+    CHECK(batch->size() == 3);
+    REQUIRE(batch->commit().ok());
+    REQUIRE(write_tombstone(dir, {"job-single", "req", "cancelled", ""}).ok());
+    auto all = read_tombstones(dir).value();
+    REQUIRE(all.size() == 4);
+    CHECK(all[0].job_id == "job-0");
+    CHECK(all[2].request_digest == "req-2");
+    CHECK(all[1].outcome == "done");
+    CHECK_FALSE(all[0].hidden_at.empty());
+    CHECK(purge_tombstones(dir, 30).value() == 0);
+    // An old batch goes whole, counted by its records.
+    s.write("tombstones/cleared-20200101T000000Z-1.jsonl",
+            "{\"hidden_at\":\"2020-01-01T00:00:00Z\",\"tombstones\":\"cleared\",\"version\":1}\n"
+            "{\"job_id\":\"old-1\",\"outcome\":\"done\",\"request_digest\":\"r1\"}\n"
+            "{\"job_id\":\"old-2\",\"outcome\":\"done\",\"request_digest\":\"r2\"}\n");
+    CHECK(read_tombstones(dir).value().size() == 6);
+    CHECK(purge_tombstones(dir, 30).value() == 2);
+    CHECK(read_tombstones(dir).value().size() == 4);
 }
