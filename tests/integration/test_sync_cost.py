@@ -115,6 +115,10 @@ class SyncCost(unittest.TestCase):
         self.assertEqual(target.count("/rest/db/browse"), 1, summary(target))
         self.assertEqual(target.count("/rest/db/file"), 0, summary(target))
         self.check_bounded(target, FILES)
+        # The index is read before the first walk, so that walk confirms the job; the source
+        # is not asked to scan files its Syncthing carried long ago.
+        source = syncthing_requests(err, "cache1")
+        self.assertEqual(source.count("/rest/db/scan"), 0, summary(source))
 
 
 if __name__ == "__main__":

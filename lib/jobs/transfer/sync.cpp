@@ -292,8 +292,8 @@ StepResult step_sync(JobRun& run) {
                                           .files = entries,
                                           .indexed = std::nullopt,
                                           .verify_transit = verify,
-                                          .unfinished_only = true,
-                                          .layout = run.def.payload_layout};
+                                          .layout = run.def.payload_layout,
+                                          .unfinished_only = true};
         if (read_index) {
             ARCHCTL_TRY_STATUS(evidence.refresh(dst.value()->st()));
             if (evidence.all()) request.indexed_all = true;
@@ -343,8 +343,12 @@ StepResult step_sync(JobRun& run) {
     std::uint64_t probed_present = run.ledger.bytes_present;
     std::int64_t probed_need = -1;
     std::uint64_t files_done = 0;
-    std::optional<Look> pending = std::move(first).value();
+    // The first look is the loop's first when it read the index; else the loop walks again at
+    // once, with the index if that look found every file under its final name.
+    std::optional<Look> pending;
     bool read_index = false;
+    if (index_first) pending = std::move(first).value();
+    else read_index = all_at_final_names(first.value(), evidence);
     run.waiting_on.clear();
     for (;;) {
         auto checked_at = run.clock().steady();

@@ -128,10 +128,10 @@ struct ReceiveCheckRequest {
     std::string job_dir;
     std::vector<FileEntry> files;
     std::optional<std::vector<std::string>> indexed;  // names relative to the job directory
-    bool indexed_all = false;
     bool verify_transit = false;
-    bool unfinished_only = false;
     PayloadLayout layout = PayloadLayout::flat;
+    bool indexed_all = false;
+    bool unfinished_only = false;
 };
 
 // How far one expected entry of a job directory has arrived (lib/node/server/op_receive.cpp):

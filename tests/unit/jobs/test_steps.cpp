@@ -417,8 +417,10 @@ TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun cont
         CHECK(again.stop_reason == StopReason::budget);
         CHECK(again.step == "merge");
         CHECK(f.seedbox.ops.count("stage") == 1);  // not staged again
-        // One to count what the target holds before the budget's hold is set, one in the wait.
-        CHECK(f.nas.ops.count("receive_check") == 2);
+        // One look: the job was staged by the run before, so the index is read first and the
+        // walk that counts what the target holds before the budget's hold is set confirms it.
+        CHECK(f.nas.ops.count("receive_check") == 1);
+        CHECK(f.seedbox.st.count("scan") == 0);  // nothing waits: the source is not asked to scan
         CHECK(f.nas.ops.count("merge") == 0);
         l = f.ledger();
         CHECK(l["step"] == "merge");
@@ -430,7 +432,7 @@ TEST_CASE("steps: --max-bytes stops cleanly at the step it reached; a rerun cont
         RunResult last = f.run(budgets);
         REQUIRE_MESSAGE(last.outcome == RunOutcome::done, last.error.message);
         CHECK(f.seedbox.ops.count("stage") == 1);
-        CHECK(f.nas.ops.count("receive_check") == 2);
+        CHECK(f.nas.ops.count("receive_check") == 1);
         CHECK(f.nas.ops.count("merge") == 1);
         CHECK(f.ledger()["state"] == "done");
     }
@@ -578,7 +580,7 @@ TEST_CASE("steps: Ctrl-C during stage stops cleanly before sync (in a child proc
     RunResult again = f.run();
     REQUIRE_MESSAGE(again.outcome == RunOutcome::done, again.error.message);
     CHECK(f.seedbox.ops.count("stage") == 0);  // this process's fake: the child staged
-    CHECK(f.nas.ops.count("receive_check") == 2);
+    CHECK(f.nas.ops.count("receive_check") == 1);  // staged by the run before: index first, one walk
 }
 
 TEST_CASE("steps: the evict job runs hold → remove → unlink → partfile → release to done against the fakes") {
@@ -976,16 +978,21 @@ struct ArrivingJob {
         return std::min(names.size(), static_cast<std::size_t>(3 + since.count() * per_second / 1000));
     }
 
+    // The target's index commits what arrived `lag` ago.
+    void commit() {
+        for (std::size_t k = 0; k < arrived(lag); ++k)
+            f.nas.st.file_records[{def.route.id, def.id + "/" + names[k]}].local.version = {"SEEDBOX:1"};
+    }
+
     Result<json> check(const node::ReceiveCheckRequest& request) {
         ++walks;
-        const std::size_t there = arrived(std::chrono::milliseconds(0)), committed = arrived(lag);
-        for (std::size_t k = 0; k < committed; ++k)
-            f.nas.st.file_records[{def.route.id, def.id + "/" + names[k]}].local.version = {"SEEDBOX:1"};
+        const std::size_t there = arrived(std::chrono::milliseconds(0));
+        commit();
         std::set<std::string> indexed;
         if (request.indexed) indexed.insert(request.indexed->begin(), request.indexed->end());
         node::ReceiveCheckResult r;
         r.job_exists = r.manifest = true;
-        r.index_evidence = request.indexed.has_value();
+        r.index_evidence = request.indexed.has_value() || request.indexed_all;
         r.complete = true;
         for (std::size_t k = 0; k < names.size(); ++k) {
             node::ReceivedFile file{names[k], node::Arrival::absent, 0, std::nullopt, std::nullopt, ""};
@@ -995,7 +1002,7 @@ struct ArrivingJob {
             }
             if (k < there) {
                 file.have_bytes = file.size.value_or(0);
-                const bool listed = !request.indexed || indexed.count(names[k]);
+                const bool listed = request.indexed_all || !request.indexed || indexed.count(names[k]);
                 file.state = listed ? node::Arrival::present : node::Arrival::in_transit;
                 if (!listed) file.detail = "not yet in the target index";
             }
@@ -1006,12 +1013,13 @@ struct ArrivingJob {
                 ++r.files_total;
                 r.files_present += file.state == node::Arrival::present ? 1u : 0u;
             }
-            r.files.push_back(file);
+            const bool done = file.state == node::Arrival::present;
+            if (!done || !request.unfinished_only) r.files.push_back(file);
         }
         return json(r);
     }
 
-    // Run the sync step alone on this job.
+    // Run the sync step alone on this job (not staged by this run: a resume's sync).
     StepResult sync() {
         JobIo io;
         io.log = [this](const std::string& line) { f.log.push_back(line); };
@@ -1059,14 +1067,21 @@ TEST_CASE("steps: a sync step whose 2,000 files are all there and indexed confir
     TransferFixture f;
     ArrivingJob job(f, 2000, 1000000, std::chrono::seconds(0));
     f.clock.advance(std::chrono::seconds(5));
+    job.commit();
     StepResult r = job.sync();
     REQUIRE_MESSAGE(r.kind == StepResult::next, r.reason, ": ", r.text, r.error.message);
-    // The look before the wait finds every file; one read of the index; one walk with it.
-    CHECK(job.walks == 2);
+    // A job an earlier run staged: one read of the index, then one walk given it, which lists
+    // nothing (every file is there) and is told "every name indexed" in one flag.
+    CHECK(job.walks == 1);
     CHECK(f.nas.st.count("browse") == 1);
     CHECK(f.nas.st.count("need") == 1);
     CHECK(f.nas.st.count("file") == 0);
     CHECK(f.clock.slept == std::chrono::milliseconds(0));
+    CHECK(f.seedbox.st.count("scan") == 0);
+    const json walk = f.nas.ops.args_of("receive_check").at(0);
+    CHECK(walk["indexed_all"] == true);
+    CHECK_FALSE(walk.contains("indexed"));
+    CHECK(walk["unfinished_only"] == true);
 }
 
 TEST_CASE("steps: the floor counts what Syncthing will still write into the target") {
