@@ -61,6 +61,20 @@ def seed(lab, node, tfile, save, timeout):
     return tid
 
 
+def seeded_many(lab, n, timeout):
+    """The tree of n files under cache1's qB root, its hybrid torrent seeded on cache1, the time
+    that took printed. Returns (qB id, .torrent path, save path, top directory)."""
+    save = os.path.join(lab.node("cache1")["qb_root"], "many")
+    top = os.path.join(save, "tree")
+    t0 = time.monotonic()
+    total = make_tree(top, n)
+    tfile = os.path.join(lab.dir, "many.torrent")
+    flows.create_torrent(top, tfile, kind="hybrid")
+    tid = seed(lab, "cache1", tfile, save, timeout)
+    print(f"{n} files, {total / 2**20:.1f} MiB hybrid; tree, torrent and seed in {time.monotonic() - t0:.0f} s", flush=True)
+    return tid, tfile, save, top
+
+
 def resume_in_sync(lab, route, tid, n, timeout):
     """The job staged and left to Syncthing (`archive --no-wait`), every file carried while archctl
     is not running, then `resume`: how long it takes to confirm the sync (until the sync step has
@@ -103,14 +117,7 @@ def main():
     with Lab(nodes=[("cache1", "cache"), ("archive1", "archive")]) as lab:
         route = flows.pair_route(lab, "cache1", "archive1")
         cache, archive = lab.node("cache1"), lab.node("archive1")
-        save = os.path.join(cache["qb_root"], "many")
-        top = os.path.join(save, "tree")
-        t0 = time.monotonic()
-        total = make_tree(top, n)
-        tfile = os.path.join(lab.dir, "many.torrent")
-        flows.create_torrent(top, tfile, kind="hybrid")
-        tid = seed(lab, "cache1", tfile, save, timeout)
-        print(f"{n} files, {total / 2**20:.1f} MiB hybrid; tree, torrent and seed in {time.monotonic() - t0:.0f} s", flush=True)
+        tid, tfile, save, top = seeded_many(lab, n, timeout)
 
         if resume:
             t_first, t_carried, t_confirm, t_resume = resume_in_sync(lab, route, tid, n, timeout)

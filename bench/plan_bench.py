@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import flows  # noqa: E402
-from archive_many_bench import make_tree, seed  # noqa: E402
+from archive_many_bench import seeded_many  # noqa: E402
 from lab.lab import Lab  # noqa: E402
 
 
@@ -58,14 +58,7 @@ def main():
     timeout = 3600
     with Lab(nodes=[("cache1", "cache"), ("archive1", "archive")]) as lab:
         flows.pair_route(lab, "cache1", "archive1")
-        save = os.path.join(lab.node("cache1")["qb_root"], "many")
-        top = os.path.join(save, "tree")
-        t0 = time.monotonic()
-        total = make_tree(top, n)
-        tfile = os.path.join(lab.dir, "many.torrent")
-        flows.create_torrent(top, tfile, kind="hybrid")
-        tid = seed(lab, "cache1", tfile, save, timeout)
-        print(f"{n} files, {total / 2**20:.1f} MiB hybrid; tree, torrent and seed in {time.monotonic() - t0:.0f} s", flush=True)
+        tid = seeded_many(lab, n, timeout)[0]
         for binary in binaries:
             timed_plan(lab, binary, tid, timeout)  # warm: page cache, qBittorrent's own caches
             for _ in range(runs):
