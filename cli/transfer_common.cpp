@@ -244,9 +244,13 @@ Outcome run_transfer(Context& ctx, plan::Operation op, const TransferOptions& op
     if (!p.existing_job)
         ctx.out().info(fmt::format("archctl: job {}  {} {} {} → {}", job.value(), plan::to_string(op), p.resource.short_id(), p.source,
                                    p.target));
+    // The run reads the job from its definition: what the plan held (the metainfo, the file
+    // lists, both placements) goes before it, so it does not add to the run's peak.
+    nlohmann::json plan = p.to_json();
+    { const jobs::transfer::Prepared gone = std::move(prepared).value(); }
     auto result = s.driver->run(job.value(), budgets.value());
     s.progress->finish();
-    return run_outcome(ctx, result, hint, {{"plan", p.to_json()}});
+    return run_outcome(ctx, result, hint, {{"plan", std::move(plan)}});
 }
 
 }  // namespace archctl::cli

@@ -226,6 +226,8 @@ RunResult Driver::run_job(const std::string& job_id, const Budgets& budgets, pla
     RunEnv env{m_config, m_state, m_nodes, store, m_io, budgets, verify_archive};
     auto loaded = kind_of(definition.value()).load(env, definition.value());
     if (!loaded.ok()) return failed_run(job_id, loaded.take_error());
+    // The kind holds its typed definition; the document (as large as the job's file list) goes.
+    { const nlohmann::json gone = std::move(definition).value(); }
     KindRun& job = *loaded.value();
     std::vector<std::string> notices;
     auto lock = LockFile::acquire(store.dir_of(job_id), job.summary(), notices);
