@@ -65,7 +65,7 @@ std::string be32(std::uint32_t v) {
 }
 
 // The scratch as every input finds it: qb/save/T/{a.bin,b.bin}, a part file of 3 pieces of
-// 16 KiB with piece 1 in slot 0, and an empty sync root.
+// 16 KiB with piece 1 in slot 0, a .torrent in qb/BT_backup, and an empty sync root.
 void rebuild_scratch() {
     std::error_code ec;
     fs::remove_all(scratch(), ec);
@@ -77,6 +77,8 @@ void rebuild_scratch() {
     partfile.resize(1024, '\0');
     partfile += std::string(16384, 'p');
     put(scratch() / "qb" / "save" / ".T.parts", partfile);
+    put(scratch() / "qb" / "BT_backup" / "0123456789abcdef0123456789abcdef01234567.torrent",
+        std::string("d4:infod6:lengthi10000e4:name1:a12:piece lengthi16384e6:pieces20:") + std::string(20, '\xff') + "ee");
 }
 
 std::string with_roots(std::string_view line) {

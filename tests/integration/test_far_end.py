@@ -226,7 +226,7 @@ import json, os, sys, time
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n")
     sys.stdout.flush()
-send({"type": "hello", "protocol": 3, "archctl": "deaf", "pid": os.getpid(), "roots": []})
+send({"type": "hello", "protocol": 4, "archctl": "deaf", "pid": os.getpid(), "roots": []})
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("type") != "request":

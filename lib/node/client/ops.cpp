@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/base64.hpp"
+
 namespace archctl::node {
 namespace {
 
@@ -97,6 +99,20 @@ Result<PartfileBuildResult> Ops::partfile_build(const PartfileBuildRequest& r) {
 }
 Result<VerifyPiecesResult> Ops::verify_pieces(const VerifyPiecesRequest& r, ProgressFn progress) {
     return call_typed<VerifyPiecesResult>(m_transport, Op::verify_pieces, r, std::move(progress));
+}
+Result<MetainfoReadResult> Ops::metainfo_read(const MetainfoReadRequest& r) {
+    ARCHCTL_TRY_ASSIGN(MetainfoReadResult result, call_typed<MetainfoReadResult>(m_transport, Op::metainfo_read, r));
+    if (!result.found) return result;
+    // The caller decodes the bytes it keeps; a far end's text that is not base64, or more bytes
+    // than were asked for, stops here.
+    auto decoded = base64_decode(result.data_b64);
+    if (!decoded.ok())
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': data_b64 is not base64: {}",
+                                                      r.path, decoded.error().message));
+    if (decoded.value().size() > r.max_bytes)
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': {} bytes, more than max_bytes {}",
+                                                      r.path, decoded.value().size(), r.max_bytes));
+    return result;
 }
 
 }  // namespace archctl::node

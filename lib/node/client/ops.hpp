@@ -43,6 +43,9 @@ public:
     [[nodiscard]] Result<PartfileCopyResult> partfile_copy(const PartfileCopyRequest& request);
     [[nodiscard]] Result<PartfileBuildResult> partfile_build(const PartfileBuildRequest& request);
     [[nodiscard]] Result<VerifyPiecesResult> verify_pieces(const VerifyPiecesRequest& request, ProgressFn progress = {});
+    // A found result's data_b64 is checked to decode (base64_decode of it cannot fail) to at most
+    // max_bytes; one that does not is a PROTOCOL error.
+    [[nodiscard]] Result<MetainfoReadResult> metainfo_read(const MetainfoReadRequest& request);
 
     void cancel() { m_transport.cancel(); }
     Transport& transport() { return m_transport; }

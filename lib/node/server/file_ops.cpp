@@ -316,7 +316,8 @@ Result<std::string> read_small_in(int dirfd, const std::string& name, const std:
     struct stat st {};
     ARCHCTL_TRY_ASSIGN(UniqueFd fd, open_regular(dirfd, name, display, &st));
     if (static_cast<std::uint64_t>(st.st_size) > limit)
-        return Error(ErrorCode::TOO_LARGE, fmt::format("cannot read '{}': larger than {} bytes", display, limit));
+        return Error(ErrorCode::TOO_LARGE, fmt::format("cannot read '{}': it is {} bytes, larger than {} bytes", display,
+                                                      static_cast<std::uint64_t>(st.st_size), limit));
     std::string out(static_cast<std::size_t>(st.st_size), '\0');
     ARCHCTL_TRY_ASSIGN(std::size_t n, pread_full(fd.get(), out.data(), out.size(), 0, display));
     out.resize(n);

@@ -116,7 +116,8 @@ struct FsStat {
 // `display` instead of the /proc path.
 [[nodiscard]] Status write_atomic_in(int dirfd, const std::string& name, std::string_view data, const std::string& display,
                                      unsigned mode = 0644);
-// Reads a small regular file `name` in `dirfd` (at most `limit` bytes; TOO_LARGE beyond).
+// Reads a small regular file `name` in `dirfd` without following a symlink (open_regular; at most
+// `limit` bytes: TOO_LARGE beyond, naming its size).
 [[nodiscard]] Result<std::string> read_small_in(int dirfd, const std::string& name, const std::string& display,
                                                 std::size_t limit = 64u << 20);
 // lstat of `name` in `dirfd`; nullopt when absent, an error for anything else.

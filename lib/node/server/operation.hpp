@@ -83,6 +83,7 @@ Result<nlohmann::json> op_partfile_copy(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_partfile_build(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_unlink_owned(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_verify_pieces(OpContext&, const nlohmann::json&);
+Result<nlohmann::json> op_metainfo_read(OpContext&, const nlohmann::json&);
 Result<nlohmann::json> op_write_check(OpContext&, const nlohmann::json&);
 
 }  // namespace archctl::node

@@ -328,6 +328,7 @@ Operation find_operation(Op op) {
         case Op::partfile_copy: return op_partfile_copy;
         case Op::partfile_build: return op_partfile_build;
         case Op::verify_pieces: return op_verify_pieces;
+        case Op::metainfo_read: return op_metainfo_read;
     }
     return nullptr;
 }

@@ -36,7 +36,8 @@ namespace archctl::node {
     X(partfile_read)        \
     X(partfile_copy)        \
     X(partfile_build)       \
-    X(verify_pieces)
+    X(verify_pieces)        \
+    X(metainfo_read)
 
 enum class Op {
 #define ARCHCTL_NODE_OP_ENUM_(op) op,

@@ -11,7 +11,8 @@
 // server answers BAD_REQUEST); a result's from_json takes absent keys as their defaults.
 //
 // The messages, by what the operations do:
-//   ops_inspect.hpp   open_roots, info, space, tree, write_check, nonce_write, nonce_observe
+//   ops_inspect.hpp   open_roots, info, space, tree, write_check, nonce_write, nonce_observe,
+//                     metainfo_read
 //   ops_transfer.hpp  stage, receive_check, merge, merge_record, adopt_incomplete, unmerge
 //   ops_cleanup.hpp   chmod_readable, cleanup, unlink_owned
 //   ops_pieces.hpp    partfile_read, partfile_copy, partfile_build, verify_pieces

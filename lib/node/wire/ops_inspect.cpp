@@ -365,4 +365,21 @@ void from_json(const json& j, NonceObserveResult& v) {
     v.content = j.value("content", "");
 }
 
+// ---- metainfo_read -------------------------------------------------------------------------
+
+void to_json(json& j, const MetainfoReadRequest& v) { j = {{"path", v.path}, {"max_bytes", v.max_bytes}}; }
+void from_json(const json& j, MetainfoReadRequest& v) {
+    v.path = j.at("path").get<std::string>();
+    v.max_bytes = j.at("max_bytes").get<std::uint64_t>();
+}
+
+void to_json(json& j, const MetainfoReadResult& v) {
+    j = {{"found", v.found}};
+    if (v.found) j["data_b64"] = v.data_b64;
+}
+void from_json(const json& j, MetainfoReadResult& v) {
+    v.found = j.value("found", false);
+    v.data_b64 = v.found ? j.at("data_b64").get<std::string>() : std::string();
+}
+
 }  // namespace archctl::node

@@ -1,7 +1,7 @@
 #pragma once
-// The messages of the operations that look at a node (info, space, tree) and of the small writes that
-// prove a root or a route (open_roots, write_check, nonce_write, nonce_observe). Part of
-// lib/node/wire/ops.hpp, which says how the structs map to the wire.
+// The messages of the operations that look at a node (info, space, tree, metainfo_read) and of the
+// small writes that prove a root or a route (open_roots, write_check, nonce_write, nonce_observe).
+// Part of lib/node/wire/ops.hpp, which says how the structs map to the wire.
 
 #include <cstdint>
 #include <optional>
@@ -200,6 +200,38 @@ struct NonceObserveResult {
     std::string content;
 };
 
+// ---- metainfo_read -------------------------------------------------------------------------
+
+// A torrent's .torrent as qBittorrent keeps it, `<id>.torrent` in its BT_backup directory, read
+// through the node: asking qBittorrent's torrents/export for it instead blocks qBittorrent's web
+// interface for a minute and more on a large v2 or hybrid torrent. The node reads files named
+// "*.torrent" only (any other name is BAD_REQUEST), so it never serves arbitrary files this way;
+// the leaf is a regular file opened without following a symlink (PATH_SYMLINK). A missing file or
+// parent directory is not an error: found is false, and the caller asks qBittorrent. Whether the
+// bytes are the torrent's is the caller's check.
+
+// The most max_bytes may say (256 MiB); 0 or a larger number is BAD_REQUEST.
+inline constexpr std::uint64_t k_metainfo_read_max_bytes = std::uint64_t{256} << 20;
+// The largest file a node answers with, whatever max_bytes says: its base64 (4 bytes for every 3)
+// and the response around it must fit on one protocol line (k_max_line_bytes), or the exec
+// transport would give up on the node. 50,328,576 bytes, just under 48 MiB; a larger file is
+// TOO_LARGE like one over max_bytes.
+inline constexpr std::uint64_t k_metainfo_read_line_bytes = (k_max_line_bytes - 4096) / 4 * 3;
+
+// Keys: path (a node path whose name ends in ".torrent"), max_bytes (a larger file is TOO_LARGE;
+// 1..k_metainfo_read_max_bytes).
+struct MetainfoReadRequest {
+    std::string path;
+    std::uint64_t max_bytes = 0;
+};
+
+// Keys: found, data_b64 (the file's bytes, base64; when found). A found result without data_b64
+// does not read, so a file is never taken for an empty one.
+struct MetainfoReadResult {
+    bool found = false;
+    std::string data_b64;
+};
+
 // ---- JSON ----------------------------------------------------------------------------------
 
 // nlohmann/json conversions (`nlohmann::json j = request;`, `j.get<TreeResult>()`): see
@@ -240,5 +272,9 @@ void to_json(nlohmann::json& j, const NonceObserveRequest& v);
 void from_json(const nlohmann::json& j, NonceObserveRequest& v);
 void to_json(nlohmann::json& j, const NonceObserveResult& v);
 void from_json(const nlohmann::json& j, NonceObserveResult& v);
+void to_json(nlohmann::json& j, const MetainfoReadRequest& v);
+void from_json(const nlohmann::json& j, MetainfoReadRequest& v);
+void to_json(nlohmann::json& j, const MetainfoReadResult& v);
+void from_json(const nlohmann::json& j, MetainfoReadResult& v);
 
 }  // namespace archctl::node

@@ -44,14 +44,16 @@ namespace archctl::node {
 // 2: the stage, receive_check and merge requests carry the payload layout (job_layout.hpp); a node
 // that speaks 1 would stage and look for every file in one directory. 3: a tree request may ask
 // for its result in columns (ops_inspect.hpp TreeResult), which a node of 2 would answer with an
-// object per file.
-inline constexpr int k_protocol_version = 3;
+// object per file. 4: a torrent's .torrent is read from qBittorrent's BT_backup through the node
+// (metainfo_read, ops_inspect.hpp), which a node of 3 would answer UNKNOWN_OPERATION.
+inline constexpr int k_protocol_version = 4;
 
 // The longest line either end accepts (lib/node/wire/line_reader.hpp). A line is one whole
 // message, so this bounds the largest request and result: a tree of 100,000 files with paths of
 // 80 bytes is a 27 MB line (268 bytes a file), its stage request 10 MB; 64 MiB leaves room for
-// paths five times as long. A longer line is refused: `node serve` answers it with an error and
-// reads on, the exec transport gives up on the far end that sent it.
+// paths five times as long, and carries a .torrent of up to 48 MiB in base64 (metainfo_read). A
+// longer line is refused: `node serve` answers it with an error and reads on, the exec transport
+// gives up on the far end that sent it.
 inline constexpr std::size_t k_max_line_bytes = std::size_t{64} << 20;
 
 // What a root supports, proven by creating files in it (device ids lie across bind mounts).

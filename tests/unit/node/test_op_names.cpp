@@ -33,7 +33,7 @@ TEST_CASE("every operation travels under its wire name, and the name reads back 
         {Op::unlink_owned, "unlink_owned"},   {Op::nonce_write, "nonce_write"},
         {Op::nonce_observe, "nonce_observe"}, {Op::partfile_read, "partfile_read"},
         {Op::partfile_copy, "partfile_copy"}, {Op::partfile_build, "partfile_build"},
-        {Op::verify_pieces, "verify_pieces"},
+        {Op::verify_pieces, "verify_pieces"}, {Op::metainfo_read, "metainfo_read"},
     };
     CHECK(wire.size() == k_all_ops.size());
     for (const auto& [op, text] : wire) {
