@@ -524,6 +524,10 @@ Result<NodeConfig> build_node(const Values& values, const std::string& name, std
                          fmt::format("set {} to a duration such as \"10m\"", p + "qbittorrent.export_timeout"));
         n.qbittorrent.export_timeout = std::chrono::seconds(t->second.integer);
     }
+    if (!str(values, p + "qbittorrent.bt_backup").empty()) {
+        ARCHCTL_TRY_STATUS(check_root(values, p + "qbittorrent.bt_backup"));
+        n.qbittorrent.bt_backup = strip_trailing_slashes(str(values, p + "qbittorrent.bt_backup"));
+    }
     n.syncthing.url = str(values, p + "syncthing.url");
     ARCHCTL_TRY_ASSIGN(n.syncthing.api_key, read_secret(values, p + "syncthing.api_key", p + "syncthing.api_key_file", warnings));
     n.syncthing.ca_file = str(values, p + "syncthing.ca_file");

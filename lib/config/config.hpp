@@ -44,6 +44,11 @@ struct QbittorrentSettings {
     // nodes.<name>.qbittorrent.export_timeout: how long one torrents/export may take (it is never
     // asked again while the previous one may still run).
     std::chrono::seconds export_timeout{600};
+    // nodes.<name>.qbittorrent.bt_backup: qBittorrent's BT_backup directory on the node, where it
+    // keeps each torrent's .torrent as <id>.torrent (empty: not known). archctl reads a torrent's
+    // metainfo there, through the node, instead of asking torrents/export (docs/design.md
+    // "The torrent's metainfo").
+    std::string bt_backup;
 };
 
 struct SyncthingSettings {

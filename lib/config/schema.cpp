@@ -71,6 +71,7 @@ const std::vector<KeySpec>& schema() {
         {"nodes.*.qbittorrent.ca_file", ValueType::string},
         {"nodes.*.qbittorrent.insecure_tls", ValueType::boolean},
         {"nodes.*.qbittorrent.export_timeout", ValueType::duration},
+        {"nodes.*.qbittorrent.bt_backup", ValueType::string},
         {"nodes.*.syncthing.url", ValueType::string},
         {"nodes.*.syncthing.api_key", ValueType::string, true},
         {"nodes.*.syncthing.api_key_file", ValueType::string},

@@ -131,6 +131,32 @@ nlohmann::json service_json(const ServiceProbe& s) {
     return j;
 }
 
+// qbittorrent.bt_backup: the node serves the directory, and qBittorrent keeps its torrents there
+// (the copy of the first torrent it lists is read, as archive would read it).
+CheckResult check_bt_backup(NodeSession& node, node::Transport* transport, const QbResult& q) {
+    const std::string& dir = node.config().qbittorrent.bt_backup;
+    const std::string check = "bt_backup " + dir;
+    if (!transport) return failed(check, Error(ErrorCode::NODE_UNREACHABLE, "not checked: the transport failed"));
+    std::string id = "0000000000000000000000000000000000000000";
+    bool listed = false;
+    if (q.probe.reachable) {
+        const auto& torrents = node.torrent_list();
+        if (torrents.ok() && !torrents->empty()) {
+            id = torrents->front().id;
+            listed = true;
+        }
+    }
+    auto read = node::Ops(*transport).metainfo_read({.path = dir + "/" + id + ".torrent", .max_bytes = node::k_metainfo_read_line_bytes});
+    if (!read.ok()) return failed(check, read.take_error());
+    if (!listed) return passed(check, "served (no torrent listed to read yet)");
+    if (read->found) return passed(check, fmt::format("readable ({}.torrent found)", id.substr(0, 12)));
+    return failed(check, Error(ErrorCode::NOT_FOUND,
+                               fmt::format("'{}' holds no copy of torrent {} that qBittorrent lists: archctl will export torrents instead",
+                                           dir, id.substr(0, 12)),
+                               "set bt_backup to qBittorrent's BT_backup directory (~/.local/share/qBittorrent/BT_backup, or "
+                               "PROFILE/qBittorrent/data/BT_backup), or unset it when qBittorrent keeps its torrents in SQLite"));
+}
+
 }  // namespace
 
 clients::Tuning probe_tuning() {
@@ -264,6 +290,8 @@ NodeCheck check_node(NodeSession& node) {
         e.message = unreachable_reason(q.probe);
         out.checks.push_back(failed("qbittorrent", e));
     }
+    if (!cfg.qbittorrent.bt_backup.empty()) out.checks.push_back(check_bt_backup(node, transport.ok() ? transport.value() : nullptr, q));
+
     StResult s = st.get();
     if (s.probe.reachable) {
         out.checks.push_back(passed("syncthing", fmt::format("Syncthing {}, device {} ({})", s.probe.version, s.device_id.substr(0, 7), s.probe.url)));

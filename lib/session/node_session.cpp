@@ -19,6 +19,12 @@ std::vector<std::string> node_roots(const config::NodeConfig& node) {
     return roots;
 }
 
+std::vector<std::string> served_roots(const config::NodeConfig& node) {
+    std::vector<std::string> roots = node_roots(node);
+    if (!node.qbittorrent.bt_backup.empty()) roots.push_back(node.qbittorrent.bt_backup);
+    return roots;
+}
+
 NodeSession::NodeSession(const config::NodeConfig& config, const clients::Tuning& tuning, Injected injected)
     : m_config(config), m_tuning(tuning), m_injected(injected) {}
 
@@ -43,12 +49,12 @@ Result<node::Transport*> NodeSession::ops() {
     // so a pointer a caller still holds keeps answering (with its error) instead of dangling.
     if (m_ops) m_retired.push_back(std::move(m_ops));
     Result<std::unique_ptr<node::Transport>> connected = [&]() -> Result<std::unique_ptr<node::Transport>> {
-        if (m_config.local()) return node::connect_local(m_config.name, node_roots(m_config));
+        if (m_config.local()) return node::connect_local(m_config.name, served_roots(m_config));
         node::ExecOptions options;
         options.node_name = m_config.name;
         options.argv = m_config.exec;
         options.timeout = m_config.timeout;
-        options.roots = node_roots(m_config);
+        options.roots = served_roots(m_config);
         return node::connect_exec(options);
     }();
     if (!connected.ok()) return connected.take_error();

@@ -40,6 +40,9 @@ namespace archctl::session {
 // The roots a local node serves: its qb_root, then its sync_root; empty ones and repeats (also
 // when they differ only by trailing slashes) are left out.
 [[nodiscard]] std::vector<std::string> node_roots(const config::NodeConfig& node);
+// The roots a node's transport opens: node_roots() and, when configured, qBittorrent's BT_backup
+// directory (read only: archctl reads <id>.torrent files there and writes nothing below it).
+[[nodiscard]] std::vector<std::string> served_roots(const config::NodeConfig& node);
 
 class NodeSession {
 public:

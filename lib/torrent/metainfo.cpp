@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -427,7 +428,9 @@ private:
         const View layers = top.find("piece layers");
         if (!layers.present()) {
             if (needed.empty()) return ok_status();
-            return invalid("missing 'piece layers'");
+            if (!m_options.layers_optional) return invalid("missing 'piece layers'");
+            m_out.m_layers_missing = true;
+            return ok_status();
         }
         if (!layers.is_dict()) return invalid("'piece layers' is not a dictionary");
         for (const auto& entry : layers.entries()) {
@@ -464,6 +467,57 @@ private:
     FileTable m_v1;
     FileTable m_v2;
 };
+
+Result<std::string> with_announce(std::string_view bytes, const std::vector<std::vector<std::string>>& tiers,
+                                  const std::vector<std::string>& web_seeds) {
+    ARCHCTL_TRY_ASSIGN(bencode::View top, bencode::parse(bytes));
+    if (!top.is_dict()) return Error{"TORRENT_INVALID", "invalid torrent: the top level is not a dictionary"};
+    // Keys in raw byte order (std::string compares bytes as unsigned char), each with its encoding.
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const auto& e : top.entries())
+        if (e.key != "announce" && e.key != "announce-list" && e.key != "url-list") entries.emplace_back(e.key, e.value.bytes());
+    auto encoded = [](auto&& write) {
+        std::string out;
+        bencode::Writer w(out);
+        write(w);
+        return out;
+    };
+    std::size_t trackers = 0;
+    for (const auto& tier : tiers) trackers += tier.size();
+    if (trackers > 0) {
+        const auto first = std::find_if(tiers.begin(), tiers.end(), [](const auto& tier) { return !tier.empty(); });
+        entries.emplace_back("announce", encoded([&](bencode::Writer& w) { w.string(first->front()); }));
+    }
+    if (trackers > 1)
+        entries.emplace_back("announce-list", encoded([&](bencode::Writer& w) {
+                                 w.begin_list();
+                                 for (const auto& tier : tiers) {
+                                     if (tier.empty()) continue;
+                                     w.begin_list();
+                                     for (const auto& url : tier) w.string(url);
+                                     w.end();
+                                 }
+                                 w.end();
+                             }));
+    if (web_seeds.size() == 1) entries.emplace_back("url-list", encoded([&](bencode::Writer& w) { w.string(web_seeds.front()); }));
+    if (web_seeds.size() > 1)
+        entries.emplace_back("url-list", encoded([&](bencode::Writer& w) {
+                                 w.begin_list();
+                                 for (const auto& url : web_seeds) w.string(url);
+                                 w.end();
+                             }));
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string out;
+    out.reserve(bytes.size() + 256);
+    bencode::Writer w(out);
+    w.begin_dict();
+    for (const auto& [key, value] : entries) {
+        w.key(key);
+        w.raw(value);
+    }
+    w.end();
+    return out;
+}
 
 Result<Metainfo> parse_metainfo(std::string_view bytes, std::string_view label, const ParseOptions& options) {
     return MetainfoParser(std::string(bytes), label, options).run();

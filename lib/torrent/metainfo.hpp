@@ -32,7 +32,15 @@ namespace archctl::torrent {
 
 struct ParseOptions {
     PathPlatform platform = PathPlatform::posix;  // windows_compatible adds the Windows rules
+    // A v2 or hybrid torrent without its `piece layers` is accepted (layers present are checked
+    // all the same). qBittorrent keeps such a copy in BT_backup; adding it and rechecking the
+    // data rebuilds the layers from the files, each checked against its `pieces root`, which the
+    // info hash covers (docs/torrent-format.md "Piece layers left out").
+    bool layers_optional = false;
 };
+
+// How the job steps read a torrent's metainfo: its piece layers may be left out.
+inline constexpr ParseOptions k_layers_optional{.layers_optional = true};
 
 // What `torrent show` and `torrent create` report of a .torrent in their headline and JSON: read
 // off a parse (Metainfo::facts) or reported by the creator for one it just made (CreatedTorrent).
@@ -76,6 +84,9 @@ public:
     // v2 piece layer of a file larger than one piece, looked up by its pieces root; nullptr when
     // the file has none (size <= piece length, or no v2).
     const std::vector<Sha256Digest>* piece_layer(const Sha256Digest& root) const;
+    // True when the torrent has files larger than a piece and no `piece layers` (accepted only
+    // with ParseOptions::layers_optional).
+    bool layers_missing() const { return m_layers_missing; }
 
     // The whole .torrent as parsed.
     std::string_view bytes() const { return m_bytes; }
@@ -97,6 +108,7 @@ private:
     FileTable m_files;
     std::vector<Sha1Digest> m_v1_pieces;
     std::map<Sha256Digest, std::vector<Sha256Digest>> m_layers;
+    bool m_layers_missing = false;
     std::string m_bytes;  // the whole .torrent
     std::size_t m_info_at = 0;
     std::size_t m_info_length = 0;
@@ -111,6 +123,14 @@ private:
 
 // parse_metainfo() of `bytes` that the Metainfo keeps (no copy of a large torrent is made).
 [[nodiscard]] Result<Metainfo> take_metainfo(std::string bytes, std::string_view label, const ParseOptions& options = {});
+
+// `bytes` (a .torrent) with its top-level `announce`, `announce-list` and `url-list` replaced by
+// `tiers` (tracker tiers, tier 0 first) and `web_seeds`, written as an exported torrent has them:
+// `announce` is the first tracker, `announce-list` is written when there is more than one, and
+// `url-list` is a string for one web seed, a list for several. Every other key (the `info`
+// dictionary above all) keeps its exact bytes, so the info hashes do not change.
+[[nodiscard]] Result<std::string> with_announce(std::string_view bytes, const std::vector<std::vector<std::string>>& tiers,
+                                                const std::vector<std::string>& web_seeds);
 
 // Reads and parses a .torrent file (at most 128 MiB). I/O errors have code IO.
 [[nodiscard]] Result<Metainfo> load_metainfo(const std::filesystem::path& file, const ParseOptions& options = {});

@@ -301,6 +301,7 @@ private:
                 expected = *owner.pieces_root;
             } else {
                 const auto* layer = m_meta.piece_layer(*owner.pieces_root);
+                if (!layer) return PieceVerdict::ok;  // layers left out of a hybrid: its SHA-1 matched above
                 expected = (*layer)[static_cast<std::size_t>(p - owner.offset / m_meta.piece_length())];
             }
             if (d.v2 != expected) return PieceVerdict::corrupt;
@@ -405,6 +406,10 @@ private:
 }  // namespace
 
 Result<VerifyReport> verify(const Metainfo& meta, const std::filesystem::path& save_path, const VerifyOptions& options) {
+    // A hybrid's SHA-1 pieces prove every piece; a v2-only torrent without its layers proves none.
+    if (meta.layers_missing() && !meta.has_v1())
+        return Error("TORRENT_INVALID", fmt::format("cannot verify '{}': its torrent has no 'piece layers'", meta.name()),
+                     "verify with the torrent qBittorrent exports (torrents/export), which carries them");
     PayloadIndex payload(meta.files());
     Selection selection = options.files ? *options.files : Selection::all(payload.native_of.size());
     ARCHCTL_TRY_STATUS(selection.check_within(payload.native_of.size()));

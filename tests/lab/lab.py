@@ -644,10 +644,15 @@ class Lab:
         with open(self.info["config"], "w") as f:
             f.write(self.config_text())
 
-    def config_text(self, node_exec=None, node_timeout=None):
+    def bt_backup(self, name):
+        """Where node `name`'s qBittorrent keeps each torrent's .torrent (<id>.torrent)."""
+        return os.path.join(self.node(name)["qb"]["profile"], "qBittorrent", "data", "BT_backup")
+
+    def config_text(self, node_exec=None, node_timeout=None, bt_backup=()):
         """The archctl config of the lab. By default every node is `transport = "local"`;
         node_exec {node name: argv} makes those nodes exec nodes (e.g. `ssh ... archctl node
-        serve --root ...`), node_timeout {node name: duration} sets their `timeout`."""
+        serve --root ...`), node_timeout {node name: duration} sets their `timeout`, and the nodes
+        named in bt_backup get `qbittorrent.bt_backup` (archctl reads torrents there)."""
         node_exec = node_exec or {}
         node_timeout = node_timeout or {}
         lines = ["# archctl config for the lab in " + self.dir,
@@ -670,6 +675,7 @@ class Lab:
                       f"url = {_toml_str(qb['url'])}",
                       f"username = {_toml_str(qb['username'])}",
                       f"password_file = {_toml_str(qb['password_file'])}",
+                      *([f"bt_backup = {_toml_str(self.bt_backup(name))}"] if name in bt_backup else []),
                       f"[nodes.{name}.syncthing]",
                       f"url = {_toml_str(st['url'])}",
                       f"api_key_file = {_toml_str(st['api_key_file'])}",

@@ -148,6 +148,13 @@ Result<std::string> FakeQb::export_torrent(const std::string& id) {
     return t->metainfo;
 }
 
+Result<qb::Announce> FakeQb::announce(const std::string& id) {
+    if (auto e = record("announce", {{"id", id}})) return *e;
+    Torrent* t = find(id);
+    if (!t) return qb_not_found(id);
+    return t->announce;
+}
+
 Status FakeQb::add(const qb::AddTorrent& torrent) {
     if (auto e = record("add", {{"save_path", torrent.save_path},
                                 {"started", torrent.start == qb::AddStart::started},

@@ -92,6 +92,7 @@ public:
         clients::qbittorrent::TorrentInfo info;  // run_state follows info.state
         std::vector<clients::qbittorrent::TorrentFile> files;
         std::string metainfo;           // what export_torrent returns
+        clients::qbittorrent::Announce announce;  // what announce returns
         std::deque<QbState> script;     // states a recheck goes through (see script_recheck)
         std::deque<QbState> pending;    // the running recheck's states still to show
         std::deque<std::vector<QbState>> later_scripts;  // the scripts of the rechecks after the next (script_rechecks)
@@ -121,6 +122,7 @@ public:
     Result<std::vector<clients::qbittorrent::TorrentInfo>> all_torrents() override;
     Result<std::vector<clients::qbittorrent::TorrentFile>> files(const std::string& id) override;
     Result<std::string> export_torrent(const std::string& id) override;
+    Result<clients::qbittorrent::Announce> announce(const std::string& id) override;
     Status add(const clients::qbittorrent::AddTorrent& torrent) override;
     Status set_file_priority(const std::string& id, const std::vector<std::uint32_t>& indices,
                              clients::qbittorrent::FilePriority priority) override;

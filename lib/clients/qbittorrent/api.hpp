@@ -25,6 +25,8 @@ public:
     [[nodiscard]] virtual Result<std::vector<TorrentInfo>> all_torrents() = 0;
     [[nodiscard]] virtual Result<std::vector<TorrentFile>> files(const std::string& id) = 0;
     [[nodiscard]] virtual Result<std::string> export_torrent(const std::string& id) = 0;
+    // torrents/trackers + torrents/webseeds: the trackers (DHT, PeX and LSD left out) and web seeds.
+    [[nodiscard]] virtual Result<Announce> announce(const std::string& id) = 0;
     [[nodiscard]] virtual Status add(const AddTorrent& torrent) = 0;
     [[nodiscard]] virtual Status set_file_priority(const std::string& id, const std::vector<std::uint32_t>& indices,
                                                    FilePriority priority) = 0;

@@ -261,6 +261,33 @@ Result<std::string> Client::export_torrent(const std::string& id) {
     return std::move(response->body);
 }
 
+Result<Announce> Client::announce(const std::string& id) {
+    ARCHCTL_TRY_ASSIGN(auto trackers, call_json(get("torrents/trackers", {{"hash", id}}), id));
+    ARCHCTL_TRY_ASSIGN(auto seeds, call_json(get("torrents/webseeds", {{"hash", id}}), id));
+    Announce out;
+    auto bad = [&](const char* path) {
+        return Error(ErrorCode::QB_BAD_REPLY, fmt::format("qBittorrent on '{}': {} returned an unexpected answer", m_settings.http.node, path));
+    };
+    if (!trackers.is_array() || !seeds.is_array()) return bad(trackers.is_array() ? "torrents/webseeds" : "torrents/trackers");
+    for (const auto& t : trackers) {
+        if (!t.is_object() || !t.contains("url") || !t["url"].is_string()) return bad("torrents/trackers");
+        const std::string url = t["url"].get<std::string>();
+        const auto tier = t.value("tier", nlohmann::json(-1));
+        // DHT, PeX and LSD are listed as "** [DHT] **" with tier -1 (a string "" on older versions).
+        if (!tier.is_number_integer() || tier.get<std::int64_t>() < 0 || url.empty() || url.starts_with("** ")) continue;
+        auto at = static_cast<std::size_t>(tier.get<std::int64_t>());
+        if (at > 1000) return bad("torrents/trackers");
+        if (out.tiers.size() <= at) out.tiers.resize(at + 1);
+        out.tiers[at].push_back(url);
+    }
+    std::erase_if(out.tiers, [](const auto& tier) { return tier.empty(); });
+    for (const auto& w : seeds) {
+        if (!w.is_object() || !w.contains("url") || !w["url"].is_string()) return bad("torrents/webseeds");
+        out.web_seeds.push_back(w["url"].get<std::string>());
+    }
+    return out;
+}
+
 Error Client::export_timeout_error(const std::string& id) const {
     const auto& node = m_settings.http.node;
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(m_settings.export_timeout).count();

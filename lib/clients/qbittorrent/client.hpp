@@ -85,6 +85,7 @@ public:
     // reached qBittorrent (each repeat would queue one more export behind the one still running);
     // a timeout is QB_TIMEOUT naming the torrent and the setting to raise.
     [[nodiscard]] Result<std::string> export_torrent(const std::string& id) override;
+    [[nodiscard]] Result<Announce> announce(const std::string& id) override;
 
     // torrents/add from .torrent bytes (multipart, unique part filename): stopped or started,
     // automatic management off, explicit save path, content layout, no download path, hash check

@@ -91,6 +91,14 @@ struct TorrentProperties {
     nlohmann::json raw;  // the whole object as read
 };
 
+// Where a torrent announces, as qBittorrent holds it now (torrents/trackers, torrents/webseeds):
+// the tracker tiers in order, tier 0 first, and the web seeds. The torrent's own .torrent file
+// in BT_backup keeps neither; an exported torrent carries both.
+struct Announce {
+    std::vector<std::vector<std::string>> tiers;
+    std::vector<std::string> web_seeds;
+};
+
 struct TorrentFile {
     std::uint32_t index = 0;  // qB index (pad files excluded)
     std::string name;         // relative, '/'-separated, includes the root folder

@@ -12,6 +12,7 @@
 #include "lib/base/fs.hpp"
 #include "lib/base/hash.hpp"
 #include "lib/base/lock_file.hpp"
+#include "lib/jobs/evidence/metainfo.hpp"
 #include "lib/jobs/evict/evictor.hpp"
 #include "lib/jobs/evict/run.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
@@ -146,8 +147,10 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     p.cache_fingerprint = jobs::evidence::fingerprint(p.cache_view);
     ARCHCTL_TRY_ASSIGN(auto cache_record, committed_record(m_state, p.resource.aliases(), p.cache));
     p.cache_generation = cache_record ? cache_record->generation : 0;
-    ARCHCTL_TRY_ASSIGN(p.metainfo, cache->qb().export_torrent(cache_info.id));
-    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
+    ARCHCTL_TRY_ASSIGN(auto read, jobs::evidence::read_metainfo(*cache, cache_info.id, p.resource.identity, p.resource.name, m_io.log,
+                                                                  jobs::evidence::MetainfoUse::verify_pieces));
+    p.metainfo = std::move(read.bytes);
+    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name, torrent::k_layers_optional));
     if (!meta.identity().same_resource(p.resource.identity))
         return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.cache, p.resource.short_id()));
     torrent::FileModel model(meta);

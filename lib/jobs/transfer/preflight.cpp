@@ -11,6 +11,7 @@
 
 #include "lib/base/fs.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
+#include "lib/jobs/evidence/metainfo.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
 #include "lib/node/client/ops.hpp"
 #include "lib/routes/valve.hpp"
@@ -473,7 +474,7 @@ Status check_source_files(JobRun& run) {
     std::optional<torrent::Metainfo> meta;
     std::optional<torrent::FileModel> model;
     if (needs.partfile == plan::PartfileNeed::carry_source) {
-        ARCHCTL_TRY_ASSIGN(meta, torrent::parse_metainfo(run.metainfo, run.def.name));
+        ARCHCTL_TRY_ASSIGN(meta, torrent::parse_metainfo(run.metainfo, run.def.name, torrent::k_layers_optional));
         model.emplace(*meta);
         needs.model = &*model;
         needs.piece_hashes = &meta->v1_pieces();
@@ -492,7 +493,7 @@ Status check_source_files(JobRun& run) {
 // and be the job's resource.
 std::string metainfo_trouble(const JobRun& run) {
     if (run.metainfo.empty()) return "is missing";
-    auto meta = torrent::parse_metainfo(run.metainfo, run.def.name);
+    auto meta = torrent::parse_metainfo(run.metainfo, run.def.name, torrent::k_layers_optional);
     if (!meta.ok()) return fmt::format("is unreadable ({})", meta.error().message);
     if (!meta.value().identity().same_resource(run.def.identity)) return "is another torrent";
     return "";
@@ -505,18 +506,19 @@ Status job_metainfo(JobRun& run) {
     const std::string trouble = metainfo_trouble(run);
     if (!trouble.empty()) {
         const std::string path = run.env.store.dir_of(run.def.id) + "/" + k_job_metainfo;
+        ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
         // A job created before the copy was kept says nothing; a damaged copy is worth a line.
         if (trouble != "is missing")
-            run.log(fmt::format("archctl: warning: job {}: '{}' {}; exporting the torrent from '{}' again", run.def.id, path,
-                                trouble, run.def.source));
-        ARCHCTL_TRY_ASSIGN(NodeHandle * src, run.source());
-        ARCHCTL_TRY_ASSIGN(std::string exported, src->qb().export_torrent(run.def.qb_id));
-        ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(exported, run.def.name));
+            run.log(fmt::format("archctl: warning: job {}: '{}' {}; {} the torrent from '{}' again", run.def.id, path, trouble,
+                                src->config().qbittorrent.bt_backup.empty() ? "exporting" : "reading", run.def.source));
+        ARCHCTL_TRY_ASSIGN(auto read, evidence::read_metainfo(*src, run.def.qb_id, run.def.identity, run.def.name,
+                                                                   [&run](const std::string& line) { run.log(line); }));
+        ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(read.bytes, run.def.name, torrent::k_layers_optional));
         if (!meta.identity().same_resource(run.def.identity))
-            return stale(fmt::format("the torrent exported by '{}' (it is not resource '{}')", run.def.source, run.def.qb_id.substr(0, 12)),
+            return stale(fmt::format("the torrent read from '{}' (it is not resource '{}')", run.def.source, run.def.qb_id.substr(0, 12)),
                          run);
-        ARCHCTL_TRY_STATUS(write_file_atomic(path, exported));
-        run.metainfo = std::move(exported);
+        ARCHCTL_TRY_STATUS(write_file_atomic(path, read.bytes));
+        run.metainfo = std::move(read.bytes);
     }
     run.metainfo_checked = true;
     return {};
@@ -552,7 +554,7 @@ StepResult step_preflight(JobRun& run) {
         if (!dst.ok()) return StepResult::failed(dst.take_error());
         ARCHCTL_TRY_STATUS(check_target_paths(*dst.value(), run.def.target_save_path, run.def.files));
         if (run.def.partfile == plan::PartfileNeed::target_own && !run.ledger.target_touched) {
-            ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name));
+            ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(run.metainfo, run.def.name, torrent::k_layers_optional));
             torrent::FileModel model(meta);
             SourceNeeds needs = needs_of(run.def, run.def.target_save_path);
             needs.model = &model;

@@ -11,6 +11,7 @@
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/clients/qbittorrent/share_limits.hpp"
+#include "lib/jobs/evidence/metainfo.hpp"
 #include "lib/jobs/transfer/planner.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/jobs/transfer/preflight.hpp"
@@ -249,8 +250,9 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
     ARCHCTL_TRY_ASSIGN(auto source_view, snapshot.live.placement(*src, p.resource));
     if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
     p.source_data_path = evidence::data_path(*source_view);
-    ARCHCTL_TRY_ASSIGN(p.metainfo, src->qb().export_torrent(source_view->qb_id));
-    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name));
+    ARCHCTL_TRY_ASSIGN(auto read, evidence::read_metainfo(*src, source_view->qb_id, p.resource.identity, p.resource.name, m_io.log));
+    p.metainfo = std::move(read.bytes);
+    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name, torrent::k_layers_optional));
     if (!meta.identity().same_resource(p.resource.identity))
         return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(p.resource.identity, p.resource.identity.join(meta.identity()));

@@ -50,7 +50,7 @@ Error partfile_unsupported(const JobRun& run, const std::string& why) {
 // source torrent is stopped (and its run state restored) only while its part file is read.
 StepResult carry_partfile(JobRun& run, NodeHandle& src, node::Ops& ops) {
     namespace qb = clients::qbittorrent;
-    auto meta = torrent::parse_metainfo(run.metainfo, run.def.name);
+    auto meta = torrent::parse_metainfo(run.metainfo, run.def.name, torrent::k_layers_optional);
     if (!meta.ok()) return StepResult::failed(meta.take_error());
     torrent::FileModel model(meta.value());
     SourceNeeds needs = needs_of(run.def, run.def.source_files_path());

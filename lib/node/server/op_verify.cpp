@@ -33,7 +33,7 @@ Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
         ARCHCTL_TRY_ASSIGN(bytes, read_small_in(parent.dir.get(), parent.name, path, 128u << 20));
         label = path;
     }
-    ARCHCTL_TRY_ASSIGN(torrent::Metainfo meta, torrent::parse_metainfo(bytes, label));
+    ARCHCTL_TRY_ASSIGN(torrent::Metainfo meta, torrent::parse_metainfo(bytes, label, torrent::k_layers_optional));
     ARCHCTL_TRY_ASSIGN(UniqueFd dir, ctx.roots().open_dir(save_path));
     torrent::VerifyOptions options;
     if (request.files) {

@@ -233,6 +233,28 @@ TEST_CASE("a node missing a required key is named") {
     CHECK(load(options_for(s), w).error().message.find("nodes.box.exec: expected an array of strings") != std::string::npos);
 }
 
+TEST_CASE("qbittorrent.bt_backup is a clean absolute node path, and optional") {
+    test::Scratch s;
+    Env env(s);
+    std::vector<std::string> w;
+    const std::string node = "[nodes.box]\nrole=\"cache\"\nqb_root=\"/a\"\nsync_root=\"/b\"\n[nodes.box.syncthing]\nurl=\"http://y\"\n"
+                             "[nodes.box.qbittorrent]\nurl=\"http://x\"\n";
+    s.write(".config/archctl/config.toml", node);
+    auto plain = load(options_for(s), w);
+    REQUIRE(plain.ok());
+    CHECK(plain->nodes.at("box").qbittorrent.bt_backup.empty());
+    s.write(".config/archctl/config.toml", node + "bt_backup=\"/home/q/.local/share/qBittorrent/BT_backup/\"\n");
+    auto set = load(options_for(s), w);
+    REQUIRE(set.ok());
+    CHECK(set->nodes.at("box").qbittorrent.bt_backup == "/home/q/.local/share/qBittorrent/BT_backup");
+    s.write(".config/archctl/config.toml", node + "bt_backup=\"BT_backup\"\n");
+    auto relative = load(options_for(s), w);
+    REQUIRE_FALSE(relative.ok());
+    CHECK(relative.error().message.find("nodes.box.qbittorrent.bt_backup 'BT_backup' is not an absolute path") != std::string::npos);
+    s.write(".config/archctl/config.toml", node + "bt_backup=\"/q/../BT_backup\"\n");
+    CHECK_FALSE(load(options_for(s), w).ok());
+}
+
 TEST_CASE("a bad environment value is an error, never a fallback") {
     test::Scratch s;
     Env env(s);

@@ -325,3 +325,74 @@ TEST_CASE("metainfo: a hybrid's v1 pad entry with an unsafe path is refused") {
         CHECK(mentions(unsafe_error(v).message, "(pad file)"));
     }
 }
+
+TEST_CASE("metainfo: piece layers left out are accepted only when the caller says so") {
+    for (MemKind kind : {MemKind::v2, MemKind::hybrid}) {
+        Value v = sample(kind).build();
+        const std::string whole = bencode::encode(v);
+        erase(v, "piece layers");
+        const std::string bare = bencode::encode(v);
+        CHECK(mentions(parse_error(v), "missing 'piece layers'"));
+        auto m = parse_metainfo(bare, "bare.torrent", k_layers_optional);
+        REQUIRE(m.ok());
+        CHECK(m->layers_missing());
+        auto full = parse_metainfo(whole, "whole.torrent", k_layers_optional);
+        REQUIRE(full.ok());
+        CHECK_FALSE(full->layers_missing());
+        CHECK(m->identity() == full->identity());  // the info dictionary is the same
+        // Layers that are present are checked all the same.
+        Value broken = sample(kind).build();
+        Value& layers = at(broken, "piece layers");
+        std::string bytes = layers.as_dict()[0].value.as_string();
+        bytes[0] = static_cast<char>(bytes[0] ^ 1);
+        layers.mutable_dict()[0].value = Value::string(bytes);
+        CHECK_FALSE(parse_metainfo(bencode::encode(broken), "x", k_layers_optional).ok());
+    }
+    // A v1 torrent has no layers to miss.
+    auto v1 = parse_metainfo(sample(MemKind::v1).encode(), "v1.torrent", k_layers_optional);
+    REQUIRE(v1.ok());
+    CHECK_FALSE(v1->layers_missing());
+}
+
+TEST_CASE("metainfo: with_announce writes trackers and web seeds as an export has them and keeps every other byte") {
+    Value v = sample(MemKind::hybrid).build();
+    v.set("announce", Value::string("http://old.invalid/a"));
+    v.set("comment", Value::string("kept"));
+    v.set("url-list", Value::string("http://old.invalid/ws"));
+    const std::string bytes = bencode::encode(v);
+    auto before = parse_metainfo(bytes, "b.torrent");
+    REQUIRE(before.ok());
+
+    auto none = with_announce(bytes, {}, {});
+    REQUIRE(none.ok());
+    auto decoded = bencode::decode(*none);
+    REQUIRE(decoded.ok());
+    CHECK(decoded->find("announce") == nullptr);
+    CHECK(decoded->find("url-list") == nullptr);
+    CHECK(decoded->find("comment")->as_string() == "kept");
+
+    auto one = with_announce(bytes, {{"http://t1.invalid/a"}}, {"http://ws.invalid/"});
+    REQUIRE(one.ok());
+    decoded = bencode::decode(*one);  // canonical: keys still sorted
+    REQUIRE(decoded.ok());
+    CHECK(decoded->find("announce")->as_string() == "http://t1.invalid/a");
+    CHECK(decoded->find("announce-list") == nullptr);
+    CHECK(decoded->find("url-list")->as_string() == "http://ws.invalid/");
+
+    auto many = with_announce(bytes, {{"http://t1.invalid/a", "http://t3.invalid/a"}, {"http://t2.invalid/a"}},
+                              {"http://w1.invalid/", "http://w2.invalid/"});
+    REQUIRE(many.ok());
+    decoded = bencode::decode(*many);
+    REQUIRE(decoded.ok());
+    CHECK(decoded->find("announce")->as_string() == "http://t1.invalid/a");
+    const auto& tiers = decoded->find("announce-list")->as_list();
+    REQUIRE(tiers.size() == 2);
+    CHECK(tiers[0].as_list().size() == 2);
+    CHECK(tiers[1].as_list()[0].as_string() == "http://t2.invalid/a");
+    CHECK(decoded->find("url-list")->as_list().size() == 2);
+    auto after = parse_metainfo(*many, "a.torrent");
+    REQUIRE(after.ok());
+    CHECK(after->identity() == before->identity());
+    CHECK(after->info_bytes() == before->info_bytes());
+    CHECK_FALSE(with_announce("i1e", {}, {}).ok());
+}

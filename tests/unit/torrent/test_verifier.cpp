@@ -287,3 +287,29 @@ TEST_CASE("verifier: files a content layout puts elsewhere are read at their dis
     CHECK(r.pieces_ok == m.piece_count());
     CHECK(file(r, 3).path == "root/dir/d");  // reported by its metainfo path
 }
+
+TEST_CASE("verifier: a hybrid without its piece layers is proven by SHA-1; a v2-only one is refused") {
+    for (MemKind kind : {MemKind::v2, MemKind::hybrid}) {
+        Scratch s;
+        MemTorrent t = payload(kind);
+        t.write_payload(s.path());
+        auto v = t.build();
+        auto& top = v.mutable_dict();
+        std::erase_if(top, [](const auto& e) { return e.key == "piece layers"; });
+        auto m = parse_metainfo(bencode::encode(v), "t.torrent", k_layers_optional);
+        REQUIRE(m.ok());
+        CHECK(m->layers_missing());
+        auto r = verify(*m, s.path(), VerifyOptions{});
+        if (kind == MemKind::v2) {
+            REQUIRE_FALSE(r.ok());
+            CHECK(r.error().message.find("no 'piece layers'") != std::string::npos);
+            continue;
+        }
+        REQUIRE(r.ok());
+        CHECK(r->all_verified());
+        flip_byte(s.path() / "root" / "dir" / "d", 35000);
+        auto bad = verify(*m, s.path(), VerifyOptions{});
+        REQUIRE(bad.ok());
+        CHECK(file(*bad, 3).verdict == FileVerdict::corrupt);
+    }
+}
