@@ -36,6 +36,9 @@ def main():
     keep = os.environ.get("ARCHCTL_DEMO_KEEP") == "1"
     with Lab(nodes=[("seedbox", "cache"), ("nas", "archive")], keep=keep) as lab:
         say(f"lab: 2 qBittorrent + 2 Syncthing on 127.0.0.1, in {lab.dir}")
+        # archctl reads each torrent from qBittorrent's BT_backup instead of exporting it.
+        with open(lab.config_path, "w") as f:
+            f.write(lab.config_text(bt_backup=("seedbox", "nas")))
         cache = lab.node("seedbox")
         save = os.path.join(cache["qb_root"], "linux")
         flows.write_payload(save, {"Some.Linux.ISO.Collection/disc1.iso": 24 * 1024 * 1024,
