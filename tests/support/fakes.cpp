@@ -480,7 +480,7 @@ node::Op FakeHandlers::op_named(std::string_view name) {
 
 FakeTransport::FakeTransport(std::string node_name) : m_name(std::move(node_name)) { m_hello.archctl_version = "fake"; }
 
-Result<node::Response> FakeTransport::call(const node::Request& request, node::ProgressSink*) {
+Result<node::Response> FakeTransport::call(node::Request request, node::ProgressSink*) {
     if (auto e = record(request.op, request.args)) return *e;
     node::Response response;
     response.id = request.id == 0 ? m_next_id++ : request.id;

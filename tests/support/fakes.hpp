@@ -240,7 +240,7 @@ public:
 
     const std::string& node_name() const override { return m_name; }
     const node::Hello& hello() const override { return m_hello; }
-    Result<node::Response> call(const node::Request& request, node::ProgressSink* sink = nullptr) override;
+    Result<node::Response> call(node::Request request, node::ProgressSink* sink = nullptr) override;
     void cancel() override { ++cancels; }
 
 private:

@@ -138,7 +138,7 @@ public:
         return {};
     }
 
-    Result<Response> call(const Request& request, ProgressSink* sink) override {
+    Result<Response> call(Request request, ProgressSink* sink) override {
         std::lock_guard call_lock(m_call_mutex);
         if (m_dead) return *m_dead;
         const std::uint64_t id = request.id == 0 ? ++m_next_id : request.id;
@@ -149,7 +149,11 @@ public:
             std::atomic<std::uint64_t>& id;
             ~Reset() { id = 0; }
         } reset{m_current};
-        ARCHCTL_TRY_STATUS(write_line(encode_request(id, op, request.args), op));
+        {
+            std::string line = encode_request(id, op, request.args);
+            request.args = nlohmann::json();  // not held while the far end works
+            ARCHCTL_TRY_STATUS(write_line(line, op));
+        }
         for (;;) {
             ARCHCTL_TRY_ASSIGN(std::string line, read_line(op));
             auto msg = decode(line);

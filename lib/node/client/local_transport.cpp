@@ -27,10 +27,11 @@ public:
     const std::string& node_name() const override { return m_name; }
     const Hello& hello() const override { return m_hello; }
 
-    Result<Response> call(const Request& request, ProgressSink* sink) override {
+    Result<Response> call(Request request, ProgressSink* sink) override {
         std::lock_guard lock(m_call_mutex);
         const std::uint64_t id = request.id == 0 ? ++m_next_id : request.id;
         auto decoded = decode(encode_request(id, request.op, request.args));
+        request.args = nlohmann::json();  // the server reads its own decoded copy
         if (!decoded.ok()) return decoded.take_error();
         const Request& received = std::get<Request>(decoded.value());
         m_cancel = false;

@@ -27,13 +27,13 @@ bool result_holds_fraction(Op op, const json& result) {
 
 // The result of one call: the typed result of an ok response, the error otherwise.
 template <class T>
-Result<T> call_typed(Transport& transport, Op op, const json& args, ProgressFn progress = {}) {
+Result<T> call_typed(Transport& transport, Op op, json args, ProgressFn progress = {}) {
     struct Sink final : ProgressSink {
         ProgressFn fn;
         void on_progress(const Progress& p) override { fn(p); }
     } sink;
     sink.fn = std::move(progress);
-    ARCHCTL_TRY_ASSIGN(json result, call_operation(transport, op, args, sink.fn ? &sink : nullptr));
+    ARCHCTL_TRY_ASSIGN(json result, call_operation(transport, op, std::move(args), sink.fn ? &sink : nullptr));
     if (result_holds_fraction(op, result))
         return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation '{}': a number that is not an integer", name(op)));
     try {

@@ -11,7 +11,7 @@ Result<nlohmann::json> call_operation(Transport& transport, const std::string& o
     Request request;
     request.op = op;
     request.args = std::move(args);
-    ARCHCTL_TRY_ASSIGN(Response response, transport.call(request, sink));
+    ARCHCTL_TRY_ASSIGN(Response response, transport.call(std::move(request), sink));
     if (!response.ok) return response.error;
     response.result["io"] = {{"rchar", response.io.rchar}, {"read_bytes", response.io.read_bytes}};
     return std::move(response.result);

@@ -45,8 +45,9 @@ public:
     virtual const Hello& hello() const = 0;
     // Sends `request` (id 0 = assign the next one) and waits for its response. Errors are
     // transport failures (NODE_UNREACHABLE, PROTOCOL); an operation's own failure is a Response
-    // with ok == false.
-    [[nodiscard]] virtual Result<Response> call(const Request& request, ProgressSink* sink = nullptr) = 0;
+    // with ok == false. The request is taken: its arguments (a 100,000-file stage request is tens
+    // of megabytes as a document) are let go once encoded, not held while the node works.
+    [[nodiscard]] virtual Result<Response> call(Request request, ProgressSink* sink = nullptr) = 0;
     // Asks the running call to stop at its next chunk boundary; no effect when idle.
     virtual void cancel() = 0;
     // True once the transport cannot carry another call (its far end died, or went silent past

@@ -194,7 +194,7 @@ Result<json> write_manifest(Stager& s, std::vector<ManifestAux> aux) {
     std::sort(s.staged.begin(), s.staged.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
     m.files = std::move(s.staged);
     m.aux = std::move(aux);
-    std::string text = m.to_json().dump(1) + "\n";
+    std::string text = m.to_text();
     ARCHCTL_TRY_STATUS(write_atomic_in(s.job.get(), k_manifest_name, text, s.job_display + "/" + k_manifest_name));
     crash_point("stage.manifest");
     std::string digest = xxh3_128_hex(text);

@@ -73,6 +73,32 @@ json Manifest::to_json() const {
     return out;
 }
 
+std::string Manifest::to_text() const {
+    // The layout of dump(1): one space of indent a level, keys in sorted order, strings escaped
+    // as the document would escape them.
+    auto quoted = [](std::string_view s) { return json(std::string(s)).dump(); };
+    std::string out = "{\n \"aux\": [";
+    for (std::size_t i = 0; i < aux.size(); ++i) {
+        const auto& a = aux[i];
+        out += i == 0 ? "\n" : ",\n";
+        out += fmt::format("  {{\n   \"name\": {},\n   \"size\": {},\n   \"xxh3\": {}\n  }}", quoted(fmt::format("{}/{}", k_aux_dir, a.name)),
+                           a.size, quoted(a.xxh3));
+    }
+    out += aux.empty() ? "],\n \"files\": [" : "\n ],\n \"files\": [";
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const auto& f = files[i];
+        out += i == 0 ? "\n" : ",\n";
+        out += fmt::format("  {{\n   \"index\": {},\n   \"method\": {},\n   \"name\": {},\n   \"path\": {},\n   \"size\": {},\n   \"xxh3\": {}\n  }}",
+                           f.index, quoted(method_name(f.method)), quoted(payload_name(f.index, layout)), quoted(f.path), f.size,
+                           f.xxh3.empty() ? std::string("null") : quoted(f.xxh3));
+    }
+    out += files.empty() ? "],\n" : "\n ],\n";
+    out += fmt::format(" \"job\": {},\n", quoted(job));
+    if (layout != PayloadLayout::flat) out += fmt::format(" \"layout\": {},\n", quoted(to_string(layout)));
+    out += fmt::format(" \"manifest\": {}\n}}\n", k_manifest_version);
+    return out;
+}
+
 Result<Manifest> Manifest::from_json(const json& j) {
     try {
         if (j.at("manifest").get<int>() != k_manifest_version)

@@ -76,6 +76,9 @@ struct Manifest {
     std::vector<ManifestAux> aux;     // by name
 
     [[nodiscard]] nlohmann::json to_json() const;
+    // to_json().dump(1) + "\n", written entry by entry: the document of a 100,000-file manifest
+    // is tens of megabytes, its text a fraction of that.
+    [[nodiscard]] std::string to_text() const;
     [[nodiscard]] static Result<Manifest> from_json(const nlohmann::json& j);
 };
 

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "lib/node/wire/job_layout.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;
@@ -147,4 +148,24 @@ NODE_TEST(a_request_without_a_layout_stages_flat) {
     json check = f.ok(Op::receive_check, {{"job_dir", dst}, {"files", req["files"]}});
     CHECK(check["files_present"] == 4);
     CHECK(check["foreign"].empty());
+}
+
+TEST_CASE("a manifest's text is its document's, written entry by entry") {
+    for (PayloadLayout layout : {PayloadLayout::flat, PayloadLayout::sharded}) {
+        Manifest m;
+        m.job = "20261205-130000-ab\"c";
+        m.layout = layout;
+        CHECK(m.to_text() == m.to_json().dump(1) + "\n");  // no files, no aux
+        m.files.push_back({0, "T/plain.bin", 12, "", StageMethod::hardlink});
+        m.files.push_back({1001, "T/ünï \"quoted\" back\\slash\ttab\x01.bin", 0, "0123456789abcdef0123456789abcdef", StageMethod::copy});
+        m.files.push_back({4000000000u, "T/ファイル", 1ull << 40, "", StageMethod::reflink});
+        CHECK(m.to_text() == m.to_json().dump(1) + "\n");
+        m.aux.push_back({"resource.torrent", 5403, "fedcba9876543210fedcba9876543210"});
+        m.aux.push_back({"part", 0, ""});
+        CHECK(m.to_text() == m.to_json().dump(1) + "\n");
+        auto back = Manifest::from_json(json::parse(m.to_text()));
+        REQUIRE(back.ok());
+        CHECK(back->files.size() == 3);
+        CHECK(back->files[1].path == m.files[1].path);
+    }
 }
