@@ -33,10 +33,10 @@ public:
         auto decoded = decode(encode_request(id, request.op, request.args));
         request.args = nlohmann::json();  // the server reads its own decoded copy
         if (!decoded.ok()) return decoded.take_error();
-        const Request& received = std::get<Request>(decoded.value());
+        Request& received = std::get<Request>(decoded.value());
         m_cancel = false;
         m_running = true;
-        Response response = m_server.handle(received, [&](const Progress& p) {
+        Response response = m_server.handle(std::move(received), [&](const Progress& p) {
             if (sink) sink->on_progress(round_trip(p));
         }, m_cancel);
         m_running = false;

@@ -65,7 +65,7 @@ Result<Where> adopt_one(OpContext& ctx, const AdoptIncompleteRequest& request, c
 
 }  // namespace
 
-Result<json> op_adopt_incomplete(OpContext& ctx, const json& args) {
+Result<json> op_adopt_incomplete(OpContext& ctx, json args) {
     auto request = args.get<AdoptIncompleteRequest>();
     if (request.suffix.empty() || request.suffix.find('/') != std::string::npos)
         return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments: suffix '{}' is not a file name suffix", request.suffix));

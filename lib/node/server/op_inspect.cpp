@@ -120,7 +120,7 @@ TreeEntry tree_entry(DirCache& cache, const std::string& base, const std::string
 
 }  // namespace
 
-Result<json> op_info(OpContext& ctx, const json& args) {
+Result<json> op_info(OpContext& ctx, json args) {
     auto request = args.get<InfoRequest>();
     InfoResult out;
     out.archctl = k_version;
@@ -134,7 +134,7 @@ Result<json> op_info(OpContext& ctx, const json& args) {
     return json(out);
 }
 
-Result<json> op_space(OpContext& ctx, const json& args) {
+Result<json> op_space(OpContext& ctx, json args) {
     auto request = args.get<SpaceRequest>();
     ARCHCTL_TRY_ASSIGN(LocatedPath located, ctx.roots().locate(request.path));
     SpaceResult out;
@@ -147,7 +147,7 @@ Result<json> op_space(OpContext& ctx, const json& args) {
     return json(out);
 }
 
-Result<json> op_tree(OpContext& ctx, const json& args) {
+Result<json> op_tree(OpContext& ctx, json args) {
     std::optional<std::vector<std::string>> columns;
     TreeRequest request;
     if (args.contains("columns")) {

@@ -66,7 +66,7 @@ Status set_mode_bits(int fd, mode_t add, const std::string& display, bool& chang
 
 }  // namespace
 
-Result<json> op_chmod_readable(OpContext& ctx, const json& args) {
+Result<json> op_chmod_readable(OpContext& ctx, json args) {
     auto request = args.get<ChmodReadableRequest>();
     const std::string& base = request.base;
     ARCHCTL_TRY_ASSIGN(UniqueFd base_fd, ctx.roots().open_dir(base));
@@ -247,7 +247,7 @@ Status restore_stamps(OpContext& ctx, const std::string& source_base, const std:
 
 }  // namespace
 
-Result<json> op_cleanup(OpContext& ctx, const json& args) {
+Result<json> op_cleanup(OpContext& ctx, json args) {
     auto request = args.get<CleanupRequest>();
     const std::string& job_dir = request.job_dir;
     Sweep sweep;
@@ -294,7 +294,7 @@ Result<json> op_cleanup(OpContext& ctx, const json& args) {
     return json(out);
 }
 
-Result<json> op_unlink_owned(OpContext& ctx, const json& args) {
+Result<json> op_unlink_owned(OpContext& ctx, json args) {
     auto request = args.get<UnlinkOwnedRequest>();
     const std::vector<OwnedPath>& paths = request.paths;
     std::set<std::string> referenced(request.referenced.begin(), request.referenced.end());

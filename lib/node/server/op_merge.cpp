@@ -364,8 +364,9 @@ Result<json> stopped_merge(Merger& m, const std::string& record_path, Stop why) 
 
 }  // namespace
 
-Result<json> op_merge(OpContext& ctx, const json& args) {
+Result<json> op_merge(OpContext& ctx, json args) {
     auto request = args.get<MergeRequest>();
+    args = json();  // read into request; not held while the files are merged
     const std::string& save_path = request.save_path;
     const std::string& job_dir = request.job_dir;
     ARCHCTL_TRY_ASSIGN(std::vector<DeltaFile> files, parse_delta_files(request.files));

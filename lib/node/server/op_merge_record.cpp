@@ -16,7 +16,7 @@ namespace archctl::node {
 
 using nlohmann::json;
 
-Result<json> op_merge_record(OpContext& ctx, const json& args) {
+Result<json> op_merge_record(OpContext& ctx, json args) {
     auto request = args.get<MergeRecordRequest>();
     ARCHCTL_TRY_ASSIGN(std::string record_path, merge_record_path_for(ctx.roots(), request.record_path, request.job_dir, request.save_path));
     MergeRecordResult out{MergeRecord::absent, record_path, {}, {}};

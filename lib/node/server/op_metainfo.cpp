@@ -24,7 +24,7 @@ namespace archctl::node {
 
 using nlohmann::json;
 
-Result<json> op_metainfo_read(OpContext& ctx, const json& args) {
+Result<json> op_metainfo_read(OpContext& ctx, json args) {
     auto request = args.get<MetainfoReadRequest>();
     const std::string& path = request.path;
     if (request.max_bytes == 0 || request.max_bytes > k_metainfo_read_max_bytes)

@@ -74,7 +74,7 @@ Status write_through_marker(int marker, int dirfd, const std::string& name, std:
 
 using nlohmann::json;
 
-Result<json> op_nonce_write(OpContext& ctx, const json& args) {
+Result<json> op_nonce_write(OpContext& ctx, json args) {
     auto request = args.get<NonceWriteRequest>();
     const std::string& path = request.path;
     if (request.content.size() > k_max_nonce_bytes)
@@ -92,7 +92,7 @@ Result<json> op_nonce_write(OpContext& ctx, const json& args) {
     return json(NonceWriteResult{path, request.content.size()});
 }
 
-Result<json> op_nonce_observe(OpContext& ctx, const json& args) {
+Result<json> op_nonce_observe(OpContext& ctx, json args) {
     auto request = args.get<NonceObserveRequest>();
     const std::string& path = request.path;
     const json absent = NonceObserveResult{path, false, ""};

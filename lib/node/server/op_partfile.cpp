@@ -94,13 +94,13 @@ PartfileReadResult header_of(const OpenedPartfile& p) {
     return r;
 }
 
-Result<json> op_partfile_read(OpContext& ctx, const json& args) {
+Result<json> op_partfile_read(OpContext& ctx, json args) {
     auto request = args.get<PartfileReadRequest>();
     ARCHCTL_TRY_ASSIGN(OpenedPartfile p, open_partfile(ctx.roots(), request.check, request.path));
     return json(header_of(p));
 }
 
-Result<json> op_partfile_copy(OpContext& ctx, const json& args) {
+Result<json> op_partfile_copy(OpContext& ctx, json args) {
     auto request = args.get<PartfileCopyRequest>();
     const std::string& from = request.from;
     const std::string& to = request.to;

@@ -242,7 +242,7 @@ private:
 
 }  // namespace
 
-Result<json> op_partfile_build(OpContext& ctx, const json& args) {
+Result<json> op_partfile_build(OpContext& ctx, json args) {
     auto request = args.get<PartfileBuildRequest>();
     ARCHCTL_TRY_ASSIGN(BuildLayout layout, layout_build(request));
     std::optional<SourcePartfile> source;

@@ -248,8 +248,9 @@ void collect_ignored(const std::string& prefix, const std::map<std::string, stru
 
 }  // namespace
 
-Result<json> op_receive_check(OpContext& ctx, const json& args) {
+Result<json> op_receive_check(OpContext& ctx, json args) {
     auto request = args.get<ReceiveCheckRequest>();
+    args = json();  // read into request; not held while the files are looked at
     const std::string& job_dir = request.job_dir;
     Checker c{ctx, job_dir, std::nullopt, request.indexed_all, request.verify_transit, 0};
     if (request.indexed && !request.indexed_all) c.indexed = std::set<std::string>(request.indexed->begin(), request.indexed->end());

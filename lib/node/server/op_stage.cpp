@@ -222,8 +222,9 @@ std::vector<std::size_t> staging_order(const StageArgs& args, const std::vector<
 
 }  // namespace
 
-Result<json> op_stage(OpContext& ctx, const json& raw) {
+Result<json> op_stage(OpContext& ctx, json raw) {
     ARCHCTL_TRY_ASSIGN(StageArgs args, parse_args(raw));
+    raw = json();  // read into args; not held while the files are staged
     ARCHCTL_TRY_ASSIGN(RootSet::Parent route, ctx.roots().open_parent(args.job_dir));
     ARCHCTL_TRY_ASSIGN(UniqueFd base, ctx.roots().open_dir(args.source_base));
     Stager s{ctx, args, DirCache(base.get(), args.source_base), {}, PayloadDirs({}, args.job_dir, args.layout), -1, args.job_dir, {}, {}, {}, {}, false,

@@ -135,7 +135,7 @@ Status remove_created_dirs(const RootSet& roots, const json& dirs, Removal& out)
 
 }  // namespace
 
-Result<json> op_unmerge(OpContext& ctx, const json& args) {
+Result<json> op_unmerge(OpContext& ctx, json args) {
     auto request = args.get<UnmergeRequest>();
     const std::string& save_path = request.save_path;
     ARCHCTL_TRY_ASSIGN(std::string record_path, merge_record_path_for(ctx.roots(), request.record_path, request.job_dir, save_path));

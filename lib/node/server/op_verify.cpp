@@ -18,7 +18,7 @@ namespace archctl::node {
 
 using nlohmann::json;
 
-Result<json> op_verify_pieces(OpContext& ctx, const json& args) {
+Result<json> op_verify_pieces(OpContext& ctx, json args) {
     auto request = args.get<VerifyPiecesRequest>();
     const std::string& save_path = request.save_path;
     std::string bytes;

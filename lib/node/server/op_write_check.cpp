@@ -19,7 +19,7 @@ namespace archctl::node {
 
 using nlohmann::json;
 
-Result<json> op_write_check(OpContext& ctx, const json& args) {
+Result<json> op_write_check(OpContext& ctx, json args) {
     static std::atomic<unsigned> counter{0};
     const std::string path = args.get<WriteCheckRequest>().path;
     ARCHCTL_TRY_ASSIGN(UniqueFd dir, ctx.roots().open_dir(path));

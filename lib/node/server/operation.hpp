@@ -60,30 +60,30 @@ private:
     std::chrono::steady_clock::time_point m_last{};
 };
 
-using Operation = Result<nlohmann::json> (*)(OpContext&, const nlohmann::json&);
+using Operation = Result<nlohmann::json> (*)(OpContext&, nlohmann::json);
 
 // The handler of `op`; nullptr for open_roots, which the server answers itself.
 [[nodiscard]] Operation find_operation(Op op);
 
-Result<nlohmann::json> op_info(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_space(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_tree(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_stage(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_receive_check(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_merge(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_merge_record(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_unmerge(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_adopt_incomplete(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_chmod_readable(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_cleanup(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_nonce_write(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_nonce_observe(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_partfile_read(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_partfile_copy(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_partfile_build(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_unlink_owned(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_verify_pieces(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_metainfo_read(OpContext&, const nlohmann::json&);
-Result<nlohmann::json> op_write_check(OpContext&, const nlohmann::json&);
+Result<nlohmann::json> op_info(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_space(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_tree(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_stage(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_receive_check(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_merge(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_merge_record(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_unmerge(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_adopt_incomplete(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_chmod_readable(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_cleanup(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_nonce_write(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_nonce_observe(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_partfile_read(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_partfile_copy(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_partfile_build(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_unlink_owned(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_verify_pieces(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_metainfo_read(OpContext&, nlohmann::json);
+Result<nlohmann::json> op_write_check(OpContext&, nlohmann::json);
 
 }  // namespace archctl::node

@@ -220,7 +220,7 @@ Result<nlohmann::json> run_guarded(std::string_view op, Run&& run) {
 
 }  // namespace
 
-Result<nlohmann::json> Server::dispatch(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
+Result<nlohmann::json> Server::dispatch(Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
     // A request the local transport hands over without a line to decode gets the same check.
     if (holds_fraction(request.args))
         return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid arguments for node operation '{}': a number that is not an integer", request.op),
@@ -245,10 +245,10 @@ Result<nlohmann::json> Server::dispatch(const Request& request, const ProgressFn
         if (emit) emit(copy);
     };
     OpContext ctx(m_roots, m_state, tagged, cancel);
-    return run_guarded(request.op, [&] { return handler(ctx, request.args); });
+    return run_guarded(request.op, [&] { return handler(ctx, std::move(request.args)); });
 }
 
-Response Server::handle(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
+Response Server::handle(Request request, const ProgressFn& emit, const std::atomic<bool>& cancel) {
     IoCounters before = read_self_io();
     Result<nlohmann::json> result = dispatch(request, emit, cancel);
     Response response = result.ok() ? Response::success(request.id, std::move(result).value())
@@ -278,7 +278,7 @@ Status Server::serve(int in_fd, int out_fd) {
             q.running = request.id;
             q.cancel_running = q.cancelled.erase(request.id) > 0;
         }
-        Response response = handle(request, [&](const Progress& p) {
+        Response response = handle(std::move(request), [&](const Progress& p) {
             if (!out.write(p)) q.cancel_running = true;
         }, q.cancel_running);
         out.write(response);

@@ -37,7 +37,7 @@ public:
     // The hello record (roots probed on first use).
     const Hello& hello();
     // Runs one request. Progress goes to `emit`; `cancel` is polled at chunk boundaries.
-    [[nodiscard]] Response handle(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel);
+    [[nodiscard]] Response handle(Request request, const ProgressFn& emit, const std::atomic<bool>& cancel);
     // Serves JSON lines until `in_fd` reaches EOF. Errors only when the output cannot be written.
     [[nodiscard]] Status serve(int in_fd, int out_fd);
 
@@ -47,7 +47,8 @@ private:
     Server(RootSet roots, bool fixed);
     [[nodiscard]] Result<OpenRootsResult> open_roots(const OpenRootsRequest& request);
     // The result of one request: open_roots, the operation it names, or why it cannot run.
-    [[nodiscard]] Result<nlohmann::json> dispatch(const Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel);
+    // Hands the request's arguments to the operation, which may let them go once it has read them.
+    [[nodiscard]] Result<nlohmann::json> dispatch(Request& request, const ProgressFn& emit, const std::atomic<bool>& cancel);
 
     RootSet m_roots;
     bool m_fixed = true;   // roots from --root (or the local transport), never replaced
