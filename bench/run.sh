@@ -7,10 +7,13 @@
 #
 #   bench/run.sh [--quick] [--only ROW[,ROW]] [--repeat N]
 #   ARCHCTL_BIN=/tmp/before/archctl bench/run.sh        measure another binary
+#   bench/run.sh --only 9      the 8 GiB hybrid of 1 MiB pieces (not in the default rows: ~40 GB
+#                              of disk, 15-25 minutes; archive with bt_backup set, the source
+#                              qBittorrent's web interface probed, and its own torrents/export timed)
 #   python3 bench/torrent_memory.py ARCHCTL_BIN 100000,1000000 --kind v2   torrent commands' peak memory
 #
 # Needs what tests/deps.sh installs. Exit 0 whether the goals are met or not; 1 when a row could
-# not be measured. See bench/runner.py for the rows.
+# not be measured. See bench/runner.py for the rows (row 1 runs with bt_backup set; goal <= 1.10x).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 for tool in python3 qbittorrent-nox syncthing openssl; do

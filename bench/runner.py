@@ -6,11 +6,18 @@ JSON to bench/results/<YYYY-MM-DD>[-HHMM].json.
 
     ARCHCTL_BIN=build/bench/cli/archctl bench/runner.py [--quick] [--only ROW[,ROW]] [--repeat N]
 
-Rows: 1 archive end to end, 2 torrent verify, 3 hard-link staging, 4 copy staging, 5 status over
-2 x 2,000 torrents, 6 plan of a 100,000-file torrent, 7 a state dir of 50,000 finished jobs
-(bench/state_bench.py), 8 archctl's own reads per archived byte (measured during rows 1 and 4).
-Timed rows run --repeat times (default 3) and report medians. Exit 0 whether goals are met or
-not; 1 when a row could not be measured (its error is in the table).
+Rows: 1 archive end to end (1 GiB hybrid, bt_backup set: goal <= 1.10x, with archctl's
+torrents/export requests and the source qBittorrent web interface's longest answer during the
+run), 2 torrent verify, 3 hard-link staging, 4 copy staging, 5 status over 2 x 2,000 torrents,
+6 plan of a 100,000-file torrent, 7 a state dir of 50,000 finished jobs (bench/state_bench.py),
+8 archctl's own reads per archived byte (measured during rows 1 and 4). Row 9 runs only when
+named (--only 9: ~40 GB of disk, 15-25 minutes): archive of an 8 GiB hybrid of 1 MiB pieces end
+to end with bt_backup set (goal <= 1.15x; the source web interface's longest answer during the
+run, goal <= 2 s), and beside it what qBittorrent's own torrents/export of that torrent costs (its
+time and the web interface's longest answer meanwhile) — the request the run did without.
+Timed rows run --repeat times (default 3; row 9 once unless --repeat is given) and report
+medians. Exit 0 whether goals are met or not; 1 when a row could not be measured (its error is in
+the table).
 """
 
 import argparse
@@ -35,10 +42,11 @@ import measure  # noqa: E402
 from measure import log, median  # noqa: E402
 
 FULL = {"archive_mib": 1024, "link_files": 100_000, "link_files_small": 10_000, "copy_mib": 1024,
-        "torrents": 2000, "plan_files": 100_000, "jobs": 50_000}
+        "torrents": 2000, "plan_files": 100_000, "jobs": 50_000, "big_mib": 8192, "big_piece": 1 << 20}
 QUICK = {"archive_mib": 64, "link_files": 10_000, "link_files_small": 1_000, "copy_mib": 64,
-         "torrents": 200, "plan_files": 5_000, "jobs": 1_000}
-ALL_ROWS = (1, 2, 3, 4, 5, 6, 7, 8)
+         "torrents": 200, "plan_files": 5_000, "jobs": 1_000, "big_mib": 256, "big_piece": 1 << 20}
+ALL_ROWS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+DEFAULT_ROWS = (1, 2, 3, 4, 5, 6, 7, 8)  # row 9 (8 GiB) only when named
 MIB = 1024 * 1024
 
 
@@ -91,19 +99,25 @@ class Bench:
         for i in range(self.repeat):
             log(f"row 1: seeding a {size // MIB} MiB hybrid (run {i + 1}/{self.repeat})")
             res = archive_bench.seed_hybrid(self.lab, size, f"r{i + 1}")
-            m = archive_bench.archive_once(self.lab, self.route, res)
+            m = archive_bench.archive_once(self.lab, self.route, res, bt_backup=True)
             log(f"row 1: run {i + 1}: archctl {m['archctl_s']:.2f} s; sync {m['sync_s']:.2f} s + "
                 f"qB recheck {m['recheck_s']:.2f} s = {m['baseline_s']:.2f} s; "
-                f"archctl read_bytes {m['io']['read_bytes']}, rchar {m['io']['rchar']}")
+                f"archctl read_bytes {m['io']['read_bytes']}, rchar {m['io']['rchar']}; "
+                f"torrents/export requests {m['exports']}; source web interface's longest answer "
+                f"{m['ui_max_s']:.2f} s ({m['ui_asks']} asks{self._ui_errors(m)})")
             samples.append(m)
             self.resource = res
         ratio = median([m["archctl_s"] / m["baseline_s"] for m in samples])
         if want1:
-            self.add(1, f"archive {size // MIB} MiB hybrid end to end vs Syncthing sync + qB recheck",
+            self.add(1, f"archive {size // MIB} MiB hybrid end to end (bt_backup set) vs Syncthing sync + qB recheck",
                      f"{median([m['archctl_s'] for m in samples]):.2f} s",
-                     f"{median([m['baseline_s'] for m in samples]):.2f} s", f"{ratio:.2f}x", "<= 1.15x",
-                     ratio <= 1.15, f"median of {len(samples)}; ratio = median of per-run ratios",
-                     {k: [round(m[k], 3) for m in samples] for k in ("archctl_s", "sync_s", "recheck_s")})
+                     f"{median([m['baseline_s'] for m in samples]):.2f} s", f"{ratio:.2f}x", "<= 1.10x",
+                     ratio <= 1.10,
+                     f"median of {len(samples)}; ratio = median of per-run ratios; archctl's torrents/export "
+                     f"requests per run: {', '.join(str(m['exports']) for m in samples)}; the source qB web "
+                     f"interface's longest answer during the runs: {max(m['ui_max_s'] for m in samples):.2f} s",
+                     {k: [round(m[k], 3) for m in samples] for k in ("archctl_s", "sync_s", "recheck_s", "ui_max_s")}
+                     | {"exports": [m["exports"] for m in samples]})
         if want8:
             rb = median([m["io"]["read_bytes"] / res.size for m in samples])
             rc = median([m["io"]["rchar"] / res.size for m in samples])
@@ -111,6 +125,71 @@ class Bench:
                      f"{rb:.4f} | {rc:.4f}", "", "", "0 (<= 0.01)", rb <= 0.01 and rc <= 0.01,
                      "/proc/<pid>/io of archctl at exit; node ops in-process (transport local); page cache warm, "
                      "so rchar is the witness of payload reads")
+
+    @staticmethod
+    def _ui_errors(m):
+        return f", {len(m['ui_errors'])} failed: {m['ui_errors'][0]}" if m["ui_errors"] else ""
+
+    # -- row 9: archive of a large hybrid of small pieces, and the export it does without
+    def row_big(self):
+        import archive_bench
+        size, piece = self.sizes["big_mib"] * MIB, self.sizes["big_piece"]
+        runs = self.repeat if self.args.repeat_given else 1
+        samples = []
+        for i in range(runs):
+            # The payload, the archived copy and the baseline's two copies: four times the size.
+            free = shutil.disk_usage(self.lab.dir).free
+            if free < 4.5 * size:
+                raise RuntimeError(f"{free // MIB} MiB free below {self.lab.dir}: a run of row 9 needs "
+                                   f"{int(4.5 * size) // MIB} MiB")
+            log(f"row 9: seeding a {size // MIB} MiB hybrid of {piece // 1024} KiB pieces (run {i + 1}/{runs})")
+            t0 = time.monotonic()
+            res = archive_bench.seed_hybrid(self.lab, size, f"big{i + 1}", piece_length=piece, timeout=3600)
+            seed_s = time.monotonic() - t0
+            log(f"row 9: seeded in {seed_s:.0f} s (generated, torrent created, qB recheck)")
+            m = archive_bench.archive_once(self.lab, self.route, res, timeout=3600, bt_backup=True)
+            m["seed_s"] = seed_s
+            log(f"row 9: run {i + 1}: archctl {m['archctl_s']:.2f} s; sync {m['sync_s']:.2f} s + "
+                f"qB recheck {m['recheck_s']:.2f} s = {m['baseline_s']:.2f} s; torrents/export requests "
+                f"{m['exports']}; source web interface's longest answer {m['ui_max_s']:.2f} s "
+                f"({m['ui_asks']} asks{self._ui_errors(m)})")
+            samples.append(m)
+            if i + 1 < runs:  # the last run's torrent stays for the export below
+                t0 = time.monotonic()
+                archive_bench.remove_run(self.lab, self.route, res, m)
+                log(f"row 9: run {i + 1}'s data removed in {time.monotonic() - t0:.0f} s")
+        # The source qB is idle again (the baseline ran on the target): one export of the last
+        # resource, as archctl would have asked without bt_backup.
+        log("row 9: qBittorrent's own torrents/export of that torrent")
+        e = archive_bench.export_cost(self.lab, res, timeout=3600)
+        log(f"row 9: torrents/export {e['export_s']:.2f} s ({e['bytes']} bytes); web interface's longest answer "
+            f"meanwhile {e['ui_max_s']:.2f} s ({e['ui_asks']} asks{self._ui_errors(e)})")
+        ratio = median([m["archctl_s"] / m["baseline_s"] for m in samples])
+        ui = max(m["ui_max_s"] for m in samples)
+        exports = [m["exports"] for m in samples]
+        what = f"{size // MIB} MiB hybrid, {piece // 1024} KiB pieces"
+        self.add(9, f"archive {what}, end to end (bt_backup set) vs Syncthing sync + qB recheck",
+                 f"{median([m['archctl_s'] for m in samples]):.2f} s",
+                 f"{median([m['baseline_s'] for m in samples]):.2f} s", f"{ratio:.2f}x", "<= 1.15x", ratio <= 1.15,
+                 f"{'median of %d' % len(samples) if len(samples) > 1 else 'one run'}; baseline = sync "
+                 f"{median([m['sync_s'] for m in samples]):.1f} s + qB recheck "
+                 f"{median([m['recheck_s'] for m in samples]):.1f} s; archctl's torrents/export requests: "
+                 f"{', '.join(map(str, exports))}",
+                 {k: [round(m[k], 3) for m in samples] for k in ("archctl_s", "sync_s", "recheck_s", "seed_s")}
+                 | {"exports": exports})
+        self.add(9, f"archive {what}: the source qB web interface's longest answer during the run",
+                 f"{ui:.2f} s", "", "", "<= 2 s", ui <= 2.0,
+                 f"GET app/version every 0.25 s, {sum(m['ui_asks'] for m in samples)} asks"
+                 + (f"; {sum(len(m['ui_errors']) for m in samples)} failed" if any(m["ui_errors"] for m in samples)
+                    else ""),
+                 {"ui_max_s": [round(m["ui_max_s"], 3) for m in samples]})
+        self.add(9, f"qB's own torrents/export of that torrent (the request the run did without): time | "
+                    f"web interface's longest answer meanwhile",
+                 f"{sum(exports)} asked", f"{e['export_s']:.1f} s | {e['ui_max_s']:.1f} s", "", "", None,
+                 f"archctl column: its torrents/export requests in {len(samples)} run(s); reference: one GET "
+                 f"torrents/export on the idle source qB ({e['bytes']} bytes of .torrent), the probe's "
+                 f"{e['ui_asks']} asks meanwhile{self._ui_errors(e)}",
+                 {"export_s": round(e["export_s"], 3), "ui_max_s": round(e["ui_max_s"], 3), "bytes": e["bytes"]})
 
     # -- row 2: torrent verify
     def row_verify(self):
@@ -395,7 +474,7 @@ class Bench:
     def run(self, only):
         log(f"archctl: {self.bin} ({version(self.bin)}); sizes: {'quick' if self.args.quick else 'full'}; "
             f"repeat {self.repeat}; rows {','.join(map(str, only))}")
-        need_lab = bool(set(only) & {1, 2, 5, 6, 8})
+        need_lab = bool(set(only) & {1, 2, 5, 6, 8, 9})
         started = time.monotonic()
         try:
             if need_lab:
@@ -407,6 +486,7 @@ class Bench:
             # Order: rows that need a quiet qB first (row 5 fills both qBs with torrents); row 7
             # after row 1, whose finished job a state script may clone.
             steps = [(1, "archive end to end", lambda: self.row_archive(1 in only, 8 in only), {1, 8}),
+                     (9, "archive of an 8 GiB hybrid of small pieces", self.row_big, {9}),
                      (2, "torrent verify", self.row_verify, {2}),
                      (6, "plan of a many-file torrent", self.row_plan, {6}),
                      (7, "state dir of finished jobs", self.row_state, {7}),
@@ -493,10 +573,12 @@ def parse_rows(text):
 def main():
     parser = argparse.ArgumentParser(description="issue 18's benchmark rows, side by side with the reference tools")
     parser.add_argument("--quick", action="store_true", help="small sizes and one run per row (a smoke run)")
-    parser.add_argument("--only", type=parse_rows, default=list(ALL_ROWS), metavar="ROW[,ROW]",
-                        help="run only these rows (1-8; 8 is measured within 1 and 4)")
-    parser.add_argument("--repeat", type=int, default=None, help="runs per timed row (default 3, --quick 1)")
+    parser.add_argument("--only", type=parse_rows, default=list(DEFAULT_ROWS), metavar="ROW[,ROW]",
+                        help="run only these rows (1-9; 8 is measured within 1 and 4; 9 runs only when named)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="runs per timed row (default 3, --quick 1; row 9 once unless given)")
     args = parser.parse_args()
+    args.repeat_given = args.repeat is not None
     if args.repeat is None:
         args.repeat = 1 if args.quick else 3
     if args.repeat < 1:
