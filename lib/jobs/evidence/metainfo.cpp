@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "lib/base/base64.hpp"
 #include "lib/node/client/ops.hpp"
 #include "lib/torrent/metainfo.hpp"
 
@@ -10,15 +9,16 @@ namespace archctl::jobs::evidence {
 
 namespace {
 
-// The BT_backup copy of `qb_id` with today's trackers and web seeds; nullopt (after a warning,
-// or silently for an older far end) when it cannot stand in for the export.
-Result<std::optional<std::string>> backup_copy(NodeHandle& node, const std::string& qb_id, const torrent::Identity& identity,
-                                               std::string_view name, const std::function<void(const std::string&)>& warn,
-                                               MetainfoUse use) {
+// The BT_backup copy of `qb_id` with today's trackers and web seeds, parsed; nullopt (after a
+// warning, or silently when the caller needs layers the copy lacks) when it cannot stand in for
+// the export.
+Result<std::optional<torrent::Metainfo>> backup_copy(NodeHandle& node, const std::string& qb_id, const torrent::Identity& identity,
+                                                     std::string_view name, const std::function<void(const std::string&)>& warn,
+                                                     MetainfoUse use) {
     const std::string path = node.config().qbittorrent.bt_backup + "/" + qb_id + ".torrent";
-    auto set_aside = [&](const std::string& why) -> Result<std::optional<std::string>> {
+    auto set_aside = [&](const std::string& why) -> Result<std::optional<torrent::Metainfo>> {
         if (warn) warn(fmt::format("archctl: warning: '{}' on '{}' {}; exporting the torrent instead", path, node.name(), why));
-        return std::optional<std::string>();
+        return std::optional<torrent::Metainfo>();
     };
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
     auto read = node::Ops(*transport).metainfo_read({.path = path, .max_bytes = node::k_metainfo_read_line_bytes});
@@ -28,16 +28,15 @@ Result<std::optional<std::string>> backup_copy(NodeHandle& node, const std::stri
     }
     if (!read->found)
         return set_aside("does not exist (qBittorrent keeps its torrents elsewhere, e.g. in SQLite, or bt_backup names another directory)");
-    auto bytes = base64_decode(read->data_b64);
-    if (!bytes.ok()) return set_aside("came back garbled");
-    auto meta = torrent::parse_metainfo(bytes.value(), name, torrent::k_layers_optional);
+    ARCHCTL_TRY_ASSIGN(auto announce, node.qb().announce(qb_id));
+    auto copy = torrent::with_announce(read->data, announce.tiers, announce.web_seeds);
+    if (!copy.ok()) return set_aside(fmt::format("is not a usable torrent ({})", copy.error().message));
+    auto meta = torrent::take_metainfo(std::move(copy).value(), name, torrent::k_layers_optional);
     if (!meta.ok()) return set_aside(fmt::format("is not a usable torrent ({})", meta.error().message));
     if (!meta->identity().same_resource(identity)) return set_aside(fmt::format("is another torrent, not '{}'", identity.short_id()));
     if (use == MetainfoUse::verify_pieces && meta->layers_missing() && !meta->has_v1())
-        return std::optional<std::string>();  // a v2-only copy proves no piece without its layers: the export does
-    ARCHCTL_TRY_ASSIGN(auto announce, node.qb().announce(qb_id));
-    ARCHCTL_TRY_ASSIGN(std::string copy, torrent::with_announce(bytes.value(), announce.tiers, announce.web_seeds));
-    return std::optional<std::string>(std::move(copy));
+        return std::optional<torrent::Metainfo>();  // a v2-only copy proves no piece without its layers: the export does
+    return std::optional<torrent::Metainfo>(std::move(meta).value());
 }
 
 }  // namespace
@@ -47,10 +46,13 @@ Result<SourcedMetainfo> read_metainfo(NodeHandle& node, const std::string& qb_id
                                       MetainfoUse use) {
     if (!node.config().qbittorrent.bt_backup.empty()) {
         ARCHCTL_TRY_ASSIGN(auto copy, backup_copy(node, qb_id, identity, name, warn, use));
-        if (copy) return SourcedMetainfo{std::move(*copy), true};
+        if (copy) {
+            std::string bytes(copy->bytes());
+            return SourcedMetainfo{std::move(bytes), true, std::move(copy)};
+        }
     }
     ARCHCTL_TRY_ASSIGN(std::string exported, node.qb().export_torrent(qb_id));
-    return SourcedMetainfo{std::move(exported), false};
+    return SourcedMetainfo{std::move(exported), false, std::nullopt};
 }
 
 }  // namespace archctl::jobs::evidence

@@ -13,18 +13,23 @@
 // is exported.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "lib/base/result.hpp"
 #include "lib/jobs/core/nodes.hpp"
 #include "lib/torrent/identity.hpp"
+#include "lib/torrent/metainfo.hpp"
 
 namespace archctl::jobs::evidence {
 
 struct SourcedMetainfo {
     std::string bytes;
     bool from_backup = false;  // read from BT_backup (else exported)
+    // The bytes parsed (ParseOptions::layers_optional), when they were (a BT_backup copy is
+    // parsed to be checked): a caller that needs the parse takes it instead of parsing again.
+    std::optional<torrent::Metainfo> parsed;
 };
 
 // What the caller does with the metainfo: `plan_and_move` reads its files and pieces and hands

@@ -252,7 +252,11 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
     p.source_data_path = evidence::data_path(*source_view);
     ARCHCTL_TRY_ASSIGN(auto read, evidence::read_metainfo(*src, source_view->qb_id, p.resource.identity, p.resource.name, m_io.log));
     p.metainfo = std::move(read.bytes);
-    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name, torrent::k_layers_optional));
+    if (!read.parsed) {
+        ARCHCTL_TRY_ASSIGN(auto parsed, torrent::parse_metainfo(p.metainfo, p.resource.name, torrent::k_layers_optional));
+        read.parsed = std::move(parsed);
+    }
+    const torrent::Metainfo& meta = *read.parsed;
     if (!meta.identity().same_resource(p.resource.identity))
         return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(p.resource.identity, p.resource.identity.join(meta.identity()));

@@ -103,8 +103,8 @@ Result<VerifyPiecesResult> Ops::verify_pieces(const VerifyPiecesRequest& r, Prog
 Result<MetainfoReadResult> Ops::metainfo_read(const MetainfoReadRequest& r) {
     ARCHCTL_TRY_ASSIGN(MetainfoReadResult result, call_typed<MetainfoReadResult>(m_transport, Op::metainfo_read, r));
     if (!result.found) return result;
-    // The caller decodes the bytes it keeps; a far end's text that is not base64, or more bytes
-    // than were asked for, stops here.
+    // Decoded once, here: a far end's text that is not base64, or more bytes than were asked for,
+    // stops here.
     auto decoded = base64_decode(result.data_b64);
     if (!decoded.ok())
         return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': data_b64 is not base64: {}",
@@ -112,6 +112,8 @@ Result<MetainfoReadResult> Ops::metainfo_read(const MetainfoReadRequest& r) {
     if (decoded.value().size() > r.max_bytes)
         return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': {} bytes, more than max_bytes {}",
                                                       r.path, decoded.value().size(), r.max_bytes));
+    result.data = std::move(decoded).value();
+    result.data_b64.clear();
     return result;
 }
 

@@ -230,6 +230,9 @@ struct MetainfoReadRequest {
 struct MetainfoReadResult {
     bool found = false;
     std::string data_b64;
+    // The file's bytes: filled by Ops::metainfo_read from data_b64 (which it then empties); not a
+    // key on the wire.
+    std::string data;
 };
 
 // ---- JSON ----------------------------------------------------------------------------------

@@ -40,4 +40,16 @@ TEST_CASE("base64 round trip and refusals") {
     CHECK_FALSE(base64_decode("Zm9").ok());
     CHECK_FALSE(base64_decode("Zm9*").ok());
     CHECK_FALSE(base64_decode("Z=9v").ok());
+    CHECK_FALSE(base64_decode("====").ok());
+    CHECK_FALSE(base64_decode("Zm9vZ===").ok());
+    CHECK_FALSE(base64_decode("Zm=vYmFy").ok());
+    // Every byte value, at every length's remainder.
+    std::string all;
+    for (int i = 0; i < 3 * 256 + 2; ++i) all += static_cast<char>((i * 37 + 11) & 255);
+    for (std::size_t n : {all.size(), all.size() - 1, all.size() - 2}) {
+        const std::string part = all.substr(0, n);
+        auto back = base64_decode(base64_encode(part));
+        REQUIRE(back.ok());
+        CHECK(back.value() == part);
+    }
 }
