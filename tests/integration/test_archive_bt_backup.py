@@ -212,6 +212,22 @@ class FromBackup(unittest.TestCase):
         self.assertEqual(rc, 1, err + out)
         self.assertIn("holds no copy of torrent", out + err)
 
+    def test_j_unarchive_reads_the_archive_nodes_copy(self):
+        # The archive node's qBittorrent holds the only copy; its BT_backup serves unarchive.
+        COUNTER[0] += 1
+        name = f"btb-back-{COUNTER[0]}"
+        _, tid, _, tfile = flows.seed_resource(LAB, name, LAYOUT, 900 + COUNTER[0], kind="hybrid", node="archive1")
+        with open(tfile, "rb") as f:
+            original = f.read()
+        rc, out, err = LAB.archctl("-vv", "unarchive", tid[:12], "--from", "archive1", "--to", "cache1", "--yes", timeout=300)
+        self.assertEqual(rc, 0, err + out)
+        self.assertEqual(requests(err, "torrents/export"), 0, err)
+        info = LAB.qb("cache1").info([tid])
+        self.assertEqual(len(info), 1)
+        self.assertEqual(info[0]["progress"], 1)
+        exported = lt.bdecode(LAB.qb("cache1").export(tid))
+        self.assertEqual(exported[b"piece layers"], lt.bdecode(original)[b"piece layers"])
+
     def test_g_through_an_exec_node(self):
         # The node protocol's metainfo_read: cache1 served by `archctl node serve` over a pipe.
         write_config(node_exec={"cache1": [flows.BIN, "node", "serve"]})
