@@ -4,7 +4,7 @@
 
 namespace archctl {
 namespace {
-const char k_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr char k_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 // The value of each byte as a base64 digit, 64 for a byte that is not one.
 constexpr std::array<unsigned char, 256> k_values = [] {
