@@ -57,7 +57,16 @@ Result<node::Transport*> NodeSession::ops() {
         options.roots = served_roots(m_config);
         return node::connect_exec(options);
     }();
-    if (!connected.ok()) return connected.take_error();
+    if (!connected.ok()) {
+        Error e = connected.take_error();
+        // A BT_backup directory the node cannot open fails the connection like a root: say which setting.
+        const std::string& bt_backup = m_config.qbittorrent.bt_backup;
+        if (!bt_backup.empty() && e.message.find("'" + bt_backup + "'") != std::string::npos)
+            e.hint = fmt::format("nodes.{0}.qbittorrent.bt_backup must name qBittorrent's BT_backup directory on '{0}' (readable by archctl); "
+                                 "fix or unset it",
+                                 m_config.name);
+        return e;
+    }
     m_ops = std::move(connected).value();
     return m_ops.get();
 }

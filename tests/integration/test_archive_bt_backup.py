@@ -211,6 +211,16 @@ class FromBackup(unittest.TestCase):
             write_config()
         self.assertEqual(rc, 1, err + out)
         self.assertIn("holds no copy of torrent", out + err)
+        # A directory that is not there fails the node's connection, naming the setting.
+        with open(LAB.config_path, "w") as f:
+            f.write(text.replace(LAB.lab.bt_backup("cache1"), os.path.join(LAB.dir, "no-such-dir")))
+        try:
+            rc, out, err = LAB.archctl("node", "check", "cache1", timeout=120)
+        finally:
+            write_config()
+        self.assertEqual(rc, 1, err + out)
+        self.assertIn("no-such-dir", out + err)
+        self.assertIn("nodes.cache1.qbittorrent.bt_backup must name qBittorrent's BT_backup directory", out + err)
 
     def test_j_unarchive_reads_the_archive_nodes_copy(self):
         # The archive node's qBittorrent holds the only copy; its BT_backup serves unarchive.
