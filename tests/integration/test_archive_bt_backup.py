@@ -59,6 +59,29 @@ def backup_file(tid):
     return os.path.join(LAB.lab.bt_backup("cache1"), tid + ".torrent")
 
 
+def archive_with_copy_replaced(tid, replace):
+    """`archive` with qBittorrent's copy of tid set aside and replace(path) putting whatever stands
+    in its place (nothing, another file, a symlink); the copy is put back afterwards."""
+    path = backup_file(tid)
+    saved = os.path.join(LAB.dir, f"{tid}.saved.torrent")
+    os.rename(path, saved)
+    try:
+        replace(path, saved)
+        return LAB.archctl("-vv", "archive", tid[:12], "--yes", timeout=300)
+    finally:
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.rename(saved, path)
+
+
+def exported_instead(test, rc, out, err, why):
+    """The copy was set aside with a warning saying why, and the torrent exported, once."""
+    test.assertEqual(rc, 0, err + out)
+    test.assertIn(why, err)
+    test.assertIn("exporting the torrent instead", err)
+    test.assertEqual(requests(err, "torrents/export"), 1, err)
+
+
 def archived(test, tid, original):
     """The archive copy is complete, and its qBittorrent now exports the original's info and
     piece layers (rebuilt by its recheck when the job's copy had none)."""
@@ -117,47 +140,22 @@ class FromBackup(unittest.TestCase):
 
     def test_d_a_missing_copy_is_exported(self):
         tid, original = new_resource("hybrid")
-        aside = backup_file(tid) + ".aside"
-        os.rename(backup_file(tid), aside)
-        try:
-            rc, out, err = LAB.archctl("-vv", "archive", tid[:12], "--yes", timeout=300)
-        finally:
-            os.rename(aside, backup_file(tid))
-        self.assertEqual(rc, 0, err + out)
-        self.assertIn("does not exist", err)
-        self.assertIn("exporting the torrent instead", err)
-        self.assertEqual(requests(err, "torrents/export"), 1, err)
+        rc, out, err = archive_with_copy_replaced(tid, lambda path, saved: None)
+        exported_instead(self, rc, out, err, "does not exist")
         self.assertIn(b"piece layers", kept_copy(tid), "the exported torrent, layers and all")
         archived(self, tid, original)
 
     def test_e_a_copy_of_another_torrent_is_set_aside(self):
         other, _ = new_resource("hybrid")
         tid, original = new_resource("hybrid")
-        saved = backup_file(tid) + ".saved"
-        shutil.copyfile(backup_file(tid), saved)
-        shutil.copyfile(backup_file(other), backup_file(tid))
-        try:
-            rc, out, err = LAB.archctl("-vv", "archive", tid[:12], "--yes", timeout=300)
-        finally:
-            os.replace(saved, backup_file(tid))
-        self.assertEqual(rc, 0, err + out)
-        self.assertIn("is another torrent", err)
-        self.assertEqual(requests(err, "torrents/export"), 1, err)
+        rc, out, err = archive_with_copy_replaced(tid, lambda path, saved: shutil.copyfile(backup_file(other), path))
+        exported_instead(self, rc, out, err, "is another torrent")
         archived(self, tid, original)
 
     def test_e2_a_symlinked_copy_is_not_followed(self):
         tid, original = new_resource("hybrid")
-        real = os.path.join(LAB.dir, f"{tid}.real.torrent")
-        os.rename(backup_file(tid), real)
-        os.symlink(real, backup_file(tid))
-        try:
-            rc, out, err = LAB.archctl("-vv", "archive", tid[:12], "--yes", timeout=300)
-        finally:
-            os.unlink(backup_file(tid))
-            os.rename(real, backup_file(tid))
-        self.assertEqual(rc, 0, err + out)
-        self.assertIn("cannot be read", err)
-        self.assertEqual(requests(err, "torrents/export"), 1, err)
+        rc, out, err = archive_with_copy_replaced(tid, lambda path, saved: os.symlink(saved, path))
+        exported_instead(self, rc, out, err, "cannot be read")
         archived(self, tid, original)
 
     def test_f_a_damaged_job_copy_is_read_again_from_the_backup(self):
