@@ -48,7 +48,7 @@ Status JobStore::write_ledger(const std::string& job_id, const nlohmann::json& l
 Status JobStore::append_event(const std::string& job_id, const std::string& type, nlohmann::json fields) {
     ARCHCTL_TRY_ASSIGN(JournalWriter w, JournalWriter::open(m_dir.job(job_id) + "/events.jsonl", "events", 1));
     nlohmann::json record = {{"at", format_rfc3339(system_now())}, {"type", type}};
-    for (auto& [k, v] : fields.items()) record[k] = v;
+    for (auto& [k, v] : fields.items()) record[k] = std::move(v);
     ARCHCTL_TRY_STATUS(w.append(record));
     crash_point("job.event");
     return {};

@@ -149,8 +149,8 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     p.cache_generation = cache_record ? cache_record->generation : 0;
     ARCHCTL_TRY_ASSIGN(auto read, jobs::evidence::read_metainfo(*cache, cache_info.id, p.resource.identity, p.resource.name, m_io.log,
                                                                   jobs::evidence::MetainfoUse::verify_pieces));
-    p.metainfo = std::move(read.bytes);
-    ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(p.metainfo, p.resource.name, torrent::k_layers_optional));
+    const torrent::Metainfo& meta = read.meta;
+    p.metainfo = std::string(meta.bytes());
     if (!meta.identity().same_resource(p.resource.identity))
         return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.cache, p.resource.short_id()));
     torrent::FileModel model(meta);

@@ -68,7 +68,7 @@ public:
         }
         m_run.ledger.state = jobs::JobState::running;
         auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/resource.torrent");
-        if (torrent.ok()) m_run.metainfo = torrent.value();
+        if (torrent.ok()) m_run.metainfo = std::move(torrent).value();
         else if (m_run.verify_pieces()) return torrent.take_error();
         return {};
     }

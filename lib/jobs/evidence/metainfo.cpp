@@ -30,6 +30,7 @@ Result<std::optional<torrent::Metainfo>> backup_copy(NodeHandle& node, const std
         return set_aside("does not exist (qBittorrent keeps its torrents elsewhere, e.g. in SQLite, or bt_backup names another directory)");
     ARCHCTL_TRY_ASSIGN(auto announce, node.qb().announce(qb_id));
     auto copy = torrent::with_announce(read->data, announce.tiers, announce.web_seeds);
+    std::string().swap(read->data);  // one copy at a time
     if (!copy.ok()) return set_aside(fmt::format("is not a usable torrent ({})", copy.error().message));
     auto meta = torrent::take_metainfo(std::move(copy).value(), name, torrent::k_layers_optional);
     if (!meta.ok()) return set_aside(fmt::format("is not a usable torrent ({})", meta.error().message));
@@ -46,13 +47,11 @@ Result<SourcedMetainfo> read_metainfo(NodeHandle& node, const std::string& qb_id
                                       MetainfoUse use) {
     if (!node.config().qbittorrent.bt_backup.empty()) {
         ARCHCTL_TRY_ASSIGN(auto copy, backup_copy(node, qb_id, identity, name, warn, use));
-        if (copy) {
-            std::string bytes(copy->bytes());
-            return SourcedMetainfo{std::move(bytes), true, std::move(copy)};
-        }
+        if (copy) return SourcedMetainfo{std::move(copy).value(), true};
     }
     ARCHCTL_TRY_ASSIGN(std::string exported, node.qb().export_torrent(qb_id));
-    return SourcedMetainfo{std::move(exported), false, std::nullopt};
+    ARCHCTL_TRY_ASSIGN(auto meta, torrent::take_metainfo(std::move(exported), name, torrent::k_layers_optional));
+    return SourcedMetainfo{std::move(meta), false};
 }
 
 }  // namespace archctl::jobs::evidence

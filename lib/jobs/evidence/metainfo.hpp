@@ -24,12 +24,11 @@
 
 namespace archctl::jobs::evidence {
 
+// The torrent parsed (ParseOptions::layers_optional); its bytes (Metainfo::bytes) are the one
+// copy held: at 100,000 files a torrent is ~20 MB.
 struct SourcedMetainfo {
-    std::string bytes;
+    torrent::Metainfo meta;
     bool from_backup = false;  // read from BT_backup (else exported)
-    // The bytes parsed (ParseOptions::layers_optional), when they were (a BT_backup copy is
-    // parsed to be checked): a caller that needs the parse takes it instead of parsing again.
-    std::optional<torrent::Metainfo> parsed;
 };
 
 // What the caller does with the metainfo: `plan_and_move` reads its files and pieces and hands
@@ -37,8 +36,9 @@ struct SourcedMetainfo {
 // against it, which a v2-only torrent without its layers cannot serve (such a copy is exported).
 enum class MetainfoUse { plan_and_move, verify_pieces };
 
-// The metainfo of torrent `qb_id` on `node`, which must be resource `identity` (its hashes).
-// `name` labels it in messages; `warn` receives a line when a BT_backup copy is set aside.
+// The metainfo of torrent `qb_id` on `node`, which must be resource `identity` (its hashes: a
+// BT_backup copy of another torrent is set aside; an export is the caller's to check). `name`
+// labels it in messages; `warn` receives a line when a BT_backup copy is set aside.
 [[nodiscard]] Result<SourcedMetainfo> read_metainfo(NodeHandle& node, const std::string& qb_id, const torrent::Identity& identity,
                                                     std::string_view name, const std::function<void(const std::string&)>& warn,
                                                     MetainfoUse use = MetainfoUse::plan_and_move);

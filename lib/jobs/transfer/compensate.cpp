@@ -70,7 +70,7 @@ Status unmerge(JobRun& run, NodeHandle& dst) {
                                  .job_dir = job_dir(run.def.route.target_path, run.def.id),
                                  .record_path = std::nullopt,
                                  .referenced = {},
-                                 .provenance = run.ledger.merge_provenance};
+                                 .provenance = nlohmann::json(run.ledger.merge_provenance)};
     for (const auto& p : used.paths)
         if (evidence::path_at_or_below(p, run.def.target_save_path)) request.referenced.push_back(p);
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());

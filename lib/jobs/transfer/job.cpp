@@ -171,7 +171,7 @@ Result<Ledger> Ledger::from_json(const nlohmann::json& j) {
     l.started_target = j.value("started_target", false);
     l.cleaned = j.value("cleaned", false);
     l.bytes_present = j.value("bytes_present", std::uint64_t{0});
-    l.merge_provenance = j.value("merge_provenance", nlohmann::json::array());
+    if (auto p = j.find("merge_provenance"); p != j.end() && p->is_array()) l.merge_provenance = p->get<std::vector<node::MergedFile>>();
     l.compensation_ends = parse_job_state(j.value("compensation_ends", "failed"));
     if (auto b = j.find("target_blocked"); b != j.end() && b->is_object()) l.target_blocked = TargetBlocked::from_json(*b);
     return l;

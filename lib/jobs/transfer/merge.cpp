@@ -59,7 +59,7 @@ StepResult step_merge(JobRun& run) {
     if (!r.value().complete) return merge_stopped(run, r.value());
     target_took(run);
     run.ledger.merged = true;
-    run.ledger.merge_provenance = r.value().provenance;
+    run.ledger.merge_provenance = std::move(r.value().provenance);
     ARCHCTL_TRY_STATUS(run.event("merged", {{"provenance", run.ledger.merge_provenance}}));
     return StepResult::ok();
 }

@@ -57,7 +57,9 @@ struct Prepared {
     TransferRequest request;
     evidence::Resource resource;
     std::string source, target;
-    std::string metainfo;                     // exported .torrent bytes (source qB)
+    // The source's torrent (BT_backup copy or export), parsed: its bytes are written beside the
+    // job's definition. Empty until prepare() reads it (not for a held or existing job).
+    std::optional<torrent::Metainfo> metainfo;
     plan::Plan plan;
     RouteRef route;
     std::string route_state;

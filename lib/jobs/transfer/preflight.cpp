@@ -513,12 +513,11 @@ Status job_metainfo(JobRun& run) {
                                 src->config().qbittorrent.bt_backup.empty() ? "exporting" : "reading", run.def.source));
         ARCHCTL_TRY_ASSIGN(auto read, evidence::read_metainfo(*src, run.def.qb_id, run.def.identity, run.def.name,
                                                                    [&run](const std::string& line) { run.log(line); }));
-        ARCHCTL_TRY_ASSIGN(auto meta, torrent::parse_metainfo(read.bytes, run.def.name, torrent::k_layers_optional));
-        if (!meta.identity().same_resource(run.def.identity))
+        if (!read.meta.identity().same_resource(run.def.identity))
             return stale(fmt::format("the torrent read from '{}' (it is not resource '{}')", run.def.source, run.def.qb_id.substr(0, 12)),
                          run);
-        ARCHCTL_TRY_STATUS(write_file_atomic(path, read.bytes));
-        run.metainfo = std::move(read.bytes);
+        ARCHCTL_TRY_STATUS(write_file_atomic(path, read.meta.bytes()));
+        run.metainfo = std::string(read.meta.bytes());
     }
     run.metainfo_checked = true;
     return {};

@@ -251,12 +251,7 @@ Result<Prepared> TransferPlanner::prepare(const TransferRequest& request, PlanSn
     if (!source_view) return Error(ErrorCode::NOT_FOUND, fmt::format("'{}' has no torrent '{}'", p.source, p.resource.short_id()));
     p.source_data_path = evidence::data_path(*source_view);
     ARCHCTL_TRY_ASSIGN(auto read, evidence::read_metainfo(*src, source_view->qb_id, p.resource.identity, p.resource.name, m_io.log));
-    p.metainfo = std::move(read.bytes);
-    if (!read.parsed) {
-        ARCHCTL_TRY_ASSIGN(auto parsed, torrent::parse_metainfo(p.metainfo, p.resource.name, torrent::k_layers_optional));
-        read.parsed = std::move(parsed);
-    }
-    const torrent::Metainfo& meta = *read.parsed;
+    const torrent::Metainfo& meta = p.metainfo.emplace(std::move(read.meta));
     if (!meta.identity().same_resource(p.resource.identity))
         return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.source, p.resource.short_id()));
     ARCHCTL_TRY_ASSIGN(p.resource.identity, p.resource.identity.join(meta.identity()));
@@ -363,7 +358,7 @@ Result<std::string> TransferPlanner::create(const Prepared& p) {
         (void)state::release(m_state, d.aliases, d.id);
         return created.take_error();
     }
-    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/" + k_job_metainfo, p.metainfo));
+    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/" + k_job_metainfo, p.metainfo ? p.metainfo->bytes() : ""));
     // Where its staging lives, so that even a job whose definition is lost can be cleaned up.
     nlohmann::json staging = {{{"node", d.source}, {"path", d.route.source_path + "/" + d.id}},
                               {{"node", d.target}, {"path", d.route.target_path + "/" + d.id}}};

@@ -107,7 +107,7 @@ public:
     Status begin() override {
         m_run.begin_session();
         auto torrent = read_file(m_run.env.store.dir_of(m_run.def.id) + "/" + k_job_metainfo);
-        if (torrent.ok()) m_run.metainfo = torrent.value();
+        if (torrent.ok()) m_run.metainfo = std::move(torrent).value();
         // A stop held the job's transfer in Syncthing (hold.cpp). Until the job is synced
         // the sync step lifts it, after it looked at the target's staging area and in one write
         // with the budget's own hold; a synced job's hold (a ledger rebuilt from evidence may say

@@ -348,7 +348,7 @@ Status wait_final_names(JobRun& run, NodeHandle& dst, const std::vector<std::uin
 // on the target before the job (merge provenance "preexisting"), else "".
 std::string preexisting_note(const JobRun& run, std::uint32_t index) {
     for (const auto& p : run.ledger.merge_provenance)
-        if (p.value("index", std::uint32_t{0}) == index && p.value("provenance", "") == "preexisting")
+        if (p.index == index && p.provenance == "preexisting")
             return ", a pre-existing file on the target that merge kept: its bytes are not the torrent's";
     return "";
 }

@@ -163,7 +163,7 @@ Result<json> op_tree(OpContext& ctx, json args) {
     std::optional<DirCache> cache;
     if (base_exists) cache.emplace(base_fd.value().get(), request.base);
     auto entry_at = [&](const std::string& p) {
-        return cache ? tree_entry(*cache, request.base, p) : TreeEntry{{}, EntryType::absent, std::nullopt, std::nullopt};
+        return cache ? tree_entry(*cache, request.base, p) : TreeEntry{{}, EntryType::absent, std::nullopt, {}};
     };
     Progress progress;
     progress.files_total = request.paths.size();

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/boxed.hpp"
 #include "lib/base/result.hpp"
 #include "lib/node/wire/protocol.hpp"
 
@@ -121,7 +122,7 @@ struct TreeEntry {
     std::string path;
     EntryType type = EntryType::refused;
     std::optional<EntryStat> stat;
-    std::optional<Error> error;
+    Boxed<Error> error;  // refused: why (a tree of 100,000 entries has almost none)
 };
 
 // One entry per requested path, in order, in one of two forms (the request chooses):

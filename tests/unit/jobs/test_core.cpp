@@ -29,7 +29,7 @@ namespace {
 const char* const k_stored_transfer =
     R"({"baseline_recorded":false,"bytes_present":77,"cleaned":false,"committed":false,"compensation_ends":"cancelled",)"
     R"("failure":{"code":"CANCELLED","compensation":"x","message":"cancelled by the user"},"generation":2,)"
-    R"("kept":[{"code":"preexisting","node":"nas","path":"/p","reason":"r","step":"unmerge"}],"merge_provenance":[{"path":"a"}],)"
+    R"("kept":[{"code":"preexisting","node":"nas","path":"/p","reason":"r","step":"unmerge"}],"merge_provenance":[{"how":"rename","index":3,"ino":7,"path":"a","provenance":"created"}],)"
     R"("merged":false,"sessions":[{"bytes_copied":20,"bytes_linked":10,"bytes_synced":30,"end_reason":"budget",)"
     R"("ended":"2026-12-01T18:40:00Z","host":"seedbox","pid":4121,"started":"2026-12-01T18:34:12Z"}],"staged":true,)"
     R"("started_target":false,"state":"compensating","step":"sync","synced":false,"target_added":true,)"
@@ -78,7 +78,7 @@ TEST_CASE("ledger: a transfer ledger built field by field is stored as before") 
     l.target_baseline = {{"qb_id", "abc"}};
     l.generation = 2;
     l.bytes_present = 77;
-    l.merge_provenance = json::array({{{"path", "a"}}});
+    l.merge_provenance = {{.index = 3, .path = "a", .provenance = "created", .how = "rename", .ino = 7}};
     l.failure = {{"code", "CANCELLED"}, {"message", "cancelled by the user"}, {"compensation", "x"}};
     l.kept = json::array({{{"node", "nas"}, {"path", "/p"}, {"reason", "r"}, {"code", "preexisting"}, {"step", "unmerge"}}});
     l.sessions.push_back(sample_session("budget"));
