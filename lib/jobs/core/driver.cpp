@@ -201,7 +201,8 @@ RunResult Driver::finish_run(RunResult result, std::optional<JobState> before) {
     state::JobStore store(m_state);
     auto definition = store.definition(result.job_id);
     if (!definition.ok()) return result;
-    JobSummary row = kind_of(definition.value()).summarize(store, result.job_id, definition.value());
+    const Kind& kind = kind_of(definition.value());
+    JobSummary row = kind.summarize(store, result.job_id, std::move(definition).value());
     result.row = row.to_json();
     // The index is a cache: when this fails the next reader retires the job from its ledger.
     if (retirable(row)) {

@@ -24,7 +24,8 @@ Result<std::vector<JobSummary>> summarize_jobs(const state::JobStore& store) {
     for (const auto& id : ids) {
         auto def = store.definition(id);
         if (!def.ok()) continue;
-        out.push_back(kind_of(def.value()).summarize(store, id, def.value()));
+        const Kind& kind = kind_of(def.value());
+        out.push_back(kind.summarize(store, id, std::move(def).value()));
         read_lock(store, out.back());
     }
     for (const auto& id : damaged) out.push_back(summarize_damaged(store, id));
@@ -54,7 +55,8 @@ std::optional<JobSummary> summarize_one(const state::JobStore& store, const std:
         if (store.is_damaged(id)) return summarize_damaged(store, id);
         return std::nullopt;
     }
-    JobSummary row = kind_of(def.value()).summarize(store, id, def.value());
+    const Kind& kind = kind_of(def.value());
+    JobSummary row = kind.summarize(store, id, std::move(def).value());
     read_lock(store, row);
     return row;
 }

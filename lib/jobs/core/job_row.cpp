@@ -52,14 +52,16 @@ nlohmann::json ended_at(const nlohmann::json& ledger, bool finished) {
 }  // namespace
 
 JobSummary::Identity JobSummary::identity() const {
-    const nlohmann::json def = definition.is_object() ? definition : nlohmann::json::object();
+    static const nlohmann::json k_none = nlohmann::json::object();
+    const nlohmann::json& def = definition.is_object() ? definition : k_none;
     return {def.value("op", ""), def.value("qb_id", ""), def.value("name", ""),
             def.value("source", nlohmann::json::object()).value("node", ""),
             def.value("target", nlohmann::json::object()).value("node", "")};
 }
 
 nlohmann::json JobSummary::to_json() const {
-    const nlohmann::json def = definition.is_object() ? definition : nlohmann::json::object();
+    static const nlohmann::json k_none = nlohmann::json::object();
+    const nlohmann::json& def = definition.is_object() ? definition : k_none;
     const Identity who = identity();
     Counts c = counts_of(def, stored_ledger, ledger.state);
     double percent = c.bytes_total ? 100.0 * static_cast<double>(c.bytes_done) / static_cast<double>(c.bytes_total)

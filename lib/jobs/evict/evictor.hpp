@@ -99,6 +99,6 @@ std::string evict_progress_text(const nlohmann::json& definition, const nlohmann
 std::string describe_event(const nlohmann::json& event);
 // The row of one evict job for `status` and `job list` (every kind's rows come from
 // jobs::summarize_jobs).
-jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
+jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string& id, nlohmann::json definition);
 
 }  // namespace archctl::jobs::evict

@@ -196,19 +196,19 @@ std::string describe_event(const nlohmann::json& e) {
     return "";
 }
 
-jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string& id, const nlohmann::json& definition) {
+jobs::JobSummary summarize_evict(const state::JobStore& store, const std::string& id, nlohmann::json definition) {
     jobs::JobSummary row;
     row.id = id;
-    row.definition = definition;
+    row.definition = std::move(definition);
     auto l = store.ledger(id);
     row.stored_ledger = l.ok() ? l.value() : nlohmann::json::object();
     row.ledger.state = jobs::parse_job_state(row.stored_ledger.value("state", "running"));
     row.ledger.step = row.stored_ledger.value("step", "hold");
     row.ledger.failure = row.stored_ledger.value("failure", nlohmann::json());
-    row.nodes = definition.value("source", nlohmann::json::object()).value("node", "");
+    row.nodes = row.definition.value("source", nlohmann::json::object()).value("node", "");
     auto lock = LockFile::read(store.dir_of(id));
     row.running = lock.ok() && lock_holder_alive(lock.value());
-    row.status = evict_progress_text(definition, row.stored_ledger);
+    row.status = evict_progress_text(row.definition, row.stored_ledger);
     row.needs_attention = row.ledger.state == jobs::JobState::cleanup_required;
     return row;
 }

@@ -11,8 +11,8 @@ nlohmann::json files_json(const std::vector<JobFile>& files) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& f : files) {
         nlohmann::json row = {{"index", f.index}, {"path", f.path}, {"size", f.size}};
-        if (f.at_source() != f.path) row["source_disk"] = f.source_disk;
-        if (f.at_target() != f.path) row["target_disk"] = f.target_disk;
+        if (f.at_source() != f.path) row["source_disk"] = f.source_disk();
+        if (f.at_target() != f.path) row["target_disk"] = f.target_disk();
         a.push_back(std::move(row));
     }
     return a;

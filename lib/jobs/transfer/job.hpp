@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/boxed.hpp"
 #include "lib/base/result.hpp"
 #include "lib/jobs/core/ledger.hpp"
 #include "lib/node/wire/job_layout.hpp"
@@ -26,15 +28,32 @@
 
 namespace archctl::jobs::transfer {
 
+// A job holds two lists of these (the delta and the union), so a file takes 56 bytes and its
+// path: the paths on disk, which differ from the metainfo path only under another content layout
+// or a rename in qBittorrent, are boxed.
 struct JobFile {
+    JobFile() = default;
+    JobFile(std::uint32_t index_, std::string path_, std::uint64_t size_, std::string source_disk = {}, std::string target_disk = {})
+        : index(index_), path(std::move(path_)), size(size_) {
+        if (!source_disk.empty() || !target_disk.empty()) m_disk = DiskPaths{std::move(source_disk), std::move(target_disk)};
+    }
+
     std::uint32_t index = 0;
     std::string path;      // metainfo path below the save path (root folder first): messages, identity
     std::uint64_t size = 0;
-    // Its path below each save path on disk (torrent/layout.hpp); "" when it is the metainfo path.
-    std::string source_disk = {}, target_disk = {};
 
-    const std::string& at_source() const { return source_disk.empty() ? path : source_disk; }
-    const std::string& at_target() const { return target_disk.empty() ? path : target_disk; }
+    // Its path below each save path on disk (torrent/layout.hpp); "" when it is the metainfo path.
+    const std::string& source_disk() const { return m_disk ? m_disk->source : k_none; }
+    const std::string& target_disk() const { return m_disk ? m_disk->target : k_none; }
+    const std::string& at_source() const { return source_disk().empty() ? path : source_disk(); }
+    const std::string& at_target() const { return target_disk().empty() ? path : target_disk(); }
+
+private:
+    struct DiskPaths {
+        std::string source, target;
+    };
+    static inline const std::string k_none;
+    Boxed<DiskPaths> m_disk;
 };
 
 struct RouteRef {

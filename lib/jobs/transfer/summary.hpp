@@ -15,7 +15,7 @@ namespace archctl::jobs::transfer {
 
 // The row of one archive/unarchive job (the transfer kind's summary; every kind's rows come from
 // jobs::summarize_jobs in driver.hpp).
-[[nodiscard]] JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, const nlohmann::json& definition);
+[[nodiscard]] JobSummary summarize_transfer(const state::JobStore& store, const std::string& id, nlohmann::json definition);
 // "archiving: 61% (…)", "done", "failed: <message> (compensation kept 3 files used by other
 // torrents)".
 std::string progress_text(const nlohmann::json& definition, const Ledger& ledger);
