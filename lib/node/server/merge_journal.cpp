@@ -150,17 +150,20 @@ Result<std::optional<MergeState>> load_merge_record(const std::string& record_fd
     }
     MergeState s;
     for (auto& rec : contents.value().records) {
-        if (rec.contains("pre")) s.pre = rec;
-        else if (rec.contains("intent")) s.intents[rec.at("intent").get<std::uint32_t>()] = rec;
+        if (rec.contains("pre")) s.pre = std::move(rec);
+        else if (rec.contains("intent")) {
+            const auto index = rec.at("intent").get<std::uint32_t>();
+            s.intents[index] = std::move(rec);
+        }
         else if (rec.contains("placed")) s.placed.insert(rec.at("placed").get<std::uint32_t>());
     }
     if (s.pre.is_null()) return std::optional<MergeState>();  // crashed before the pre-state landed
     return std::optional<MergeState>(std::move(s));
 }
 
-std::map<std::uint32_t, json> pre_by_index(const MergeState& state) {
-    std::map<std::uint32_t, json> out;
-    for (const auto& p : state.pre.at("pre")) out[p.at("i").get<std::uint32_t>()] = p;
+PreByIndex pre_by_index(const MergeState& state) {
+    PreByIndex out;
+    for (const auto& p : state.pre.at("pre")) out[p.at("i").get<std::uint32_t>()] = &p;
     return out;
 }
 

@@ -74,14 +74,14 @@ Result<json> op_adopt_incomplete(OpContext& ctx, json args) {
     if (!parent.ok()) return parent.take_error();
     ARCHCTL_TRY_ASSIGN(std::optional<MergeState> state, load_merge_record(fd_path(parent.value().dir.get(), parent.value().name)));
     if (!state) return Error(ErrorCode::NOT_FOUND, fmt::format("no merge record at '{}'", record_path));
-    const std::map<std::uint32_t, json> pre_of = pre_by_index(*state);
+    const PreByIndex pre_of = pre_by_index(*state);
     AdoptIncompleteResult out;
     for (std::uint32_t index : request.indices) {
         auto pre = pre_of.find(index);
         auto intent = state->intents.find(index);
         Where where = Where::foreign;  // not a file this job placed
-        if (pre != pre_of.end() && pre->second.at("state") == "absent" && intent != state->intents.end()) {
-            ARCHCTL_TRY_ASSIGN(where, adopt_one(ctx, request, pre->second, intent->second));
+        if (pre != pre_of.end() && pre->second->at("state") == "absent" && intent != state->intents.end()) {
+            ARCHCTL_TRY_ASSIGN(where, adopt_one(ctx, request, *pre->second, intent->second));
         }
         switch (where) {
             case Where::suffixed: out.suffixed.push_back(index); break;
