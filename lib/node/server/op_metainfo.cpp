@@ -50,14 +50,14 @@ Result<json> op_metainfo_read(OpContext& ctx, json args) {
                                  format_size(k_max_line_bytes), format_size(k_metainfo_read_line_bytes));
         return e;
     }
-    MetainfoReadResult result;
-    result.found = true;
+    // The bytes go once encoded, and the text moves into the answer: two copies at most at once
+    // (a torrent of 100,000 files is ~20 MB).
+    json out = {{"found", true}};
     {
-        // The bytes are let go before the result is copied into its JSON: two copies at most at once.
         std::string data = std::move(bytes).value();
-        result.data_b64 = base64_encode(data);
+        out["data_b64"] = base64_encode(data);
     }
-    return json(result);
+    return out;
 }
 
 }  // namespace archctl::node
