@@ -1,5 +1,7 @@
 #include "lib/node/client/ops.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "lib/base/base64.hpp"
@@ -100,10 +102,13 @@ Result<PartfileBuildResult> Ops::partfile_build(const PartfileBuildRequest& r) {
 Result<VerifyPiecesResult> Ops::verify_pieces(const VerifyPiecesRequest& r, ProgressFn progress) {
     return call_typed<VerifyPiecesResult>(m_transport, Op::verify_pieces, r, std::move(progress));
 }
-Result<MetainfoReadResult> Ops::metainfo_read(const MetainfoReadRequest& r) {
-    ARCHCTL_TRY_ASSIGN(json answer, call_operation(m_transport, Op::metainfo_read, json(r), nullptr));
-    // The text is moved out of the answer, not copied (~27 MB for a torrent of 100,000 files);
-    // the rest is read as any result.
+namespace {
+
+// One metainfo_read call: its text moved out of the answer (not copied) and decoded. More bytes
+// than the request's part (or than max_bytes, for the whole file, which a node that predates
+// parts answers: no size) is PROTOCOL.
+Result<MetainfoReadResult> metainfo_read_once(Transport& transport, const MetainfoReadRequest& r) {
+    ARCHCTL_TRY_ASSIGN(json answer, call_operation(transport, Op::metainfo_read, json(r), nullptr));
     std::string text;
     if (auto it = answer.find("data_b64"); it != answer.end() && it->is_string()) {
         text = std::move(it->get_ref<std::string&>());
@@ -117,18 +122,52 @@ Result<MetainfoReadResult> Ops::metainfo_read(const MetainfoReadRequest& r) {
     }
     answer = json();
     if (!result.found) return result;
-    result.data_b64 = std::move(text);
     // Decoded once, here: a far end's text that is not base64, or more bytes than were asked for,
     // stops here.
-    auto decoded = base64_decode(result.data_b64);
+    auto decoded = base64_decode(text);
+    std::string().swap(text);
     if (!decoded.ok())
         return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': data_b64 is not base64: {}",
                                                       r.path, decoded.error().message));
-    if (decoded.value().size() > r.max_bytes)
-        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': {} bytes, more than max_bytes {}",
-                                                      r.path, decoded.value().size(), r.max_bytes));
+    const bool part = r.length && result.size;
+    const std::uint64_t most = part ? r.length : r.max_bytes;
+    if (decoded.value().size() > most)
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': {} bytes, more than {} {}",
+                                                      r.path, decoded.value().size(), part ? "the part's" : "max_bytes", most));
     result.data = std::move(decoded).value();
-    std::string().swap(result.data_b64);  // its memory too
+    return result;
+}
+
+}  // namespace
+
+Result<MetainfoReadResult> Ops::metainfo_read(const MetainfoReadRequest& r) {
+    if (r.length) return metainfo_read_once(m_transport, r);
+    // The file in parts (k_metainfo_read_part_bytes each), so no line and no JSON text holds a
+    // large torrent whole. A node that predates parts answers the whole file at once (no size).
+    MetainfoReadRequest part = r;
+    part.length = std::min(k_metainfo_read_part_bytes, r.max_bytes);
+    ARCHCTL_TRY_ASSIGN(MetainfoReadResult result, metainfo_read_once(m_transport, part));
+    if (!result.found || !result.size) return result;
+    const std::uint64_t size = *result.size;
+    if (size > r.max_bytes)
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': a file of {} bytes, more than max_bytes {}",
+                                                      r.path, size, r.max_bytes));
+    std::string data = std::move(result.data);
+    data.reserve(static_cast<std::size_t>(size));
+    while (data.size() < size) {
+        part.offset = data.size();
+        ARCHCTL_TRY_ASSIGN(MetainfoReadResult next, metainfo_read_once(m_transport, part));
+        if (!next.found || next.size != size || next.stamp != result.stamp)
+            return Error(ErrorCode::IO, fmt::format("cannot read '{}': it changed while it was read", r.path));
+        if (next.data.empty())
+            return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': no bytes at offset {} of {}",
+                                                          r.path, part.offset, size));
+        data += next.data;
+    }
+    if (data.size() != size)
+        return Error(ErrorCode::PROTOCOL, fmt::format("invalid result of node operation 'metainfo_read' for '{}': {} bytes for a file of {}",
+                                                      r.path, data.size(), size));
+    result.data = std::move(data);
     return result;
 }
 

@@ -18,9 +18,6 @@
 #include <fmt/format.h>
 
 namespace archctl::node {
-namespace {
-
-std::atomic<unsigned> g_probe_counter{0};
 
 Result<std::size_t> pread_full(int fd, char* buf, std::size_t size, std::uint64_t offset, const std::string& display) {
     std::size_t got = 0;
@@ -35,6 +32,10 @@ Result<std::size_t> pread_full(int fd, char* buf, std::size_t size, std::uint64_
     }
     return got;
 }
+
+namespace {
+
+std::atomic<unsigned> g_probe_counter{0};
 
 std::unique_ptr<char[]> chunk_buffer() { return std::make_unique<char[]>(k_chunk_bytes); }
 

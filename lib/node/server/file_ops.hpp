@@ -116,6 +116,9 @@ struct FsStat {
 // `display` instead of the /proc path.
 [[nodiscard]] Status write_atomic_in(int dirfd, const std::string& name, std::string_view data, const std::string& display,
                                      unsigned mode = 0644);
+// Reads up to `size` bytes at `offset` of `fd` into `buf`, through short reads and EINTR; fewer
+// only at the end of the file. Errors name `display`.
+[[nodiscard]] Result<std::size_t> pread_full(int fd, char* buf, std::size_t size, std::uint64_t offset, const std::string& display);
 // Reads a small regular file `name` in `dirfd` without following a symlink (open_regular; at most
 // `limit` bytes: TOO_LARGE beyond, naming its size).
 [[nodiscard]] Result<std::string> read_small_in(int dirfd, const std::string& name, const std::string& display,

@@ -5,9 +5,13 @@
 //
 // Only names ending in ".torrent" are read, so no other file below a root is served this way. The
 // leaf is opened without following a symlink and must be a regular file no larger than the
-// request's max_bytes, nor than one protocol line carries (ops_inspect.hpp
-// k_metainfo_read_line_bytes). A missing file or parent directory is found: false, not an error.
-// Nothing is written.
+// request's max_bytes. A request for a part (offset, length) is answered with that part, at most
+// one protocol line (ops_inspect.hpp k_metainfo_read_line_bytes); one for the whole file reads a
+// file of at most that. Every answer says the file's size and stamp (inode, mtime) so the
+// caller can tell the parts of one file from a file replaced between them. A missing file or
+// parent directory is found: false, not an error. Nothing is written.
+
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -40,21 +44,36 @@ Result<json> op_metainfo_read(OpContext& ctx, json args) {
         if (parent.error().is(ErrorCode::NOT_FOUND)) return absent;
         return parent.take_error();
     }
-    const std::uint64_t limit = std::min(request.max_bytes, k_metainfo_read_line_bytes);
-    auto bytes = read_small_in(parent.value().dir.get(), parent.value().name, path, static_cast<std::size_t>(limit));
-    if (!bytes.ok()) {
-        if (bytes.error().is(ErrorCode::NOT_FOUND)) return absent;
-        Error e = bytes.take_error();
-        if (e.is(ErrorCode::TOO_LARGE) && limit < request.max_bytes)
+    if (request.length > k_metainfo_read_line_bytes)
+        return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid metainfo_read request for '{}': length {} is over the {} one protocol line carries",
+                                                         path, request.length, k_metainfo_read_line_bytes));
+    struct stat st {};
+    auto fd = open_regular(parent.value().dir.get(), parent.value().name, path, &st);
+    if (!fd.ok()) {
+        if (fd.error().is(ErrorCode::NOT_FOUND)) return absent;
+        return fd.take_error();
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    // A whole file travels on one line; parts of it, up to max_bytes.
+    const std::uint64_t limit = request.length ? request.max_bytes : std::min(request.max_bytes, k_metainfo_read_line_bytes);
+    if (size > limit) {
+        Error e(ErrorCode::TOO_LARGE, fmt::format("cannot read '{}': it is {} bytes, larger than {} bytes", path, size, limit));
+        if (limit < request.max_bytes)
             e.hint = fmt::format("a node answers on one protocol line of at most {}, which holds a .torrent of at most {}",
                                  format_size(k_max_line_bytes), format_size(k_metainfo_read_line_bytes));
         return e;
     }
-    // The bytes go once encoded, and the text moves into the answer: two copies at most at once
-    // (a torrent of 100,000 files is ~20 MB).
-    json out = {{"found", true}};
+    if (request.offset > size)
+        return Error(ErrorCode::BAD_REQUEST, fmt::format("invalid metainfo_read request for '{}': offset {} is past its {} bytes", path,
+                                                         request.offset, size));
+    const std::uint64_t want = request.length ? std::min(request.length, size - request.offset) : size;
+    // The bytes go once encoded, and the text moves into the answer: two copies at most at once.
+    json out = {{"found", true}, {"size", size}, {"stamp", fmt::format("{}:{}", static_cast<std::uint64_t>(st.st_ino), mtime_ns(st))}};
     {
-        std::string data = std::move(bytes).value();
+        std::string data(static_cast<std::size_t>(want), '\0');
+        ARCHCTL_TRY_ASSIGN(std::size_t n, pread_full(fd.value().get(), data.data(), data.size(), request.offset, path));
+        if (n != data.size())
+            return Error(ErrorCode::IO, fmt::format("cannot read '{}': it became shorter while it was read", path));
         out["data_b64"] = base64_encode(data);
     }
     return out;

@@ -367,19 +367,35 @@ void from_json(const json& j, NonceObserveResult& v) {
 
 // ---- metainfo_read -------------------------------------------------------------------------
 
-void to_json(json& j, const MetainfoReadRequest& v) { j = {{"path", v.path}, {"max_bytes", v.max_bytes}}; }
+void to_json(json& j, const MetainfoReadRequest& v) {
+    j = {{"path", v.path}, {"max_bytes", v.max_bytes}};
+    if (v.length) {
+        j["offset"] = v.offset;
+        j["length"] = v.length;
+    }
+}
 void from_json(const json& j, MetainfoReadRequest& v) {
     v.path = j.at("path").get<std::string>();
     v.max_bytes = j.at("max_bytes").get<std::uint64_t>();
+    v.offset = j.value("offset", std::uint64_t{0});
+    v.length = j.value("length", std::uint64_t{0});
 }
 
 void to_json(json& j, const MetainfoReadResult& v) {
     j = {{"found", v.found}};
-    if (v.found) j["data_b64"] = v.data_b64;
+    if (!v.found) return;
+    j["data_b64"] = v.data_b64;
+    if (v.size) {
+        j["size"] = *v.size;
+        j["stamp"] = v.stamp;
+    }
 }
 void from_json(const json& j, MetainfoReadResult& v) {
     v.found = j.value("found", false);
     v.data_b64 = v.found ? j.at("data_b64").get<std::string>() : std::string();
+    v.size.reset();
+    if (v.found && j.contains("size")) v.size = j.at("size").get<std::uint64_t>();
+    v.stamp = v.found ? j.value("stamp", "") : std::string();
 }
 
 }  // namespace archctl::node

@@ -220,17 +220,29 @@ inline constexpr std::uint64_t k_metainfo_read_max_bytes = std::uint64_t{256} <<
 inline constexpr std::uint64_t k_metainfo_read_line_bytes = (k_max_line_bytes - 4096) / 4 * 3;
 
 // Keys: path (a node path whose name ends in ".torrent"), max_bytes (a larger file is TOO_LARGE;
-// 1..k_metainfo_read_max_bytes).
+// 1..k_metainfo_read_max_bytes); optional offset and length (1..k_metainfo_read_line_bytes): the
+// part [offset, offset + length) of the file, so a large torrent travels in parts and neither
+// end holds its whole text at once. Without length the whole file is answered, as a node that
+// does not know the keys answers (then no file past one protocol line is read).
 struct MetainfoReadRequest {
     std::string path;
     std::uint64_t max_bytes = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;  // 0: the whole file
 };
 
-// Keys: found, data_b64 (the file's bytes, base64; when found). A found result without data_b64
-// does not read, so a file is never taken for an empty one.
+// The part Ops::metainfo_read asks for at a time: 4 MiB (5.6 MB of base64 on the line).
+inline constexpr std::uint64_t k_metainfo_read_part_bytes = std::uint64_t{4} << 20;
+
+// Keys: found, data_b64 (the bytes asked for, base64; when found), size and stamp (the whole
+// file's size, and its inode and mtime: a file that changes between two parts is not read; a
+// node that predates parts sends neither). A found result without data_b64 does not read, so a
+// file is never taken for an empty one.
 struct MetainfoReadResult {
     bool found = false;
     std::string data_b64;
+    std::optional<std::uint64_t> size;
+    std::string stamp;
     // The file's bytes: filled by Ops::metainfo_read from data_b64 (which it then empties); not a
     // key on the wire.
     std::string data;

@@ -5,6 +5,7 @@
 // roots, a max_bytes of 0 or past 256 MiB. A far end's answer that does not decode is PROTOCOL.
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "lib/base/base64.hpp"
@@ -59,11 +60,36 @@ NODE_TEST(metainfo_read_reads_a_torrent_back_byte_for_byte) {
     CHECK(read_back(ops.metainfo_read({.path = path, .max_bytes = k_asked})) == bytes);
     // Exactly max_bytes is still read.
     CHECK(read_back(ops.metainfo_read({.path = path, .max_bytes = bytes.size()})) == bytes);
-    // The wire: found and the bytes in base64, nothing else.
-    CHECK(wire_result(f, {{"path", path}, {"max_bytes", k_asked}}) == json{{"found", true}, {"data_b64", base64_encode(bytes)}});
+    // The wire: found, the bytes in base64, the file's size and stamp, nothing else.
+    json whole = wire_result(f, {{"path", path}, {"max_bytes", k_asked}});
+    CHECK(whole["stamp"].get<std::string>().find(':') != std::string::npos);
+    whole.erase("stamp");
+    CHECK(whole == json{{"found", true}, {"data_b64", base64_encode(bytes)}, {"size", bytes.size()}});
+    // A part of it.
+    json part = wire_result(f, {{"path", path}, {"max_bytes", k_asked}, {"offset", 20}, {"length", 7}});
+    CHECK(part["data_b64"] == base64_encode(bytes.substr(20, 7)));
+    CHECK(part["size"] == bytes.size());
+    json tail = wire_result(f, {{"path", path}, {"max_bytes", k_asked}, {"offset", bytes.size() - 2}, {"length", 7}});
+    CHECK(tail["data_b64"] == base64_encode(bytes.substr(bytes.size() - 2)));
+    CHECK(f.fails(Op::metainfo_read, {{"path", path}, {"max_bytes", k_asked}, {"offset", bytes.size() + 1}, {"length", 7}}).code ==
+          "BAD_REQUEST");
+    CHECK(f.fails(Op::metainfo_read, {{"path", path}, {"max_bytes", k_asked}, {"offset", 0}, {"length", k_metainfo_read_line_bytes + 1}})
+              .code == "BAD_REQUEST");
 
     const std::string empty = f.write("qb/BT_backup/empty.torrent", "");
     CHECK(read_back(ops.metainfo_read({.path = empty, .max_bytes = k_asked})).empty());
+}
+
+NODE_TEST(metainfo_read_reads_a_large_torrent_in_parts) {
+    // Over two parts and a bit: no line carries the whole file; the bytes come back whole.
+    const std::string bytes = random_bytes(static_cast<std::size_t>(2 * k_metainfo_read_part_bytes + 12345), 11);
+    const std::string path = f.write("qb/BT_backup/" + k_id + ".torrent", bytes);
+    Ops ops(f.transport());
+    CHECK(read_back(ops.metainfo_read({.path = path, .max_bytes = k_asked})) == bytes);
+    // A file over max_bytes is refused before its parts are read.
+    auto over = ops.metainfo_read({.path = path, .max_bytes = bytes.size() - 1});
+    REQUIRE_FALSE(over.ok());
+    CHECK(over.error().code == "TOO_LARGE");
 }
 
 NODE_TEST(metainfo_read_answers_a_missing_file_or_directory_as_not_found) {
@@ -179,10 +205,18 @@ TEST_CASE("metainfo_read: request and result travel under their keys") {
     json request = MetainfoReadRequest{.path = "/srv/qb/BT_backup/x.torrent", .max_bytes = 5};
     CHECK(request == json{{"path", "/srv/qb/BT_backup/x.torrent"}, {"max_bytes", 5}});
     CHECK(request.get<MetainfoReadRequest>().max_bytes == 5);
+    json part = MetainfoReadRequest{.path = "/x.torrent", .max_bytes = 5, .offset = 2, .length = 3};
+    CHECK(part == json{{"path", "/x.torrent"}, {"max_bytes", 5}, {"offset", 2}, {"length", 3}});
+    CHECK(part.get<MetainfoReadRequest>().offset == 2);
+    CHECK(part.get<MetainfoReadRequest>().length == 3);
     CHECK(json(MetainfoReadResult{}) == json{{"found", false}});
-    json found = MetainfoReadResult{true, "AP8=", "\x00\xff"};  // data is not on the wire
+    json found = MetainfoReadResult{true, "AP8=", std::nullopt, "", "\x00\xff"};  // data is not on the wire
     CHECK(found == json{{"found", true}, {"data_b64", "AP8="}});
     CHECK(found.get<MetainfoReadResult>().data_b64 == "AP8=");
+    CHECK_FALSE(found.get<MetainfoReadResult>().size);
+    json sized = MetainfoReadResult{true, "AP8=", 9, "7:1", ""};
+    CHECK(sized == json{{"found", true}, {"data_b64", "AP8="}, {"size", 9}, {"stamp", "7:1"}});
+    CHECK(sized.get<MetainfoReadResult>().size == 9u);
     CHECK_THROWS_AS(json({{"found", true}}).get<MetainfoReadResult>(), json::exception);
     CHECK(k_metainfo_read_line_bytes == 50'328'576);
 }
@@ -215,4 +249,36 @@ TEST_CASE("metainfo_read: a far end's answer that does not decode is PROTOCOL") 
     auto absent = ops.metainfo_read(request);
     REQUIRE(absent.ok());
     CHECK_FALSE(absent->found);
+
+    // In parts: a part larger than asked, a part that is empty before the end, a file whose
+    // stamp or size changes between parts, a size over max_bytes.
+    const MetainfoReadRequest large{.path = "/srv/qb/BT_backup/x.torrent", .max_bytes = 3 * k_metainfo_read_part_bytes};
+    const std::string part(static_cast<std::size_t>(k_metainfo_read_part_bytes), 'p');
+    auto parts = [&far](std::uint64_t size, std::function<json(std::uint64_t offset, std::uint64_t length)> at) {
+        far.handlers[Op::metainfo_read] = [size, at](const json& args) -> Result<json> {
+            json r = at(args.value("offset", std::uint64_t{0}), args.value("length", std::uint64_t{0}));
+            r["found"] = true;
+            if (!r.contains("size")) r["size"] = size;
+            if (!r.contains("stamp")) r["stamp"] = "1:1";
+            return r;
+        };
+    };
+    const std::uint64_t size = k_metainfo_read_part_bytes + 3;
+    parts(size, [&](std::uint64_t offset, std::uint64_t) {
+        return json{{"data_b64", base64_encode(offset == 0 ? part : "abc")}};
+    });
+    CHECK(read_back(ops.metainfo_read(large)) == part + "abc");
+    parts(size, [&](std::uint64_t, std::uint64_t) { return json{{"data_b64", base64_encode(part + "x")}}; });
+    protocol(ops.metainfo_read(large), "more than the part's");
+    parts(size, [&](std::uint64_t offset, std::uint64_t) { return json{{"data_b64", base64_encode(offset == 0 ? part : "")}}; });
+    protocol(ops.metainfo_read(large), "no bytes at offset");
+    parts(size, [&](std::uint64_t offset, std::uint64_t) {
+        return json{{"data_b64", base64_encode(offset == 0 ? part : "abc")}, {"stamp", offset == 0 ? "1:1" : "2:1"}};
+    });
+    auto changed = ops.metainfo_read(large);
+    REQUIRE_FALSE(changed.ok());
+    CHECK(changed.error().code == "IO");
+    CHECK(mentions(changed.error(), "changed while it was read"));
+    parts(large.max_bytes + 1, [&](std::uint64_t, std::uint64_t) { return json{{"data_b64", base64_encode(part)}}; });
+    protocol(ops.metainfo_read(large), "more than max_bytes");
 }
