@@ -197,25 +197,25 @@ class FromBackup(unittest.TestCase):
         rc, out, err = LAB.archctl("node", "check", "cache1", timeout=120)
         self.assertEqual(rc, 0, err + out)
         self.assertRegex(out, r"bt_backup .*readable \([0-9a-f]{12}\.torrent found\)")
-        wrong = os.path.join(LAB.dir, "not-bt-backup")
-        os.makedirs(wrong, exist_ok=True)
         with open(LAB.config_path) as f:
             text = f.read()
-        with open(LAB.config_path, "w") as f:
-            f.write(text.replace(LAB.lab.bt_backup("cache1"), wrong))
-        try:
-            rc, out, err = LAB.archctl("node", "check", "cache1", timeout=120)
-        finally:
-            write_config()
+
+        def check_with_bt_backup(directory):
+            """`node check cache1` with its bt_backup set to `directory`; the config is put back."""
+            with open(LAB.config_path, "w") as f:
+                f.write(text.replace(LAB.lab.bt_backup("cache1"), directory))
+            try:
+                return LAB.archctl("node", "check", "cache1", timeout=120)
+            finally:
+                write_config()
+
+        wrong = os.path.join(LAB.dir, "not-bt-backup")
+        os.makedirs(wrong, exist_ok=True)
+        rc, out, err = check_with_bt_backup(wrong)
         self.assertEqual(rc, 1, err + out)
         self.assertIn("holds no copy of torrent", out + err)
         # A directory that is not there fails the node's connection, naming the setting.
-        with open(LAB.config_path, "w") as f:
-            f.write(text.replace(LAB.lab.bt_backup("cache1"), os.path.join(LAB.dir, "no-such-dir")))
-        try:
-            rc, out, err = LAB.archctl("node", "check", "cache1", timeout=120)
-        finally:
-            write_config()
+        rc, out, err = check_with_bt_backup(os.path.join(LAB.dir, "no-such-dir"))
         self.assertEqual(rc, 1, err + out)
         self.assertIn("no-such-dir", out + err)
         self.assertIn("nodes.cache1.qbittorrent.bt_backup must name qBittorrent's BT_backup directory", out + err)
