@@ -34,6 +34,7 @@
 #include "lib/jobs/evict/job.hpp"
 #include "lib/jobs/core/nodes.hpp"
 #include "lib/jobs/evidence/resolve.hpp"
+#include "lib/torrent/metainfo.hpp"
 #include "lib/jobs/core/job_row.hpp"
 #include "lib/plan/coverage.hpp"
 #include "lib/state/state_dir.hpp"
@@ -60,7 +61,9 @@ struct EvictPrepared {
     plan::Coverage coverage;
     std::vector<OwnedFile> owned;               // required files present on the cache's disk
     std::vector<std::string> archive_nodes;     // configured archive nodes (for the hint)
-    std::string metainfo;                       // exported .torrent bytes (cache qB)
+    // The cache's torrent (BT_backup copy or export), parsed: its bytes are written beside the
+    // job's definition. Empty until prepare() reads it.
+    std::optional<torrent::Metainfo> metainfo;
     std::int64_t piece_count = 0, piece_length = 0;
     std::string request_digest;
 

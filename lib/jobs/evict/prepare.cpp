@@ -149,8 +149,7 @@ Result<EvictPrepared> Evictor::prepare(const EvictRequest& request) {
     p.cache_generation = cache_record ? cache_record->generation : 0;
     ARCHCTL_TRY_ASSIGN(auto read, jobs::evidence::read_metainfo(*cache, cache_info.id, p.resource.identity, p.resource.name, m_io.log,
                                                                   jobs::evidence::MetainfoUse::verify_pieces));
-    const torrent::Metainfo& meta = read.meta;
-    p.metainfo = std::string(meta.bytes());
+    const torrent::Metainfo& meta = p.metainfo.emplace(std::move(read.meta));
     if (!meta.identity().same_resource(p.resource.identity))
         return Error(ErrorCode::IDENTITY_MISMATCH, fmt::format("the torrent exported by '{}' is not resource '{}'", p.cache, p.resource.short_id()));
     torrent::FileModel model(meta);
@@ -223,7 +222,7 @@ Result<std::string> Evictor::create(const EvictPrepared& p) {
         (void)state::release(m_state, d.aliases, d.id);
         return created.take_error();
     }
-    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/resource.torrent", p.metainfo));
+    ARCHCTL_TRY_STATUS(write_file_atomic(store.dir_of(d.id) + "/resource.torrent", p.metainfo ? p.metainfo->bytes() : ""));
     nlohmann::json proofs = nlohmann::json::array();
     for (const auto& proof : d.proofs) proofs.push_back(proof.to_json());
     ARCHCTL_TRY_STATUS(store.append_event(d.id, "created", {{"summary", d.summary()}, {"required", d.required.to_string()},
