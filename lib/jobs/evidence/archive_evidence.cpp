@@ -48,13 +48,16 @@ Result<std::vector<plan::DiskFile>> stat_files(NodeHandle& node, const std::stri
                                                std::size_t file_count) {
     std::vector<plan::DiskFile> out(file_count);
     if (files.empty()) return out;
-    node::TreeRequest request{.base = strip_trailing_slashes(base), .paths = {}};
-    for (const auto& f : files) request.paths.push_back(f.path);
+    // The columns form with the stamp's fields only: at 100,000 files the entries form (an object
+    // a file, its path echoed) held ~200 MB on its way through the transport.
+    node::TreeColumnsRequest request{.tree = {.base = strip_trailing_slashes(base), .paths = {}},
+                                     .columns = {"size", "dev", "ino", "mtime_ns", "ctime_ns", "btime_ns"}};
+    request.tree.paths.reserve(files.size());
+    for (const auto& f : files) request.tree.paths.push_back(f.path);
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, node.ops());
-    ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree(request));
+    ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree_columns(request));
+    request = {};
     const auto& entries = tree.entries;
-    if (entries.size() != files.size())
-        return Error(ErrorCode::BAD_RESPONSE, fmt::format("node '{}' answered {} entries for {} paths", node.name(), entries.size(), files.size()));
     for (std::size_t k = 0; k < files.size(); ++k) {
         if (files[k].index >= out.size()) continue;
         plan::DiskFile& d = out[files[k].index];

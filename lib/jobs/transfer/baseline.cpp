@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/hash.hpp"
+#include "lib/base/json_member.hpp"
 #include "lib/clients/qbittorrent/maindata.hpp"
 #include "lib/jobs/transfer/job_run.hpp"
 #include "lib/node/client/ops.hpp"
@@ -35,12 +36,15 @@ std::vector<std::string> baseline_paths(const JobDefinition& def) {
 // and priority, and each baseline file's type, size, inode and mtime.
 Result<std::string> content_digest(NodeHandle& dst, const JobDefinition& def, const std::vector<qb::TorrentFile>& files) {
     ARCHCTL_TRY_ASSIGN(node::Transport * transport, dst.ops());
-    ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree({.base = def.target_save_path, .paths = baseline_paths(def)}));
+    const node::TreeColumnsRequest request{.tree = {.base = def.target_save_path, .paths = baseline_paths(def)},
+                                           .columns = {"size", "ino", "mtime_ns"}};
+    ARCHCTL_TRY_ASSIGN(auto tree, node::Ops(*transport).tree_columns(request));
     std::string facts;
     for (const auto& f : files) facts += fmt::format("{} {} {:.6f} {}\n", f.index, f.size, f.progress, f.priority);
-    for (const auto& e : tree.entries) {
+    for (std::size_t i = 0; i < tree.entries.size(); ++i) {
+        const node::TreeEntry& e = tree.entries[i];
         node::EntryStat st = e.stat.value_or(node::EntryStat{});
-        facts += fmt::format("{} {} {} {} {}\n", e.path, node::to_string(e.type), st.size, st.ino, st.mtime_ns);
+        facts += fmt::format("{} {} {} {} {}\n", request.tree.paths[i], node::to_string(e.type), st.size, st.ino, st.mtime_ns);
     }
     return sha256_hex(facts);
 }
@@ -138,8 +142,8 @@ Status restore_tags(JobRun& run, qb::Api& tqb, const qb::TorrentInfo& now) {
 // Every file's priority and progress as recorded; what differs, named.
 std::vector<std::string> differences(const nlohmann::json& baseline, const std::vector<qb::TorrentFile>& files) {
     std::vector<std::string> out;
-    const auto& per_file = baseline.value("files", nlohmann::json::array());
-    const auto& priorities = baseline.value("priorities", nlohmann::json::array());
+    const auto& per_file = member_or_empty(baseline, "files");
+    const auto& priorities = member_or_empty(baseline, "priorities");
     for (const auto& f : files) {
         if (f.index >= per_file.size()) continue;
         double progress = per_file[f.index].value("progress", 0.0);
@@ -166,7 +170,7 @@ Status restore_baseline(JobRun& run) {
         // boundary bytes from the part file again, and the recheck finds what was there before.
         ARCHCTL_TRY_STATUS(tqb.stop({id}));
         std::vector<std::uint32_t> skip;
-        const auto& priorities = b.value("priorities", nlohmann::json::array());
+        const auto& priorities = member_or_empty(b, "priorities");
         for (std::uint32_t i : run.def.delta.indices())
             if (i < priorities.size() && priorities[i].get<int>() == 0) skip.push_back(i);
         if (!skip.empty()) ARCHCTL_TRY_STATUS(tqb.set_file_priority(id, skip, qb::FilePriority::skip));

@@ -14,9 +14,10 @@ namespace {
 
 // Every delta file is a regular file of its size at its target path.
 Result<bool> all_files_at_target(node::Ops& ops, const JobDefinition& def) {
-    node::TreeRequest placed{.base = def.target_save_path, .paths = {}};
-    for (const auto& f : def.files) placed.paths.push_back(f.at_target());
-    ARCHCTL_TRY_ASSIGN(auto tree, ops.tree(placed));
+    node::TreeColumnsRequest placed{.tree = {.base = def.target_save_path, .paths = {}}, .columns = {"size"}};
+    placed.tree.paths.reserve(def.files.size());
+    for (const auto& f : def.files) placed.tree.paths.push_back(f.at_target());
+    ARCHCTL_TRY_ASSIGN(auto tree, ops.tree_columns(placed));
     if (def.files.empty() || tree.entries.size() != def.files.size()) return false;
     for (std::size_t i = 0; i < tree.entries.size(); ++i) {
         const auto& e = tree.entries[i];

@@ -156,7 +156,7 @@ StepResult step_stage(JobRun& run) {
     }
     StageSink sink(run, ops);
     sink.m_base = run.session.bytes_copied;
-    auto r = ops.stage(request, std::ref(sink));
+    auto r = ops.stage(std::move(request), std::ref(sink));
     if (!r.ok()) return StepResult::failed(r.take_error());
     const node::StageCounters& c = r.value().counters;
     run.session.bytes_linked += c.bytes_linked + c.bytes_reflinked;

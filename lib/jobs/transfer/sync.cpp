@@ -299,7 +299,7 @@ StepResult step_sync(JobRun& run) {
             if (evidence.all()) request.indexed_all = true;
             else request.indexed = evidence.indexed();
         }
-        auto check = ops.receive_check(request);
+        auto check = ops.receive_check(std::move(request));
         if (!check.ok()) {
             if (check.error().is(ErrorCode::PATH_SYMLINK) || check.error().is(ErrorCode::NOT_A_DIRECTORY))
                 return foreign_error(run, {{run.def.id, "not the directory archctl staged: " + check.error().message}});

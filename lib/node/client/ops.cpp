@@ -61,14 +61,20 @@ Result<TreeResult> Ops::tree_columns(const TreeColumnsRequest& r) {
 Result<WriteCheckResult> Ops::write_check(const WriteCheckRequest& r) {
     return call_typed<WriteCheckResult>(m_transport, Op::write_check, r);
 }
-Result<StageResult> Ops::stage(const StageRequest& r, ProgressFn progress) {
-    return call_typed<StageResult>(m_transport, Op::stage, r, std::move(progress));
+Result<StageResult> Ops::stage(StageRequest r, ProgressFn progress) {
+    json args = r;
+    r = StageRequest{};  // held as its JSON alone while the node works
+    return call_typed<StageResult>(m_transport, Op::stage, std::move(args), std::move(progress));
 }
-Result<ReceiveCheckResult> Ops::receive_check(const ReceiveCheckRequest& r, ProgressFn progress) {
-    return call_typed<ReceiveCheckResult>(m_transport, Op::receive_check, r, std::move(progress));
+Result<ReceiveCheckResult> Ops::receive_check(ReceiveCheckRequest r, ProgressFn progress) {
+    json args = r;
+    r = ReceiveCheckRequest{};  // held as its JSON alone while the node works
+    return call_typed<ReceiveCheckResult>(m_transport, Op::receive_check, std::move(args), std::move(progress));
 }
-Result<MergeResult> Ops::merge(const MergeRequest& r, ProgressFn progress) {
-    return call_typed<MergeResult>(m_transport, Op::merge, r, std::move(progress));
+Result<MergeResult> Ops::merge(MergeRequest r, ProgressFn progress) {
+    json args = r;
+    r = MergeRequest{};  // held as its JSON alone while the node works
+    return call_typed<MergeResult>(m_transport, Op::merge, std::move(args), std::move(progress));
 }
 Result<MergeRecordResult> Ops::merge_record(const MergeRecordRequest& r) {
     return call_typed<MergeRecordResult>(m_transport, Op::merge_record, r);

@@ -28,9 +28,11 @@ public:
     // result with another number of entries than paths is a PROTOCOL error.
     [[nodiscard]] Result<TreeResult> tree_columns(const TreeColumnsRequest& request);
     [[nodiscard]] Result<WriteCheckResult> write_check(const WriteCheckRequest& request);
-    [[nodiscard]] Result<StageResult> stage(const StageRequest& request, ProgressFn progress = {});
-    [[nodiscard]] Result<ReceiveCheckResult> receive_check(const ReceiveCheckRequest& request, ProgressFn progress = {});
-    [[nodiscard]] Result<MergeResult> merge(const MergeRequest& request, ProgressFn progress = {});
+    // The three whose requests name every file of a job take them by value: moved in, a request
+    // is held as its JSON alone while the node works.
+    [[nodiscard]] Result<StageResult> stage(StageRequest request, ProgressFn progress = {});
+    [[nodiscard]] Result<ReceiveCheckResult> receive_check(ReceiveCheckRequest request, ProgressFn progress = {});
+    [[nodiscard]] Result<MergeResult> merge(MergeRequest request, ProgressFn progress = {});
     [[nodiscard]] Result<MergeRecordResult> merge_record(const MergeRecordRequest& request);
     [[nodiscard]] Result<UnmergeResult> unmerge(const UnmergeRequest& request);
     [[nodiscard]] Result<AdoptIncompleteResult> adopt_incomplete(const AdoptIncompleteRequest& request);

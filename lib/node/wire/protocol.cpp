@@ -118,13 +118,18 @@ Response decode_response(json& j) {
 std::string line_of(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // `envelope` as one line with `payload` as the value of `key`: the envelope written with a null
-// there (keys in the library's sorted order), the null replaced by the payload's own text.
+// there (keys in the library's sorted order), the null replaced by the payload's own text, which
+// is written straight into the line (a large payload's text is never held twice).
 std::string splice(json envelope, const char* key, const json& payload) {
     envelope[key] = nullptr;
-    std::string line = line_of(envelope);
+    const std::string frame = line_of(envelope);
     const std::string slot = fmt::format("\"{}\":null", key);
-    const auto at = line.find(slot);
-    return line.substr(0, at + slot.size() - 4) + line_of(payload) + line.substr(at + slot.size());
+    const auto at = frame.find(slot) + slot.size() - 4;
+    std::string line = frame.substr(0, at);
+    nlohmann::detail::serializer<json> writer(nlohmann::detail::output_adapter<char, std::string>(line), ' ', json::error_handler_t::replace);
+    writer.dump(payload, /*pretty_print=*/false, /*ensure_ascii=*/false, /*indent_step=*/0);
+    line.append(frame, at + 4);
+    return line;
 }
 
 struct Encoder {

@@ -211,17 +211,21 @@ TEST_CASE("referenced_paths through a session with an injected qBittorrent") {
     CHECK(failed.error().code == "QB_NOT_FOUND");
 }
 
-TEST_CASE("stat_files: one tree batch below the stripped base, entries by file index") {
+TEST_CASE("stat_files: one tree batch in columns below the stripped base, the stamp's fields only, entries by file index") {
     FakeTransport ops("nas");
-    ops.handlers["tree"] = [](const json& args) -> Result<json> {
-        json entries = json::array();
+    const json fields = {"size", "dev", "ino", "mtime_ns", "ctime_ns", "btime_ns"};
+    ops.handlers["tree"] = [fields](const json& args) -> Result<json> {
+        std::string types;
+        json stats = json::array();
         for (const auto& p : args["paths"]) {
-            if (p == "show/a.bin")
-                entries.push_back({{"type", "file"}, {"dev", 1}, {"ino", 2}, {"size", 10}, {"mtime_ns", 3}});
-            else
-                entries.push_back({{"type", "absent"}});
+            if (p != "show/a.bin") {
+                types += 'a';
+                continue;
+            }
+            types += 'f';
+            for (json v : {10, 1, 2, 3, 0, 0}) stats.push_back(v);
         }
-        return json{{"entries", entries}};
+        return json{{"base_exists", true}, {"types", types}, {"fields", fields}, {"stats", stats}};
     };
     config::NodeConfig cfg = node_config();
     session::NodeSession node(cfg, clients::Tuning{}, {.ops = &ops});
@@ -234,7 +238,7 @@ TEST_CASE("stat_files: one tree batch below the stripped base, entries by file i
     CHECK((*stats)[1].on_disk == plan::OnDisk::unread);
     CHECK((*stats)[2].on_disk == plan::OnDisk::absent);
     REQUIRE(ops.count("tree") == 1);
-    CHECK(ops.calls[0].args == json{{"base", "/tank/t"}, {"paths", {"show/a.bin", "show/c.bin"}}});
+    CHECK(ops.calls[0].args == json{{"base", "/tank/t"}, {"paths", {"show/a.bin", "show/c.bin"}}, {"columns", fields}});
     CHECK(stamps_of(*stats) == std::map<std::uint32_t, plan::FileStamp>{{0, {1, 2, 10, 3}}});
 
     SUBCASE("no files: nothing is asked") {
@@ -243,11 +247,13 @@ TEST_CASE("stat_files: one tree batch below the stripped base, entries by file i
         CHECK(none->size() == 2);
         CHECK(ops.count("tree") == 1);
     }
-    SUBCASE("a short answer is BAD_RESPONSE") {
-        ops.handlers["tree"] = [](const json&) -> Result<json> { return json{{"entries", json::array()}}; };
+    SUBCASE("a short answer is PROTOCOL") {
+        ops.handlers["tree"] = [fields](const json&) -> Result<json> {
+            return json{{"base_exists", true}, {"types", ""}, {"fields", fields}, {"stats", json::array()}};
+        };
         auto bad = stat_files(node, "/tank/t", {{0, "show/a.bin", 10}}, 1);
         REQUIRE_FALSE(bad.ok());
-        CHECK(bad.error().code == "BAD_RESPONSE");
+        CHECK(bad.error().code == "PROTOCOL");
     }
     SUBCASE("the operation's own failure is passed on") {
         ops.handlers["tree"] = [](const json&) -> Result<json> { return Error("PATH_OUTSIDE_ROOT", "outside"); };
