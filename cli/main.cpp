@@ -18,6 +18,7 @@
 
 #include "cli/command.hpp"
 #include "cli/command_table.hpp"
+#include "lib/base/json_member.hpp"
 #include "lib/base/signals.hpp"
 #include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
@@ -111,7 +112,7 @@ nlohmann::json missing_files(const nlohmann::json& result) {
     else if (result.contains("coverage")) coverage = &result["coverage"];
     nlohmann::json out = nlohmann::json::array();
     if (coverage == nullptr || !coverage->is_object()) return out;
-    for (const auto& f : coverage->value("files", nlohmann::json::array()))
+    for (const auto& f : member_or_empty(*coverage, "files"))
         if (f.value("nodes", nlohmann::json::array()).empty())
             out.push_back({{"index", f.value("index", 0)}, {"path", f.value("path", "")}, {"size", f.value("size", 0)},
                            {"refused", f.value("refused", nlohmann::json::array())}});

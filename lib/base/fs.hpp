@@ -2,6 +2,7 @@
 // Thin, error-returning wrappers over POSIX file calls, and an owning file descriptor.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,5 +71,8 @@ Status write_file_atomic(const std::string& path, std::string_view data, unsigne
 // Durable create-only write: fails with EXISTS if the file is already there (O_EXCL),
 // then fsyncs the file and its directory.
 Status write_file_exclusive(const std::string& path, std::string_view data, unsigned mode = 0644);
+// The same with the content written by `write` to the open temp file (`fd`, named `temp` in its
+// errors), for a content too large to hold as one string first.
+Status write_file_exclusive_with(const std::string& path, unsigned mode, const std::function<Status(int fd, const std::string& temp)>& write);
 
 }  // namespace archctl

@@ -1,3 +1,4 @@
+#include "lib/base/json_member.hpp"
 #include "lib/plan/coverage.hpp"
 
 #include <algorithm>
@@ -159,7 +160,7 @@ Result<ArchiveProof> ArchiveProof::from_json(const nlohmann::json& j) {
         ARCHCTL_TRY_ASSIGN(p.files, torrent::Selection::from_json(j.at("files")));
         p.generation = j.value("generation", std::uint64_t{0});
         p.trust = j.value("trust", "committed") == "verify_pieces" ? Trust::verify_pieces : Trust::committed;
-        for (const auto& row : j.value("proven", nlohmann::json::array())) {
+        for (const auto& row : member_or_empty(j, "proven")) {
             ProvenFile f;
             f.index = row.at("i");
             f.path = row.at("path");

@@ -34,7 +34,7 @@ Result<std::optional<std::pair<std::string, std::string>>> job_using(const state
     // every job read.
     ARCHCTL_TRY_ASSIGN(std::vector<std::string> ids, index.built() ? index.active() : store.list());
     for (const auto& job : ids) {
-        auto definition = store.definition(job);
+        auto definition = store.definition_outline(job);
         if (!definition.ok() || !definition->is_object()) continue;  // a torn create: no job
         const auto route = definition->value("route", nlohmann::json::object());
         if (!route.is_object() || route.value("id", "") != id) continue;

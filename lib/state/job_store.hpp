@@ -28,6 +28,10 @@ public:
     // Write the definition of a new job (fails with EXISTS if it already has one).
     Status create(const std::string& job_id, const nlohmann::json& definition);
     Result<nlohmann::json> definition(const std::string& job_id) const;
+    // The definition with every element of its per-file lists (`files`, `union_files`) read as
+    // null: the lists keep their lengths, and a summary that counts them needs ~16 bytes a file
+    // where the lists take ~900 (~90 MB at 100,000 files).
+    Result<nlohmann::json> definition_outline(const std::string& job_id) const;
 
     // The ledger; NOT_FOUND when none was written yet, CORRUPT when unreadable.
     Result<nlohmann::json> ledger(const std::string& job_id) const;

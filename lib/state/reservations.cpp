@@ -118,7 +118,7 @@ Result<std::optional<std::string>> holding_job(const StateDir& dir, const std::v
     for (const auto& alias : aliases) {
         ARCHCTL_TRY_ASSIGN(auto held, holder(dir, alias));
         if (!held) continue;
-        auto def = store.definition(*held);
+        auto def = store.definition_outline(*held);
         if (!def.ok()) {
             // A crash between reserving and defining left a reservation without a job: stale.
             ARCHCTL_TRY_STATUS(release(dir, {alias}, *held));

@@ -199,7 +199,8 @@ std::optional<JobState> Driver::state_of(const std::string& job_id) const {
 
 RunResult Driver::finish_run(RunResult result, std::optional<JobState> before) {
     state::JobStore store(m_state);
-    auto definition = store.definition(result.job_id);
+    // The row counts the definition's files and reads none of them.
+    auto definition = store.definition_outline(result.job_id);
     if (!definition.ok()) return result;
     const Kind& kind = kind_of(definition.value());
     JobSummary row = kind.summarize(store, result.job_id, std::move(definition).value());

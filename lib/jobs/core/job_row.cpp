@@ -1,3 +1,4 @@
+#include "lib/base/json_member.hpp"
 #include "lib/jobs/core/job_row.hpp"
 
 #include <algorithm>
@@ -26,7 +27,7 @@ struct Counts {
 Counts counts_of(const nlohmann::json& def, const nlohmann::json& ledger, JobState state) {
     Counts c;
     const nlohmann::json& l = ledger.is_object() ? ledger : nlohmann::json::object();
-    c.files_total = def.value("files", nlohmann::json::array()).size();
+    c.files_total = member_or_empty(def, "files").size();
     if (def.value("op", "") == "evict") {
         c.bytes_total = def.value("required_bytes", std::uint64_t{0});
         c.bytes_done = std::min(c.bytes_total, l.value("bytes_freed", std::uint64_t{0}));
@@ -43,7 +44,7 @@ Counts counts_of(const nlohmann::json& def, const nlohmann::json& ledger, JobSta
 // The last session's end for a finished job; null while it may still go on.
 nlohmann::json ended_at(const nlohmann::json& ledger, bool finished) {
     if (!finished || !ledger.is_object()) return nullptr;
-    auto sessions = ledger.value("sessions", nlohmann::json::array());
+    const auto& sessions = member_or_empty(ledger, "sessions");
     for (auto it = sessions.rbegin(); it != sessions.rend(); ++it)
         if (it->is_object() && !it->value("ended", "").empty()) return it->value("ended", "");
     return nullptr;

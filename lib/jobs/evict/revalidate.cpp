@@ -6,6 +6,7 @@
 #include "lib/base/base64.hpp"
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
+#include "lib/base/json_member.hpp"
 #include "lib/jobs/evidence/archive_evidence.hpp"
 #include "lib/jobs/evict/run.hpp"
 #include "lib/node/client/ops.hpp"
@@ -48,7 +49,7 @@ Result<nlohmann::json> verify_proof(EvictRun& run, jobs::NodeHandle& node, const
     const nlohmann::json& report = verified.report;
     if (report.value("verified", false)) return nlohmann::json{{"verified", true}, {"summary", report.value("summary", nlohmann::json())}};
     std::vector<std::string> bad;
-    for (const auto& f : report.value("files", nlohmann::json::array()))
+    for (const auto& f : member_or_empty(report, "files"))
         if (f.value("verdict", "") != "complete")
             bad.push_back(fmt::format("{} '{}' ({})", f.value("index", 0), f.value("path", ""), failure_of(f)));
     return Error(ErrorCode::PROOF_FAILED, fmt::format("the piece check on '{}' did not verify {} file(s): {}", proof.node, bad.size(),

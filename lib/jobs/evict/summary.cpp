@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/json_member.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/base/text.hpp"
 #include "lib/base/units.hpp"
@@ -120,7 +121,7 @@ Error incomplete_error(const EvictPrepared& p) {
 std::string evict_progress_text(const nlohmann::json& definition, const nlohmann::json& ledger_json) {
     auto parsed = EvictLedger::from_json(ledger_json);
     const EvictLedger l = parsed.ok() ? std::move(parsed).value() : EvictLedger{};
-    std::uint64_t files = definition.value("files", nlohmann::json::array()).size();
+    std::uint64_t files = member_or_empty(definition, "files").size();
     switch (l.state) {
         case jobs::JobState::done:
             return fmt::format("done: {} files ({}) freed", l.files_removed, format_size(l.bytes_freed));
@@ -168,14 +169,14 @@ std::string describe_event(const nlohmann::json& e) {
         return fmt::format("{} torrent {} from qBittorrent on {}, data deletion disabled",
                            e.value("already_absent", false) ? "already gone:" : "removed", e.value("qb_id", ""), e.value("node", ""));
     if (type == "snapshot") {
-        auto ours = e.value("owned_referenced", nlohmann::json::array());
+        const auto& ours = member_or_empty(e, "owned_referenced");
         std::string which = ours.empty() ? "none of this torrent's files" : fmt::format("{} of this torrent's files (kept)", ours.size());
         return fmt::format("{} other torrents reference {} paths on this node; {}", e.value("torrents", 0), e.value("referenced_paths", 0),
                            which);
     }
     if (type == "unlinked") {
-        std::string out = fmt::format("unlinked {} files, removed {} directories", e.value("files", nlohmann::json::array()).size(),
-                                      e.value("dirs", nlohmann::json::array()).size());
+        std::string out = fmt::format("unlinked {} files, removed {} directories", member_or_empty(e, "files").size(),
+                                      member_or_empty(e, "dirs").size());
         auto kept = e.value("kept", nlohmann::json::array());
         if (!kept.empty()) out += "; kept " + kept_text(kept);
         return out;

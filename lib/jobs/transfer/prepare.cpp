@@ -351,6 +351,9 @@ Result<std::string> TransferPlanner::create(const Prepared& p) {
     state::JobStore store(m_state);
     nlohmann::json def = d.to_json();
     def["metainfo_b64"] = nullptr;  // the exported torrent lives beside the definition
+    // The document holds the file lists now (the prepared job keeps its own).
+    std::vector<JobFile>().swap(d.files);
+    std::vector<JobFile>().swap(d.union_files);
     Status created = store.create(d.id, def);
     if (!created.ok()) {
         // A reservation this cannot release is released as stale by the next planner (no job

@@ -1,3 +1,4 @@
+#include "lib/base/json_member.hpp"
 #include "lib/jobs/transfer/summary.hpp"
 
 #include <algorithm>
@@ -14,7 +15,7 @@ namespace archctl::jobs::transfer {
 
 std::string progress_text(const nlohmann::json& def, const Ledger& l) {
     std::uint64_t total = def.value("delta_bytes", std::uint64_t{0});
-    std::size_t files = def.value("files", nlohmann::json::array()).size();
+    std::size_t files = member_or_empty(def, "files").size();
     std::string kept = kept_text(l.kept);
     std::string kept_note = kept.empty() ? "" : " (" + kept + ")";
     if (l.state == JobState::done) return "done" + kept_note;

@@ -1,3 +1,4 @@
+#include "lib/base/json_member.hpp"
 #include "lib/node/wire/ops_pieces.hpp"
 
 #include "lib/node/wire/json_fields.hpp"
@@ -211,7 +212,7 @@ void check_verify_report(const json& j) {
     optional_of(j, "verified", boolean, "a boolean");
     optional_of(j, "summary", object, "an object");
     optional_of(j, "files", list, "a list");
-    for (const auto& f : j.value("files", json::array())) {
+    for (const auto& f : member_or_empty(j, "files")) {
         expect(f.is_object(), "a file that is not an object");
         optional_of(f, "index", count, "a file index");
         optional_of(f, "size", count, "a size");

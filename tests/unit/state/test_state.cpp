@@ -95,6 +95,39 @@ TEST_CASE("a reservation whose job ended is stale: the next holding_job releases
     }
 }
 
+TEST_CASE("a definition's outline: its per-file lists keep their lengths, every element read as null, the rest whole") {
+    test::Scratch s;
+    auto dir = StateDir::open(s.path().string()).value();
+    JobStore jobs(dir);
+    const std::string id = new_job_id();
+    nlohmann::json files = nlohmann::json::array();
+    // Enough files for a text of several MiB: the definition is written a MiB at a time.
+    for (int i = 0; i < 40000; ++i) files.push_back({{"index", i}, {"path", fmt::format("d/{}.bin", i)}, {"size", i}});
+    const nlohmann::json definition = {{"op", "archive"},
+                                       {"files", files},
+                                       {"union_files", {files[0], {{"index", 9}, {"path", "x"}, {"size", 1}}}},
+                                       {"aliases", {"a", "b"}},
+                                       {"delta", {{"count", 40000}, {"ranges", "0-39999"}}},
+                                       {"source", {{"node", "seedbox"}, {"files", {1, 2}}}},
+                                       {"boundary_pieces", {7, 8}}};
+    REQUIRE(jobs.create(id, definition).ok());
+    auto outline = jobs.definition_outline(id);
+    REQUIRE(outline.ok());
+    CHECK(outline.value()["files"] == nlohmann::json(std::vector<std::nullptr_t>(40000, nullptr)));
+    CHECK(outline.value()["union_files"] == nlohmann::json{nullptr, nullptr});
+    // Every other key as written, a nested "files" too.
+    for (const char* key : {"op", "aliases", "delta", "source", "boundary_pieces"}) CHECK(outline.value()[key] == definition[key]);
+    CHECK(jobs.definition(id).value() == definition);
+    // Written as it is serialized, the text is the document's dump(2) and a newline (the request
+    // digest is read from that layout without parsing).
+    CHECK(read_file((s.path() / "jobs" / id / "definition.json").string()).value() == definition.dump(2) + "\n");
+    SUBCASE("a file that is not JSON is CORRUPT, as for the whole definition") {
+        REQUIRE(write_file_atomic((s.path() / "jobs" / id / "definition.json").string(), "{\"files\": [").ok());
+        CHECK(jobs.definition_outline(id).error().code == "CORRUPT");
+        CHECK(jobs.definition(id).error().code == "CORRUPT");
+    }
+}
+
 TEST_CASE("concurrent reservers: exactly one wins") {
     test::Scratch s;
     auto dir = StateDir::open(s.path().string()).value();
