@@ -193,7 +193,7 @@ struct Look {
 // in transit also when only the index does not list it yet: that one counts as there.
 bool all_at_final_names(const Look& look, const IndexEvidence& evidence) {
     const node::ReceiveCheckResult& r = look.result;
-    if (!r.job_exists || !r.manifest) return false;
+    if (!r.job_exists || !r.manifest || !r.absent.empty()) return false;
     return std::all_of(r.files.begin(), r.files.end(), [&](const node::ReceivedFile& f) {
         if (f.state == node::Arrival::absent) return false;
         return f.state != node::Arrival::in_transit || (look.given && !evidence.has(f.name));
@@ -211,7 +211,7 @@ std::vector<node::FileEntry> walk_entries(const JobRun& run) {
 // The payload indices a walk found there: those it asked about and did not list (it lists only
 // what is not there yet) or listed as present or verified.
 std::set<std::uint32_t> indices_there(const JobRun& run, const node::ReceiveCheckResult& r) {
-    std::set<std::uint32_t> missing;
+    std::set<std::uint32_t> missing(r.absent.begin(), r.absent.end());
     for (const auto& f : r.files)
         if (f.index && f.state != node::Arrival::present && f.state != node::Arrival::verified) missing.insert(*f.index);
     std::set<std::uint32_t> out;
@@ -293,7 +293,8 @@ StepResult step_sync(JobRun& run) {
                                           .indexed = std::nullopt,
                                           .verify_transit = verify,
                                           .layout = run.def.payload_layout,
-                                          .unfinished_only = true};
+                                          .unfinished_only = true,
+                                          .absent_ranges = true};
         if (read_index) {
             ARCHCTL_TRY_STATUS(evidence.refresh(dst.value()->st()));
             if (evidence.all()) request.indexed_all = true;
@@ -394,7 +395,7 @@ StepResult step_sync(JobRun& run) {
         if (!run.budget_held.empty()) {
             bool released_here = std::all_of(result.files.begin(), result.files.end(), [&](const node::ReceivedFile& f) {
                 return !f.index || run.budget_held.count(*f.index) || f.state == node::Arrival::present || f.state == node::Arrival::verified;
-            });
+            }) && std::all_of(result.absent.begin(), result.absent.end(), [&](std::uint32_t i) { return run.budget_held.count(i) > 0; });
             if (released_here)
                 return StepResult::stopped(StopReason::budget, fmt::format("{}; {} file{} of job {} wait for the next run",
                                                                  budget_text(run.env.budgets.moved_before + run.session_bytes(),

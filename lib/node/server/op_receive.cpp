@@ -310,7 +310,9 @@ Result<json> op_receive_check(OpContext& ctx, json args) {
         }
         bool done = v.arrival == Arrival::present || v.arrival == Arrival::verified;
         complete = complete && done;
-        if (!done || !request.unfinished_only) out.files.push_back(ReceivedFile{e.name, v.arrival, v.have_bytes, e.index, e.size, v.detail});
+        const bool nothing_there = v.arrival == Arrival::absent && v.have_bytes == 0 && v.detail.empty();
+        if (request.absent_ranges && e.index && nothing_there) out.absent.push_back(*e.index);
+        else if (!done || !request.unfinished_only) out.files.push_back(ReceivedFile{e.name, v.arrival, v.have_bytes, e.index, e.size, v.detail});
         if (e.index) {
             out.bytes_present += v.have_bytes;
             out.bytes_total += *e.size;

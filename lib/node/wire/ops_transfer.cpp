@@ -1,7 +1,10 @@
 #include "lib/node/wire/ops_transfer.hpp"
 
+#include <fmt/format.h>
+
 #include "lib/base/base64.hpp"
 #include "lib/node/wire/json_fields.hpp"
+#include "lib/torrent/selection.hpp"
 
 namespace archctl::node {
 
@@ -187,6 +190,7 @@ void to_json(json& j, const ReceiveCheckRequest& v) {
     if (v.indexed) j["indexed"] = *v.indexed;
     if (v.indexed_all) j["indexed_all"] = true;
     if (v.unfinished_only) j["unfinished_only"] = true;
+    if (v.absent_ranges) j["absent_ranges"] = true;
     if (v.layout != PayloadLayout::flat) j["layout"] = v.layout;
 }
 void from_json(const json& j, ReceiveCheckRequest& v) {
@@ -199,6 +203,7 @@ void from_json(const json& j, ReceiveCheckRequest& v) {
     v.indexed_all = j.value("indexed_all", false);
     v.verify_transit = j.value("verify_transit", false);
     v.unfinished_only = j.value("unfinished_only", false);
+    v.absent_ranges = j.value("absent_ranges", false);
     v.layout = j.value("layout", PayloadLayout::flat);
 }
 
@@ -232,7 +237,11 @@ void to_json(json& j, const ReceiveCheckResult& v) {
               {"bytes_total", v.bytes_total},     {"files_present", v.files_present}, {"files_total", v.files_total},
               {"bytes_hashed", v.bytes_hashed}});
     if (!v.foreign.empty()) j["foreign"] = v.foreign;
+    if (!v.absent.empty()) j["absent"] = torrent::Selection::of(v.absent).to_string();
 }
+// More files than a request line (64 MiB) can name: a larger `absent` is a hostile far end.
+constexpr std::uint64_t k_max_absent = std::uint64_t{1} << 24;
+
 void from_json(const json& j, ReceiveCheckResult& v) {
     v.complete = j.value("complete", false);
     v.stopped = j.value("stopped", Stop::none);
@@ -246,6 +255,15 @@ void from_json(const json& j, ReceiveCheckResult& v) {
     v.bytes_total = j.value("bytes_total", std::uint64_t{0});
     v.files_present = j.value("files_present", std::uint64_t{0});
     v.files_total = j.value("files_total", std::uint64_t{0});
+    v.absent.clear();
+    if (auto it = j.find("absent"); it != j.end()) {
+        auto absent = torrent::Selection::parse(it->get<std::string>());
+        if (!absent.ok()) throw nlohmann::json::other_error::create(501, "'absent' is not a ranges text: " + absent.error().message, &j);
+        // A few bytes of text can name billions of indices: never more than the files it checked.
+        if (absent->count() > v.files_total || absent->count() > k_max_absent)
+            throw nlohmann::json::other_error::create(501, fmt::format("'absent' names {} files of {} checked", absent->count(), v.files_total), &j);
+        v.absent = absent->indices();
+    }
     v.bytes_hashed = j.value("bytes_hashed", std::uint64_t{0});
 }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "lib/base/hash.hpp"
+#include "lib/node/wire/ops_transfer.hpp"
 #include "tests/unit/node/node_fixture.hpp"
 
 using namespace archctl;
@@ -114,6 +115,47 @@ NODE_TEST(receive_check_lists_only_what_is_not_there_and_takes_all_names_as_inde
     check = f.ok(Op::receive_check, {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}});
     CHECK(check["files"].size() == 5);
     CHECK(state_of(check, "p/0")["state"] == "present");
+}
+
+NODE_TEST(receive_check_answers_absent_payload_files_as_one_ranges_text_when_asked) {
+    Received r = receive_job(f);
+    // p/0 and p/2 not there at all, p/1 short at its final name.
+    std::filesystem::remove(r.job + "/p/0");
+    std::filesystem::remove(r.job + "/p/2");
+    std::filesystem::resize_file(r.job + "/p/1", k_size / 2);
+    json asked = {{"job_dir", r.job}, {"files", r.files}, {"indexed", all_indexed()}, {"unfinished_only", true}, {"absent_ranges", true}};
+    json check = f.ok(Op::receive_check, asked);
+    CHECK(check["absent"] == "0,2");
+    REQUIRE(check["files"].size() == 1);  // the short one alone is an entry
+    CHECK(state_of(check, "p/1")["state"] == "mismatch");
+    CHECK(check["files_total"] == 3);
+    CHECK(check["files_present"] == 0);
+    CHECK(check["complete"] == false);
+    // Read by the caller: the indices, the entry, the same counts.
+    ReceiveCheckResult typed = check.get<ReceiveCheckResult>();
+    CHECK(typed.absent == std::vector<std::uint32_t>{0, 2});
+    REQUIRE(typed.files.size() == 1);
+    CHECK(typed.files[0].index == 1u);
+    // A job directory not there yet: every payload file in the text, nothing else listed.
+    asked["job_dir"] = f.sync() + "/dst/none";
+    check = f.ok(Op::receive_check, asked);
+    CHECK(check["absent"] == "0-2");
+    CHECK(check["files"].size() == 2);  // the manifest and READY, which have no index
+    // Not asked: each absent file an entry, as before (and as a node that predates the key answers).
+    asked.erase("absent_ranges");
+    check = f.ok(Op::receive_check, asked);
+    CHECK_FALSE(check.contains("absent"));
+    CHECK(check["files"].size() == 5);
+    CHECK(state_of(check, "p/0")["state"] == "absent");
+}
+
+TEST_CASE("receive_check's absent text from a far end: a text that is not ranges, or names more files than were checked, does not read") {
+    json answer = {{"complete", false}, {"files", json::array()}, {"files_total", 3}, {"absent", "0-2"}};
+    CHECK(answer.get<ReceiveCheckResult>().absent.size() == 3);
+    answer["absent"] = "0-4294967294";  // billions of indices in a dozen bytes
+    CHECK_THROWS(answer.get<ReceiveCheckResult>());
+    answer["absent"] = "x";
+    CHECK_THROWS(answer.get<ReceiveCheckResult>());
 }
 
 NODE_TEST(receive_check_hashes_once_and_finds_a_corrupted_byte) {
