@@ -1,4 +1,3 @@
-#include "lib/base/json_member.hpp"
 #include "lib/plan/coverage.hpp"
 
 #include <algorithm>
@@ -7,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/hash.hpp"
+#include "lib/base/json_member.hpp"
 #include "lib/torrent/sha.hpp"
 
 namespace archctl::plan {

@@ -1,4 +1,3 @@
-#include "lib/base/json_member.hpp"
 #include "lib/jobs/transfer/summary.hpp"
 
 #include <algorithm>
@@ -7,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/json_member.hpp"
 #include "lib/base/lock_file.hpp"
 #include "lib/base/units.hpp"
 #include "lib/node/client/ops.hpp"

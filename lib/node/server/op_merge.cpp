@@ -297,7 +297,7 @@ Result<OpenedRecord> open_record(const RootSet& roots, const MergeRequest& reque
         std::vector<std::string> created;
         ARCHCTL_TRY_ASSIGN(parent, roots.open_parent(record_path, CreateDirs::yes, &created));
         loaded = MergeState{};
-        loaded->pre = {{"pre", pre.files}, {"dirs", pre.missing_dirs}, {"save_path", request.save_path}, {"job_dir", request.job_dir}};
+        loaded->pre = {{"pre", std::move(pre.files)}, {"dirs", pre.missing_dirs}, {"save_path", request.save_path}, {"job_dir", request.job_dir}};
     }
     ARCHCTL_TRY_ASSIGN(JournalWriter journal, JournalWriter::open(fd_path(parent.value().dir.get(), parent.value().name),
                                                                   k_merge_journal_kind, 1, SyncPolicy::batched, 256));
@@ -370,6 +370,7 @@ Result<json> op_merge(OpContext& ctx, json args) {
     const std::string& save_path = request.save_path;
     const std::string& job_dir = request.job_dir;
     ARCHCTL_TRY_ASSIGN(std::vector<DeltaFile> files, parse_delta_files(request.files));
+    std::vector<FileEntry>().swap(request.files);  // read into `files`
     ARCHCTL_TRY_ASSIGN(std::string record_path, merge_record_path_for(ctx.roots(), request.record_path, job_dir, save_path));
     ARCHCTL_TRY_ASSIGN(UniqueFd job, ctx.roots().open_dir(job_dir));
     Merger m{ctx, nullptr, save_path, job_dir, job_id_of(job_dir), PayloadDirs({}, job_dir, request.layout), manifest_hashes(job.get(), job_dir),

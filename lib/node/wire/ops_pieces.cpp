@@ -1,6 +1,6 @@
-#include "lib/base/json_member.hpp"
 #include "lib/node/wire/ops_pieces.hpp"
 
+#include "lib/base/json_member.hpp"
 #include "lib/node/wire/json_fields.hpp"
 
 namespace archctl::node {
