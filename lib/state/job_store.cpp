@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <memory>
 
 #include <fmt/format.h>
 
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
+#include "lib/base/json_file.hpp"
 #include "lib/state/job_index.hpp"
 
 namespace archctl::state {
@@ -19,46 +19,6 @@ Result<nlohmann::json> read_json(const std::string& path) {
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded()) return Error(ErrorCode::CORRUPT, fmt::format("corrupt state file '{}': not JSON", path));
     return j;
-}
-
-// A JSON text written to a file as it is serialized, 1 MiB at a time: a definition of 100,000
-// files is ~35 MB of text that is never held whole. The first write error is kept and returned
-// by finish(); nothing is written after it.
-class FileJsonOutput final : public nlohmann::detail::output_adapter_protocol<char> {
-public:
-    FileJsonOutput(int fd, const std::string& path) : m_fd(fd), m_path(path) { m_buffer.reserve(k_chunk); }
-    void write_character(char c) override {
-        m_buffer.push_back(c);
-        if (m_buffer.size() >= k_chunk) flush();
-    }
-    void write_characters(const char* s, std::size_t length) override {
-        m_buffer.append(s, length);
-        if (m_buffer.size() >= k_chunk) flush();
-    }
-    Status finish() {
-        flush();
-        return m_status;
-    }
-
-private:
-    static constexpr std::size_t k_chunk = 1u << 20;
-    void flush() {
-        if (m_status.ok() && !m_buffer.empty()) m_status = write_all(m_fd, m_buffer, m_path);
-        m_buffer.clear();
-    }
-    int m_fd;
-    const std::string& m_path;
-    std::string m_buffer;
-    Status m_status;
-};
-
-// `doc` as doc.dump(2) followed by a newline, written to `fd` as it is serialized.
-Status write_json_text(int fd, const std::string& path, const nlohmann::json& doc) {
-    auto out = std::make_shared<FileJsonOutput>(fd, path);
-    nlohmann::detail::serializer<nlohmann::json> writer(out, ' ');
-    writer.dump(doc, /*pretty_print=*/true, /*ensure_ascii=*/false, /*indent_step=*/2);
-    out->write_character('\n');
-    return out->finish();
 }
 
 // The top-level lists of a definition that hold an entry a file.
@@ -90,8 +50,7 @@ Status JobStore::create(const std::string& job_id, const nlohmann::json& definit
     ARCHCTL_TRY_STATUS(make_dirs(dir, 0700));
     ARCHCTL_TRY_STATUS(fsync_dir(m_dir.jobs()));
     crash_point("job.dir_created");
-    ARCHCTL_TRY_STATUS(write_file_exclusive_with(dir + "/definition.json", 0644,
-                                                 [&definition](int fd, const std::string& temp) { return write_json_text(fd, temp, definition); }));
+    ARCHCTL_TRY_STATUS(write_json_exclusive(dir + "/definition.json", definition, 2));
     crash_point("job.defined");
     return {};
 }
@@ -105,7 +64,7 @@ Result<nlohmann::json> JobStore::ledger(const std::string& job_id) const {
 }
 
 Status JobStore::write_ledger(const std::string& job_id, const nlohmann::json& ledger) {
-    return write_file_atomic(m_dir.job(job_id) + "/ledger.json", ledger.dump(2) + "\n");
+    return write_json_atomic(m_dir.job(job_id) + "/ledger.json", ledger, 2);
 }
 
 Status JobStore::append_event(const std::string& job_id, const std::string& type, nlohmann::json fields) {

@@ -8,6 +8,7 @@
 #include "lib/base/clock.hpp"
 #include "lib/base/crash_point.hpp"
 #include "lib/base/fs.hpp"
+#include "lib/base/json_file.hpp"
 
 namespace archctl::state {
 
@@ -47,7 +48,7 @@ Result<std::uint64_t> PlacementStore::advance(const std::vector<std::string>& al
                         {"committed_at", format_rfc3339(system_now())}, {"detail", detail}};
     for (const auto& alias : aliases) {
         ARCHCTL_TRY_STATUS(make_dirs(m_dir.placements() + "/" + alias, 0700));
-        ARCHCTL_TRY_STATUS(write_file_atomic(path_of(alias, node), j.dump() + "\n"));
+        ARCHCTL_TRY_STATUS(write_json_atomic(path_of(alias, node), j, -1));
         crash_point("placement.advanced");
     }
     return next;
@@ -60,7 +61,7 @@ Status PlacementStore::update_detail(const std::vector<std::string>& aliases, co
         if (!rec || rec->generation != generation) continue;
         nlohmann::json j = {{"generation", rec->generation}, {"fingerprint", rec->fingerprint}, {"job_id", rec->job_id},
                             {"committed_at", rec->committed_at}, {"detail", detail}};
-        ARCHCTL_TRY_STATUS(write_file_atomic(path_of(alias, node), j.dump() + "\n"));
+        ARCHCTL_TRY_STATUS(write_json_atomic(path_of(alias, node), j, -1));
         crash_point("placement.restamped");
     }
     return {};
