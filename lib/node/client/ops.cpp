@@ -45,6 +45,15 @@ Result<T> call_typed(Transport& transport, Op op, json args, ProgressFn progress
     }
 }
 
+// call_typed of a request that names every file of a job: the typed request goes once it is
+// JSON, so only that is held while the node works.
+template <class T, class Request>
+Result<T> call_releasing(Transport& transport, Op op, Request request, ProgressFn progress) {
+    json args = request;
+    request = Request{};
+    return call_typed<T>(transport, op, std::move(args), std::move(progress));
+}
+
 }  // namespace
 
 Result<InfoResult> Ops::info(const InfoRequest& r) { return call_typed<InfoResult>(m_transport, Op::info, r); }
@@ -62,19 +71,13 @@ Result<WriteCheckResult> Ops::write_check(const WriteCheckRequest& r) {
     return call_typed<WriteCheckResult>(m_transport, Op::write_check, r);
 }
 Result<StageResult> Ops::stage(StageRequest r, ProgressFn progress) {
-    json args = r;
-    r = StageRequest{};  // held as its JSON alone while the node works
-    return call_typed<StageResult>(m_transport, Op::stage, std::move(args), std::move(progress));
+    return call_releasing<StageResult>(m_transport, Op::stage, std::move(r), std::move(progress));
 }
 Result<ReceiveCheckResult> Ops::receive_check(ReceiveCheckRequest r, ProgressFn progress) {
-    json args = r;
-    r = ReceiveCheckRequest{};  // held as its JSON alone while the node works
-    return call_typed<ReceiveCheckResult>(m_transport, Op::receive_check, std::move(args), std::move(progress));
+    return call_releasing<ReceiveCheckResult>(m_transport, Op::receive_check, std::move(r), std::move(progress));
 }
 Result<MergeResult> Ops::merge(MergeRequest r, ProgressFn progress) {
-    json args = r;
-    r = MergeRequest{};  // held as its JSON alone while the node works
-    return call_typed<MergeResult>(m_transport, Op::merge, std::move(args), std::move(progress));
+    return call_releasing<MergeResult>(m_transport, Op::merge, std::move(r), std::move(progress));
 }
 Result<MergeRecordResult> Ops::merge_record(const MergeRecordRequest& r) {
     return call_typed<MergeRecordResult>(m_transport, Op::merge_record, r);
